@@ -1,0 +1,156 @@
+"""The pipeline: sources -> IR -> one linked, instrumented module -> object -> program or library."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cbuild import codegen
+from cbuild.blocks import BlockTable
+from cbuild.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
+from cbuild.compile import compile_unit
+from cbuild.errors import CBuildError, LinkError
+from cbuild.instrument import instrument
+from cbuild.options import BuildOptions, language_of
+from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
+
+RUNTIME_SOURCE = Path(__file__).parent / "runtime" / "instrbudget_rt.c"
+Progress = Callable[[str], None]
+
+
+def _stderr_progress(message: str) -> None:
+    print(f"instrbudget: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A built program or shared library and the block table of its counters."""
+
+    path: Path
+    kind: str  # "program" or "library"
+    table_path: Path
+    #: Build id, also embedded in the binary; the counts file names it.
+    key: str
+    instrumented: bool
+    fingerprint: dict[str, str]
+
+    def metadata(self) -> dict[str, Any]:
+        """The sidecar document: block table and exported function signatures."""
+        try:
+            doc: dict[str, Any] = json.loads(self.table_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CBuildError(f"the block table of {self.path} is unreadable ({exc}); delete the cache entry") from exc
+        return doc
+
+    def table(self) -> BlockTable:
+        """The block table (read from the cache on each call; callers keep it)."""
+        return BlockTable.from_json(self.metadata()["table"])
+
+
+class Builder:
+    """Builds artifacts with one toolchain into one cache."""
+
+    def __init__(
+        self,
+        *,
+        cache_dir: Path | None = None,
+        clang: str | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.toolchain: Toolchain = find_toolchain(clang)
+        self.cache = Cache(cache_dir or default_cache_dir())
+        self.progress: Progress = progress or _stderr_progress
+
+    def build(
+        self,
+        sources: Sequence[Path | str],
+        *,
+        options: BuildOptions = BuildOptions(),
+        kind: str = "program",
+    ) -> Artifact:
+        """Build (or find in the cache) a program or shared library from ``sources``."""
+        if kind not in ("program", "library"):
+            raise CBuildError(f"kind must be 'program' or 'library', not {kind!r}")
+        if not sources:
+            raise CBuildError("no source files given")
+        paths = [Path(s) for s in sources]
+        languages = {language_of(p) for p in paths}
+        units = [compile_unit(self.toolchain, self.cache, p, options) for p in paths]
+        key = digest(
+            PIPELINE_VERSION,
+            self.toolchain.fingerprint_text,
+            kind,
+            *options.key_parts(),
+            file_digest(RUNTIME_SOURCE),
+            *(u.key for u in units),
+        )
+        suffix = ".so" if kind == "library" else ""
+        binary = self.cache.path("bin", key, suffix)
+        table_path = self.cache.path("bin", key, ".blocks.json")
+        artifact = Artifact(binary, kind, table_path, key, options.instrument, self.toolchain.fingerprint)
+        if binary.exists() and table_path.exists():
+            return artifact
+        with self.cache.lock("bin", key):
+            if binary.exists() and table_path.exists():
+                return artifact
+            modules = [codegen.parse(u.ir_path.read_text(), name=str(u.source)) for u in units]
+            linked = codegen.link(modules)
+            linked_text = str(linked)
+            result = instrument(linked_text, build_id=key, counting=options.instrument)
+            codegen.check_table(linked, result.table)
+            tm = codegen.target_machine(self.toolchain.triple, options.speed_level)
+            module = codegen.parse(result.text, name="instrumented")
+            codegen.optimise(module, tm, options.speed_level)
+            obj = codegen.emit_object(module, tm)
+            cxx = "c++" in languages
+            self._link(obj, binary, kind=kind, cxx=cxx, options=options)
+            sidecar = {"table": result.table.to_json(), "signatures": codegen.signatures(linked, linked_text)}
+            atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
+        return artifact
+
+    def _runtime_object(self) -> Path:
+        key = digest(self.toolchain.fingerprint_text, file_digest(RUNTIME_SOURCE))
+        obj = self.cache.path("rt", key, ".o")
+        if obj.exists():
+            return obj
+        with self.cache.lock("rt", key), tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
+            out = Path(tmp) / "rt.o"
+            cmd = [*self.toolchain.cc, "-target", self.toolchain.triple, "-c", "-O2", "-fPIC",
+                   "-std=c11", "-D_POSIX_C_SOURCE=200809L", str(RUNTIME_SOURCE), "-o", str(out)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise LinkError(f"compiling the instrbudget runtime failed:\n{proc.stderr}")
+            atomic_write(obj, out.read_bytes())
+        return obj
+
+    def _link(self, obj: bytes, out: Path, *, kind: str, cxx: bool, options: BuildOptions) -> None:
+        tc = self.toolchain
+        runtime = self._runtime_object()
+        marker = self.cache.root / f"libcxx-ready-{digest(tc.fingerprint_text)}"
+        first_cxx = cxx and tc.is_zig and not marker.exists()
+        if first_cxx:
+            self.progress(
+                "first C++ build with this toolchain: zig is compiling libc++ and libc++abi "
+                "from source (about 1-2 minutes, once; later builds reuse it)"
+            )
+        with tempfile.TemporaryDirectory(prefix="instrbudget-ld-") as tmp:
+            obj_path = Path(tmp) / "program.o"
+            obj_path.write_bytes(obj)
+            tmp_out = Path(tmp) / ("out.so" if kind == "library" else "out")
+            driver = tc.cxx if cxx else tc.cc
+            cmd = [*driver, "-target", tc.triple, str(obj_path), str(runtime), "-o", str(tmp_out)]
+            if kind == "library":
+                cmd.append("-shared")
+            cmd += ["-lm", *options.ldflags]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise LinkError(f"linking {out.name} failed:\n{proc.stderr.strip()}")
+            atomic_write(out, tmp_out.read_bytes(), mode=0o755)
+        if first_cxx:
+            atomic_write(marker, b"")

@@ -1,0 +1,133 @@
+"""llvmlite behind one seam: parse and link IR, re-optimise, emit an object file."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from llvmlite import binding as llvm
+
+from cbuild.blocks import BlockTable
+from cbuild.errors import InstrumentError
+
+_UNCOUNTED = re.compile(r"^llvm\.(?:dbg|lifetime|assume|experimental\.noalias\.scope\.decl|pseudoprobe)\b")
+
+
+@functools.cache
+def _initialise() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def parse(text: str, *, name: str) -> llvm.ModuleRef:
+    """Parse and verify IR text; errors name the module."""
+    _initialise()
+    try:
+        module = llvm.parse_assembly(text)
+        module.verify()
+    except RuntimeError as exc:
+        raise InstrumentError(f"LLVM rejected the IR of {name}: {exc}") from exc
+    module.name = name
+    return module
+
+
+def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
+    """Link translation units into one module (internal symbols are renamed apart)."""
+    first, *rest = modules
+    for other in rest:
+        try:
+            first.link_in(other)
+        except RuntimeError as exc:
+            raise InstrumentError(f"linking the IR of {other.name} into {first.name} failed: {exc}") from exc
+    return first
+
+
+def llvmlite_sizes(module: llvm.ModuleRef) -> list[tuple[str, int]]:
+    """Per-block (function, counted instruction count) as llvmlite sees the module."""
+    out = []
+    for fn in module.functions:
+        if fn.is_declaration:
+            continue
+        for block in fn.blocks:
+            size = 0
+            for instr in block.instructions:
+                if instr.opcode == "call":
+                    callee = list(instr.operands)[-1].name
+                    if _UNCOUNTED.match(callee):
+                        continue
+                size += 1
+            out.append((fn.name, size))
+    return out
+
+
+def check_table(module: llvm.ModuleRef, table: BlockTable) -> None:
+    """Fail loudly if the text-derived block table disagrees with llvmlite."""
+    expected = llvmlite_sizes(module)
+    got = [(b.function, b.size) for b in table.blocks]
+    if expected != got:
+        for i, (e, g) in enumerate(zip(expected, got, strict=False)):
+            if e != g:
+                raise InstrumentError(f"block table mismatch at block {i}: llvmlite {e}, text {g}")
+        raise InstrumentError(f"block table has {len(got)} blocks, llvmlite counts {len(expected)}")
+
+
+def target_machine(triple: str, opt_level: int) -> llvm.TargetMachine:
+    """A position-independent target machine for ``triple`` (generic CPU: same code everywhere)."""
+    _initialise()
+    target = llvm.Target.from_triple(triple)
+    return target.create_target_machine(opt=opt_level, reloc="pic", codemodel="default")
+
+
+def optimise(module: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int) -> None:
+    """Run LLVM's default module pipeline; counts stay exact since counters are memory effects."""
+    if speed_level <= 0:
+        return
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+
+
+def emit_object(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> bytes:
+    """Native object code for ``module``."""
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    return bytes(tm.emit_object(module))
+
+
+def _type_name(t: llvm.TypeRef) -> str:
+    return str(t)
+
+
+def signatures(module: llvm.ModuleRef, text: str) -> dict[str, dict[str, object]]:
+    """C-callable signatures of the module's exported functions, from their IR types.
+
+    ``signext``/``zeroext`` attributes (on parameters, and on the return value in the
+    ``define`` line of ``text``) tell signed from unsigned narrow integers.
+    """
+    define_lines = {}
+    for line in text.split("\n"):
+        if line.startswith("define "):
+            at = line.find(" @")
+            name_end = line.find("(", at)
+            define_lines[line[at + 2 : name_end].strip('"')] = line[:at]
+    out: dict[str, dict[str, object]] = {}
+    for fn in module.functions:
+        if fn.is_declaration or fn.linkage != llvm.Linkage.external or fn.name.startswith("__instrbudget"):
+            continue
+        fty = fn.global_value_type
+        ret = _type_name(fty.get_function_return()) if hasattr(fty, "get_function_return") else "?"
+        params = []
+        for arg in fn.arguments:
+            attrs = {a.decode() if isinstance(a, bytes) else str(a) for a in arg.attributes}
+            ext = "s" if "signext" in attrs else "z" if "zeroext" in attrs else ""
+            flags = "byval" if any(a.startswith(("byval", "sret", "inalloca")) for a in attrs) else ""
+            params.append({"type": _type_name(arg.type), "ext": ext, "flags": flags})
+        head = define_lines.get(fn.name, "")
+        ret_ext = "s" if "signext" in head else "z" if "zeroext" in head else ""
+        out[fn.name] = {
+            "ret": ret,
+            "ret_ext": ret_ext,
+            "params": params,
+            "vararg": bool(fty.is_function_vararg),
+        }
+    return out

@@ -1,0 +1,134 @@
+"""C and C++ sources to LLVM IR with clang, cached in direct mode.
+
+clang's ``-H`` output (one line per opened header, in the same invocation as the
+compile) gives the headers a translation unit read. The cache keeps, per source
+and flags, a manifest of those headers with their hashes; a later build whose
+source and headers all still hash the same reuses the IR without running clang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cbuild.cache import Cache, atomic_write, digest, file_digest
+from cbuild.errors import CompileError
+from cbuild.options import BuildOptions, language_of
+from cbuild.toolchain import Toolchain
+
+_HEADER_LINE = re.compile(r"^\.+ (.+)$")
+_GUARD_NOTE = "Multiple include guards may be useful for:"
+
+
+@dataclass(frozen=True)
+class CompiledUnit:
+    """One translation unit's IR in the cache."""
+
+    source: Path
+    ir_path: Path
+    #: Identity of the IR: changes whenever the source, a header or a flag does.
+    key: str
+
+
+def compile_command(tc: Toolchain, source: Path, options: BuildOptions, out: Path) -> list[str]:
+    """The clang command that turns ``source`` into textual IR at ``out``."""
+    lang = language_of(source)
+    driver = tc.cxx if lang == "c++" else tc.cc
+    flags = options.cxxflags if lang == "c++" else options.cflags
+    return [
+        *driver,
+        "-target",
+        tc.triple,
+        "-S",
+        "-emit-llvm",
+        f"-O{options.opt_level}",
+        "-gline-tables-only",
+        "-fno-verbose-asm",
+        "-H",
+        "-fdiagnostics-color=never",
+        "-Wno-unused-command-line-argument",
+        *(f"-I{d}" for d in options.include_dirs),
+        *(f"-D{d}" for d in options.defines),
+        *flags,
+        "-o",
+        str(out),
+        str(source),
+    ]
+
+
+def _split_stderr(stderr: str, system_root: str | None) -> tuple[list[Path], str]:
+    """Headers from ``-H`` lines, and everything else (clang's diagnostics)."""
+    headers: list[Path] = []
+    diagnostics: list[str] = []
+    in_guard_note = False
+    for line in stderr.splitlines():
+        m = _HEADER_LINE.match(line)
+        if m:
+            headers.append(Path(m.group(1)))
+            continue
+        if line.startswith(_GUARD_NOTE):
+            in_guard_note = True
+            continue
+        if in_guard_note and os.path.exists(line):
+            continue
+        in_guard_note = False
+        if line.startswith("zig: warning: argument unused"):
+            continue
+        diagnostics.append(line)
+    user_headers = sorted(
+        {h.resolve() for h in headers if not (system_root and str(h).startswith(system_root))}
+    )
+    return user_headers, "\n".join(diagnostics)
+
+
+def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOptions) -> CompiledUnit:
+    """Compile ``source`` to IR, or find it in the cache."""
+    source = source.resolve()
+    if not source.is_file():
+        raise CompileError(str(source), f"error: source file not found: {source}")
+    src_hash = file_digest(source)
+    cmd_key = digest(tc.fingerprint_text, str(source), *options.key_parts())
+    manifest_path = cache.path("tu", cmd_key, ".json")
+    hit = _lookup(cache, manifest_path, src_hash)
+    if hit is not None:
+        return CompiledUnit(source, *hit)
+    with tempfile.TemporaryDirectory(prefix="instrbudget-cc-") as tmp:
+        out = Path(tmp) / "unit.ll"
+        proc = subprocess.run(
+            compile_command(tc, source, options, out), capture_output=True, text=True, check=False
+        )
+        headers, diagnostics = _split_stderr(proc.stderr, tc.system_root)
+        if proc.returncode != 0 or not out.exists():
+            raise CompileError(str(source), diagnostics or f"clang exited with status {proc.returncode}")
+        ir = out.read_bytes()
+    deps = {str(h): file_digest(h) for h in headers if h.is_file()}
+    ir_key = digest(cmd_key, src_hash, *(f"{p}={h}" for p, h in sorted(deps.items())))
+    ir_path = cache.path("ir", ir_key, ".ll")
+    atomic_write(ir_path, ir)
+    manifest = {"source_sha256": src_hash, "deps": deps, "ir": ir_key, "warnings": diagnostics}
+    atomic_write(manifest_path, json.dumps(manifest, sort_keys=True).encode())
+    return CompiledUnit(source, ir_path, ir_key)
+
+
+def _lookup(cache: Cache, manifest_path: Path, src_hash: str) -> tuple[Path, str] | None:
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if manifest.get("source_sha256") != src_hash:
+        return None
+    for dep, expected in manifest.get("deps", {}).items():
+        try:
+            if file_digest(Path(dep)) != expected:
+                return None
+        except OSError:
+            return None
+    ir_path = cache.path("ir", manifest["ir"], ".ll")
+    if not ir_path.exists():
+        return None
+    return ir_path, manifest["ir"]

@@ -1,0 +1,44 @@
+"""Exceptions raised by the engine; each message says what went wrong and where."""
+
+from __future__ import annotations
+
+
+class CBuildError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class ToolchainError(CBuildError):
+    """The clang or llvmlite found cannot be used (missing, or mismatched versions)."""
+
+
+class CompileError(CBuildError):
+    """clang rejected a source file; the message is clang's own diagnostic."""
+
+    def __init__(self, source: str, diagnostics: str) -> None:
+        self.source = source
+        self.diagnostics = diagnostics.rstrip()
+        super().__init__(f"compiling {source} failed:\n{self.diagnostics}")
+
+
+class LinkError(CBuildError):
+    """The linker rejected the instrumented objects."""
+
+
+class InstrumentError(CBuildError):
+    """The IR could not be parsed, verified or instrumented."""
+
+
+class ExecutionError(CBuildError):
+    """A built program crashed, timed out or left no counts behind."""
+
+
+class ProgramCrashed(ExecutionError):
+    """A program was killed by a signal."""
+
+
+class ProgramTimeout(ExecutionError):
+    """A program ran past its timeout and was killed."""
+
+
+class SignatureError(CBuildError, TypeError):
+    """A library function was called with arguments its C signature cannot take."""

@@ -1,0 +1,122 @@
+"""Running built programs as subprocesses and reading back their counters."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cbuild.blocks import BlockTable
+from cbuild.build import Artifact
+from cbuild.costs import BlockCounts
+from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
+
+COUNTS_ENV = "INSTRBUDGET_COUNTS"
+_ADDR_NO_RANDOMIZE = 0x0040000
+_MAGIC = b"instrbudget-counts 1 "
+
+
+def _disable_aslr() -> None:  # pragma: no cover - runs in the child between fork and exec
+    libc = ctypes.CDLL(None, use_errno=True)
+    current = libc.personality(0xFFFFFFFF)
+    if current != -1:
+        libc.personality(current | _ADDR_NO_RANDOMIZE)
+
+
+def read_counts(path: Path, *, build_id: str, table: BlockTable) -> tuple[BlockCounts, int]:
+    """Parse a counts file; returns the counts and the program's running total."""
+    data = path.read_bytes()
+    newline = data.find(b"\n")
+    if not data.startswith(_MAGIC) or newline < 0:
+        raise ExecutionError(f"{path} is not an instrbudget counts file")
+    fields = data[len(_MAGIC) : newline].decode().split()
+    if len(fields) != 3:
+        raise ExecutionError(f"{path}: malformed counts header")
+    got_id, nblocks, total = fields[0], int(fields[1]), int(fields[2])
+    if got_id != build_id:
+        raise ExecutionError(f"{path} was written by build {got_id}, expected {build_id}")
+    raw = data[newline + 1 :]
+    if len(raw) != 8 * nblocks or nblocks != len(table):
+        raise ExecutionError(f"{path}: expected {len(table)} counters, found {len(raw) // 8}")
+    view = memoryview(raw).cast("Q")
+    return BlockCounts(table, tuple(view)), total
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a program run produced."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    #: None for a program built without instrumentation.
+    counts: BlockCounts | None
+
+
+def run_program(
+    artifact: Artifact,
+    args: Sequence[str] = (),
+    *,
+    input: bytes = b"",
+    timeout: float | None = 60.0,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    table: BlockTable | None = None,
+) -> RunResult:
+    """Run ``artifact`` with ASLR off (Linux); crashes and timeouts raise with stderr attached."""
+    argv = [str(artifact.path), *map(str, args)]
+    with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
+        counts_path = Path(tmp) / "counts"
+        child_env = dict(os.environ if env is None else env)
+        child_env[COUNTS_ENV] = str(counts_path)
+        try:
+            proc = subprocess.run(
+                argv,
+                input=input,
+                capture_output=True,
+                timeout=timeout,
+                env=child_env,
+                cwd=cwd,
+                preexec_fn=_disable_aslr if sys.platform.startswith("linux") else None,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            stderr = (exc.stderr or b"").decode(errors="replace")
+            raise ProgramTimeout(
+                f"{artifact.path.name} ({' '.join(args) or 'no arguments'}) ran past its {timeout} s "
+                f"timeout and was killed\n--- stderr ---\n{stderr[-4000:]}"
+            ) from None
+        if proc.returncode < 0:
+            sig = -proc.returncode
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = f"signal {sig}"
+            raise ProgramCrashed(
+                f"program {artifact.path.name} was killed by {name} (exit status {proc.returncode})"
+                f"\n--- stderr ---\n{proc.stderr.decode(errors='replace')[-4000:]}"
+            )
+        counts = None
+        if artifact.instrumented:
+            if not counts_path.exists():
+                raise ExecutionError(
+                    f"{artifact.path.name} exited with status {proc.returncode} without writing its "
+                    f"counts (it may have called _exit or exec); stderr:\n"
+                    f"{proc.stderr.decode(errors='replace')[-4000:]}"
+                )
+            table = table or artifact.table()
+            counts, total = read_counts(counts_path, build_id=artifact.key, table=table)
+            expected = sum(c * s for c, s in zip(counts.counts, table.sizes, strict=True))
+            if expected != total:
+                raise ExecutionError(
+                    f"{artifact.path.name}: running total {total} differs from the block counters' "
+                    f"{expected} (a multi-threaded program? counts are exact only for one thread)"
+                )
+    return RunResult(tuple(argv[1:]), proc.returncode, proc.stdout, proc.stderr, counts)

@@ -1,0 +1,65 @@
+"""What a build is asked to do: one frozen value shared by the CLI and the pytest plugin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cbuild.errors import CBuildError
+
+OPT_LEVELS = ("0", "1", "2", "3", "s", "z")
+CXX_SUFFIXES = frozenset({".cc", ".cpp", ".cxx", ".c++", ".C", ".CPP"})
+C_SUFFIXES = frozenset({".c"})
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Compiler and link settings; every field is part of the build cache key."""
+
+    opt_level: str = "2"
+    cflags: tuple[str, ...] = ()
+    cxxflags: tuple[str, ...] = ()
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    #: False builds through the same pipeline without counting code (for overhead comparisons).
+    instrument: bool = True
+    #: A clang driver of the same LLVM major version as llvmlite; None uses the ziglang wheel.
+    clang: str | None = None
+    #: Cost-model parameters that change built artifacts (part of the key).
+    model_params: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.opt_level not in OPT_LEVELS:
+            raise CBuildError(
+                f"optimisation level {self.opt_level!r} is not one of {', '.join(OPT_LEVELS)}"
+            )
+
+    @property
+    def speed_level(self) -> int:
+        """The llvmlite pipeline level matching :attr:`opt_level` (``s``/``z`` optimise as 2)."""
+        return int(self.opt_level) if self.opt_level.isdigit() else 2
+
+    def key_parts(self) -> list[str]:
+        """Every field, rendered for a cache key."""
+        return [
+            f"O{self.opt_level}",
+            "\0".join(self.cflags),
+            "\0".join(self.cxxflags),
+            "\0".join(str(p) for p in self.include_dirs),
+            "\0".join(self.defines),
+            "\0".join(self.ldflags),
+            f"instrument={self.instrument}",
+            "\0".join(f"{k}={v}" for k, v in self.model_params),
+        ]
+
+
+def language_of(source: Path) -> str:
+    """``c`` or ``c++`` from the file suffix; anything else is an error naming the file."""
+    if source.suffix in C_SUFFIXES:
+        return "c"
+    if source.suffix in CXX_SUFFIXES:
+        return "c++"
+    raise CBuildError(
+        f"{source}: unknown source language (expected .c, or one of {', '.join(sorted(CXX_SUFFIXES))})"
+    )

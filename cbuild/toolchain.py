@@ -1,0 +1,165 @@
+"""The clang shipped in the ``ziglang`` wheel, llvmlite, and their version contract."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from cbuild.errors import ToolchainError
+
+#: Bumped whenever the engine changes in a way that changes built artifacts or counts.
+PIPELINE_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A clang driver plus the llvmlite that reads its IR and generates code."""
+
+    #: Command prefix that runs the C compiler driver (``zig cc`` or a user's clang).
+    cc: tuple[str, ...]
+    #: Command prefix for C++ (``zig c++`` or clang++).
+    cxx: tuple[str, ...]
+    #: ``clang version X.Y.Z`` as the driver prints it.
+    clang_version: str
+    #: LLVM version llvmlite was built against, ``X.Y.Z``.
+    llvm_version: str
+    #: Target triple passed to clang and to llvmlite's code generator.
+    triple: str
+    #: Where the driver keeps system headers; headers below it are covered by the version.
+    system_root: str | None
+    #: True when the driver is ``zig cc`` (it links libc++ itself, with a slow first build).
+    is_zig: bool
+
+    @property
+    def fingerprint(self) -> dict[str, str]:
+        """What decides the counts besides the user's sources and flags."""
+        return {
+            "clang": self.clang_version,
+            "llvm": self.llvm_version,
+            "target": self.triple,
+            "pipeline": PIPELINE_VERSION,
+        }
+
+    @property
+    def fingerprint_text(self) -> str:
+        """One-line rendering of :attr:`fingerprint`, for headers and cache keys."""
+        fp = self.fingerprint
+        return f"clang {fp['clang']}, llvm {fp['llvm']}, {fp['target']}, pipeline {fp['pipeline']}"
+
+
+def host_target() -> str:
+    """The target triple for this machine, without the kernel or libc versions.
+
+    An explicit triple keeps the IR (and so the counts) the same on every machine
+    of one architecture and OS, whatever their kernel version.
+    """
+    machine = platform.machine().lower()
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    system = platform.system()
+    if system == "Linux":
+        return f"{arch}-linux-gnu"
+    if system == "Darwin":
+        return f"{arch}-macos"
+    raise ToolchainError(
+        f"pytest-instrbudget supports Linux and macOS hosts; this is {system} ({machine})"
+    )
+
+
+def _llvmlite_version() -> str:
+    try:
+        from llvmlite import binding
+    except ImportError as exc:  # pragma: no cover - llvmlite is a dependency
+        raise ToolchainError(f"llvmlite cannot be imported: {exc}; run `pip install llvmlite`") from exc
+    return ".".join(str(part) for part in binding.llvm_version_info)
+
+
+def _zig_binary() -> str:
+    try:
+        import ziglang
+    except ImportError as exc:
+        raise ToolchainError(
+            "the ziglang wheel is not installed; run `pip install pytest-instrbudget` "
+            "or `pip install ziglang`, or set `clang` in [tool.instrbudget]"
+        ) from exc
+    zig = Path(ziglang.__file__).parent / ("zig.exe" if os.name == "nt" else "zig")
+    if not zig.exists():
+        raise ToolchainError(f"the ziglang wheel has no zig binary at {zig}")
+    return str(zig)
+
+
+def _clang_version(cmd: tuple[str, ...]) -> str:
+    try:
+        out = subprocess.run(
+            [*cmd, "--version"], capture_output=True, text=True, check=False, timeout=60
+        )
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {' '.join(cmd)}: {exc}") from exc
+    match = re.search(r"clang version (\d+\.\d+\.\d+)", out.stdout + out.stderr)
+    if not match:
+        raise ToolchainError(
+            f"`{' '.join(cmd)} --version` did not print a clang version:\n{out.stdout}{out.stderr}"
+        )
+    return match.group(1)
+
+
+@functools.cache
+def _zig_clang_version(zig: str, wheel_version: str) -> str:
+    return _clang_version((zig, "cc"))
+
+
+def find_toolchain(clang: str | None = None) -> Toolchain:
+    """Locate the compiler and check that its LLVM major version equals llvmlite's.
+
+    ``clang`` may name another clang driver (a path or a command on ``PATH``); by
+    default the clang inside the ``ziglang`` wheel is used.
+    """
+    llvm_version = _llvmlite_version()
+    triple = host_target()
+    if clang is None:
+        zig = _zig_binary()
+        version = _zig_clang_version(zig, metadata.version("ziglang"))
+        cc: tuple[str, ...] = (zig, "cc")
+        cxx: tuple[str, ...] = (zig, "c++")
+        system_root: str | None = str(Path(zig).parent / "lib")
+        is_zig = True
+        where = f"the ziglang wheel {metadata.version('ziglang')}"
+    else:
+        resolved = shutil.which(clang)
+        if resolved is None:
+            raise ToolchainError(f"the clang configured in [tool.instrbudget] was not found: {clang}")
+        version = _cached_clang_version(resolved)
+        cc = (resolved,)
+        cxx_name = Path(resolved).name.replace("clang", "clang++", 1)
+        cxx_path = Path(resolved).with_name(cxx_name)
+        cxx = (str(cxx_path),) if cxx_path.exists() else (resolved, "--driver-mode=g++")
+        system_root = None
+        is_zig = False
+        where = resolved
+    if version.split(".")[0] != llvm_version.split(".")[0]:
+        raise ToolchainError(
+            f"clang {version} (from {where}) and llvmlite's LLVM {llvm_version} differ in their "
+            f"major version, so llvmlite cannot read clang's IR. Install matching versions: "
+            f"`pip install 'ziglang>=0.17,<0.18' 'llvmlite>=0.50,<0.51'` (clang 22 / LLVM 22), "
+            f"or point `clang` in [tool.instrbudget] at a clang {llvm_version.split('.')[0]}."
+        )
+    return Toolchain(
+        cc=cc,
+        cxx=cxx,
+        clang_version=version,
+        llvm_version=llvm_version,
+        triple=triple,
+        system_root=system_root,
+        is_zig=is_zig,
+    )
+
+
+@functools.cache
+def _cached_clang_version(path: str) -> str:
+    return _clang_version((path,))
