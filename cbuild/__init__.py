@@ -1,0 +1,58 @@
+"""cbuild: build C/C++ through an instrumenting clang pipeline and count executed IR instructions.
+
+The engine behind pytest-instrbudget, usable on its own::
+
+    from cbuild import Builder, BuildOptions, run_program
+
+    builder = Builder()
+    program = builder.build(["main.c"], options=BuildOptions(opt_level="2"))
+    result = run_program(program, ["arg"])
+"""
+
+from __future__ import annotations
+
+from cbuild.blocks import Block, BlockTable
+from cbuild.build import Artifact, Builder
+from cbuild.costs import BlockCounts, Cost
+from cbuild.errors import (
+    CBuildError,
+    CompileError,
+    ExecutionError,
+    InstrumentError,
+    LinkError,
+    ProgramCrashed,
+    ProgramTimeout,
+    SignatureError,
+    ToolchainError,
+)
+from cbuild.execute import RunResult, run_program
+from cbuild.library import Library
+from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, default_registry
+from cbuild.options import BuildOptions
+
+__all__ = [
+    "Artifact",
+    "Block",
+    "BlockCounts",
+    "BlockTable",
+    "BuildOptions",
+    "Builder",
+    "CBuildError",
+    "CompileError",
+    "Cost",
+    "CostModel",
+    "ExecutionError",
+    "InstrumentError",
+    "IrCountModel",
+    "Library",
+    "LinkError",
+    "Metric",
+    "ModelRegistry",
+    "ProgramCrashed",
+    "ProgramTimeout",
+    "RunResult",
+    "SignatureError",
+    "ToolchainError",
+    "default_registry",
+    "run_program",
+]

@@ -1,0 +1,172 @@
+"""The ``[tool.instrbudget]`` table of pyproject.toml, validated key by key."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from cbuild.options import OPT_LEVELS, BuildOptions
+
+
+class ConfigError(Exception):
+    """A configuration value is wrong; the message names the key and what is accepted."""
+
+
+def parse_percent(value: object, *, where: str) -> float:
+    """A tolerance: a number of percent (``5``, ``2.5``) or a string ``"5%"``."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{where}: expected a percentage such as 5 or \"5%\", got {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        number = text[:-1] if text.endswith("%") else text
+        try:
+            value = float(number)
+        except ValueError:
+            raise ConfigError(f"{where}: expected a percentage such as 5 or \"5%\", got {text!r}") from None
+    if not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"{where}: expected a non-negative percentage such as 5 or \"5%\", got {value!r}")
+    return float(value)
+
+
+def _strings(value: object, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"[tool.instrbudget] {key}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _defines(value: object) -> tuple[str, ...]:
+    if isinstance(value, dict):
+        out = []
+        for name, v in value.items():
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                raise ConfigError(f"[tool.instrbudget] defines.{name}: expected a string or number, got {v!r}")
+            out.append(f"{name}={v}")
+        return tuple(out)
+    return _strings(value, "defines")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the plugin reads from pyproject.toml, with defaults."""
+
+    root: Path
+    opt_level: str = "2"
+    cflags: tuple[str, ...] = ()
+    cxxflags: tuple[str, ...] = ()
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    baseline: Path = Path(".instrbudget/baseline.json")
+    tolerance: float = 0.0
+    cache_dir: Path | None = None
+    models: tuple[str, ...] = ("ir-count",)
+    clang: str | None = None
+    timeout: float = 60.0
+    #: Per-model parameter tables, ``[tool.instrbudget.<model>]``.
+    model_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def build_options(self, *, instrument: bool) -> BuildOptions:
+        """Project-wide build options (a fixture call may add to them)."""
+        return BuildOptions(
+            opt_level=self.opt_level,
+            cflags=self.cflags,
+            cxxflags=self.cxxflags,
+            include_dirs=self.include_dirs,
+            defines=self.defines,
+            ldflags=self.ldflags,
+            instrument=instrument,
+            clang=self.clang,
+        )
+
+
+_KEYS = {
+    "opt_level": "one of " + ", ".join(OPT_LEVELS),
+    "cflags": "list of strings",
+    "cxxflags": "list of strings",
+    "include_dirs": "list of paths (relative to pyproject.toml)",
+    "defines": "list of NAME or NAME=VALUE strings, or a table",
+    "ldflags": "list of strings",
+    "baseline": "path of the baseline JSON file",
+    "tolerance": "percentage such as 5 or \"5%\"",
+    "cache_dir": "path of the build cache",
+    "models": "list of cost model names",
+    "clang": "path or command of a clang driver",
+    "timeout": "seconds a program may run",
+}
+
+
+def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: list[str]) -> Settings:
+    """Validate a ``[tool.instrbudget]`` table; ``root`` is the directory of pyproject.toml."""
+    kwargs: dict[str, Any] = {"root": root}
+    params: dict[str, Mapping[str, Any]] = {}
+    for key, value in table.items():
+        if key in known_models and isinstance(value, dict):
+            params[key] = value
+            continue
+        if key not in _KEYS:
+            accepted = ", ".join([*sorted(_KEYS), *(f"[tool.instrbudget.{m}]" for m in known_models)])
+            raise ConfigError(f"[tool.instrbudget] has an unknown key {key!r}; accepted keys: {accepted}")
+        where = f"[tool.instrbudget] {key}"
+        if key == "opt_level":
+            text = str(value)
+            if isinstance(value, bool) or text not in OPT_LEVELS:
+                raise ConfigError(f"{where}: expected one of {', '.join(OPT_LEVELS)}, got {value!r}")
+            kwargs[key] = text
+        elif key in ("cflags", "cxxflags", "ldflags"):
+            kwargs[key] = _strings(value, key)
+        elif key == "include_dirs":
+            kwargs[key] = tuple((root / p).resolve() for p in _strings(value, key))
+        elif key == "defines":
+            kwargs[key] = _defines(value)
+        elif key in ("baseline", "cache_dir"):
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where}: expected a path string, got {value!r}")
+            kwargs[key] = root / value
+        elif key == "tolerance":
+            kwargs[key] = parse_percent(value, where=where)
+        elif key == "models":
+            names = _strings(value, key)
+            for name in names:
+                if name not in known_models:
+                    raise ConfigError(f"{where}: unknown cost model {name!r}; known models: {', '.join(known_models)}")
+            if not names:
+                raise ConfigError(f"{where}: at least one cost model is needed")
+            kwargs[key] = names
+        elif key == "clang":
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where}: expected a path or command, got {value!r}")
+            kwargs[key] = value
+        elif key == "timeout":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"{where}: expected a positive number of seconds, got {value!r}")
+            kwargs[key] = float(value)
+    kwargs["model_params"] = params
+    if "baseline" not in kwargs:
+        kwargs["baseline"] = root / Settings.baseline
+    return Settings(**kwargs)
+
+
+def load_settings(rootdir: Path, *, known_models: list[str]) -> Settings:
+    """Read ``rootdir/pyproject.toml``; no file or no table gives the defaults."""
+    path = rootdir / "pyproject.toml"
+    table: Mapping[str, Any] = {}
+    if path.is_file():
+        try:
+            doc = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+        table = doc.get("tool", {}).get("instrbudget", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.instrbudget] must be a table")
+    try:
+        return settings_from_table(table, rootdir, known_models=known_models)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

@@ -1,0 +1,148 @@
+"""The ``cbuild`` fixture: build C/C++ sources relative to the test file, load or run them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cbuild.build import Artifact, Builder
+from cbuild.costs import Cost
+from cbuild.execute import run_program
+from cbuild.library import Library
+from cbuild.models import CostModel
+from cbuild.options import BuildOptions
+from pytest_instrbudget.measure import Meter, evaluate
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """One run of a program: its exit status, output, and what it cost."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    #: Metric name -> cost of this run (empty when instrumentation is disabled).
+    costs: dict[str, Cost]
+
+    @property
+    def text(self) -> str:
+        """stdout decoded as UTF-8."""
+        return self.stdout.decode()
+
+    def cost(self, metric: str = "ir_instructions") -> int:
+        """Total of one metric for this run."""
+        return self.costs[metric].total
+
+
+class Program:
+    """A built program; each :meth:`run` is measured when it happens during the test."""
+
+    def __init__(self, artifact: Artifact, meter: Meter, models: list[CostModel], timeout: float) -> None:
+        self.artifact = artifact
+        self.path = artifact.path
+        self._meter = meter
+        self._models = models
+        self._timeout = timeout
+        self._table = artifact.table()
+
+    def run(
+        self,
+        args: Sequence[str] = (),
+        *,
+        input: bytes | str = b"",
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> ProgramRun:
+        """Run with ``args`` and ``input`` on stdin; a crash or timeout raises with stderr."""
+        data = input.encode() if isinstance(input, str) else input
+        result = run_program(
+            self.artifact,
+            args,
+            input=data,
+            timeout=timeout if timeout is not None else self._timeout,
+            env=env,
+            cwd=cwd,
+            table=self._table,
+        )
+        self._meter.add_run(result.counts)
+        costs = evaluate(self._models, [result.counts]) if result.counts is not None else {}
+        return ProgramRun(result.returncode, result.stdout, result.stderr, costs)
+
+
+class CBuild:
+    """Builds sources (paths relative to the test file) with the project's settings."""
+
+    def __init__(
+        self,
+        *,
+        builder: Builder,
+        options: BuildOptions,
+        meter: Meter,
+        models: list[CostModel],
+        base_dir: Path,
+        scratch_dir: Path,
+        timeout: float,
+    ) -> None:
+        self._builder = builder
+        self._options = options
+        self._meter = meter
+        self._models = models
+        self._base = base_dir
+        self._scratch = scratch_dir
+        self._timeout = timeout
+
+    def _build(
+        self,
+        sources: Sequence[str | Path],
+        kind: str,
+        include_dirs: Sequence[str | Path],
+        defines: Sequence[str],
+        cflags: Sequence[str],
+        cxxflags: Sequence[str],
+        ldflags: Sequence[str],
+        opt_level: str | int | None,
+    ) -> Artifact:
+        o = self._options
+        options = replace(
+            o,
+            include_dirs=o.include_dirs + tuple((self._base / d).resolve() for d in include_dirs),
+            defines=o.defines + tuple(defines),
+            cflags=o.cflags + tuple(cflags),
+            cxxflags=o.cxxflags + tuple(cxxflags),
+            ldflags=o.ldflags + tuple(ldflags),
+            opt_level=str(opt_level) if opt_level is not None else o.opt_level,
+        )
+        paths = [self._base / s for s in sources]
+        return self._builder.build(paths, options=options, kind=kind)
+
+    def library(
+        self,
+        *sources: str | Path,
+        include_dirs: Sequence[str | Path] = (),
+        defines: Sequence[str] = (),
+        cflags: Sequence[str] = (),
+        cxxflags: Sequence[str] = (),
+        ldflags: Sequence[str] = (),
+        opt_level: str | int | None = None,
+    ) -> Library:
+        """Build a shared library and load a fresh instance of it for this test."""
+        artifact = self._build(sources, "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level)
+        library = Library(artifact, copy_dir=self._scratch)
+        self._meter.add_library(library)
+        return library
+
+    def program(
+        self,
+        *sources: str | Path,
+        include_dirs: Sequence[str | Path] = (),
+        defines: Sequence[str] = (),
+        cflags: Sequence[str] = (),
+        cxxflags: Sequence[str] = (),
+        ldflags: Sequence[str] = (),
+        opt_level: str | int | None = None,
+    ) -> Program:
+        """Build an executable; run it with :meth:`Program.run`."""
+        artifact = self._build(sources, "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level)
+        return Program(artifact, self._meter, self._models, self._timeout)

@@ -1,0 +1,63 @@
+"""The ``budget`` marker: limits per metric and a tolerance, read from a test item."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from cbuild.models import CostModel
+from pytest_instrbudget.config import ConfigError, parse_percent
+
+MARKER = "budget"
+MARKER_HELP = (
+    "budget(max_instr=N, tolerance=PCT): fail when the test's instrumented C/C++ code executes "
+    "more than N IR instructions, or more than its baseline plus PCT percent"
+)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits for one test: metric name -> maximum, plus an optional tolerance."""
+
+    limits: dict[str, int] = field(default_factory=dict)
+    tolerance: float | None = None
+
+    @classmethod
+    def from_item(cls, item: pytest.Item, models: list[CostModel], all_keywords: dict[str, str]) -> Budget | None:
+        """The item's budget, or None when it has no marker.
+
+        ``all_keywords`` maps every keyword of every registered model to its model's
+        name, so that a keyword of an inactive model gets a precise error.
+        """
+        marks = list(item.iter_markers(MARKER))
+        if not marks:
+            return None
+        active = {m.keyword: m.name for model in models for m in model.metrics}
+        limits: dict[str, int] = {}
+        tolerance: float | None = None
+        # The closest marker wins for each keyword (function over class over module).
+        for mark in reversed(marks):
+            if mark.args:
+                raise ConfigError(f"{item.nodeid}: @pytest.mark.budget takes keyword arguments only")
+            for key, value in mark.kwargs.items():
+                if key == "tolerance":
+                    tolerance = parse_percent(value, where=f"{item.nodeid}: budget(tolerance=...)")
+                elif key in active:
+                    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                        raise ConfigError(
+                            f"{item.nodeid}: budget({key}=...) must be a non-negative integer, got {value!r}"
+                        )
+                    limits[active[key]] = value
+                elif key in all_keywords:
+                    raise ConfigError(
+                        f"{item.nodeid}: budget({key}=...) belongs to the cost model "
+                        f"{all_keywords[key]!r}, which is not active; add it to `models` in "
+                        f"[tool.instrbudget] or pass --instrbudget-model={all_keywords[key]}"
+                    )
+                else:
+                    accepted = ", ".join(sorted([*active, "tolerance"]))
+                    raise ConfigError(
+                        f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget; accepted: {accepted}"
+                    )
+        return cls(limits, tolerance)

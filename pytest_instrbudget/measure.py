@@ -1,0 +1,58 @@
+"""What one test's instrumented code executes during its call phase."""
+
+from __future__ import annotations
+
+from cbuild.costs import BlockCounts, Cost
+from cbuild.library import Library
+from cbuild.models import CostModel
+
+
+def evaluate(models: list[CostModel], counts: list[BlockCounts]) -> dict[str, Cost]:
+    """Sum every model's costs over several artifacts' counts."""
+    out: dict[str, Cost] = {}
+    for model in models:
+        for c in counts:
+            for cost in model.evaluate(c):
+                out[cost.metric] = out[cost.metric] + cost if cost.metric in out else cost
+        for metric in model.metrics:
+            out.setdefault(metric.name, Cost(metric.name, 0))
+    return out
+
+
+class Meter:
+    """Collects block counts of libraries and programs while a test's call phase runs.
+
+    Libraries loaded before the call (in fixtures) are snapshotted when the call
+    starts; libraries loaded during the call count from their load. Program runs
+    count when they happen during the call.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+        self.used = False
+        self._libraries: list[tuple[Library, tuple[int, ...] | None]] = []
+        self._runs: list[BlockCounts] = []
+
+    def add_library(self, library: Library) -> None:
+        """Register a library loaded for this test."""
+        if library.artifact.instrumented:
+            self._libraries.append((library, None))
+            self.used = self.used or self.active
+
+    def add_run(self, counts: BlockCounts | None) -> None:
+        """Register a finished program run."""
+        if counts is not None and self.active:
+            self._runs.append(counts)
+            self.used = True
+
+    def start(self) -> None:
+        """The call phase begins: snapshot what is loaded already."""
+        self._libraries = [(lib, lib.snapshot()) for lib, _ in self._libraries]
+        self.active = True
+        self.used = self.used or bool(self._libraries)
+
+    def stop(self) -> list[BlockCounts]:
+        """The call phase ended: counts executed during it, per artifact."""
+        self.active = False
+        out = [lib.counts(since) for lib, since in self._libraries]
+        return out + self._runs

@@ -1,0 +1,182 @@
+"""pytest hooks of pytest-instrbudget: each hands its work to the session, the meter or the report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cbuild.build import Builder
+from cbuild.cache import atomic_write
+from cbuild.errors import CBuildError
+from cbuild.models import default_registry
+from pytest_instrbudget import report
+from pytest_instrbudget.baseline import Baseline, BaselineError
+from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
+from pytest_instrbudget.fixture import CBuild
+from pytest_instrbudget.marker import MARKER, MARKER_HELP, Budget
+from pytest_instrbudget.measure import Meter, evaluate
+from pytest_instrbudget.results import TestResult
+from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions
+
+SESSION = pytest.StashKey[BudgetSession]()
+OUTCOME = pytest.StashKey[Outcome]()
+METER = pytest.StashKey[Meter]()
+BUDGET = pytest.StashKey["Budget | None"]()
+WORKER_KEY = "instrbudget"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("instrbudget", "deterministic C/C++ performance budgets")
+    group.addoption("--instrbudget-update", action="store_true",
+                    help="write new and changed costs to the baseline file")
+    group.addoption("--instrbudget-prune", action="store_true",
+                    help="remove baseline entries of tests that no longer exist")
+    group.addoption("--instrbudget-tolerance", metavar="PCT",
+                    help="allowed growth over the baseline, in percent (default: config, else 0)")
+    group.addoption("--instrbudget-json", metavar="PATH", help="write all results to a JSON file")
+    group.addoption("--instrbudget-disable", action="store_true",
+                    help="build without instrumentation; measure and check nothing")
+    group.addoption("--instrbudget-model", action="append", default=[], metavar="NAME",
+                    help="cost model to use (repeatable; overrides `models` in [tool.instrbudget])")
+
+
+def _run_options(config: pytest.Config) -> RunOptions:
+    tol = config.getoption("instrbudget_tolerance")
+    json_path = config.getoption("instrbudget_json")
+    return RunOptions(
+        update=config.getoption("instrbudget_update"),
+        prune=config.getoption("instrbudget_prune"),
+        disable=config.getoption("instrbudget_disable"),
+        tolerance=None if tol is None else parse_percent(tol, where="--instrbudget-tolerance"),
+        json_path=Path(json_path) if json_path else None,
+        models=tuple(config.getoption("instrbudget_model")),
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    registry = default_registry()
+    try:
+        run = _run_options(config)
+        settings = load_settings(config.rootpath, known_models=registry.names)
+        for name in run.models:
+            registry.create(name)
+        baseline = Baseline.load(settings.baseline)
+        builder = Builder(cache_dir=settings.cache_dir, clang=settings.clang)
+        session = BudgetSession(settings, run, registry, baseline, builder)
+    except (ConfigError, BaselineError, CBuildError) as exc:
+        raise pytest.UsageError(f"instrbudget: {exc}") from None
+    config.stash[SESSION] = session
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    session = config.stash.get(SESSION, None)
+    if session is None or session.builder is None:
+        return None
+    state = "disabled" if session.run.disable else ", ".join(m.name for m in session.models)
+    entries = f"{len(session.baseline.tests)} entries" if session.baseline.exists else "none yet"
+    return (
+        f"instrbudget: models {state}; {session.builder.toolchain.fingerprint_text}; "
+        f"baseline {session.baseline.path} ({entries})"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    session = config.stash[SESSION]
+    session.collected.update(item.nodeid for item in items)
+    for item in items:
+        try:
+            item.stash[BUDGET] = Budget.from_item(item, session.models, session.all_keywords)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"instrbudget: {exc}") from None
+
+
+@pytest.fixture
+def cbuild(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> CBuild:
+    """Build C/C++ sources (relative to the test file) into measured libraries and programs."""
+    session = request.config.stash[SESSION]
+    assert session.builder is not None
+    meter = request.node.stash.setdefault(METER, Meter())
+    return CBuild(
+        builder=session.builder,
+        options=session.settings.build_options(instrument=not session.run.disable),
+        meter=meter,
+        models=session.models,
+        base_dir=request.path.parent,
+        scratch_dir=tmp_path_factory.getbasetemp() / "instrbudget-libs",
+        timeout=session.settings.timeout,
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    meter = item.stash.get(METER, None)
+    session = item.config.stash[SESSION]
+    if meter is None or session.run.disable:
+        return (yield)
+    meter.start()
+    try:
+        outcome = yield
+    finally:
+        counts = meter.stop()
+    if meter.used:
+        costs = evaluate(session.models, counts)
+        result = session.evaluate(item.nodeid, item.stash.get(BUDGET, None), costs)
+        if result.failure:
+            pytest.fail(result.failure, pytrace=False)
+    return outcome
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    rep = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(CBuildError) and rep.failed:
+        rep.longrepr = f"{item.nodeid}: {call.excinfo.typename}: {call.excinfo.value}"
+    return rep
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    budget = config.stash.get(SESSION, None)
+    if budget is None:
+        return
+    if hasattr(config, "workeroutput"):
+        config.workeroutput[WORKER_KEY] = json.dumps(
+            {"results": [r.to_wire() for r in budget.results.values()], "collected": sorted(budget.collected)}
+        )
+        return
+    config.stash[OUTCOME] = budget.finish()
+    if budget.run.json_path is not None:
+        text = json.dumps(report.json_document(budget), indent=2, sort_keys=True) + "\n"
+        atomic_write(budget.run.json_path, text.encode())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: merge what a worker measured."""
+    budget = node.config.stash.get(SESSION, None)
+    data = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+    if budget is None or data is None:
+        return
+    doc = json.loads(data)
+    budget.collected.update(doc["collected"])
+    for wire in doc["results"]:
+        result = TestResult.from_wire(wire)
+        budget.results[result.nodeid] = result
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    budget = config.stash.get(SESSION, None)
+    if budget is None or budget.run.disable:
+        return
+    outcome = config.stash.get(OUTCOME, Outcome())
+    if budget.results:
+        terminalreporter.section("instrbudget")
+        for line in report.table_lines(budget.results.values()):
+            terminalreporter.write_line(line)
+    for line in report.summary_lines(budget, outcome):
+        terminalreporter.write_line(f"instrbudget: {line}")

@@ -1,0 +1,114 @@
+"""Rendering results: the terminal summary table and the ``--instrbudget-json`` document.
+
+JSON schema (``version`` 1)::
+
+    {
+      "version": 1,
+      "fingerprint": {"clang": str, "llvm": str, "target": str, "pipeline": str},
+      "models": [str, ...],
+      "baseline": str,                      # path of the baseline file
+      "tests": {
+        "<node id>": {
+          "nodeid": str,
+          "budgeted": bool,                 # has a @pytest.mark.budget marker
+          "status": str,                    # worst metric status (see below)
+          "failure": str | null,            # the failure message, when the test failed on cost
+          "metrics": {
+            "<metric>": {
+              "value": int, "limit": int | null, "baseline": int | null,
+              "change_percent": float | null, "tolerance_percent": float,
+              "status": "ok" | "new" | "improved" | "regressed" | "over limit" | "not comparable",
+              "functions": {"<function>": int}   # exclusive cost per function
+            }
+          }
+        }
+      }
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pytest_instrbudget.results import IMPROVED, OVER_LIMIT, REGRESSED, TestResult
+from pytest_instrbudget.session import BudgetSession, Outcome
+
+
+def _fmt_change(change: float | None) -> str:
+    return "" if change is None else f"{change:+.2f}%"
+
+
+def table_lines(results: Iterable[TestResult]) -> list[str]:
+    """The summary table: test, metric, value, limit, baseline, change, status."""
+    header = ("test", "metric", "value", "limit", "baseline", "change", "status")
+    rows: list[tuple[str, ...]] = []
+    for result in sorted(results, key=lambda r: r.nodeid):
+        for m in result.metrics:
+            status = m.status
+            if not result.budgeted and status in (REGRESSED, OVER_LIMIT):
+                status += " (no budget)"
+            rows.append(
+                (
+                    result.nodeid,
+                    m.metric,
+                    str(m.value),
+                    "" if m.limit is None else str(m.limit),
+                    "" if m.baseline is None else str(m.baseline),
+                    _fmt_change(m.change),
+                    status,
+                )
+            )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    numeric = {2, 3, 4, 5}
+
+    def fmt(row: tuple[str, ...]) -> str:
+        cells = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        return "  ".join(cells).rstrip()
+
+    return [fmt(header), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows)]
+
+
+def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
+    """Everything the terminal summary prints after the table."""
+    lines: list[str] = []
+    results = list(session.results.values())
+    if session.baseline.exists and not session.comparable:
+        lines.append(
+            f"baseline {session.baseline.path} was made with another toolchain; costs are not "
+            f"comparable (rewrite it with --instrbudget-update)"
+        )
+    improved = [r.nodeid for r in results if any(m.status == IMPROVED for m in r.metrics)]
+    if improved and not session.run.update:
+        lines.append(
+            f"{len(improved)} test(s) improved on the baseline; record it with --instrbudget-update: "
+            + ", ".join(improved[:5])
+            + (" ..." if len(improved) > 5 else "")
+        )
+    if outcome.refused:
+        lines.append(f"baseline not written: {outcome.refused}")
+    if outcome.written:
+        lines.append(
+            f"baseline {session.baseline.path} written: {len(outcome.added)} added, "
+            f"{len(outcome.changed)} changed, {len(outcome.pruned)} pruned"
+        )
+    unpruned = [n for n in outcome.stale if n not in outcome.pruned]
+    if unpruned:
+        lines.append(
+            f"{len(unpruned)} baseline entr{'y' if len(unpruned) == 1 else 'ies'} for tests that no longer "
+            f"exist (remove with --instrbudget-prune):"
+        )
+        lines.extend(f"  {n}" for n in unpruned)
+    return lines
+
+
+def json_document(session: BudgetSession) -> dict[str, Any]:
+    """The ``--instrbudget-json`` document."""
+    fingerprint = session.builder.toolchain.fingerprint if session.builder else {}
+    return {
+        "version": 1,
+        "fingerprint": fingerprint,
+        "models": [m.name for m in session.models],
+        "baseline": str(session.baseline.path),
+        "tests": {n: r.to_json() for n, r in sorted(session.results.items())},
+    }

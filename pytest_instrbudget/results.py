@@ -1,0 +1,97 @@
+"""Per-test results: each metric's value against its limit and baseline, and the verdict."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from cbuild.costs import Cost
+
+OK = "ok"
+NEW = "new"
+IMPROVED = "improved"
+REGRESSED = "regressed"
+OVER_LIMIT = "over limit"
+NOT_COMPARABLE = "not comparable"
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One metric of one test."""
+
+    metric: str
+    keyword: str
+    value: int
+    limit: int | None
+    baseline: int | None
+    tolerance: float
+    status: str
+    functions: dict[str, int] = field(default_factory=dict)
+    baseline_functions: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def change(self) -> float | None:
+        """Percent change against the baseline (None without one, or from a zero baseline)."""
+        if self.baseline is None or self.baseline == 0:
+            return None
+        return 100.0 * (self.value - self.baseline) / self.baseline
+
+    def function_deltas(self, n: int = 5) -> list[tuple[str, int, int]]:
+        """Functions whose cost grew most: (name, old, new)."""
+        names = set(self.functions) | set(self.baseline_functions)
+        rows = [(name, self.baseline_functions.get(name, 0), self.functions.get(name, 0)) for name in names]
+        grown = [r for r in rows if r[2] > r[1]]
+        return sorted(grown, key=lambda r: (-(r[2] - r[1]), r[0]))[:n]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "limit": self.limit,
+            "baseline": self.baseline,
+            "change_percent": None if self.change is None else round(self.change, 4),
+            "tolerance_percent": self.tolerance,
+            "status": self.status,
+            "functions": dict(sorted(self.functions.items())),
+        }
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """Everything measured for one test."""
+
+    nodeid: str
+    budgeted: bool
+    metrics: list[MetricResult]
+    #: Set when the test failed on cost.
+    failure: str | None = None
+
+    @property
+    def status(self) -> str:
+        """The worst metric status."""
+        order = [OVER_LIMIT, REGRESSED, NOT_COMPARABLE, NEW, IMPROVED, OK]
+        statuses = {m.status for m in self.metrics}
+        return next((s for s in order if s in statuses), OK)
+
+    def costs(self) -> dict[str, Cost]:
+        """The measured values as costs, for the baseline."""
+        return {m.metric: Cost(m.metric, m.value, dict(m.functions)) for m in self.metrics}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodeid": self.nodeid,
+            "budgeted": self.budgeted,
+            "status": self.status,
+            "failure": self.failure,
+            "metrics": {m.metric: m.to_json() for m in self.metrics},
+        }
+
+    def to_wire(self) -> dict[str, Any]:
+        """Everything, for sending from an xdist worker to the controller."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, doc: dict[str, Any]) -> TestResult:
+        """Inverse of :meth:`to_wire`."""
+        metrics = [MetricResult(**m) for m in doc["metrics"]]
+        return cls(doc["nodeid"], doc["budgeted"], metrics, doc["failure"])

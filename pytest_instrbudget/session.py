@@ -1,0 +1,209 @@
+"""One pytest session's budgets: settings, builder, baseline, and the results collected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cbuild.build import Builder
+from cbuild.costs import Cost
+from cbuild.models import CostModel, ModelRegistry
+from pytest_instrbudget.baseline import Baseline
+from pytest_instrbudget.config import Settings
+from pytest_instrbudget.marker import Budget
+from pytest_instrbudget.results import (
+    IMPROVED,
+    NEW,
+    NOT_COMPARABLE,
+    OK,
+    OVER_LIMIT,
+    REGRESSED,
+    MetricResult,
+    TestResult,
+)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Command-line switches of the plugin."""
+
+    update: bool = False
+    prune: bool = False
+    disable: bool = False
+    tolerance: float | None = None
+    json_path: Path | None = None
+    models: tuple[str, ...] = ()
+
+
+@dataclass
+class Outcome:
+    """What the end of the session did with the baseline, for the summary."""
+
+    written: bool = False
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
+class BudgetSession:
+    """Holds what every test needs and what the end of the session writes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        run: RunOptions,
+        registry: ModelRegistry,
+        baseline: Baseline,
+        builder: Builder | None,
+    ) -> None:
+        self.settings = settings
+        self.run = run
+        self.registry = registry
+        names = run.models or settings.models
+        self.models: list[CostModel] = [
+            registry.create(name, settings.model_params.get(name, {})) for name in names
+        ]
+        self.all_keywords = {
+            m.keyword: name for name in registry.names for m in registry.create(name).metrics
+        }
+        self.baseline = baseline
+        self.builder = builder
+        self.results: dict[str, TestResult] = {}
+        self.collected: set[str] = set()
+
+    @property
+    def comparable(self) -> bool:
+        """False when the baseline was made with another toolchain."""
+        if self.builder is None or not self.baseline.exists:
+            return True
+        return self.baseline.fingerprint == self.builder.toolchain.fingerprint
+
+    def evaluate(self, nodeid: str, budget: Budget | None, costs: dict[str, Cost]) -> TestResult:
+        """Compare a test's costs with its limits and baseline; record and return the result."""
+        tolerance = (
+            budget.tolerance
+            if budget is not None and budget.tolerance is not None
+            else self.run.tolerance
+            if self.run.tolerance is not None
+            else self.settings.tolerance
+        )
+        entry = self.baseline.tests.get(nodeid, {}) if self.comparable else {}
+        keywords = {m.name: m.keyword for model in self.models for m in model.metrics}
+        metrics: list[MetricResult] = []
+        failures: list[str] = []
+        for name, cost in costs.items():
+            limit = budget.limits.get(name) if budget is not None else None
+            old = entry.get(name)
+            if not self.comparable:
+                status = NOT_COMPARABLE
+            elif old is None:
+                status = NEW
+            elif cost.total > old.total * (1 + tolerance / 100.0) and not self.run.update:
+                status = REGRESSED
+            elif cost.total < old.total:
+                status = IMPROVED
+            else:
+                status = OK
+            if limit is not None and cost.total > limit:
+                status = OVER_LIMIT
+            result = MetricResult(
+                metric=name,
+                keyword=keywords.get(name, ""),
+                value=cost.total,
+                limit=limit,
+                baseline=old.total if old is not None else None,
+                tolerance=tolerance,
+                status=status,
+                functions=dict(cost.functions),
+                baseline_functions=dict(old.functions) if old is not None else {},
+            )
+            metrics.append(result)
+            if budget is not None and status in (OVER_LIMIT, REGRESSED):
+                failures.append(_failure_text(result))
+        failure = None
+        if failures:
+            failure = f"instrbudget: {nodeid} is over budget\n" + "\n".join(failures)
+            if any(m.status == REGRESSED for m in metrics):
+                failure += "\n  if the new cost is intended, accept it with: pytest --instrbudget-update"
+        result = TestResult(nodeid, budget is not None, metrics, failure)
+        self.results[nodeid] = result
+        return result
+
+    def finish(self) -> Outcome:
+        """Apply ``--instrbudget-update``/``--instrbudget-prune`` to the baseline, once."""
+        outcome = Outcome()
+        base = self.baseline
+        outcome.stale = sorted(n for n in base.tests if self._is_stale(n))
+        if not (self.run.update or self.run.prune) or self.builder is None or self.run.disable:
+            return outcome
+        fingerprint = self.builder.toolchain.fingerprint
+        tests = dict(base.tests)
+        if base.exists and base.fingerprint != fingerprint:
+            missing = sorted(set(tests) - set(self.results))
+            if missing and not self.run.prune:
+                outcome.refused = (
+                    f"baseline {base.path} was made with another toolchain ({_fp(base.fingerprint)}) and "
+                    f"{len(missing)} of its entries were not measured in this run; run the whole suite, or "
+                    f"add --instrbudget-prune to drop them"
+                )
+                return outcome
+            tests = {}
+        if self.run.update:
+            for nodeid, result in sorted(self.results.items()):
+                new = result.costs()
+                if nodeid not in tests:
+                    outcome.added.append(nodeid)
+                elif tests[nodeid] != new:
+                    outcome.changed.append(nodeid)
+                tests[nodeid] = new
+        if self.run.prune:
+            for nodeid in outcome.stale:
+                tests.pop(nodeid, None)
+                outcome.pruned.append(nodeid)
+        if tests != base.tests or fingerprint != base.fingerprint or not base.exists:
+            Baseline(base.path, dict(fingerprint), dict(sorted(tests.items())), exists=True).save()
+            outcome.written = True
+        return outcome
+
+    def _is_stale(self, nodeid: str) -> bool:
+        """An entry whose test no longer exists: its file is gone, or was collected without it."""
+        if nodeid in self.collected or nodeid in self.results:
+            return False
+        file_part = nodeid.split("::", 1)[0]
+        if not (self.settings.root / file_part).exists():
+            return True
+        collected_files = {n.split("::", 1)[0] for n in self.collected}
+        return file_part in collected_files
+
+
+def _fp(fingerprint: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()))
+
+
+def _failure_text(m: MetricResult) -> str:
+    lines = []
+    if m.status == OVER_LIMIT and m.limit is not None:
+        over = m.value - m.limit
+        pct = f" (+{100.0 * over / m.limit:.2f}%)" if m.limit else ""
+        lines.append(f"  {m.metric}: {m.value} exceeds {m.keyword}={m.limit} by {over}{pct}")
+    if m.baseline is not None and m.value > m.baseline * (1 + m.tolerance / 100.0):
+        change = f"{m.change:+.2f}%" if m.change is not None else "new cost"
+        lines.append(
+            f"  {m.metric}: {m.baseline} -> {m.value} ({change}; tolerance {m.tolerance:g}%) against the baseline"
+        )
+    if m.baseline is None:
+        top = sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        if top:
+            lines.append("  costliest functions:")
+            width = max(len(name) for name, _ in top)
+            lines.extend(f"    {name:<{width}}  {value}" for name, value in top)
+        return "\n".join(lines)
+    deltas = m.function_deltas()
+    if deltas:
+        lines.append("  functions whose cost grew most:")
+        width = max(len(name) for name, _, _ in deltas)
+        for name, old, new in deltas:
+            lines.append(f"    {name:<{width}}  {new - old:+d}  ({old} -> {new})")
+    return "\n".join(lines)
