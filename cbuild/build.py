@@ -33,6 +33,8 @@ class Artifact:
     """A built program or shared library and the block table of its counters."""
 
     path: Path
+    #: A readable name for messages: the first source's file name.
+    name: str
     kind: str  # "program" or "library"
     table_path: Path
     #: Build id, also embedded in the binary; the counts file names it.
@@ -93,7 +95,7 @@ class Builder:
         suffix = ".so" if kind == "library" else ""
         binary = self.cache.path("bin", key, suffix)
         table_path = self.cache.path("bin", key, ".blocks.json")
-        artifact = Artifact(binary, kind, table_path, key, options.instrument, self.toolchain.fingerprint)
+        artifact = Artifact(binary, paths[0].name, kind, table_path, key, options.instrument, self.toolchain.fingerprint)
         if binary.exists() and table_path.exists():
             return artifact
         with self.cache.lock("bin", key):

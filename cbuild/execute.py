@@ -90,7 +90,7 @@ def run_program(
         except subprocess.TimeoutExpired as exc:
             stderr = (exc.stderr or b"").decode(errors="replace")
             raise ProgramTimeout(
-                f"{artifact.path.name} ({' '.join(args) or 'no arguments'}) ran past its {timeout} s "
+                f"{artifact.name} ({' '.join(args) or 'no arguments'}) ran past its {timeout} s "
                 f"timeout and was killed\n--- stderr ---\n{stderr[-4000:]}"
             ) from None
         if proc.returncode < 0:
@@ -100,14 +100,14 @@ def run_program(
             except ValueError:
                 name = f"signal {sig}"
             raise ProgramCrashed(
-                f"program {artifact.path.name} was killed by {name} (exit status {proc.returncode})"
+                f"program {artifact.name} was killed by {name} (exit status {proc.returncode})"
                 f"\n--- stderr ---\n{proc.stderr.decode(errors='replace')[-4000:]}"
             )
         counts = None
         if artifact.instrumented:
             if not counts_path.exists():
                 raise ExecutionError(
-                    f"{artifact.path.name} exited with status {proc.returncode} without writing its "
+                    f"{artifact.name} exited with status {proc.returncode} without writing its "
                     f"counts (it may have called _exit or exec); stderr:\n"
                     f"{proc.stderr.decode(errors='replace')[-4000:]}"
                 )
@@ -116,7 +116,7 @@ def run_program(
             expected = sum(c * s for c, s in zip(counts.counts, table.sizes, strict=True))
             if expected != total:
                 raise ExecutionError(
-                    f"{artifact.path.name}: running total {total} differs from the block counters' "
+                    f"{artifact.name}: running total {total} differs from the block counters' "
                     f"{expected} (a multi-threaded program? counts are exact only for one thread)"
                 )
     return RunResult(tuple(argv[1:]), proc.returncode, proc.stdout, proc.stderr, counts)

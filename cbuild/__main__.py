@@ -1,0 +1,5 @@
+"""``python -m cbuild``."""
+
+from cbuild.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""Shared fixtures: one build cache for the whole test session, and a builder on it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every build in this test session (pytester runs included) shares one cache."""
+    cache = tmp_path_factory.mktemp("instrbudget-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("INSTRBUDGET_CACHE_DIR", str(cache))
+        yield cache
+
+
+@pytest.fixture(scope="session")
+def builder(shared_cache: Path) -> Builder:
+    """A builder on the shared cache, with progress messages silenced."""
+    return Builder(cache_dir=shared_cache, progress=lambda message: None)
+
+
+@pytest.fixture
+def write(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Write a file under tmp_path and return its path: ``write("a.c", "int x;")``."""
+
+    def _write(name: str, text: str) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    return _write
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("PYTHONHASHSEED", "0")

@@ -1,0 +1,149 @@
+"""The block table read from IR text: sizes, insertion points, source lines."""
+
+from __future__ import annotations
+
+from cbuild import codegen
+from cbuild.blocks import parse_module
+from cbuild.instrument import instrument
+
+# A loop with a PHI, a switch spanning several lines, debug records and
+# bookkeeping intrinsics that must not be counted.
+LOOP_IR = """\
+define i32 @f(i32 %n) !dbg !5 {
+entry:
+  %p = alloca i32, align 4
+  call void @llvm.lifetime.start.p0(ptr %p)
+  %c = icmp sgt i32 %n, 0, !dbg !8
+  br i1 %c, label %loop, label %exit
+
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %next ]
+  %s = phi i32 [ 0, %entry ], [ %s1, %next ]
+    #dbg_value(i32 %i, !9, !DIExpression(), !10)
+  switch i32 %i, label %next [
+    i32 3, label %three
+    i32 5, label %three
+  ]
+
+three:
+  br label %next
+
+next:
+  %s1 = add i32 %s, %i, !dbg !10
+  %i1 = add i32 %i, 1
+  %d = icmp eq i32 %i1, %n
+  br i1 %d, label %exit, label %loop
+
+exit:
+  %r = phi i32 [ 0, %entry ], [ %s1, %next ]
+  call void @llvm.lifetime.end.p0(ptr %p)
+  ret i32 %r
+}
+
+declare void @llvm.lifetime.start.p0(ptr)
+declare void @llvm.lifetime.end.p0(ptr)
+
+!llvm.module.flags = !{!0}
+!llvm.dbg.cu = !{!1}
+!0 = !{i32 2, !"Debug Info Version", i32 3}
+!1 = distinct !DICompileUnit(language: DW_LANG_C11, file: !2, emissionKind: LineTablesOnly)
+!2 = !DIFile(filename: "loop.c", directory: "/src")
+!5 = distinct !DISubprogram(name: "f", scope: !2, file: !2, line: 10, type: !6, unit: !1)
+!6 = !DISubroutineType(types: !7)
+!7 = !{}
+!8 = !DILocation(line: 11, column: 3, scope: !5)
+!9 = !DILocalVariable(name: "i", scope: !5, file: !2, line: 11)
+!10 = !DILocation(line: 12, column: 5, scope: !5)
+"""
+
+
+def test_blocks_sizes_exclude_debug_records_and_lifetime_calls() -> None:
+    parsed = parse_module(LOOP_IR)
+    table = parsed.table()
+    assert [(b.function, b.size) for b in table.blocks] == [
+        ("f", 3),  # alloca, icmp, br (lifetime.start not counted)
+        ("f", 3),  # 2 phi + switch (debug record not counted)
+        ("f", 1),
+        ("f", 4),
+        ("f", 2),  # phi, ret (lifetime.end not counted)
+    ]
+
+
+def test_blocks_source_lines_from_first_located_instruction() -> None:
+    table = parse_module(LOOP_IR).table()
+    assert [(b.file, b.line) for b in table.blocks] == [
+        ("/src/loop.c", 11),
+        ("/src/loop.c", 10),  # no located instruction: the function's line
+        ("/src/loop.c", 10),
+        ("/src/loop.c", 12),
+        ("/src/loop.c", 10),
+    ]
+
+
+def test_blocks_insertion_point_follows_phis() -> None:
+    parsed = parse_module(LOOP_IR)
+    loop = parsed.blocks[1]
+    assert parsed.lines[loop.insert_at].startswith("  switch")
+    assert "= phi " in parsed.lines[loop.insert_at - 2]  # then the debug record, then the switch
+
+
+def test_blocks_agree_with_llvmlite() -> None:
+    module = codegen.parse(LOOP_IR, name="loop")
+    codegen.check_table(module, parse_module(str(module)).table())
+
+
+def test_instrument_output_verifies_and_adds_one_counter_per_block() -> None:
+    module = codegen.parse(LOOP_IR, name="loop")
+    result = instrument(str(module), build_id="test")
+    codegen.parse(result.text, name="instrumented")  # verifies
+    assert result.text.count("add i64 %__ib.") == 2 * len(result.table)
+    for index, block in enumerate(result.table.blocks):
+        assert f"%__ib.{index}.t1 = add i64 %__ib.{index}.t, {block.size}" in result.text
+
+
+LANDINGPAD_IR = """\
+define void @g() personality ptr @__gxx_personality_v0 {
+entry:
+  invoke void @may_throw()
+          to label %ok unwind label %lpad
+
+ok:
+  ret void
+
+lpad:
+  %lp = landingpad { ptr, i32 }
+          cleanup
+          catch ptr null
+  call void @handle()
+  resume { ptr, i32 } %lp
+}
+
+declare void @may_throw()
+declare void @handle()
+declare i32 @__gxx_personality_v0(...)
+"""
+
+
+def test_instrument_goes_after_landingpad_and_its_clauses() -> None:
+    module = codegen.parse(LANDINGPAD_IR, name="eh")
+    parsed = parse_module(str(module))
+    assert [b.size for b in parsed.blocks] == [1, 1, 3]
+    lpad = parsed.blocks[2]
+    assert parsed.lines[lpad.insert_at].strip().startswith("call void @handle")
+    codegen.parse(instrument(str(module), build_id="eh").text, name="eh-instrumented")
+
+
+def test_instrument_drops_memory_claims_of_defined_functions_only() -> None:
+    text = """\
+define i32 @pure(i32 %x) #0 {
+  ret i32 %x
+}
+
+declare i64 @strlen(ptr) #1
+
+attributes #0 = { nounwind memory(none) }
+attributes #1 = { nounwind memory(argmem: read) }
+"""
+    out = instrument(str(codegen.parse(text, name="m")), build_id="m").text
+    assert "attributes #0 = { nounwind }" in out
+    assert "attributes #1 = { nounwind memory(argmem: read) }" in out
