@@ -92,6 +92,9 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOption
     if not source.is_file():
         raise CompileError(str(source), f"error: source file not found: {source}")
     src_hash = file_digest(source)
+    if language_of(source) == "ir":
+        # Textual IR goes straight to the instrumenter; its bytes are its identity.
+        return CompiledUnit(source, source, digest("ir", str(source), src_hash))
     cmd_key = digest(tc.fingerprint_text, str(source), *options.key_parts())
     manifest_path = cache.path("tu", cmd_key, ".json")
     hit = _lookup(cache, manifest_path, src_hash)

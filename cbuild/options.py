@@ -10,6 +10,7 @@ from cbuild.errors import CBuildError
 OPT_LEVELS = ("0", "1", "2", "3", "s", "z")
 CXX_SUFFIXES = frozenset({".cc", ".cpp", ".cxx", ".c++", ".C", ".CPP"})
 C_SUFFIXES = frozenset({".c"})
+IR_SUFFIXES = frozenset({".ll"})
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,13 @@ class BuildOptions:
 
 
 def language_of(source: Path) -> str:
-    """``c`` or ``c++`` from the file suffix; anything else is an error naming the file."""
+    """``c``, ``c++`` or ``ir`` (textual LLVM IR) from the file suffix; anything else is an error."""
     if source.suffix in C_SUFFIXES:
         return "c"
+    if source.suffix in IR_SUFFIXES:
+        return "ir"
     if source.suffix in CXX_SUFFIXES:
         return "c++"
     raise CBuildError(
-        f"{source}: unknown source language (expected .c, or one of {', '.join(sorted(CXX_SUFFIXES))})"
+        f"{source}: unknown source language (expected .c, .ll, or one of {', '.join(sorted(CXX_SUFFIXES))})"
     )

@@ -52,8 +52,9 @@ declare void @llvm.lifetime.end.p0(ptr)
 !6 = !DISubroutineType(types: !7)
 !7 = !{}
 !8 = !DILocation(line: 11, column: 3, scope: !5)
-!9 = !DILocalVariable(name: "i", scope: !5, file: !2, line: 11)
+!9 = !DILocalVariable(name: "i", scope: !5, file: !2, line: 11, type: !11)
 !10 = !DILocation(line: 12, column: 5, scope: !5)
+!11 = !DIBasicType(name: "int", size: 32, encoding: DW_ATE_signed)
 """
 
 

@@ -35,19 +35,23 @@ def _depth(minikit, doc: bytes) -> int:
     return minikit.mk_json_max_depth(doc, len(doc))
 
 
+def _case(*values: object, id: str, max_instr: int):
+    """A parametrize case with its own budget."""
+    return pytest.param(*values, id=id, marks=pytest.mark.budget(max_instr=max_instr))
+
+
 SMALL_DOCUMENTS = [
-    (b'{"a":[1,2]}', 9, 2),
-    (b"42", 1, 0),
-    (b"  true\n", 1, 0),
-    (b"[]", 2, 1),
-    (b"{ }", 2, 1),
-    (b'"he said \\"hi\\" \\u00e9\\n"', 1, 0),
-    (b"[-0.5e+10, 0, 1E3, null, false]", 11, 1),
+    _case(b'{"a":[1,2]}', 9, 2, id="header-example", max_instr=1_200),
+    _case(b"42", 1, 0, id="number", max_instr=300),
+    _case(b"  true\n", 1, 0, id="literal-with-whitespace", max_instr=300),
+    _case(b"[]", 2, 1, id="empty-array", max_instr=300),
+    _case(b"{ }", 2, 1, id="empty-object", max_instr=300),
+    _case(b'"he said \\"hi\\" \\u00e9\\n"', 1, 0, id="string-escapes", max_instr=1_000),
+    _case(b"[-0.5e+10, 0, 1E3, null, false]", 11, 1, id="scalars", max_instr=1_700),
 ]
 
 
 @pytest.mark.parametrize(("doc", "tokens", "depth"), SMALL_DOCUMENTS)
-@pytest.mark.budget(max_instr=600)
 def test_json_small_documents(minikit, doc, tokens, depth):
     assert _tokens(minikit, doc) == tokens
     assert _depth(minikit, doc) == depth
@@ -66,7 +70,7 @@ CONFIG_DOCUMENT = json.dumps(
 ).encode()
 
 
-@pytest.mark.budget(max_instr=8_000)
+@pytest.mark.budget(max_instr=20_000)
 def test_json_config_document(minikit):
     parsed = json.loads(CONFIG_DOCUMENT)
     assert _tokens(minikit, CONFIG_DOCUMENT) == _expected_tokens(parsed)
@@ -74,28 +78,27 @@ def test_json_config_document(minikit):
 
 
 INVALID_DOCUMENTS = [
-    pytest.param(b"", id="empty"),
-    pytest.param(b"   ", id="only-whitespace"),
-    pytest.param(b"[1,2", id="unclosed-array"),
-    pytest.param(b"[1,]", id="trailing-comma"),
-    pytest.param(b'{"a" 1}', id="missing-colon"),
-    pytest.param(b"{1:2}", id="non-string-key"),
-    pytest.param(b"01", id="leading-zero"),
-    pytest.param(b"1.", id="bare-decimal-point"),
-    pytest.param(b"-", id="lone-minus"),
-    pytest.param(b'"abc', id="unterminated-string"),
-    pytest.param(b'"a\\x"', id="bad-escape"),
-    pytest.param(b'"\\u12g4"', id="bad-unicode-escape"),
-    pytest.param(b'"tab\there"', id="raw-control-char"),
-    pytest.param(b"[1]\x00", id="embedded-nul"),
-    pytest.param(b"[1] [2]", id="trailing-garbage"),
-    pytest.param(b"tru", id="truncated-literal"),
-    pytest.param(b"nul", id="truncated-null"),
+    _case(b"", id="empty", max_instr=100),
+    _case(b"   ", id="only-whitespace", max_instr=150),
+    _case(b"[1,2", id="unclosed-array", max_instr=600),
+    _case(b"[1,]", id="trailing-comma", max_instr=500),
+    _case(b'{"a" 1}', id="missing-colon", max_instr=400),
+    _case(b"{1:2}", id="non-string-key", max_instr=250),
+    _case(b"01", id="leading-zero", max_instr=250),
+    _case(b"1.", id="bare-decimal-point", max_instr=200),
+    _case(b"-", id="lone-minus", max_instr=150),
+    _case(b'"abc', id="unterminated-string", max_instr=250),
+    _case(b'"a\\x"', id="bad-escape", max_instr=250),
+    _case(b'"\\u12g4"', id="bad-unicode-escape", max_instr=300),
+    _case(b'"tab\there"', id="raw-control-char", max_instr=300),
+    _case(b"[1]\x00", id="embedded-nul", max_instr=500),
+    _case(b"[1] [2]", id="trailing-garbage", max_instr=500),
+    _case(b"tru", id="truncated-literal", max_instr=150),
+    _case(b"nul", id="truncated-null", max_instr=150),
 ]
 
 
 @pytest.mark.parametrize("doc", INVALID_DOCUMENTS)
-@pytest.mark.budget(max_instr=300)
 def test_json_invalid_rejected(minikit, doc):
     assert _tokens(minikit, doc) == -1
     assert _depth(minikit, doc) == -1
@@ -107,7 +110,7 @@ def test_json_null_text_rejected(minikit):
     assert minikit.mk_json_max_depth(None, 5) == -1
 
 
-@pytest.mark.budget(max_instr=6_000)
+@pytest.mark.budget(max_instr=35_000)
 def test_json_deep_nesting_at_limit(minikit):
     arrays = b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
     assert _tokens(minikit, arrays) == 2 * MAX_DEPTH
@@ -120,7 +123,7 @@ def test_json_deep_nesting_at_limit(minikit):
     assert _depth(minikit, doc) == MAX_DEPTH
 
 
-@pytest.mark.budget(max_instr=4_000)
+@pytest.mark.budget(max_instr=15_000)
 def test_json_deep_nesting_over_limit(minikit):
     too_deep = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
     assert _tokens(minikit, too_deep) == -1
@@ -131,17 +134,19 @@ def test_json_deep_nesting_over_limit(minikit):
 
 def _records_document(n: int) -> bytes:
     """An array of n small objects, deterministic and without randomness."""
-    records = [{"id": i, "name": f"item-{i}", "tags": ["x", "y"][: i % 3], "ok": i % 2 == 0} for i in range(n)]
+    records = [
+        {"id": i, "name": f"item-{i}", "tags": ["x", "y"][: i % 3], "ok": i % 2 == 0} for i in range(n)
+    ]
     return json.dumps(records).encode()
 
 
 @pytest.mark.parametrize(
     "n",
     [
-        pytest.param(1, marks=pytest.mark.budget(max_instr=600)),
-        pytest.param(10, marks=pytest.mark.budget(max_instr=6_000)),
-        pytest.param(100, marks=pytest.mark.budget(max_instr=60_000)),
-        pytest.param(1_000, marks=pytest.mark.budget(max_instr=600_000)),
+        _case(1, id="1", max_instr=3_000),
+        _case(10, id="10", max_instr=30_000),
+        _case(100, id="100", max_instr=300_000),
+        _case(1_000, id="1000", max_instr=3_000_000),
     ],
 )
 def test_json_records_growing(minikit, n):

@@ -21,14 +21,14 @@ def test_sort_random_1000(minikit):
     assert list(arr) == sorted(arr)
 
 
-@pytest.mark.budget(max_instr=30_000)
+@pytest.mark.budget(max_instr=85_000)
 def test_sort_already_sorted(minikit):
     arr = (ctypes.c_int32 * 1000)(*range(1000))
     minikit.mk_sort_ints(arr, 1000)
     assert list(arr) == list(range(1000))
 
 
-@pytest.mark.budget(max_instr=200_000)
+@pytest.mark.budget(max_instr=100_000)
 def test_sort_reversed(minikit):
     arr = (ctypes.c_int32 * 1000)(*range(1000, 0, -1))
     minikit.mk_sort_ints(arr, 1000)
