@@ -33,6 +33,7 @@ _INTS: dict[tuple[str, str], type[Any]] = {
 }
 _FLOATS: dict[str, type[Any]] = {"float": ctypes.c_float, "double": ctypes.c_double}
 _instances = itertools.count()
+_BYREF = type(ctypes.byref(ctypes.c_int()))
 
 
 def _describe(value: object) -> str:
@@ -69,6 +70,10 @@ def _pointer_converter(fn: str, index: int) -> Callable[[Any], Any]:
     def convert(value: Any) -> Any:
         if value is None or isinstance(value, (ctypes.Array, ctypes._Pointer, ctypes.c_void_p, ctypes.c_char_p)):
             return value
+        if isinstance(value, _BYREF):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # an address, as pointer results are returned
         if isinstance(value, ctypes._SimpleCData | ctypes.Structure | ctypes.Union):
             return ctypes.byref(value)
         if isinstance(value, bytes):
@@ -81,8 +86,8 @@ def _pointer_converter(fn: str, index: int) -> Callable[[Any], Any]:
             view = memoryview(value)
         except TypeError:
             raise SignatureError(
-                f"{fn}() argument {index} (ptr): expected bytes, a writable buffer, a ctypes array or "
-                f"pointer, or None; got {_describe(value)}"
+                f"{fn}() argument {index} (ptr): expected bytes, a writable buffer, a ctypes array, "
+                f"pointer or byref(), an address (int), or None; got {_describe(value)}"
             ) from None
         if view.readonly:
             return ctypes.c_char_p(view.tobytes())

@@ -122,12 +122,14 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     try:
         outcome = yield
     finally:
+        # Measured even when the test fails, so its cost shows in the summary.
         counts = meter.stop()
-    if meter.used:
-        costs = evaluate(session.models, counts)
-        result = session.evaluate(item.nodeid, item.stash.get(BUDGET, None), costs)
-        if result.failure:
-            pytest.fail(result.failure, pytrace=False)
+        result = None
+        if meter.used:
+            costs = evaluate(session.models, counts)
+            result = session.evaluate(item.nodeid, item.stash.get(BUDGET, None), costs)
+    if result is not None and result.failure:
+        pytest.fail(result.failure, pytrace=False)
     return outcome
 
 

@@ -19,6 +19,8 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     cache = tmp_path_factory.mktemp("instrbudget-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("INSTRBUDGET_CACHE_DIR", str(cache))
+        # pytester points HOME at a fresh directory; keep zig's own cache (libc, libc++) in one place.
+        mp.setenv("ZIG_GLOBAL_CACHE_DIR", os.environ.get("ZIG_GLOBAL_CACHE_DIR", str(Path.home() / ".cache" / "zig")))
         yield cache
 
 
@@ -39,7 +41,3 @@ def write(tmp_path: Path):  # type: ignore[no-untyped-def]
         return path
 
     return _write
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    os.environ.setdefault("PYTHONHASHSEED", "0")

@@ -1,0 +1,156 @@
+"""Bad input in the engine: each error says what went wrong and where."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import pytest
+
+from cbuild import (
+    Builder,
+    BuildOptions,
+    CBuildError,
+    CompileError,
+    Library,
+    ProgramCrashed,
+    ProgramTimeout,
+    SignatureError,
+    ToolchainError,
+    run_program,
+)
+from cbuild import toolchain as toolchain_mod
+
+
+def test_errors_compile_error_shows_clang_diagnostic_with_file_and_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("broken.c", "int f(void) {\n    return missing;\n}\n")
+    with pytest.raises(CompileError) as info:
+        builder.build([src])
+    message = str(info.value)
+    assert f"{src}:2:12: error: use of undeclared identifier 'missing'" in message
+    assert "Traceback" not in message
+    assert not any(line.startswith(". ") for line in message.splitlines())  # no -H header lines
+
+
+def test_errors_missing_source_names_the_file(builder: Builder, tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match=r"source file not found: .*nowhere\.c"):
+        builder.build([tmp_path / "nowhere.c"])
+
+
+def test_errors_unknown_source_language(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(CBuildError, match=r"notes\.txt: unknown source language"):
+        builder.build([write("notes.txt", "hello")])
+
+
+def test_errors_bad_opt_level() -> None:
+    with pytest.raises(CBuildError, match="optimisation level '4' is not one of 0, 1, 2, 3, s, z"):
+        BuildOptions(opt_level="4")
+
+
+def test_errors_link_error_names_the_symbol(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("undef.c", "int nowhere(void);\nint main(void) { return nowhere(); }\n")
+    with pytest.raises(CBuildError, match="nowhere"):
+        builder.build([src])
+
+
+def test_errors_segfault_reports_signal_and_stderr(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write(
+        "crash.c",
+        '#include <stdio.h>\nint main(void) { fprintf(stderr, "about to crash\\n"); fflush(stderr);\n'
+        "volatile int *p = 0; return *p; }\n",
+    )
+    with pytest.raises(ProgramCrashed) as info:
+        run_program(builder.build([src]), [])
+    assert "SIGSEGV" in str(info.value)
+    assert "about to crash" in str(info.value)
+
+
+def test_errors_abort_reports_sigabrt(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("abort.c", "#include <stdlib.h>\nint main(void) { abort(); }\n")
+    with pytest.raises(ProgramCrashed, match="SIGABRT"):
+        run_program(builder.build([src]), [])
+
+
+def test_errors_infinite_loop_times_out(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("spin.c", "int main(void) { volatile int x = 1; while (x) {} return 0; }\n")
+    with pytest.raises(ProgramTimeout, match=r"spin\.c .*ran past its 0\.5 s timeout"):
+        run_program(builder.build([src]), [], timeout=0.5)
+
+
+def test_errors_nonzero_exit_is_a_result_not_an_error(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("exit3.c", "int main(void) { return 3; }\n")
+    assert run_program(builder.build([src]), []).returncode == 3
+
+
+SIGS = """\
+#include <stdint.h>
+#include <stddef.h>
+unsigned char low_byte(unsigned x) { return (unsigned char)x; }
+signed char neg(signed char x) { return (signed char)-x; }
+double scale(double x, float f) { return x * f; }
+size_t count_a(const char *s, size_t n) { size_t c = 0; for (size_t i = 0; i < n; i++) c += s[i] == 'a'; return c; }
+void fill(uint8_t *out, size_t n, uint8_t v) { for (size_t i = 0; i < n; i++) out[i] = v; }
+int64_t add64(int64_t a, int64_t b) { return a + b; }
+struct pair { long a, b, c; };
+long sum_pair(struct pair p) { return p.a + p.b + p.c; }
+int variadic(int n, ...) { return n; }
+"""
+
+
+@pytest.fixture
+def sigs(builder: Builder, write, tmp_path: Path) -> Library:  # type: ignore[no-untyped-def]
+    return Library(builder.build([write("sigs.c", SIGS)], kind="library"), copy_dir=tmp_path / "libs")
+
+
+def test_library_types_follow_the_ir_signature(sigs: Library) -> None:
+    assert sigs.low_byte(0x1FF) == 255
+    assert sigs.neg(5) == -5
+    assert sigs.scale(2.5, 2) == 5.0
+    assert sigs.count_a(b"banana", 6) == 3
+    buf = bytearray(4)
+    sigs.fill(buf, 4, 7)
+    assert buf == bytearray(b"\x07" * 4)
+    arr = (ctypes.c_uint8 * 3)()
+    sigs.fill(arr, 3, 9)
+    assert list(arr) == [9, 9, 9]
+    assert sigs.add64(2**40, 1) == 2**40 + 1
+
+
+def test_library_wrong_argument_types_are_clear(sigs: Library) -> None:
+    with pytest.raises(SignatureError, match=r"count_a\(\) argument 1 \(ptr\): got str 'banana'; pass bytes"):
+        sigs.count_a("banana", 6)
+    with pytest.raises(SignatureError, match=r"add64\(\) argument 2 \(i64\): expected int, got float 1.5"):
+        sigs.add64(1, 1.5)
+    with pytest.raises(SignatureError, match=r"add64\(\) takes 2 arguments, 1 given"):
+        sigs.add64(1)
+    with pytest.raises(SignatureError, match=r"low_byte\(\) argument 1 \(i32\): 4294967296 does not fit in 32 bits"):
+        sigs.low_byte(2**32)
+    with pytest.raises(SignatureError, match=r"fill\(\) argument 1 \(ptr\): expected bytes, a writable buffer"):
+        sigs.fill(1.5, 1, 1)
+
+
+def test_library_unsupported_signatures_say_why(sigs: Library) -> None:
+    with pytest.raises(SignatureError, match="sum_pair"):
+        sigs.sum_pair(1)
+    with pytest.raises(SignatureError, match="variadic"):
+        sigs.variadic(1)
+
+
+def test_library_unknown_function_lists_exports(sigs: Library) -> None:
+    with pytest.raises(AttributeError, match=r"exports no function 'nope'; it has: add64, count_a"):
+        _ = sigs.nope
+
+
+def test_toolchain_major_version_mismatch_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(toolchain_mod, "_llvmlite_version", lambda: "21.1.0")
+    with pytest.raises(ToolchainError) as info:
+        toolchain_mod.find_toolchain()
+    message = str(info.value)
+    assert "clang 22." in message
+    assert "LLVM 21.1.0" in message
+    assert "pip install" in message
+
+
+def test_toolchain_configured_clang_missing() -> None:
+    with pytest.raises(ToolchainError, match="clang configured in \\[tool.instrbudget\\] was not found: /no/clang"):
+        toolchain_mod.find_toolchain("/no/clang")

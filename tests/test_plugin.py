@@ -1,0 +1,389 @@
+"""The pytest plugin end to end, through real pytest sessions (pytester)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+WORK_C = """\
+#include <stddef.h>
+/* Sums 0..n-1; `extra` adds a second pass, to play a regression. */
+long work(long n) {
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return s;
+}
+long helper(long n) { return work(n) + 1; }
+"""
+
+#: Same results, more work per iteration.
+SLOWER_WORK_C = WORK_C.replace("s += i;", "{ s += i; s ^= 0; }")
+
+TESTS = """\
+import pytest
+
+@pytest.fixture
+def lib(cbuild):
+    return cbuild.library("work.c")
+
+@pytest.mark.budget(max_instr=100_000)
+def test_work(lib):
+    assert lib.work(100) == 4950
+
+@pytest.mark.budget(max_instr=100_000)
+def test_helper(lib):
+    assert lib.helper(10) == 46
+
+def test_unbudgeted(lib):
+    assert lib.work(5) == 10
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(test_budget=TESTS)
+    pytester.makepyprojecttoml("[tool.instrbudget]\nopt_level = '1'\n")
+    return pytester
+
+
+def results(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:  # type: ignore[type-arg]
+    out = pytester.path / "results.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}", *args)
+    return result, json.loads(out.read_text()) if out.exists() else {}
+
+
+def baseline_path(pytester: pytest.Pytester) -> Path:
+    return pytester.path / ".instrbudget" / "baseline.json"
+
+
+def value(doc: dict, test: str) -> int:  # type: ignore[type-arg]
+    return int(doc["tests"][f"test_budget.py::{test}"]["metrics"]["ir_instructions"]["value"])
+
+
+def test_plugin_summary_table_and_new_entries(project: pytest.Pytester) -> None:
+    result, doc = results(project)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*instrbudget*",
+            "test*metric*value*limit*baseline*change*status",
+            "test_budget.py::test_helper*ir_instructions*100000*new",
+            "test_budget.py::test_unbudgeted*ir_instructions*new",
+            "test_budget.py::test_work*ir_instructions*100000*new",
+        ]
+    )
+    assert not baseline_path(project).exists()  # nothing written without --instrbudget-update
+    assert doc["version"] == 1
+    assert doc["models"] == ["ir-count"]
+    work = doc["tests"]["test_budget.py::test_work"]
+    assert work["budgeted"] is True
+    assert work["metrics"]["ir_instructions"]["functions"]["work"] == value(doc, "test_work")
+    assert doc["tests"]["test_budget.py::test_unbudgeted"]["budgeted"] is False
+
+
+def test_plugin_header_names_models_and_toolchain(project: pytest.Pytester) -> None:
+    result = project.runpytest()
+    result.stdout.fnmatch_lines(["instrbudget: models ir-count; clang 22.*, llvm 22.*; baseline *baseline.json (none yet)"])
+
+
+def test_plugin_counts_are_identical_across_runs(project: pytest.Pytester) -> None:
+    _, first = results(project)
+    _, second = results(project)
+    assert first["tests"] == second["tests"]
+
+
+def test_plugin_loop_cost_scales_with_trip_count(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(
+        test_budget="""
+import pytest
+
+@pytest.mark.parametrize("n", [8, 16, 24])
+def test_n(cbuild, n):
+    cbuild.library("work.c", opt_level=0).work(n)
+"""
+    )
+    _, doc = results(pytester)
+    v = [doc["tests"][f"test_budget.py::test_n[{n}]"]["metrics"]["ir_instructions"]["value"] for n in (8, 16, 24)]
+    assert v[2] - v[1] == v[1] - v[0] > 0
+
+
+def test_plugin_over_limit_fails_with_costliest_functions(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(
+        test_budget="""
+import pytest
+
+@pytest.mark.budget(max_instr=50)
+def test_tight(cbuild):
+    cbuild.library("work.c").work(1000)
+"""
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*instrbudget: test_budget.py::test_tight is over budget",
+            "*ir_instructions: * exceeds max_instr=50 by *",
+            "*costliest functions:",
+            "*work*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_plugin_baseline_workflow_regression_then_update(project: pytest.Pytester) -> None:
+    result, before = results(project, "--instrbudget-update")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*baseline * written: 3 added, 0 changed, 0 pruned"])
+    saved = baseline_path(project).read_text()
+    doc = json.loads(saved)
+    assert sorted(doc["tests"]) == [
+        "test_budget.py::test_helper",
+        "test_budget.py::test_unbudgeted",
+        "test_budget.py::test_work",
+    ]
+    assert doc["fingerprint"]["clang"].startswith("22.")
+    assert saved == json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+    result, again = results(project)
+    result.assert_outcomes(passed=3)
+    assert {t["status"] for t in again["tests"].values()} == {"ok"}
+
+    # More work in `work`: the budgeted tests regress and name the function.
+    (project.path / "work.c").write_text(SLOWER_WORK_C)
+    result, after = results(project)
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ir_instructions: * -> * (+*%; tolerance 0%) against the baseline",
+            "*functions whose cost grew most:",
+            "*work  +*",
+            "*accept it with: pytest --instrbudget-update",
+        ]
+    )
+    assert after["tests"]["test_budget.py::test_unbudgeted"]["status"] == "regressed"
+    assert baseline_path(project).read_text() == saved  # never written without the flag
+
+    result, _ = results(project, "--instrbudget-update")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*baseline * written: 0 added, 3 changed, 0 pruned"])
+    result, final = results(project)
+    result.assert_outcomes(passed=3)
+    assert value(final, "test_work") > value(before, "test_work")
+
+
+def test_plugin_improvement_passes_with_hint(project: pytest.Pytester) -> None:
+    (project.path / "work.c").write_text(SLOWER_WORK_C)
+    results(project, "--instrbudget-update")
+    (project.path / "work.c").write_text(WORK_C)
+    result, doc = results(project)
+    result.assert_outcomes(passed=3)
+    assert doc["tests"]["test_budget.py::test_work"]["status"] == "improved"
+    result.stdout.fnmatch_lines(["*improved on the baseline; record it with --instrbudget-update*"])
+
+
+@pytest.mark.parametrize(
+    ("marker", "cli", "config", "fails"),
+    [
+        ("", None, None, True),  # default 0%
+        ("", None, "tolerance = 50", False),
+        ("", "--instrbudget-tolerance=50%", "tolerance = 0", False),
+        (", tolerance=0", "--instrbudget-tolerance=50", None, True),  # marker beats CLI
+        (", tolerance='50%'", None, None, False),
+    ],
+)
+def test_plugin_tolerance_precedence(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    marker: str,
+    cli: str | None,
+    config: str | None,
+    fails: bool,
+) -> None:
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(
+        test_budget=f"""
+import os
+import pytest
+
+@pytest.mark.budget(max_instr=10**9{marker})
+def test_work(cbuild):
+    cbuild.library("work.c", opt_level=0).work(int(os.environ.get("N", "100")))
+"""
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\n" + (config or ""))
+    pytester.runpytest("--instrbudget-update").assert_outcomes(passed=1)
+    monkeypatch.setenv("N", "120")  # about 20% more work
+    result = pytester.runpytest(*([cli] if cli else []))
+    result.assert_outcomes(**({"failed": 1} if fails else {"passed": 1}))
+
+
+def test_plugin_stale_entries_reported_then_pruned(project: pytest.Pytester) -> None:
+    results(project, "--instrbudget-update")
+    project.makepyfile(test_budget=TESTS.replace("def test_helper", "def _gone"))
+    result, _ = results(project)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*1 baseline entry for tests that no longer exist (remove with --instrbudget-prune):", "*test_budget.py::test_helper"])
+    assert "test_budget.py::test_helper" in baseline_path(project).read_text()
+    result, _ = results(project, "--instrbudget-prune")
+    result.stdout.fnmatch_lines(["*written: 0 added, 0 changed, 1 pruned"])
+    assert "test_helper" not in baseline_path(project).read_text()
+
+
+def test_plugin_partial_run_does_not_report_other_files_as_stale(project: pytest.Pytester) -> None:
+    project.makepyfile(test_other="def test_other(cbuild):\n    cbuild.library('work.c').work(3)\n")
+    results(project, "--instrbudget-update")
+    result, _ = results(project, "test_other.py")
+    assert "no longer exist" not in result.stdout.str()
+
+
+def test_plugin_corrupt_baseline_is_a_usage_error_and_kept(project: pytest.Pytester) -> None:
+    path = baseline_path(project)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "tests": {,}}')
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*instrbudget: baseline {path} is not valid JSON (line 1, column 26*"])
+    assert path.read_text() == '{"version": 1, "tests": {,}}'
+
+
+def test_plugin_hand_edited_baseline_with_wrong_types_names_the_file(project: pytest.Pytester) -> None:
+    results(project, "--instrbudget-update")
+    path = baseline_path(project)
+    doc = json.loads(path.read_text())
+    doc["tests"]["test_budget.py::test_work"]["ir_instructions"]["total"] = "lots"
+    path.write_text(json.dumps(doc))
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*baseline {path} does not have the expected layout*total 'lots' is not an integer*"])
+
+
+def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytester) -> None:
+    results(project, "--instrbudget-update")
+    path = baseline_path(project)
+    doc = json.loads(path.read_text())
+    doc["fingerprint"]["clang"] = "21.1.0"
+    for entry in doc["tests"].values():
+        entry["ir_instructions"]["total"] = 1  # would be a huge regression if compared
+    path.write_text(json.dumps(doc))
+    result, out = results(project)
+    result.assert_outcomes(passed=3)
+    assert {t["status"] for t in out["tests"].values()} == {"not comparable"}
+    result.stdout.fnmatch_lines(["*made with another toolchain; costs are not comparable*"])
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("opt_levle = 2", "has an unknown key 'opt_levle'; accepted keys: baseline, cache_dir, cflags, clang, cxxflags, defines"),
+        ("opt_level = 5", "opt_level: expected one of 0, 1, 2, 3, s, z, got 5"),
+        ("cflags = '-Wall'", "cflags: expected a list of strings, got '-Wall'"),
+        ("tolerance = 'lots'", "tolerance: expected a percentage such as 5 or \"5%\", got 'lots'"),
+        ("models = ['wallclock']", "models: unknown cost model 'wallclock'; known models: ir-count"),
+        ("timeout = -1", "timeout: expected a positive number of seconds, got -1"),
+    ],
+)
+def test_plugin_bad_config_is_a_usage_error_naming_the_key(pytester: pytest.Pytester, table: str, message: str) -> None:
+    pytester.makepyprojecttoml(f"[tool.instrbudget]\n{table}\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*[[]tool.instrbudget] {message}*"])
+
+
+def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.budget(max_instrs=10)\ndef test_x():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_x.py::test_x: unknown keyword 'max_instrs' in @pytest.mark.budget; accepted: max_instr, tolerance"])
+
+
+def test_plugin_marker_registered_for_strict_markers(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.budget(max_instr=10)\ndef test_x():\n    pass\n")
+    pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
+
+
+def test_plugin_compile_error_shows_diagnostic_without_traceback(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", bad="int f(void) {\n  return nope;\n}\n")
+    pytester.makepyfile(test_x="def test_x(cbuild):\n    cbuild.library('bad.c')\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*bad.c:2:10: error: use of undeclared identifier 'nope'*"])
+    assert "Traceback" not in result.stdout.str()
+    assert "def test_x" not in result.stdout.str()
+
+
+def test_plugin_program_crash_fails_the_test_with_signal(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", crash="#include <stdlib.h>\nint main(void) { abort(); }\n")
+    pytester.makepyfile(test_x="def test_x(cbuild):\n    cbuild.program('crash.c').run()\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ProgramCrashed: program crash.c was killed by SIGABRT*"])
+
+
+def test_plugin_program_runs_are_measured(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", echo="#include <stdio.h>\nint main(int c, char **v) { puts(v[1]); return 0; }\n")
+    pytester.makepyfile(
+        test_x="""
+import pytest
+
+@pytest.mark.budget(max_instr=1000)
+def test_echo(cbuild):
+    prog = cbuild.program("echo.c")
+    run = prog.run(["hi"])
+    assert run.text == "hi\\n"
+    assert run.cost() > 0
+"""
+    )
+    result, doc = results(pytester)
+    result.assert_outcomes(passed=1)
+    assert doc["tests"]["test_x.py::test_echo"]["metrics"]["ir_instructions"]["functions"]["main"] > 0
+
+
+def test_plugin_fixture_setup_is_not_measured(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(
+        test_x="""
+import pytest
+
+@pytest.fixture
+def warm(cbuild):
+    lib = cbuild.library("work.c", opt_level=0)
+    lib.work(100000)  # setup work: not part of the test's cost
+    return lib
+
+def test_small(warm):
+    warm.work(1)
+
+def test_small_alone(cbuild):
+    cbuild.library("work.c", opt_level=0).work(1)
+"""
+    )
+    _, doc = results(pytester)
+    metrics = {n: t["metrics"]["ir_instructions"]["value"] for n, t in doc["tests"].items()}
+    assert metrics["test_x.py::test_small"] == metrics["test_x.py::test_small_alone"]
+
+
+def test_plugin_disable_builds_plain_and_measures_nothing(project: pytest.Pytester) -> None:
+    result, doc = results(project, "--instrbudget-disable")
+    result.assert_outcomes(passed=3)
+    assert doc["tests"] == {}
+    assert "test_budget.py::test_work" not in result.stdout.str().split("short test summary")[0].split("passed")[-1]
+
+
+def test_plugin_xdist_counts_equal_serial_counts(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    out_serial = project.path / "serial.json"
+    out_xdist = project.path / "xdist.json"
+    project.runpytest_subprocess(f"--instrbudget-json={out_serial}").assert_outcomes(passed=3)
+    result = project.runpytest_subprocess("-n", "2", f"--instrbudget-json={out_xdist}", "--instrbudget-update")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*test_budget.py::test_work*ir_instructions*new", "*written: 3 added*"])
+    serial = json.loads(out_serial.read_text())["tests"]
+    parallel = json.loads(out_xdist.read_text())["tests"]
+    assert {n: t["metrics"] for n, t in serial.items()} == {n: t["metrics"] for n, t in parallel.items()}
+    assert len(json.loads(baseline_path(project).read_text())["tests"]) == 3
