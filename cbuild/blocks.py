@@ -24,7 +24,9 @@ _DBG_REF = re.compile(r"!dbg !(\d+)")
 _METADATA = re.compile(r"^!(\d+) = (?:distinct )?(!\w+)\((.*)\)\s*$")
 _FIELD = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)')
 #: Calls that are bookkeeping for the optimiser, not work: never counted.
-_UNCOUNTED_CALL = re.compile(r"\bcall\b.*@llvm\.(?:dbg|lifetime|assume|experimental\.noalias\.scope\.decl|pseudoprobe)\.?")
+_UNCOUNTED_CALL = re.compile(
+    r"\bcall\b.*@llvm\.(?:dbg|lifetime|assume|experimental\.noalias\.scope\.decl|pseudoprobe)\.?"
+)
 _LEADING = re.compile(r"^  (?:%[-\w.$\"]+ = )?(phi|landingpad)\b")
 
 

@@ -73,10 +73,11 @@ class Builder:
         self,
         sources: Sequence[Path | str],
         *,
-        options: BuildOptions = BuildOptions(),
+        options: BuildOptions | None = None,
         kind: str = "program",
     ) -> Artifact:
         """Build (or find in the cache) a program or shared library from ``sources``."""
+        options = options or BuildOptions()
         if kind not in ("program", "library"):
             raise CBuildError(f"kind must be 'program' or 'library', not {kind!r}")
         if not sources:
@@ -95,7 +96,9 @@ class Builder:
         suffix = ".so" if kind == "library" else ""
         binary = self.cache.path("bin", key, suffix)
         table_path = self.cache.path("bin", key, ".blocks.json")
-        artifact = Artifact(binary, paths[0].name, kind, table_path, key, options.instrument, self.toolchain.fingerprint)
+        artifact = Artifact(
+            binary, paths[0].name, kind, table_path, key, options.instrument, self.toolchain.fingerprint
+        )
         if binary.exists() and table_path.exists():
             return artifact
         with self.cache.lock("bin", key):
@@ -123,8 +126,19 @@ class Builder:
             return obj
         with self.cache.lock("rt", key), tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
             out = Path(tmp) / "rt.o"
-            cmd = [*self.toolchain.cc, "-target", self.toolchain.triple, "-c", "-O2", "-fPIC",
-                   "-std=c11", "-D_POSIX_C_SOURCE=200809L", str(RUNTIME_SOURCE), "-o", str(out)]
+            cmd = [
+                *self.toolchain.cc,
+                "-target",
+                self.toolchain.triple,
+                "-c",
+                "-O2",
+                "-fPIC",
+                "-std=c11",
+                "-D_POSIX_C_SOURCE=200809L",
+                str(RUNTIME_SOURCE),
+                "-o",
+                str(out),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 raise LinkError(f"compiling the instrbudget runtime failed:\n{proc.stderr}")

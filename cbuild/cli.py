@@ -66,15 +66,19 @@ def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
     shutil.copymode(artifact.path, args.output)
     sidecar = args.output.with_name(args.output.name + ".instrbudget.json")
     shutil.copyfile(artifact.table_path, sidecar)
-    print(f"built {args.output} ({'instrumented' if artifact.instrumented else 'not instrumented'}); "
-          f"block table {sidecar}", file=sys.stderr)
+    print(
+        f"built {args.output} ({'instrumented' if artifact.instrumented else 'not instrumented'}); "
+        f"block table {sidecar}",
+        file=sys.stderr,
+    )
     return 0
 
 
 def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]) -> int:
     artifact = builder.build(args.sources, options=_options(args), kind="program")
-    result = run_program(artifact, program_args, input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(),
-                         timeout=args.timeout)
+    result = run_program(
+        artifact, program_args, input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(), timeout=args.timeout
+    )
     sys.stdout.buffer.write(result.stdout)
     sys.stdout.flush()
     sys.stderr.buffer.write(result.stderr)

@@ -80,9 +80,7 @@ def _split_stderr(stderr: str, system_root: str | None) -> tuple[list[Path], str
         if line.startswith("zig: warning: argument unused"):
             continue
         diagnostics.append(line)
-    user_headers = sorted(
-        {h.resolve() for h in headers if not (system_root and str(h).startswith(system_root))}
-    )
+    user_headers = sorted({h.resolve() for h in headers if not (system_root and str(h).startswith(system_root))})
     return user_headers, "\n".join(diagnostics)
 
 
@@ -102,9 +100,7 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOption
         return CompiledUnit(source, *hit)
     with tempfile.TemporaryDirectory(prefix="instrbudget-cc-") as tmp:
         out = Path(tmp) / "unit.ll"
-        proc = subprocess.run(
-            compile_command(tc, source, options, out), capture_output=True, text=True, check=False
-        )
+        proc = subprocess.run(compile_command(tc, source, options, out), capture_output=True, text=True, check=False)
         headers, diagnostics = _split_stderr(proc.stderr, tc.system_root)
         if proc.returncode != 0 or not out.exists():
             raise CompileError(str(source), diagnostics or f"clang exited with status {proc.returncode}")

@@ -86,9 +86,7 @@ class ModelRegistry:
         try:
             factory = self._factories[name]
         except KeyError:
-            raise CBuildError(
-                f"unknown cost model {name!r}; known models: {', '.join(self.names)}"
-            ) from None
+            raise CBuildError(f"unknown cost model {name!r}; known models: {', '.join(self.names)}") from None
         return factory(params or {})
 
 

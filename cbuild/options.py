@@ -32,9 +32,7 @@ class BuildOptions:
 
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
-            raise CBuildError(
-                f"optimisation level {self.opt_level!r} is not one of {', '.join(OPT_LEVELS)}"
-            )
+            raise CBuildError(f"optimisation level {self.opt_level!r} is not one of {', '.join(OPT_LEVELS)}")
 
     @property
     def speed_level(self) -> int:

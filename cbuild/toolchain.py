@@ -67,9 +67,7 @@ def host_target() -> str:
         return f"{arch}-linux-gnu"
     if system == "Darwin":
         return f"{arch}-macos"
-    raise ToolchainError(
-        f"pytest-instrbudget supports Linux and macOS hosts; this is {system} ({machine})"
-    )
+    raise ToolchainError(f"pytest-instrbudget supports Linux and macOS hosts; this is {system} ({machine})")
 
 
 def _llvmlite_version() -> str:
@@ -96,16 +94,12 @@ def _zig_binary() -> str:
 
 def _clang_version(cmd: tuple[str, ...]) -> str:
     try:
-        out = subprocess.run(
-            [*cmd, "--version"], capture_output=True, text=True, check=False, timeout=60
-        )
+        out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, check=False, timeout=60)
     except OSError as exc:
         raise ToolchainError(f"cannot run {' '.join(cmd)}: {exc}") from exc
     match = re.search(r"clang version (\d+\.\d+\.\d+)", out.stdout + out.stderr)
     if not match:
-        raise ToolchainError(
-            f"`{' '.join(cmd)} --version` did not print a clang version:\n{out.stdout}{out.stderr}"
-        )
+        raise ToolchainError(f"`{' '.join(cmd)} --version` did not print a clang version:\n{out.stdout}{out.stderr}")
     return match.group(1)
 
 

@@ -89,8 +89,7 @@ class Baseline:
             "fingerprint": dict(self.fingerprint),
             "tests": {
                 nodeid: {
-                    metric: {"total": cost.total, "functions": dict(cost.functions)}
-                    for metric, cost in metrics.items()
+                    metric: {"total": cost.total, "functions": dict(cost.functions)} for metric, cost in metrics.items()
                 }
                 for nodeid, metrics in self.tests.items()
             },

@@ -23,16 +23,16 @@ class ConfigError(Exception):
 def parse_percent(value: object, *, where: str) -> float:
     """A tolerance: a number of percent (``5``, ``2.5``) or a string ``"5%"``."""
     if isinstance(value, bool):
-        raise ConfigError(f"{where}: expected a percentage such as 5 or \"5%\", got {value!r}")
+        raise ConfigError(f'{where}: expected a percentage such as 5 or "5%", got {value!r}')
     if isinstance(value, str):
         text = value.strip()
         number = text[:-1] if text.endswith("%") else text
         try:
             value = float(number)
         except ValueError:
-            raise ConfigError(f"{where}: expected a percentage such as 5 or \"5%\", got {text!r}") from None
+            raise ConfigError(f'{where}: expected a percentage such as 5 or "5%", got {text!r}') from None
     if not isinstance(value, (int, float)) or value < 0:
-        raise ConfigError(f"{where}: expected a non-negative percentage such as 5 or \"5%\", got {value!r}")
+        raise ConfigError(f'{where}: expected a non-negative percentage such as 5 or "5%", got {value!r}')
     return float(value)
 
 
@@ -95,7 +95,7 @@ _KEYS = {
     "defines": "list of NAME or NAME=VALUE strings, or a table",
     "ldflags": "list of strings",
     "baseline": "path of the baseline JSON file",
-    "tolerance": "percentage such as 5 or \"5%\"",
+    "tolerance": 'percentage such as 5 or "5%"',
     "cache_dir": "path of the build cache",
     "models": "list of cost model names",
     "clang": "path or command of a clang driver",

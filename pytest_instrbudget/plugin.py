@@ -17,7 +17,7 @@ from pytest_instrbudget import report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
 from pytest_instrbudget.fixture import CBuild
-from pytest_instrbudget.marker import MARKER, MARKER_HELP, Budget
+from pytest_instrbudget.marker import MARKER_HELP, Budget
 from pytest_instrbudget.measure import Meter, evaluate
 from pytest_instrbudget.results import TestResult
 from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions
@@ -31,17 +31,28 @@ WORKER_KEY = "instrbudget"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("instrbudget", "deterministic C/C++ performance budgets")
-    group.addoption("--instrbudget-update", action="store_true",
-                    help="write new and changed costs to the baseline file")
-    group.addoption("--instrbudget-prune", action="store_true",
-                    help="remove baseline entries of tests that no longer exist")
-    group.addoption("--instrbudget-tolerance", metavar="PCT",
-                    help="allowed growth over the baseline, in percent (default: config, else 0)")
+    group.addoption(
+        "--instrbudget-update", action="store_true", help="write new and changed costs to the baseline file"
+    )
+    group.addoption(
+        "--instrbudget-prune", action="store_true", help="remove baseline entries of tests that no longer exist"
+    )
+    group.addoption(
+        "--instrbudget-tolerance",
+        metavar="PCT",
+        help="allowed growth over the baseline, in percent (default: config, else 0)",
+    )
     group.addoption("--instrbudget-json", metavar="PATH", help="write all results to a JSON file")
-    group.addoption("--instrbudget-disable", action="store_true",
-                    help="build without instrumentation; measure and check nothing")
-    group.addoption("--instrbudget-model", action="append", default=[], metavar="NAME",
-                    help="cost model to use (repeatable; overrides `models` in [tool.instrbudget])")
+    group.addoption(
+        "--instrbudget-disable", action="store_true", help="build without instrumentation; measure and check nothing"
+    )
+    group.addoption(
+        "--instrbudget-model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="cost model to use (repeatable; overrides `models` in [tool.instrbudget])",
+    )
 
 
 def _run_options(config: pytest.Config) -> RunOptions:

@@ -62,12 +62,8 @@ class BudgetSession:
         self.run = run
         self.registry = registry
         names = run.models or settings.models
-        self.models: list[CostModel] = [
-            registry.create(name, settings.model_params.get(name, {})) for name in names
-        ]
-        self.all_keywords = {
-            m.keyword: name for name in registry.names for m in registry.create(name).metrics
-        }
+        self.models: list[CostModel] = [registry.create(name, settings.model_params.get(name, {})) for name in names]
+        self.all_keywords = {m.keyword: name for name in registry.names for m in registry.create(name).metrics}
         self.baseline = baseline
         self.builder = builder
         self.results: dict[str, TestResult] = {}
@@ -108,7 +104,7 @@ class BudgetSession:
                 status = OK
             if limit is not None and cost.total > limit:
                 status = OVER_LIMIT
-            result = MetricResult(
+            metric_result = MetricResult(
                 metric=name,
                 keyword=keywords.get(name, ""),
                 value=cost.total,
@@ -119,9 +115,9 @@ class BudgetSession:
                 functions=dict(cost.functions),
                 baseline_functions=dict(old.functions) if old is not None else {},
             )
-            metrics.append(result)
+            metrics.append(metric_result)
             if budget is not None and status in (OVER_LIMIT, REGRESSED):
-                failures.append(_failure_text(result))
+                failures.append(_failure_text(metric_result))
         failure = None
         if failures:
             failure = f"instrbudget: {nodeid} is over budget\n" + "\n".join(failures)

@@ -86,7 +86,9 @@ def test_plugin_summary_table_and_new_entries(project: pytest.Pytester) -> None:
 
 def test_plugin_header_names_models_and_toolchain(project: pytest.Pytester) -> None:
     result = project.runpytest()
-    result.stdout.fnmatch_lines(["instrbudget: models ir-count; clang 22.*, llvm 22.*; baseline *baseline.json (none yet)"])
+    result.stdout.fnmatch_lines(
+        ["instrbudget: models ir-count; clang 22.*, llvm 22.*; baseline *baseline.json (none yet)"]
+    )
 
 
 def test_plugin_counts_are_identical_across_runs(project: pytest.Pytester) -> None:
@@ -227,7 +229,12 @@ def test_plugin_stale_entries_reported_then_pruned(project: pytest.Pytester) -> 
     project.makepyfile(test_budget=TESTS.replace("def test_helper", "def _gone"))
     result, _ = results(project)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*1 baseline entry for tests that no longer exist (remove with --instrbudget-prune):", "*test_budget.py::test_helper"])
+    result.stdout.fnmatch_lines(
+        [
+            "*1 baseline entry for tests that no longer exist (remove with --instrbudget-prune):",
+            "*test_budget.py::test_helper",
+        ]
+    )
     assert "test_budget.py::test_helper" in baseline_path(project).read_text()
     result, _ = results(project, "--instrbudget-prune")
     result.stdout.fnmatch_lines(["*written: 0 added, 0 changed, 1 pruned"])
@@ -279,7 +286,10 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ("opt_levle = 2", "has an unknown key 'opt_levle'; accepted keys: baseline, cache_dir, cflags, clang, cxxflags, defines"),
+        (
+            "opt_levle = 2",
+            "has an unknown key 'opt_levle'; accepted keys: baseline, cache_dir, cflags, clang, cxxflags, defines",
+        ),
         ("opt_level = 5", "opt_level: expected one of 0, 1, 2, 3, s, z, got 5"),
         ("cflags = '-Wall'", "cflags: expected a list of strings, got '-Wall'"),
         ("tolerance = 'lots'", "tolerance: expected a percentage such as 5 or \"5%\", got 'lots'"),
@@ -299,7 +309,9 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
     pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.budget(max_instrs=10)\ndef test_x():\n    pass\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*test_x.py::test_x: unknown keyword 'max_instrs' in @pytest.mark.budget; accepted: max_instr, tolerance"])
+    result.stderr.fnmatch_lines(
+        ["*test_x.py::test_x: unknown keyword 'max_instrs' in @pytest.mark.budget; accepted: max_instr, tolerance"]
+    )
 
 
 def test_plugin_marker_registered_for_strict_markers(pytester: pytest.Pytester) -> None:

@@ -100,9 +100,7 @@ def test_hashmap_iterate_all_entries(minikit):
         cursor = ctypes.c_size_t(0)
         key_out = ctypes.c_char_p()
         value_out = ctypes.c_int64()
-        while minikit.mk_map_iter(
-            m, ctypes.pointer(cursor), ctypes.pointer(key_out), ctypes.pointer(value_out)
-        ):
+        while minikit.mk_map_iter(m, ctypes.pointer(cursor), ctypes.pointer(key_out), ctypes.pointer(value_out)):
             assert key_out.value not in seen
             seen[key_out.value] = value_out.value
         assert seen == expected

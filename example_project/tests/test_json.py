@@ -134,9 +134,7 @@ def test_json_deep_nesting_over_limit(minikit):
 
 def _records_document(n: int) -> bytes:
     """An array of n small objects, deterministic and without randomness."""
-    records = [
-        {"id": i, "name": f"item-{i}", "tags": ["x", "y"][: i % 3], "ok": i % 2 == 0} for i in range(n)
-    ]
+    records = [{"id": i, "name": f"item-{i}", "tags": ["x", "y"][: i % 3], "ok": i % 2 == 0} for i in range(n)]
     return json.dumps(records).encode()
 
 
