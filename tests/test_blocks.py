@@ -97,9 +97,11 @@ def test_instrument_output_verifies_and_adds_one_counter_per_block() -> None:
     module = codegen.parse(LOOP_IR, name="loop")
     result = instrument(str(module), build_id="test")
     codegen.parse(result.text, name="instrumented")  # verifies
-    assert result.text.count("add i64 %__ib.") == 2 * len(result.table)
     for index, block in enumerate(result.table.blocks):
-        assert f"%__ib.{index}.t1 = add i64 %__ib.{index}.t, {block.size}" in result.text
+        assert result.text.count(f"%__ib.{index}.c1 = add i64 %__ib.{index}.c, 1") == 1
+        assert result.text.count(f"%__ib.{index}.t1 = add i64 %__ib.{index}.t, {block.size}") == 1
+    # The function's accumulator reaches the global total before its one exit.
+    assert result.text.count("store i64 %__ib.f0.t1, ptr @__instrbudget_total") == 1
 
 
 LANDINGPAD_IR = """\

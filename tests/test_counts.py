@@ -163,3 +163,34 @@ def test_counts_cxx_exceptions_and_stl(builder: Builder, write, tmp_path: Path) 
     assert lib.count_words(4) == 504  # lengths 1 + 2 + 3, minus 1 for the throw; 4 distinct keys
     # Each iteration that throws executes the handler's blocks: the cost grows with n.
     assert _total(lib, lib.count_words, 8) > _total(lib, lib.count_words, 4)
+
+
+SETJMP_C = """\
+#include <setjmp.h>
+#include <stdio.h>
+static jmp_buf env;
+static volatile int depth;
+__attribute__((noinline)) static void dive(int n) {
+    depth++;
+    if (n == 0) longjmp(env, 1);
+    dive(n - 1);
+}
+int main(void) {
+    int escapes = 0;
+    for (int i = 0; i < 5; i++) {
+        if (setjmp(env) == 0) dive(i * 3);
+        else escapes++;
+    }
+    printf("%d %d\\n", escapes, depth);
+    return 0;
+}
+"""
+
+
+def test_counts_setjmp_longjmp_keep_total_and_counters_in_step(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # run_program checks at exit that the running total equals the block counters' sum.
+    artifact = builder.build([write("jump.c", SETJMP_C)])
+    first = run_program(artifact, [])
+    assert first.stdout == b"5 35\n"
+    second = run_program(artifact, [])
+    assert first.counts == second.counts
