@@ -47,9 +47,22 @@ def best_of(n: int, fn: Callable[[], object]) -> float:
 def fetch_yyjson(dest: Path) -> Path | None:
     """yyjson's sources from its PyPI sdist (a registry package), or None when offline."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-         "yyjson==4.0.6", "-d", str(dest)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "yyjson==4.0.6",
+            "-d",
+            str(dest),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     archives = list(dest.glob("yyjson-*.tar.gz"))
     if proc.returncode != 0 or not archives:
@@ -61,8 +74,11 @@ def fetch_yyjson(dest: Path) -> Path | None:
     return found.parent if found else None
 
 
-def run_plain(path: Path, args: list[str]) -> None:
-    subprocess.run([str(path), *args], check=True, capture_output=True)
+def time_command(cmd: list[str], stdin: bytes, env: dict[str, str] | None = None) -> float:
+    """Wall time of one run of ``cmd``."""
+    start = time.perf_counter()
+    subprocess.run(cmd, input=stdin, capture_output=True, check=True, env=env)
+    return time.perf_counter() - start
 
 
 def main() -> int:
@@ -77,25 +93,42 @@ def main() -> int:
     include = (MINIKIT / "include").resolve()
     lib = [MINIKIT / "src" / f for f in ("json.c", "hashmap.c", "sort.c", "ringbuf.c")]
     workloads: list[tuple[str, list[Path], tuple[Path, ...], list[str]]] = [
-        ("sort 2M ints (minikit)", [HERE / "workloads" / "sort_bench.c", *lib], (include,),
-         ["500000" if args.quick else "2000000"]),
-        ("json tokenise 1 MiB x40 (minikit)", [HERE / "workloads" / "json_bench.c", *lib], (include,),
-         ["10" if args.quick else "40"]),
-        ("wordfreq 2M words (minikit)", [MINIKIT / "src" / "wordfreq.c", MINIKIT / "src" / "hashmap.c"], (include,),
-         ["10"]),
+        (
+            "sort 2M ints (minikit)",
+            [HERE / "workloads" / "sort_bench.c", *lib],
+            (include,),
+            ["500000" if args.quick else "2000000"],
+        ),
+        (
+            "json tokenise 1 MiB x40 (minikit)",
+            [HERE / "workloads" / "json_bench.c", *lib],
+            (include,),
+            ["10" if args.quick else "40"],
+        ),
+        (
+            "wordfreq 1.1M words (minikit)",
+            [MINIKIT / "src" / "wordfreq.c", MINIKIT / "src" / "hashmap.c"],
+            (include,),
+            ["10"],
+        ),
     ]
     if yy is not None:
         workloads.append(
-            ("yyjson read 1 MiB x30", [HERE / "workloads" / "yyjson_bench.c", yy / "yyjson.c"], (yy,),
-             ["10" if args.quick else "30"])
+            (
+                "yyjson read 1 MiB x30",
+                [HERE / "workloads" / "yyjson_bench.c", yy / "yyjson.c"],
+                (yy,),
+                ["10" if args.quick else "30"],
+            )
         )
-    words = (b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 20000)
+    words = b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 100000
     if args.quick:
         words = words[: len(words) // 4]
 
     valgrind = shutil.which("valgrind")
     print("\n== Run time: instrumented vs the same pipeline without counters ==")
-    print(f"{'workload':36} {'plain s':>8} {'instr s':>8} {'ratio':>6} {'callgrind s':>12} {'cg/instr':>9}  IR instructions")
+    header = f"{'workload':36} {'plain s':>8} {'instr s':>8} {'ratio':>6} {'callgrind s':>12} {'cg/instr':>9}"
+    print(f"{header}  IR instructions")
     ratios = []
     for name, sources, incs, wargs in workloads:
         plain = builder.build(sources, options=BuildOptions(include_dirs=incs, instrument=False))
@@ -108,10 +141,8 @@ def main() -> int:
         counts_file = work / "counts"
         env[COUNTS_ENV] = str(counts_file)
         for _ in range(repeats):
-            t_plain.append(best_of(1, lambda: subprocess.run([str(plain.path), *wargs], input=stdin,
-                                                             capture_output=True, check=True)))
-            t_instr.append(best_of(1, lambda: subprocess.run([str(instr.path), *wargs], input=stdin,
-                                                             capture_output=True, check=True, env=env)))
+            t_plain.append(time_command([str(plain.path), *wargs], stdin))
+            t_instr.append(time_command([str(instr.path), *wargs], stdin, env))
         p, i = min(t_plain), min(t_instr)
         ratios.append(i / p)
         totals = set()
@@ -122,9 +153,8 @@ def main() -> int:
         cg = ""
         cg_ratio = ""
         if valgrind:
-            t_cg = best_of(1, lambda: subprocess.run(
-                [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", str(plain.path), *wargs],
-                input=stdin, capture_output=True, check=True))
+            cmd = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", str(plain.path), *wargs]
+            t_cg = time_command(cmd, stdin)
             cg, cg_ratio = f"{t_cg:.2f}", f"{t_cg / i:.1f}x"
         same = "repeats exactly" if len(totals) == 1 else f"DIFFER: {sorted(totals)}"
         print(f"{name:36} {p:8.3f} {i:8.3f} {i / p:5.2f}x {cg:>12} {cg_ratio:>9}  {min(totals):,} ({same})")
@@ -141,8 +171,12 @@ def main() -> int:
     def plain_build() -> None:
         with tempfile.TemporaryDirectory() as zcache:
             env = dict(os.environ, ZIG_LOCAL_CACHE_DIR=zcache)
-            subprocess.run([*zig, "-target", builder.toolchain.triple, "-O2", "-c", str(src), "-o",
-                            str(work / "yyjson.o")], check=True, env=env, capture_output=True)
+            subprocess.run(
+                [*zig, "-target", builder.toolchain.triple, "-O2", "-c", str(src), "-o", str(work / "yyjson.o")],
+                check=True,
+                env=env,
+                capture_output=True,
+            )
 
     def pipeline_cold() -> None:
         with tempfile.TemporaryDirectory() as cache:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cbuild.build import Builder
+from cbuild.demangle import demangle
 from cbuild.errors import CBuildError
 from cbuild.execute import run_program
 from cbuild.models import default_registry
@@ -98,7 +99,7 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         print(json.dumps(doc, indent=2))
     else:
         print(f"\n{cost.metric}: {cost.total}", file=sys.stderr)
-        top = cost.top_functions(args.top)
+        top = [(demangle(name), value) for name, value in cost.top_functions(args.top)]
         width = max((len(name) for name, _ in top), default=0)
         for name, value in top:
             share = 100.0 * value / cost.total if cost.total else 0.0

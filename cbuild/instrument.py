@@ -8,11 +8,6 @@ The running total lives in a per-function accumulator that is added to the
 global total before every call and every exit from the function: the global total
 is exact whenever code outside the function can look at it, and a block costs one
 register addition for it instead of a memory update.
-
-The program's own memory accesses are marked as never aliasing the counters
-(scoped ``!noalias`` metadata): true, since no program code can take the counters'
-address, and it lets the optimiser keep counters in registers inside loops that
-call no other instrumented function, flushing them once at the loop's exit.
 """
 
 from __future__ import annotations
@@ -28,18 +23,12 @@ TOTAL = "__instrbudget_total"
 NBLOCKS = "__instrbudget_nblocks"
 BUILD_ID = "__instrbudget_build_id"
 _PREFIX = "%__ib."
-_METADATA_ID = re.compile(r"^!(\d+) = ")
-_MEMORY_ACCESS = re.compile(
-    r"^  (?:%[-\w.$\"]+ = )?(?:load|store|atomicrmw|cmpxchg)\b"
-    r"|^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?call [^@]*@llvm\."
-)
 _ACC = "%__ib.acc"
 _FLUSH_POINT = re.compile(
     r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?(?:call|invoke|callbr) |^  (?:ret|resume|unreachable)\b"
 )
 _INTRINSIC_CALL = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?call [^@]*@llvm\.")
 _RETURNS_TWICE = re.compile(r"@(?:_?setjmp|sigsetjmp|__sigsetjmp|savectx|vfork|getcontext)\(|returns_twice")
-_NOALIAS_ATTACHMENT = re.compile(r", !noalias !(\d+)")
 _CALLEE = re.compile(r"\b(?:call|invoke) [^@]*@((?:[-a-zA-Z$._0-9]+)|\"(?:[^\"\\]|\\.)*\")\(")
 _ATTR_GROUP = re.compile(r"^attributes #(\d+) = \{(.*)\}$")
 _GROUP_REF = re.compile(r" #(\d+)\b")
@@ -66,7 +55,7 @@ def _globals(n: int, build_id: str) -> list[str]:
     ]
 
 
-def _counting_code(index: int, n: int, size: int, scope: str, local: bool) -> list[str]:
+def _counting_code(index: int, n: int, size: int, local: bool) -> list[str]:
     """Count one entry of block ``index``: its counter, and its size into the running total.
 
     With ``local`` the size goes into the function's accumulator (a stack slot the
@@ -75,61 +64,15 @@ def _counting_code(index: int, n: int, size: int, scope: str, local: bool) -> li
     """
     slot = f"getelementptr inbounds ([{n} x i64], ptr @{COUNTERS}, i64 0, i64 {index})"
     v = f"{_PREFIX}{index}"
-    tag = f", !alias.scope {scope}"
-    total, total_tag = (_ACC, "") if local else (f"@{TOTAL}", tag)
+    total = _ACC if local else f"@{TOTAL}"
     return [
-        f"  {v}.c = load i64, ptr {slot}, align 8{tag}",
+        f"  {v}.c = load i64, ptr {slot}, align 8",
         f"  {v}.c1 = add i64 {v}.c, 1",
-        f"  store i64 {v}.c1, ptr {slot}, align 8{tag}",
-        f"  {v}.t = load i64, ptr {total}, align 8{total_tag}",
+        f"  store i64 {v}.c1, ptr {slot}, align 8",
+        f"  {v}.t = load i64, ptr {total}, align 8",
         f"  {v}.t1 = add i64 {v}.t, {size}",
-        f"  store i64 {v}.t1, ptr {total}, align 8{total_tag}",
+        f"  store i64 {v}.t1, ptr {total}, align 8",
     ]
-
-
-class _AliasScopes:
-    """The counters' alias scope, and ``!noalias`` lists that exclude it from program accesses."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self._definitions: dict[str, str] = {}
-        top = 0
-        for line in lines:
-            m = _METADATA_ID.match(line)
-            if m:
-                top = max(top, int(m.group(1)))
-                self._definitions[m.group(1)] = line[m.end() :]
-        self._next = top + 1
-        domain, scope, self.scope_list = self._fresh(), self._fresh(), self._fresh()
-        self.new_lines = [
-            f'{domain} = distinct !{{{domain}, !"instrbudget counters"}}',
-            f'{scope} = distinct !{{{scope}, {domain}, !"instrbudget counter scope"}}',
-            f"{self.scope_list} = !{{{scope}}}",
-        ]
-        self._scope = scope
-        self._merged: dict[str, str] = {}
-
-    def _fresh(self) -> str:
-        name = f"!{self._next}"
-        self._next += 1
-        return name
-
-    def mark(self, line: str) -> str:
-        """``line`` (a memory access of the program) with the counters' scope in its ``!noalias``."""
-        m = _NOALIAS_ATTACHMENT.search(line)
-        if m is None:
-            return f"{line}, !noalias {self.scope_list}"
-        existing = m.group(1)
-        merged = self._merged.get(existing)
-        if merged is None:
-            body = self._definitions.get(existing, "!{}").strip()
-            if not (body.startswith("!{") and body.endswith("}")):
-                return line  # not a plain list: leave the access alone (costs speed, not accuracy)
-            inner = body[2:-1].strip()
-            merged = self._fresh()
-            elements = f"{inner}, {self._scope}" if inner else self._scope
-            self.new_lines.append(f"{merged} = !{{{elements}}}")
-            self._merged[existing] = merged
-        return f"{line[: m.start()]}, !noalias {merged}{line[m.end() :]}"
 
 
 def _drop_stale_claims(lines: list[str], defined: set[str]) -> list[str]:
@@ -172,14 +115,14 @@ def _setjmp_functions(lines: list[str]) -> set[str]:
     return out
 
 
-def _flush_code(tag: int, scope: str) -> list[str]:
+def _flush_code(tag: int) -> list[str]:
+    """Add the function's accumulator to the global total and clear it."""
     v = f"{_PREFIX}f{tag}"
-    alias = f", !alias.scope {scope}"
     return [
         f"  {v}.a = load i64, ptr {_ACC}, align 8",
-        f"  {v}.t = load i64, ptr @{TOTAL}, align 8{alias}",
+        f"  {v}.t = load i64, ptr @{TOTAL}, align 8",
         f"  {v}.t1 = add i64 {v}.t, {v}.a",
-        f"  store i64 {v}.t1, ptr @{TOTAL}, align 8{alias}",
+        f"  store i64 {v}.t1, ptr @{TOTAL}, align 8",
         f"  store i64 0, ptr {_ACC}, align 8",
     ]
 
@@ -198,7 +141,6 @@ def instrument(text: str, *, build_id: str, counting: bool = True) -> Instrument
     n = len(parsed.blocks)
     defined = {b.function for b in parsed.blocks}
     lines = _drop_stale_claims(parsed.lines, defined) if counting else parsed.lines
-    scopes = _AliasScopes(lines)
     in_memory = _setjmp_functions(lines)
     out: list[str] = []
     inserts = {b.insert_at: i for i, b in enumerate(parsed.blocks)} if counting else {}
@@ -222,13 +164,12 @@ def instrument(text: str, *, build_id: str, counting: bool = True) -> Instrument
                 if local:
                     out.append(f"  {_ACC} = alloca i64, align 8")
                     out.append(f"  store i64 0, ptr {_ACC}, align 8")
-            out.extend(_counting_code(block, max(n, 1), b.size, scopes.scope_list, local))
-        if counting and local and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line):
-            if not (line.startswith("  ret") and "musttail call" in previous):
-                out.extend(_flush_code(flushes, scopes.scope_list))
-                flushes += 1
-        if counting and _MEMORY_ACCESS.match(line):
-            line = scopes.mark(line)
+            out.extend(_counting_code(block, max(n, 1), b.size, local))
+        # A musttail call must stay right before its ret: flush before the call only.
+        after_musttail = line.startswith("  ret") and "musttail call" in previous
+        if local and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line) and not after_musttail:
+            out.extend(_flush_code(flushes))
+            flushes += 1
         if line == "}":
             local = False
         if line.startswith("  ") and not line.startswith("    "):
@@ -236,6 +177,4 @@ def instrument(text: str, *, build_id: str, counting: bool = True) -> Instrument
         out.append(line)
     if first_define == len(lines):
         out.extend(_globals(n, build_id))
-    if counting:
-        out.extend(scopes.new_lines)
     return Instrumented("\n".join(out), parsed.table())

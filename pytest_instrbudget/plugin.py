@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+import sys
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,21 @@ def _run_options(config: pytest.Config) -> RunOptions:
     )
 
 
+def _progress(config: pytest.Config) -> Callable[[str], None]:
+    """Show long-running build steps at once, past output capturing."""
+
+    def emit(message: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        if capman is None or reporter is None:
+            print(f"instrbudget: {message}", file=sys.stderr, flush=True)
+            return
+        with capman.global_and_fixture_disabled():
+            reporter.write_line(f"instrbudget: {message}")
+
+    return emit
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     registry = default_registry()
@@ -77,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for name in run.models:
             registry.create(name)
         baseline = Baseline.load(settings.baseline)
-        builder = Builder(cache_dir=settings.cache_dir, clang=settings.clang)
+        builder = Builder(cache_dir=settings.cache_dir, clang=settings.clang, progress=_progress(config))
         session = BudgetSession(settings, run, registry, baseline, builder)
     except (ConfigError, BaselineError, CBuildError) as exc:
         raise pytest.UsageError(f"instrbudget: {exc}") from None

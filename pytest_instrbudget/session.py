@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cbuild.build import Builder
 from cbuild.costs import Cost
+from cbuild.demangle import demangle
 from cbuild.models import CostModel, ModelRegistry
 from pytest_instrbudget.baseline import Baseline
 from pytest_instrbudget.config import Settings
@@ -193,13 +194,14 @@ def _failure_text(m: MetricResult) -> str:
         top = sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
         if top:
             lines.append("  costliest functions:")
-            width = max(len(name) for name, _ in top)
-            lines.extend(f"    {name:<{width}}  {value}" for name, value in top)
+            names = {name: demangle(name) for name, _ in top}
+            width = max(len(shown) for shown in names.values())
+            lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
         return "\n".join(lines)
     deltas = m.function_deltas()
     if deltas:
         lines.append("  functions whose cost grew most:")
-        width = max(len(name) for name, _, _ in deltas)
+        width = max(len(demangle(name)) for name, _, _ in deltas)
         for name, old, new in deltas:
-            lines.append(f"    {name:<{width}}  {new - old:+d}  ({old} -> {new})")
+            lines.append(f"    {demangle(name):<{width}}  {new - old:+d}  ({old} -> {new})")
     return "\n".join(lines)

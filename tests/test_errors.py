@@ -154,3 +154,13 @@ def test_toolchain_major_version_mismatch_says_what_to_install(monkeypatch: pyte
 def test_toolchain_configured_clang_missing() -> None:
     with pytest.raises(ToolchainError, match=r"clang configured in \[tool.instrbudget\] was not found: /no/clang"):
         toolchain_mod.find_toolchain("/no/clang")
+
+
+def test_demangle_for_reports() -> None:
+    from cbuild.demangle import _cxa_demangle, demangle
+
+    assert demangle("main") == "main"
+    if _cxa_demangle() is None:
+        pytest.skip("no C++ runtime with __cxa_demangle on this machine")
+    assert demangle("_Z5parseRKi") == "parse(int const&)"
+    assert demangle("_Znot-a-symbol") == "_Znot-a-symbol"
