@@ -399,3 +399,18 @@ def test_plugin_xdist_counts_equal_serial_counts(project: pytest.Pytester) -> No
     parallel = json.loads(out_xdist.read_text())["tests"]
     assert {n: t["metrics"] for n, t in serial.items()} == {n: t["metrics"] for n, t in parallel.items()}
     assert len(json.loads(baseline_path(project).read_text())["tests"]) == 3
+
+
+def test_plugin_model_option_selects_and_rejects_unknown(project: pytest.Pytester) -> None:
+    result = project.runpytest("--instrbudget-model=ir-count")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["instrbudget: models ir-count; *"])
+    result = project.runpytest("--instrbudget-model=wallclock")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*instrbudget: unknown cost model 'wallclock'; known models: ir-count"])
+
+
+def test_plugin_bad_tolerance_option_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--instrbudget-tolerance=five")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--instrbudget-tolerance: expected a percentage such as 5 or \"5%\", got 'five'"])

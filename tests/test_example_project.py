@@ -1,0 +1,61 @@
+"""The example project end to end: its committed baseline holds, a slower edit fails, an update accepts it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+
+
+@pytest.fixture
+def example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    copy = pytester.path / "example"
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    monkeypatch.chdir(copy)
+    return copy
+
+
+def test_example_project_regression_names_function_and_update_accepts(pytester: pytest.Pytester, example: Path) -> None:
+    baseline = example / ".instrbudget" / "baseline.json"
+    committed = baseline.read_text()
+    result = pytester.runpytest("-p", "no:cacheprovider", "tests/test_sort.py")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["*tests/test_sort.py::test_sort_random_1000*ir_instructions*+0.00%*ok"])
+
+    sort_c = example / "src" / "sort.c"
+    slower = sort_c.read_text().replace(
+        "        int32_t v = a[i];\n", "        int32_t v = a[i];\n        { volatile int32_t spin = v; (void)spin; }\n"
+    )
+    assert slower != sort_c.read_text()
+    sort_c.write_text(slower)
+    result = pytester.runpytest("-p", "no:cacheprovider", "tests/test_sort.py")
+    result.assert_outcomes(failed=8)
+    result.stdout.fnmatch_lines(
+        [
+            "*instrbudget: tests/test_sort.py::test_sort_random_1000 is over budget",
+            "  ir_instructions: 133882 -> 136374 (+1.86%; tolerance 0%) against the baseline",
+            "  functions whose cost grew most:",
+            "    mk_sort_ints  +2492  (39976 -> 42468)",  # insertion_sort is inlined into it
+        ]
+    )
+    assert baseline.read_text() == committed
+
+    result = pytester.runpytest("-p", "no:cacheprovider", "tests/test_sort.py", "--instrbudget-update")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["*baseline * written: 0 added, 8 changed, 0 pruned"])
+    result = pytester.runpytest("-p", "no:cacheprovider", "tests/test_sort.py")
+    result.assert_outcomes(passed=8)
+    updated = json.loads(baseline.read_text())["tests"]
+    assert set(updated) == set(json.loads(committed)["tests"])  # other entries kept
+
+
+def test_example_project_counts_equal_under_xdist(pytester: pytest.Pytester, example: Path) -> None:
+    pytest.importorskip("xdist")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--instrbudget-json=out.json")
+    result.assert_outcomes(passed=64)
+    doc = json.loads((example / "out.json").read_text())
+    assert {t["status"] for t in doc["tests"].values()} == {"ok"}  # identical to the committed baseline
