@@ -91,7 +91,7 @@ class Builder:
             units = list(pool.map(lambda p: compile_unit(self.toolchain, self.cache, p, options), paths))
         key = digest(
             PIPELINE_VERSION,
-            self.toolchain.fingerprint_text,
+            self.toolchain.identity,
             kind,
             *options.key_parts(),
             file_digest(RUNTIME_SOURCE),
@@ -123,11 +123,13 @@ class Builder:
         return artifact
 
     def _runtime_object(self) -> Path:
-        key = digest(self.toolchain.fingerprint_text, file_digest(RUNTIME_SOURCE))
+        key = digest(self.toolchain.identity, file_digest(RUNTIME_SOURCE))
         obj = self.cache.path("rt", key, ".o")
         if obj.exists():
             return obj
         with self.cache.lock("rt", key), tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
+            if obj.exists():  # built by another process while we waited for the lock
+                return obj
             out = Path(tmp) / "rt.o"
             cmd = [
                 *self.toolchain.cc,
@@ -151,7 +153,7 @@ class Builder:
     def _link(self, obj: bytes, out: Path, *, kind: str, cxx: bool, options: BuildOptions) -> None:
         tc = self.toolchain
         runtime = self._runtime_object()
-        marker = self.cache.root / f"libcxx-ready-{digest(tc.fingerprint_text)}"
+        marker = self.cache.root / f"libcxx-ready-{digest(tc.identity)}"
         first_cxx = cxx and tc.is_zig and not marker.exists()
         if first_cxx:
             self.progress(

@@ -40,7 +40,6 @@ def _options(args: argparse.Namespace) -> BuildOptions:
         include_dirs=tuple(d.resolve() for d in args.include_dirs),
         defines=tuple(args.defines),
         instrument=not args.no_instrument,
-        clang=args.clang,
     )
 
 

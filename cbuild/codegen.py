@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import functools
-import re
 
 from llvmlite import binding as llvm
 
-from cbuild.blocks import BlockTable
+from cbuild.blocks import UNCOUNTED_INTRINSIC, BlockTable
 from cbuild.errors import InstrumentError
-
-_UNCOUNTED = re.compile(r"^llvm\.(?:dbg|lifetime|assume|experimental\.noalias\.scope\.decl|pseudoprobe)\b")
 
 
 @functools.cache
 def _initialise() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    llvm.initialize_native_asmparser()  # inline assembly is parsed while emitting objects
 
 
 def parse(text: str, *, name: str) -> llvm.ModuleRef:
@@ -53,7 +51,7 @@ def llvmlite_sizes(module: llvm.ModuleRef) -> list[tuple[str, int]]:
             for instr in block.instructions:
                 if instr.opcode == "call":
                     callee = list(instr.operands)[-1].name
-                    if _UNCOUNTED.match(callee):
+                    if UNCOUNTED_INTRINSIC.match(callee):
                         continue
                 size += 1
             out.append((fn.name, size))
@@ -103,10 +101,6 @@ def emit_object(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> bytes:
     return bytes(tm.emit_object(module))
 
 
-def _type_name(t: llvm.TypeRef) -> str:
-    return str(t)
-
-
 def signatures(module: llvm.ModuleRef, text: str) -> dict[str, dict[str, object]]:
     """C-callable signatures of the module's exported functions, from their IR types.
 
@@ -124,13 +118,13 @@ def signatures(module: llvm.ModuleRef, text: str) -> dict[str, dict[str, object]
         if fn.is_declaration or fn.linkage != llvm.Linkage.external or fn.name.startswith("__instrbudget"):
             continue
         fty = fn.global_value_type
-        ret = _type_name(fty.get_function_return()) if hasattr(fty, "get_function_return") else "?"
+        ret = str(fty.get_function_return())
         params = []
         for arg in fn.arguments:
             attrs = {a.decode() if isinstance(a, bytes) else str(a) for a in arg.attributes}
             ext = "s" if "signext" in attrs else "z" if "zeroext" in attrs else ""
             flags = "byval" if any(a.startswith(("byval", "sret", "inalloca")) for a in attrs) else ""
-            params.append({"type": _type_name(arg.type), "ext": ext, "flags": flags})
+            params.append({"type": str(arg.type), "ext": ext, "flags": flags})
         head = define_lines.get(fn.name, "")
         ret_ext = "s" if "signext" in head else "z" if "zeroext" in head else ""
         out[fn.name] = {

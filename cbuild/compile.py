@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,11 +94,12 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOption
     if language_of(source) == "ir":
         # Textual IR goes straight to the instrumenter; its bytes are its identity.
         return CompiledUnit(source, source, digest("ir", str(source), src_hash))
-    cmd_key = digest(tc.fingerprint_text, str(source), *options.key_parts())
+    cmd_key = digest(tc.identity, str(source), *options.key_parts())
     manifest_path = cache.path("tu", cmd_key, ".json")
     hit = _lookup(cache, manifest_path, src_hash)
     if hit is not None:
         return CompiledUnit(source, *hit)
+    started = time.time()
     with tempfile.TemporaryDirectory(prefix="instrbudget-cc-") as tmp:
         out = Path(tmp) / "unit.ll"
         proc = subprocess.run(compile_command(tc, source, options, out), capture_output=True, text=True, check=False)
@@ -107,6 +109,13 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOption
         ir = out.read_bytes()
     deps = {str(h): file_digest(h) for h in headers if h.is_file()}
     ir_key = digest(cmd_key, src_hash, *(f"{p}={h}" for p, h in sorted(deps.items())))
+    edited = file_digest(source) != src_hash or any(Path(h).stat().st_mtime >= started - 1 for h in deps)
+    if edited:
+        # A file changed while clang read it: use this IR once, remember nothing.
+        ir_key = digest(ir_key, "unstable", str(time.time_ns()))
+        ir_path = cache.path("ir", ir_key, ".ll")
+        atomic_write(ir_path, ir)
+        return CompiledUnit(source, ir_path, ir_key)
     ir_path = cache.path("ir", ir_key, ".ll")
     atomic_write(ir_path, ir)
     manifest = {"source_sha256": src_hash, "deps": deps, "ir": ir_key, "warnings": diagnostics}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,10 @@ from cbuild.costs import BlockCounts
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
+#: The environment programs get unless the caller passes one. Its size moves the
+#: initial stack, so a fixed environment keeps address-dependent work the same
+#: whatever the caller's (or pytest-xdist's) variables are.
+DEFAULT_ENV = {"LC_ALL": "C", "PATH": "/usr/local/bin:/usr/bin:/bin"}
 _ADDR_NO_RANDOMIZE = 0x0040000
 _MAGIC = b"instrbudget-counts 1 "
 
@@ -62,7 +65,7 @@ class RunResult:
 
 def run_program(
     artifact: Artifact,
-    args: Sequence[str] = (),
+    args: Sequence[object] = (),
     *,
     input: bytes = b"",
     timeout: float | None = 60.0,
@@ -70,15 +73,19 @@ def run_program(
     cwd: Path | None = None,
     table: BlockTable | None = None,
 ) -> RunResult:
-    """Run ``artifact`` with ASLR off (Linux); crashes and timeouts raise with stderr attached."""
-    argv = [str(artifact.path), *map(str, args)]
+    """Run ``artifact`` with ASLR off (Linux); crashes and timeouts raise with stderr attached.
+
+    The program sees ``env`` (default :data:`DEFAULT_ENV`) and its source name as ``argv[0]``.
+    """
+    argv = [Path(artifact.name).stem, *map(str, args)]
     with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
         counts_path = Path(tmp) / "counts"
-        child_env = dict(os.environ if env is None else env)
+        child_env = dict(DEFAULT_ENV if env is None else env)
         child_env[COUNTS_ENV] = str(counts_path)
         try:
             proc = subprocess.run(
                 argv,
+                executable=artifact.path,
                 input=input,
                 capture_output=True,
                 timeout=timeout,
@@ -90,7 +97,7 @@ def run_program(
         except subprocess.TimeoutExpired as exc:
             stderr = (exc.stderr or b"").decode(errors="replace")
             raise ProgramTimeout(
-                f"{artifact.name} ({' '.join(args) or 'no arguments'}) ran past its {timeout} s "
+                f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'}) ran past its {timeout} s "
                 f"timeout and was killed\n--- stderr ---\n{stderr[-4000:]}"
             ) from None
         if proc.returncode < 0:
@@ -116,7 +123,8 @@ def run_program(
             expected = sum(c * s for c, s in zip(counts.counts, table.sizes, strict=True))
             if expected != total:
                 raise ExecutionError(
-                    f"{artifact.name}: running total {total} differs from the block counters' "
-                    f"{expected} (a multi-threaded program? counts are exact only for one thread)"
+                    f"{artifact.name}: running total {total} differs from the block counters' {expected}: "
+                    f"the counts are inconsistent (threads updating counters at once lose counts; "
+                    f"otherwise please report this program)"
                 )
     return RunResult(tuple(argv[1:]), proc.returncode, proc.stdout, proc.stderr, counts)

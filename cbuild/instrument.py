@@ -28,7 +28,7 @@ _FLUSH_POINT = re.compile(
     r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?(?:call|invoke|callbr) |^  (?:ret|resume|unreachable)\b"
 )
 _INTRINSIC_CALL = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?call [^@]*@llvm\.")
-_RETURNS_TWICE = re.compile(r"@(?:_?setjmp|sigsetjmp|__sigsetjmp|savectx|vfork|getcontext)\(|returns_twice")
+_RETURNS_TWICE_NAMES = ("setjmp", "_setjmp", "sigsetjmp", "__sigsetjmp", "savectx", "vfork", "getcontext")
 _CALLEE = re.compile(r"\b(?:call|invoke) [^@]*@((?:[-a-zA-Z$._0-9]+)|\"(?:[^\"\\]|\\.)*\")\(")
 _ATTR_GROUP = re.compile(r"^attributes #(\d+) = \{(.*)\}$")
 _GROUP_REF = re.compile(r" #(\d+)\b")
@@ -75,21 +75,20 @@ def _counting_code(index: int, n: int, size: int, local: bool) -> list[str]:
     ]
 
 
-def _drop_stale_claims(lines: list[str], defined: set[str]) -> list[str]:
+def _drop_stale_claims(lines: list[str]) -> list[str]:
     """Remove memory-effect claims from the attribute groups of instrumented code.
 
-    That is the groups of defined functions and of calls to them. Groups used only
-    by library functions (which are not instrumented) and calls to those keep
-    their claims.
+    That is the groups of defined functions and of every call site except calls to
+    intrinsics: a call may reach instrumented code directly, through an alias or a
+    pointer. Groups used only by declarations (library functions, which are not
+    instrumented) keep their claims.
     """
     stale: set[str] = set()
     for line in lines:
         if line.startswith("define "):
             stale.update(_GROUP_REF.findall(line))
-        elif line.startswith("  ") and ("call " in line or "invoke " in line):
-            m = _CALLEE.search(line)
-            if m is None or m.group(1).strip('"') in defined:  # indirect calls may reach instrumented code
-                stale.update(_GROUP_REF.findall(line[line.rfind(")") :]))
+        elif _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line) and not line.startswith("  ret"):
+            stale.update(_GROUP_REF.findall(line[line.rfind(")") :]))
     out = []
     for line in lines:
         m = _ATTR_GROUP.match(line)
@@ -101,7 +100,17 @@ def _drop_stale_claims(lines: list[str], defined: set[str]) -> list[str]:
 
 
 def _setjmp_functions(lines: list[str]) -> set[str]:
-    """Functions that call setjmp-like functions: their running total stays in memory."""
+    """Functions that call a function returning twice (setjmp and kin): their total stays in memory.
+
+    A value kept in a register is not restored when such a call returns the second time.
+    """
+    twice_groups = {m.group(1) for m in map(_ATTR_GROUP.match, lines) if m and "returns_twice" in m.group(2)}
+    twice_names = set(_RETURNS_TWICE_NAMES)
+    for line in lines:
+        if line.startswith("declare ") and set(_GROUP_REF.findall(line)) & twice_groups:
+            m = _CALLEE.search(line.replace("declare ", "call ", 1))
+            if m:
+                twice_names.add(m.group(1).strip('"'))
     out: set[str] = set()
     function = None
     for line in lines:
@@ -110,8 +119,11 @@ def _setjmp_functions(lines: list[str]) -> set[str]:
             function = m.group(1).strip('"') if m else None
         elif line == "}":
             function = None
-        elif function is not None and _RETURNS_TWICE.search(line):
-            out.add(function)
+        elif function is not None and line.startswith("  ") and ("call " in line or "invoke " in line):
+            m = _CALLEE.search(line)
+            calls_twice = m is not None and m.group(1).strip('"') in twice_names
+            if calls_twice or set(_GROUP_REF.findall(line[line.rfind(")") :])) & twice_groups:
+                out.add(function)
     return out
 
 
@@ -139,8 +151,7 @@ def instrument(text: str, *, build_id: str, counting: bool = True) -> Instrument
         raise InstrumentError(f"build id must be alphanumeric: {build_id!r}")
     parsed: ParsedModule = parse_module(text)
     n = len(parsed.blocks)
-    defined = {b.function for b in parsed.blocks}
-    lines = _drop_stale_claims(parsed.lines, defined) if counting else parsed.lines
+    lines = _drop_stale_claims(parsed.lines) if counting else parsed.lines
     in_memory = _setjmp_functions(lines)
     out: list[str] = []
     inserts = {b.insert_at: i for i, b in enumerate(parsed.blocks)} if counting else {}

@@ -25,8 +25,6 @@ class BuildOptions:
     ldflags: tuple[str, ...] = ()
     #: False builds through the same pipeline without counting code (for overhead comparisons).
     instrument: bool = True
-    #: A clang driver of the same LLVM major version as llvmlite; None uses the ziglang wheel.
-    clang: str | None = None
     #: Cost-model parameters that change built artifacts (part of the key).
     model_params: tuple[tuple[str, str], ...] = field(default=())
 

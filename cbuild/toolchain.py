@@ -36,6 +36,8 @@ class Toolchain:
     system_root: str | None
     #: True when the driver is ``zig cc`` (it links libc++ itself, with a slow first build).
     is_zig: bool
+    #: Where the driver comes from (wheel version and path, or the clang's path): in cache keys.
+    origin: str
 
     @property
     def fingerprint(self) -> dict[str, str]:
@@ -46,6 +48,11 @@ class Toolchain:
             "target": self.triple,
             "pipeline": PIPELINE_VERSION,
         }
+
+    @property
+    def identity(self) -> str:
+        """Everything that can change built output: the fingerprint plus the driver's origin."""
+        return f"{self.fingerprint_text}; {self.origin}"
 
     @property
     def fingerprint_text(self) -> str:
@@ -124,6 +131,7 @@ def find_toolchain(clang: str | None = None) -> Toolchain:
         system_root: str | None = str(Path(zig).parent / "lib")
         is_zig = True
         where = f"the ziglang wheel {metadata.version('ziglang')}"
+        origin = f"{where} at {zig}"
     else:
         resolved = shutil.which(clang)
         if resolved is None:
@@ -136,6 +144,8 @@ def find_toolchain(clang: str | None = None) -> Toolchain:
         system_root = None
         is_zig = False
         where = resolved
+        stat = Path(resolved).resolve().stat()
+        origin = f"{Path(resolved).resolve()} ({stat.st_size} bytes, mtime {stat.st_mtime_ns})"
     if version.split(".")[0] != llvm_version.split(".")[0]:
         raise ToolchainError(
             f"clang {version} (from {where}) and llvmlite's LLVM {llvm_version} differ in their "
@@ -151,6 +161,7 @@ def find_toolchain(clang: str | None = None) -> Toolchain:
         triple=triple,
         system_root=system_root,
         is_zig=is_zig,
+        origin=origin,
     )
 
 

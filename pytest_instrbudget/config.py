@@ -73,9 +73,10 @@ class Settings:
     #: Per-model parameter tables, ``[tool.instrbudget.<model>]``.
     model_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def build_options(self, *, instrument: bool) -> BuildOptions:
+    def build_options(self, *, instrument: bool, model_params: tuple[tuple[str, str], ...] = ()) -> BuildOptions:
         """Project-wide build options (a fixture call may add to them)."""
         return BuildOptions(
+            model_params=model_params,
             opt_level=self.opt_level,
             cflags=self.cflags,
             cxxflags=self.cxxflags,
@@ -83,7 +84,6 @@ class Settings:
             defines=self.defines,
             ldflags=self.ldflags,
             instrument=instrument,
-            clang=self.clang,
         )
 
 

@@ -48,7 +48,7 @@ class Program:
 
     def run(
         self,
-        args: Sequence[str] = (),
+        args: Sequence[object] = (),
         *,
         input: bytes | str = b"",
         timeout: float | None = None,

@@ -12,7 +12,7 @@ import pytest
 
 from cbuild.build import Builder
 from cbuild.cache import atomic_write
-from cbuild.errors import CBuildError
+from cbuild.errors import CBuildError, CompileError, LinkError, ToolchainError
 from cbuild.models import default_registry
 from pytest_instrbudget import report
 from pytest_instrbudget.baseline import Baseline, BaselineError
@@ -28,6 +28,7 @@ OUTCOME = pytest.StashKey[Outcome]()
 METER = pytest.StashKey[Meter]()
 BUDGET = pytest.StashKey["Budget | None"]()
 WORKER_KEY = "instrbudget"
+BUILD_ERRORS = (CompileError, LinkError, ToolchainError)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,12 +93,35 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = load_settings(config.rootpath, known_models=registry.names)
         for name in run.models:
             registry.create(name)
-        baseline = Baseline.load(settings.baseline)
+        note = None
+        try:
+            baseline = Baseline.load(settings.baseline)
+        except BaselineError as exc:
+            if not run.update:
+                raise
+            baseline = Baseline(settings.baseline)
+            note = f"{exc.args[0].split(';')[0]}; --instrbudget-update rewrites it from this run"
         builder = Builder(cache_dir=settings.cache_dir, clang=settings.clang, progress=_progress(config))
         session = BudgetSession(settings, run, registry, baseline, builder)
     except (ConfigError, BaselineError, CBuildError) as exc:
         raise pytest.UsageError(f"instrbudget: {exc}") from None
+    session.baseline_note = note
+    session.partial_files = _partial_files(config)
     config.stash[SESSION] = session
+
+
+def _partial_files(config: pytest.Config) -> set[str]:
+    """Test files given with a node id (``file.py::test``), as node-id paths."""
+    out = set()
+    for arg in config.args:
+        if "::" not in arg:
+            continue
+        path = (config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
+        try:
+            out.add(path.relative_to(config.rootpath).as_posix())
+        except ValueError:
+            continue
+    return out
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -112,6 +136,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: deselected tests still exist
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     session = config.stash[SESSION]
     session.collected.update(item.nodeid for item in items)
@@ -130,7 +155,10 @@ def cbuild(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     meter = request.node.stash.setdefault(METER, Meter())
     return CBuild(
         builder=session.builder,
-        options=session.settings.build_options(instrument=not session.run.disable),
+        options=session.settings.build_options(
+            instrument=not session.run.disable,
+            model_params=tuple(p for model in session.models for p in model.key_params()),
+        ),
         meter=meter,
         models=session.models,
         base_dir=request.path.parent,
@@ -146,15 +174,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if meter is None or session.run.disable:
         return (yield)
     meter.start()
+    completed = False
     try:
         outcome = yield
+        completed = True
     finally:
         # Measured even when the test fails, so its cost shows in the summary.
         counts = meter.stop()
         result = None
         if meter.used:
             costs = evaluate(session.models, counts)
-            result = session.evaluate(item.nodeid, item.stash.get(BUDGET, None), costs)
+            budget = item.stash.get(BUDGET, None)
+            result = session.evaluate(item.nodeid, budget, costs, completed=completed)
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
     return outcome
@@ -163,7 +194,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     rep = yield
-    if call.excinfo is not None and call.excinfo.errisinstance(CBuildError) and rep.failed:
+    # A build error's message is clang's or the linker's diagnostic: a traceback adds nothing.
+    if call.excinfo is not None and call.excinfo.errisinstance(BUILD_ERRORS) and rep.failed:
         rep.longrepr = f"{item.nodeid}: {call.excinfo.typename}: {call.excinfo.value}"
     return rep
 

@@ -92,6 +92,14 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             f"baseline {session.baseline.path} written: {len(outcome.added)} added, "
             f"{len(outcome.changed)} changed, {len(outcome.pruned)} pruned"
         )
+    if outcome.not_written:
+        lines.append(
+            f"{len(outcome.not_written)} failing test(s) not written to the baseline: "
+            + ", ".join(outcome.not_written[:5])
+            + (" ..." if len(outcome.not_written) > 5 else "")
+        )
+    if session.baseline_note:
+        lines.append(session.baseline_note)
     unpruned = [n for n in outcome.stale if n not in outcome.pruned]
     if unpruned:
         lines.append(

@@ -65,6 +65,8 @@ class TestResult:
     metrics: list[MetricResult]
     #: Set when the test failed on cost.
     failure: str | None = None
+    #: False when the test body raised: its cost is shown but never written to the baseline.
+    completed: bool = True
 
     @property
     def status(self) -> str:
@@ -94,4 +96,4 @@ class TestResult:
     def from_wire(cls, doc: dict[str, Any]) -> TestResult:
         """Inverse of :meth:`to_wire`."""
         metrics = [MetricResult(**m) for m in doc["metrics"]]
-        return cls(doc["nodeid"], doc["budgeted"], metrics, doc["failure"])
+        return cls(doc["nodeid"], doc["budgeted"], metrics, doc["failure"], doc["completed"])

@@ -45,6 +45,8 @@ class Outcome:
     changed: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
+    #: Tests whose body failed: their partial cost is not written to the baseline.
+    not_written: list[str] = field(default_factory=list)
     refused: str | None = None
 
 
@@ -67,8 +69,12 @@ class BudgetSession:
         self.all_keywords = {m.keyword: name for name in registry.names for m in registry.create(name).metrics}
         self.baseline = baseline
         self.builder = builder
+        #: Said in the summary, e.g. that a damaged baseline is being rewritten.
+        self.baseline_note: str | None = None
         self.results: dict[str, TestResult] = {}
         self.collected: set[str] = set()
+        #: Files named with a node id on the command line (``file.py::test``): partly collected.
+        self.partial_files: set[str] = set()
 
     @property
     def comparable(self) -> bool:
@@ -77,7 +83,9 @@ class BudgetSession:
             return True
         return self.baseline.fingerprint == self.builder.toolchain.fingerprint
 
-    def evaluate(self, nodeid: str, budget: Budget | None, costs: dict[str, Cost]) -> TestResult:
+    def evaluate(
+        self, nodeid: str, budget: Budget | None, costs: dict[str, Cost], *, completed: bool = True
+    ) -> TestResult:
         """Compare a test's costs with its limits and baseline; record and return the result."""
         tolerance = (
             budget.tolerance
@@ -124,7 +132,7 @@ class BudgetSession:
             failure = f"instrbudget: {nodeid} is over budget\n" + "\n".join(failures)
             if any(m.status == REGRESSED for m in metrics):
                 failure += "\n  if the new cost is intended, accept it with: pytest --instrbudget-update"
-        result = TestResult(nodeid, budget is not None, metrics, failure)
+        result = TestResult(nodeid, budget is not None, metrics, failure, completed)
         self.results[nodeid] = result
         return result
 
@@ -149,6 +157,9 @@ class BudgetSession:
             tests = {}
         if self.run.update:
             for nodeid, result in sorted(self.results.items()):
+                if not result.completed:
+                    outcome.not_written.append(nodeid)
+                    continue
                 new = result.costs()
                 if nodeid not in tests:
                     outcome.added.append(nodeid)
@@ -159,7 +170,8 @@ class BudgetSession:
             for nodeid in outcome.stale:
                 tests.pop(nodeid, None)
                 outcome.pruned.append(nodeid)
-        if tests != base.tests or fingerprint != base.fingerprint or not base.exists:
+        changed = tests != base.tests or fingerprint != base.fingerprint
+        if (base.exists and changed) or (not base.exists and tests):
             Baseline(base.path, dict(fingerprint), dict(sorted(tests.items())), exists=True).save()
             outcome.written = True
         return outcome
@@ -171,6 +183,8 @@ class BudgetSession:
         file_part = nodeid.split("::", 1)[0]
         if not (self.settings.root / file_part).exists():
             return True
+        if file_part in self.partial_files:
+            return False
         collected_files = {n.split("::", 1)[0] for n in self.collected}
         return file_part in collected_files
 

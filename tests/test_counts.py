@@ -194,3 +194,34 @@ def test_counts_setjmp_longjmp_keep_total_and_counters_in_step(builder: Builder,
     assert first.stdout == b"5 35\n"
     second = run_program(artifact, [])
     assert first.counts == second.counts
+
+
+def test_counts_inline_assembly_builds_and_counts_as_one_instruction(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write(
+        "asm.c",
+        'int main(void) {\n  for (int i = 0; i < 3; i++) __asm__ volatile("nop");\n  return 0;\n}\n',
+    )
+    run = run_program(builder.build([src], options=BuildOptions(opt_level="0")), [])
+    assert run.returncode == 0
+    assert run.counts is not None
+    assert MODEL.evaluate(run.counts)[0].total > 3
+
+
+def test_counts_calls_through_an_alias_declared_const_stay_exact(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # The caller believes sq_alias is pure; the callee does count. run_program checks
+    # at exit that the running total agrees with the counters.
+    a = write(
+        "a.c",
+        "int sq(int x) { int r = 0; for (int i = 0; i < x; i++) r += x; return r; }\n"
+        'int sq_alias(int) __attribute__((alias("sq")));\n',
+    )
+    b = write(
+        "b.c",
+        "int sq_alias(int) __attribute__((const));\n"
+        "int main(void) { int t = 0; for (int i = 0; i < 5; i++) t += sq_alias(i); return t != 30; }\n",
+    )
+    for level in ("1", "2", "3"):
+        run = run_program(builder.build([a, b], options=BuildOptions(opt_level=level)), [])
+        assert run.returncode == 0
+        assert run.counts is not None
+        assert MODEL.evaluate(run.counts)[0].functions["sq"] > 0

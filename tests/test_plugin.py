@@ -414,3 +414,71 @@ def test_plugin_bad_tolerance_option_is_a_usage_error(project: pytest.Pytester) 
     result = project.runpytest("--instrbudget-tolerance=five")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--instrbudget-tolerance: expected a percentage such as 5 or \"5%\", got 'five'"])
+
+
+def test_plugin_node_id_run_keeps_other_entries_of_the_file(project: pytest.Pytester) -> None:
+    results(project, "--instrbudget-update")
+    result, _ = results(project, "test_budget.py::test_work", "--instrbudget-prune")
+    result.assert_outcomes(passed=1)
+    assert "no longer exist" not in result.stdout.str()
+    assert len(json.loads(baseline_path(project).read_text())["tests"]) == 3
+
+
+def test_plugin_failing_test_cost_is_shown_but_not_written(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(
+        test_budget="""
+def test_broken(cbuild):
+    cbuild.library("work.c").work(10)
+    assert False, "ordinary failure"
+"""
+    )
+    result, doc = results(pytester, "--instrbudget-update")
+    result.assert_outcomes(failed=1)
+    assert doc["tests"]["test_budget.py::test_broken"]["metrics"]["ir_instructions"]["value"] > 0
+    result.stdout.fnmatch_lines(["*1 failing test(s) not written to the baseline: test_budget.py::test_broken"])
+    assert not baseline_path(pytester).exists()
+
+
+def test_plugin_update_rewrites_a_damaged_baseline(project: pytest.Pytester) -> None:
+    path = baseline_path(project)
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    result, _ = results(project, "--instrbudget-update")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*is not valid JSON (line 1, column 2*--instrbudget-update rewrites it from this run"])
+    assert len(json.loads(path.read_text())["tests"]) == 3
+
+
+def test_plugin_address_dependent_program_counts_equal_under_xdist(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makefile(
+        ".c",
+        addr="""
+#include <stdint.h>
+#include <stdio.h>
+int main(void) {
+    int local;
+    uintptr_t a = (uintptr_t)&local;
+    unsigned bits = 0;
+    while (a) { a &= a - 1; bits++; }
+    printf("%u\\n", bits);
+    return 0;
+}
+""",
+    )
+    pytester.makepyfile(
+        test_addr="""
+import pytest
+
+@pytest.mark.parametrize("i", range(4))
+def test_addr(cbuild, i):
+    cbuild.program("addr.c").run()
+"""
+    )
+    serial = pytester.path / "serial.json"
+    parallel = pytester.path / "parallel.json"
+    pytester.runpytest_subprocess(f"--instrbudget-json={serial}").assert_outcomes(passed=4)
+    pytester.runpytest_subprocess("-n", "2", f"--instrbudget-json={parallel}").assert_outcomes(passed=4)
+    values = {json.dumps(t["metrics"]) for p in (serial, parallel) for t in json.loads(p.read_text())["tests"].values()}
+    assert len(values) == 1
