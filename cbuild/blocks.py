@@ -8,6 +8,7 @@ llvmlite's own view of a module, and the tests run that check on real modules.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,10 @@ _FIELD = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)')
 UNCOUNTED_INTRINSIC = re.compile(r"^llvm\.(?:dbg|lifetime|assume|experimental\.noalias\.scope\.decl|pseudoprobe)\b")
 _INTRINSIC_CALLEE = re.compile(r"\bcall\b[^@]*@(llvm\.[\w.]+)\(")
 _LEADING = re.compile(r"^  (?:%[-\w.$\"]+ = )?(phi|landingpad)\b")
+_OPCODE = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?([a-z_]+)")
+_LABEL_REF = re.compile(r'label (%(?:[-a-zA-Z$._0-9]+|"(?:[^"\\]|\\.)*"))')
+_UNNAMED_PARAM = re.compile(r" %(\d+)(?=[,)])")
+_CALL = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?(?:call|invoke|callbr) ")
 
 
 @dataclass(frozen=True)
@@ -42,12 +47,29 @@ class Block:
 
 @dataclass
 class BlockTable:
-    """All blocks of an artifact, indexed as its counters are."""
+    """All blocks of an artifact, and how their counts follow from the counters."""
 
     blocks: list[Block] = field(default_factory=list)
+    #: Per block: (counter, coefficient) pairs whose sum is the block's count.
+    #: None means one counter per block, in block order.
+    derive: list[list[tuple[int, int]]] | None = None
+    #: Number of counters the artifact keeps.
+    counters: int = -1
+
+    def __post_init__(self) -> None:
+        if self.counters < 0:
+            self.counters = len(self.blocks)
 
     def __len__(self) -> int:
         return len(self.blocks)
+
+    def block_counts(self, raw: Sequence[int]) -> tuple[int, ...]:
+        """Block execution counts from the counters' values."""
+        if len(raw) != self.counters:
+            raise ValueError(f"{len(raw)} counters for a table expecting {self.counters}")
+        if self.derive is None:
+            return tuple(raw)
+        return tuple(sum(raw[c] * k for c, k in terms) for terms in self.derive)
 
     @property
     def sizes(self) -> list[int]:
@@ -63,24 +85,49 @@ class BlockTable:
             fi = functions.setdefault(b.function, len(functions))
             si = files.setdefault(b.file, len(files))
             rows.append([fi, b.size, si, b.line])
-        return {"functions": list(functions), "files": list(files), "blocks": rows}
+        doc: dict[str, Any] = {"functions": list(functions), "files": list(files), "blocks": rows}
+        doc["counters"] = self.counters
+        if self.derive is not None:
+            doc["derive"] = [[x for pair in terms for x in pair] for terms in self.derive]
+        return doc
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> BlockTable:
         """Inverse of :meth:`to_json`."""
         functions, files = doc["functions"], doc["files"]
-        return cls([Block(functions[f], size, files[s], line) for f, size, s, line in doc["blocks"]])
+        blocks = [Block(functions[f], size, files[s], line) for f, size, s, line in doc["blocks"]]
+        derive = None
+        if "derive" in doc:
+            derive = [list(zip(flat[::2], flat[1::2], strict=True)) for flat in doc["derive"]]
+        return cls(blocks, derive, doc.get("counters", len(blocks)))
 
 
 @dataclass
 class ParsedBlock:
-    """A block's position in the IR text, as the instrumenter needs it."""
+    """A block's position in the IR text and its control flow, as the instrumenter needs them."""
 
     function: str
     #: Index of the line before which counting code goes (after PHIs and EH pads).
     insert_at: int
     size: int
     dbg: int | None
+    #: How branches name this block (``%3``, ``%for.body``); the entry block's implicit number.
+    label: str = ""
+    #: First and one-past-last line of the terminator (continuation lines included).
+    term_start: int = 0
+    term_end: int = 0
+    #: Opcode of the terminator (``br``, ``switch``, ``ret``, ``invoke``, ...).
+    terminator: str = ""
+    #: Labels the terminator branches to, in order, without repeats.
+    successors: list[str] = field(default_factory=list)
+    #: Successors that cannot be given a block of their own (unwind, indirectbr, callbr).
+    fixed_successors: list[str] = field(default_factory=list)
+    #: Lines of PHI nodes.
+    phis: list[int] = field(default_factory=list)
+    #: Contains a call that may not come back (anything but an intrinsic).
+    calls: bool = False
+    #: Ends in a ``musttail`` call, which nothing may separate from its ``ret``.
+    musttail: bool = False
 
 
 @dataclass
@@ -168,6 +215,27 @@ def parse_module(text: str) -> ParsedModule:
     function: str | None = None
     current: ParsedBlock | None = None
     in_leading = True
+    pending_label = ""
+    entry_label = ""
+
+    def close(block: ParsedBlock | None, end: int) -> None:
+        if block is None:
+            return
+        while end > block.term_start + 1 and not lines[end - 1].strip():
+            end -= 1
+        block.term_end = end
+        text = "\n".join(lines[block.term_start : end])
+        labels = list(dict.fromkeys(_LABEL_REF.findall(text)))
+        op = block.terminator
+        if op in ("indirectbr", "callbr"):
+            block.fixed_successors = labels
+        elif op == "invoke":
+            unwind = text.rsplit("unwind label ", 1)[-1].split()[0] if "unwind label " in text else ""
+            block.successors = [lbl for lbl in labels if lbl != unwind]
+            block.fixed_successors = [unwind] if unwind else []
+        else:
+            block.successors = labels
+
     for index, line in enumerate(lines):
         if function is None:
             if line.startswith("define "):
@@ -175,6 +243,9 @@ def parse_module(text: str) -> ParsedModule:
                 if m is None:
                     raise InstrumentError(f"cannot read the function name in: {line[:200]}")
                 function = _unquote(m.group(1))
+                # An unnamed entry block takes the number after the unnamed parameters.
+                params = line[m.end() : line.rfind(")") + 1]
+                entry_label = f"%{len(_UNNAMED_PARAM.findall(params))}"
                 dbg = _DBG_REF.search(line[line.rfind(")") :])
                 if dbg and int(dbg.group(1)) in subprogram_sites:
                     file, _, lineno = subprogram_sites[int(dbg.group(1))].partition("\0")
@@ -182,14 +253,24 @@ def parse_module(text: str) -> ParsedModule:
                 current = None
             continue
         if line == "}":
+            close(current, index)
             function = None
             current = None
             continue
         if _INSTR.match(line):
             if current is None:
-                current = ParsedBlock(function, index, 0, None)
+                current = ParsedBlock(function, index, 0, None, label=pending_label or entry_label)
                 blocks.append(current)
                 in_leading = True
+                pending_label = ""
+            current.term_start = index
+            op = _OPCODE.match(line)
+            current.terminator = op.group(1) if op else ""
+            if current.terminator == "phi":
+                current.phis.append(index)
+            if _CALL.match(line) and not _INTRINSIC_CALLEE.search(line):
+                current.calls = True
+                current.musttail = "musttail call" in line
             if in_leading and not _LEADING.match(line):
                 current.insert_at = index
                 in_leading = False
@@ -202,5 +283,9 @@ def parse_module(text: str) -> ParsedModule:
                         current.dbg = int(m.group(1))
             continue
         if _LABEL.match(line):
+            close(current, index)
             current = None
+            pending_label = "%" + line[: line.index(":", 1 if line.startswith('"') else 0)]
+            if pending_label.startswith('%"'):
+                pending_label = "%" + line[: line.index('":') + 1]
     return ParsedModule(lines, blocks, subprograms, locations)

@@ -17,7 +17,7 @@ from cbuild import codegen
 from cbuild.blocks import BlockTable
 from cbuild.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
 from cbuild.compile import compile_unit
-from cbuild.errors import CBuildError, LinkError
+from cbuild.errors import CBuildError, InstrumentError, LinkError
 from cbuild.instrument import instrument
 from cbuild.options import BuildOptions, language_of
 from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
@@ -111,9 +111,17 @@ class Builder:
             modules = [codegen.parse(u.ir_path.read_text(), name=str(u.source)) for u in units]
             linked = codegen.link(modules)
             linked_text = str(linked)
-            result = instrument(linked_text, build_id=key, counting=options.instrument)
+            result = instrument(linked_text, build_id=key, counting=options.instrument, placement=options.placement)
             tm = codegen.target_machine(self.toolchain.triple, options.speed_level)
-            module = codegen.parse(result.text, name="instrumented")
+            try:
+                module = codegen.parse(result.text, name="instrumented")
+            except InstrumentError:
+                if options.placement == "blocks":
+                    raise
+                # Edge counters need new blocks on some edges; should LLVM refuse one,
+                # one counter per block still counts the same.
+                result = instrument(linked_text, build_id=key, counting=options.instrument, placement="blocks")
+                module = codegen.parse(result.text, name="instrumented")
             codegen.optimise(module, tm, options.speed_level)
             obj = codegen.emit_object(module, tm)
             cxx = "c++" in languages

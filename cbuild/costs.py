@@ -19,10 +19,6 @@ class BlockCounts:
         if len(self.counts) != len(self.table):
             raise ValueError(f"{len(self.counts)} counters for a table of {len(self.table)} blocks")
 
-    def minus(self, before: Sequence[int]) -> BlockCounts:
-        """Counts since a snapshot ``before`` of the same artifact."""
-        return BlockCounts(self.table, tuple(a - b for a, b in zip(self.counts, before, strict=True)))
-
 
 @dataclass(frozen=True)
 class Cost:

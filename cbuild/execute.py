@@ -41,14 +41,14 @@ def read_counts(path: Path, *, build_id: str, table: BlockTable) -> tuple[BlockC
     fields = data[len(_MAGIC) : newline].decode().split()
     if len(fields) != 3:
         raise ExecutionError(f"{path}: malformed counts header")
-    got_id, nblocks, total = fields[0], int(fields[1]), int(fields[2])
+    got_id, ncounters, total = fields[0], int(fields[1]), int(fields[2])
     if got_id != build_id:
         raise ExecutionError(f"{path} was written by build {got_id}, expected {build_id}")
     raw = data[newline + 1 :]
-    if len(raw) != 8 * nblocks or nblocks != len(table):
-        raise ExecutionError(f"{path}: expected {len(table)} counters, found {len(raw) // 8}")
+    if len(raw) != 8 * ncounters or ncounters != table.counters:
+        raise ExecutionError(f"{path}: expected {table.counters} counters, found {len(raw) // 8}")
     view = memoryview(raw).cast("Q")
-    return BlockCounts(table, tuple(view)), total
+    return BlockCounts(table, table.block_counts(view)), total
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
-"""Counting code inserted into LLVM IR text: one counter per block and a running total.
+"""Counting code inserted into LLVM IR text: counters, and a running total of instructions.
 
-Each block, when entered, adds one to its own counter and its size to the running
-total. The code goes after the block's PHI nodes and landing pad, so a block that
-ends in a call that never returns is still counted. None of it is counted itself.
+Counters go where :mod:`cbuild.placement` puts them: on control-flow edges outside a
+spanning tree (``edges``, the default), or one per block at its start, after its PHI
+nodes and landing pad (``blocks``). Each counter increment also adds to the running
+total the number of instructions it stands for. None of this code is counted itself.
 
 The running total lives in a per-function accumulator that is added to the
 global total before every call and every exit from the function: the global total
@@ -17,10 +18,12 @@ from dataclasses import dataclass
 
 from cbuild.blocks import BlockTable, ParsedModule, parse_module
 from cbuild.errors import InstrumentError
+from cbuild.placement import END, START, Placement, place, place_per_block
 
 COUNTERS = "__instrbudget_counters"
 TOTAL = "__instrbudget_total"
-NBLOCKS = "__instrbudget_nblocks"
+NCOUNTERS = "__instrbudget_ncounters"
+PLACEMENTS = ("edges", "blocks")
 BUILD_ID = "__instrbudget_build_id"
 _PREFIX = "%__ib."
 _ACC = "%__ib.acc"
@@ -50,29 +53,74 @@ def _globals(n: int, build_id: str) -> list[str]:
     return [
         f"@{COUNTERS} = hidden global [{max(n, 1)} x i64] zeroinitializer, align 64",
         f"@{TOTAL} = hidden global i64 0, align 64",
-        f"@{NBLOCKS} = hidden constant i64 {n}, align 8",
+        f"@{NCOUNTERS} = hidden constant i64 {n}, align 8",
         f'@{BUILD_ID} = hidden constant [{len(data) + 1} x i8] c"{data.decode()}\\00", align 1',
     ]
 
 
-def _counting_code(index: int, n: int, size: int, local: bool) -> list[str]:
-    """Count one entry of block ``index``: its counter, and its size into the running total.
+def _counting_code(counter: int, n: int, weight: int, local: bool) -> list[str]:
+    """One increment of ``counter``, and ``weight`` instructions into the running total.
 
-    With ``local`` the size goes into the function's accumulator (a stack slot the
+    With ``local`` the weight goes into the function's accumulator (a stack slot the
     optimiser keeps in a register), which is added to the global total before every
     call and every exit from the function, where anyone could read the total.
     """
-    slot = f"getelementptr inbounds ([{n} x i64], ptr @{COUNTERS}, i64 0, i64 {index})"
-    v = f"{_PREFIX}{index}"
-    total = _ACC if local else f"@{TOTAL}"
-    return [
+    slot = f"getelementptr inbounds ([{n} x i64], ptr @{COUNTERS}, i64 0, i64 {counter})"
+    v = f"{_PREFIX}{counter}"
+    code = [
         f"  {v}.c = load i64, ptr {slot}, align 8",
         f"  {v}.c1 = add i64 {v}.c, 1",
         f"  store i64 {v}.c1, ptr {slot}, align 8",
-        f"  {v}.t = load i64, ptr {total}, align 8",
-        f"  {v}.t1 = add i64 {v}.t, {size}",
-        f"  store i64 {v}.t1, ptr {total}, align 8",
     ]
+    if weight:
+        total = _ACC if local else f"@{TOTAL}"
+        code += [
+            f"  {v}.t = load i64, ptr {total}, align 8",
+            f"  {v}.t1 = add i64 {v}.t, {weight}",
+            f"  store i64 {v}.t1, ptr {total}, align 8",
+        ]
+    return code
+
+
+def _retarget(line: str, old: str, new: str) -> str:
+    """Replace branch target ``label old`` with ``label new`` in a terminator line."""
+    return re.sub(rf"label {re.escape(old)}(?=[\s,\]]|$)", f"label {new}", line)
+
+
+def _phi_incoming(line: str, old: str, new: str) -> str:
+    """In a PHI line, the first entry from ``old`` comes from ``new``; later entries from ``old`` go.
+
+    A switch with several cases to one block lists that predecessor once per case;
+    the new block branches once, so it must be listed once.
+    """
+    head, sep, rest = line.partition("[")
+    entries: list[str] = []
+    depth, start = 0, 0
+    body = sep + rest
+    tail = ""
+    for i, ch in enumerate(body):
+        if ch == "[":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth == 0:
+                entries.append(body[start : i + 1])
+                if "[" not in body[i + 1 :]:
+                    tail = body[i + 1 :]
+                    break
+    out: list[str] = []
+    replaced = False
+    for entry in entries:
+        value, _, label = entry[1:-1].strip().rpartition(", ")
+        if label == old:
+            if replaced:
+                continue
+            entry = f"[ {value}, {new} ]"
+            replaced = True
+        out.append(entry)
+    return head + ", ".join(out) + tail
 
 
 def _drop_stale_claims(lines: list[str]) -> list[str]:
@@ -139,7 +187,7 @@ def _flush_code(tag: int) -> list[str]:
     ]
 
 
-def instrument(text: str, *, build_id: str, counting: bool = True) -> Instrumented:
+def instrument(text: str, *, build_id: str, counting: bool = True, placement: str = "edges") -> Instrumented:
     """Add counting code to ``text`` (LLVM's printing of a whole program's module).
 
     With ``counting=False`` only the globals are added, so that the runtime links
@@ -149,43 +197,81 @@ def instrument(text: str, *, build_id: str, counting: bool = True) -> Instrument
         raise InstrumentError("the module already contains instrbudget counters (instrumented twice?)")
     if not build_id.isalnum():
         raise InstrumentError(f"build id must be alphanumeric: {build_id!r}")
+    if placement not in PLACEMENTS:
+        raise InstrumentError(f"counter placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
     parsed: ParsedModule = parse_module(text)
-    n = len(parsed.blocks)
+    blocks = parsed.blocks
+    plan = place(blocks) if placement == "edges" else place_per_block(blocks)
+    table = parsed.table()
+    table.derive = plan.derive if placement == "edges" else None
+    table.counters = len(plan.sites)
+    if not counting:
+        table, plan = BlockTable(table.blocks, None, 0), Placement()
+    n = len(plan.sites)
     lines = _drop_stale_claims(parsed.lines) if counting else parsed.lines
     in_memory = _setjmp_functions(lines)
-    out: list[str] = []
-    inserts = {b.insert_at: i for i, b in enumerate(parsed.blocks)} if counting else {}
-    entries: set[int] = set()
-    for i, b in enumerate(parsed.blocks):
-        if i == 0 or parsed.blocks[i - 1].function != b.function:
-            entries.add(i)
+    starts: dict[int, list[int]] = {}
+    ends: dict[int, list[int]] = {}
+    splits: dict[str, list[tuple[int, int, int]]] = {}  # function -> (counter, src, dst)
+    retarget: dict[int, list[tuple[str, str]]] = {}  # line -> (old label, new label)
+    phi_fix: dict[int, list[tuple[str, str]]] = {}
+    for counter, site in enumerate(plan.sites):
+        src = blocks[site.block]
+        if site.kind == START:
+            starts.setdefault(src.insert_at, []).append(counter)
+        elif site.kind == END:
+            ends.setdefault(src.term_start, []).append(counter)
+        else:
+            dst = blocks[site.target]
+            new = f"%__ib.e{counter}"
+            splits.setdefault(src.function, []).append((counter, site.block, site.target))
+            for i in range(src.term_start, src.term_end):
+                retarget.setdefault(i, []).append((dst.label, new))
+            for i in dst.phis:
+                phi_fix.setdefault(i, []).append((src.label, new))
+    firsts = [blk for i, blk in enumerate(blocks) if i == 0 or blocks[i - 1].function != blk.function]
+    entries = {blk.insert_at for blk in firsts}
+    defined = iter(blk.function for blk in firsts)  # functions in the order their definitions appear
     first_define = next((i for i, line in enumerate(lines) if line.startswith(("define ", "declare "))), len(lines))
+    out: list[str] = []
     local = False  # the current function keeps its running total in a local until a call or exit
+    function = ""
     flushes = 0
     previous = ""
     for index, line in enumerate(lines):
         if index == first_define:
             out.extend(_globals(n, build_id))
             out.append("")
-        block = inserts.get(index)
-        if block is not None:
-            b = parsed.blocks[block]
-            if block in entries:
-                local = b.function not in in_memory
-                if local:
-                    out.append(f"  {_ACC} = alloca i64, align 8")
-                    out.append(f"  store i64 0, ptr {_ACC}, align 8")
-            out.extend(_counting_code(block, max(n, 1), b.size, local))
+        if line.startswith("define "):
+            function = next(defined, "")
+        if counting and index in entries:
+            local = function not in in_memory
+            if local:
+                out.append(f"  {_ACC} = alloca i64, align 8")
+                out.append(f"  store i64 0, ptr {_ACC}, align 8")
+        for counter in starts.get(index, ()):
+            out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
+        for counter in ends.get(index, ()):
+            out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
         # A musttail call must stay right before its ret: flush before the call only.
         after_musttail = line.startswith("  ret") and "musttail call" in previous
         if local and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line) and not after_musttail:
             out.extend(_flush_code(flushes))
             flushes += 1
+        for old, new in retarget.get(index, ()):
+            line = _retarget(line, old, new)
+        for old, new in phi_fix.get(index, ()):
+            line = _phi_incoming(line, old, new)
         if line == "}":
+            for counter, _src, target in splits.get(function, ()):
+                out.append("")
+                out.append(f"__ib.e{counter}:")
+                out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
+                out.append(f"  br label {blocks[target].label}")
             local = False
         if line.startswith("  ") and not line.startswith("    "):
             previous = line
         out.append(line)
     if first_define == len(lines):
         out.extend(_globals(n, build_id))
-    return Instrumented("\n".join(out), parsed.table())
+    return Instrumented("\n".join(out), table)

@@ -179,7 +179,7 @@ class Library:
         get = self._dll.instrbudget_counters
         get.restype = ctypes.c_void_p
         address = get()
-        n = len(self.table)
+        n = self.table.counters
         self._counters = (ctypes.c_uint64 * max(n, 1)).from_address(address)
         self._n = n
         self._functions: dict[str, Function] = {}
@@ -195,8 +195,10 @@ class Library:
 
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:
         """Block counts since load, or since a :meth:`snapshot`."""
-        now = BlockCounts(self.table, self.snapshot())
-        return now.minus(since) if since is not None else now
+        raw = self.snapshot()
+        if since is not None:
+            raw = tuple(a - b for a, b in zip(raw, since, strict=True))
+        return BlockCounts(self.table, self.table.block_counts(raw))
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("_"):

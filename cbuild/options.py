@@ -25,6 +25,9 @@ class BuildOptions:
     ldflags: tuple[str, ...] = ()
     #: False builds through the same pipeline without counting code (for overhead comparisons).
     instrument: bool = True
+    #: ``edges`` (counters off a spanning tree of each function, fewer updates) or
+    #: ``blocks`` (one counter per block); the block counts are the same.
+    placement: str = "edges"
     #: Cost-model parameters that change built artifacts (part of the key).
     model_params: tuple[tuple[str, str], ...] = field(default=())
 
@@ -47,6 +50,7 @@ class BuildOptions:
             "\0".join(self.defines),
             "\0".join(self.ldflags),
             f"instrument={self.instrument}",
+            f"placement={self.placement}",
             "\0".join(f"{k}={v}" for k, v in self.model_params),
         ]
 

@@ -95,7 +95,7 @@ def test_blocks_agree_with_llvmlite() -> None:
 
 def test_instrument_output_verifies_and_adds_one_counter_per_block() -> None:
     module = codegen.parse(LOOP_IR, name="loop")
-    result = instrument(str(module), build_id="test")
+    result = instrument(str(module), build_id="test", placement="blocks")
     codegen.parse(result.text, name="instrumented")  # verifies
     for index, block in enumerate(result.table.blocks):
         assert result.text.count(f"%__ib.{index}.c1 = add i64 %__ib.{index}.c, 1") == 1

@@ -5,8 +5,9 @@
  * exits (normally or through a fatal signal) to the file named by the
  * INSTRBUDGET_COUNTS environment variable.
  *
- * File format: the ASCII line "instrbudget-counts 1 <build-id> <nblocks> <total>\n"
- * followed by <nblocks> little-endian (native order) unsigned 64-bit counters.
+ * File format: the ASCII line "instrbudget-counts 1 <build-id> <ncounters> <total>\n"
+ * followed by <ncounters> native-endian unsigned 64-bit counters. Block counts
+ * follow from the counters through the artifact's block table.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -17,14 +18,14 @@
 
 extern uint64_t __instrbudget_counters[];
 extern uint64_t __instrbudget_total;
-extern const uint64_t __instrbudget_nblocks;
+extern const uint64_t __instrbudget_ncounters;
 extern const char __instrbudget_build_id[];
 
 #define EXPORT __attribute__((visibility("default")))
 
 EXPORT uint64_t *instrbudget_counters(void) { return __instrbudget_counters; }
 EXPORT uint64_t *instrbudget_total(void) { return &__instrbudget_total; }
-EXPORT uint64_t instrbudget_nblocks(void) { return __instrbudget_nblocks; }
+EXPORT uint64_t instrbudget_ncounters(void) { return __instrbudget_ncounters; }
 EXPORT const char *instrbudget_build_id(void) { return __instrbudget_build_id; }
 
 static const char *dump_path;
@@ -52,7 +53,7 @@ static void dump(void) {
     memcpy(header + len, __instrbudget_build_id, idlen);
     len += idlen;
     header[len++] = ' ';
-    len += put_u64(header + len, __instrbudget_nblocks);
+    len += put_u64(header + len, __instrbudget_ncounters);
     header[len++] = ' ';
     len += put_u64(header + len, __instrbudget_total);
     header[len++] = '\n';
@@ -60,7 +61,7 @@ static void dump(void) {
     if (fd < 0) return;
     if (write(fd, header, len) == (ssize_t)len) {
         const char *p = (const char *)__instrbudget_counters;
-        size_t left = (size_t)__instrbudget_nblocks * sizeof(uint64_t);
+        size_t left = (size_t)__instrbudget_ncounters * sizeof(uint64_t);
         while (left > 0) {
             ssize_t w = write(fd, p, left);
             if (w <= 0) break;
