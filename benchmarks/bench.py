@@ -94,19 +94,19 @@ def main() -> int:
     lib = [MINIKIT / "src" / f for f in ("json.c", "hashmap.c", "sort.c", "ringbuf.c")]
     workloads: list[tuple[str, list[Path], tuple[Path, ...], list[str]]] = [
         (
-            "sort 2M ints (minikit)",
+            "sort 6M ints (minikit)",
             [HERE / "workloads" / "sort_bench.c", *lib],
             (include,),
-            ["500000" if args.quick else "2000000"],
+            ["1000000" if args.quick else "6000000"],
         ),
         (
-            "json tokenise 1 MiB x40 (minikit)",
+            "json tokenise 1 MiB x200 (minikit)",
             [HERE / "workloads" / "json_bench.c", *lib],
             (include,),
-            ["10" if args.quick else "40"],
+            ["40" if args.quick else "200"],
         ),
         (
-            "wordfreq 1.1M words (minikit)",
+            "wordfreq 4.4M words (minikit)",
             [MINIKIT / "src" / "wordfreq.c", MINIKIT / "src" / "hashmap.c"],
             (include,),
             ["10"],
@@ -115,13 +115,13 @@ def main() -> int:
     if yy is not None:
         workloads.append(
             (
-                "yyjson read 1 MiB x30",
+                "yyjson read 1 MiB x150",
                 [HERE / "workloads" / "yyjson_bench.c", yy / "yyjson.c"],
                 (yy,),
-                ["10" if args.quick else "30"],
+                ["30" if args.quick else "150"],
             )
         )
-    words = b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 100000
+    words = b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 400000
     if args.quick:
         words = words[: len(words) // 4]
 

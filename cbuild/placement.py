@@ -164,9 +164,11 @@ def _plan_function(blocks: list[ParsedBlock], first: int) -> tuple[list[_Edge], 
     in_tree = [False] * len(edges)
 
     def weight(i: int) -> float:
+        """Estimated frequency: 8 per loop level, split evenly among a block's successors."""
         e = edges[i]
         ends = [depth[n] for n in (e.src, e.dst) if n != EXIT]
-        return 8.0 ** min(ends)
+        fan_out = len(succ[e.src]) if e.src != EXIT and succ[e.src] else 1
+        return 8.0 ** min(ends) / fan_out
 
     forced = [i for i, s in enumerate(sites) if s is None]
     optional = sorted((i for i, s in enumerate(sites) if s is not None), key=lambda i: -weight(i))
