@@ -84,7 +84,14 @@ def _counting_code(counter: int, n: int, weight: int, local: bool) -> list[str]:
 
 def _retarget(line: str, old: str, new: str) -> str:
     """Replace branch target ``label old`` with ``label new`` in a terminator line."""
-    return re.sub(rf"label {re.escape(old)}(?=[\s,\]]|$)", f"label {new}", line)
+    token, out, start = f"label {old}", [], 0
+    while (at := line.find(token, start)) >= 0:
+        end = at + len(token)
+        whole = end == len(line) or line[end] in " ,]\t"
+        out.append(line[start:at] + (f"label {new}" if whole else token))
+        start = end
+    out.append(line[start:])
+    return "".join(out)
 
 
 def _phi_incoming(line: str, old: str, new: str) -> str:

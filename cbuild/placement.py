@@ -164,11 +164,14 @@ def _plan_function(blocks: list[ParsedBlock], first: int) -> tuple[list[_Edge], 
     in_tree = [False] * len(edges)
 
     def weight(i: int) -> float:
-        """Estimated frequency: 8 per loop level, split evenly among a block's successors."""
+        """Cost of measuring an edge: its estimated frequency (8 per loop level, split
+        evenly among a block's successors), doubled when it needs a block of its own."""
         e = edges[i]
         ends = [depth[n] for n in (e.src, e.dst) if n != EXIT]
         fan_out = len(succ[e.src]) if e.src != EXIT and succ[e.src] else 1
-        return 8.0 ** min(ends) / fan_out
+        measured_at = sites[i]
+        penalty = 2.0 if measured_at is not None and measured_at.kind == SPLIT else 1.0
+        return penalty * 8.0 ** min(ends) / fan_out
 
     forced = [i for i, s in enumerate(sites) if s is None]
     optional = sorted((i for i, s in enumerate(sites) if s is not None), key=lambda i: -weight(i))
