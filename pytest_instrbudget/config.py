@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +58,8 @@ class Settings:
     """Everything the plugin reads from pyproject.toml, with defaults."""
 
     root: Path
-    opt_level: str = "2"
-    cflags: tuple[str, ...] = ()
-    cxxflags: tuple[str, ...] = ()
-    include_dirs: tuple[Path, ...] = ()
-    defines: tuple[str, ...] = ()
-    ldflags: tuple[str, ...] = ()
+    #: opt_level, cflags, cxxflags, include_dirs, defines, ldflags.
+    build: BuildOptions = field(default_factory=BuildOptions)
     baseline: Path = Path(".instrbudget/baseline.json")
     tolerance: float = 0.0
     cache_dir: Path | None = None
@@ -75,16 +71,7 @@ class Settings:
 
     def build_options(self, *, instrument: bool, model_params: tuple[tuple[str, str], ...] = ()) -> BuildOptions:
         """Project-wide build options (a fixture call may add to them)."""
-        return BuildOptions(
-            model_params=model_params,
-            opt_level=self.opt_level,
-            cflags=self.cflags,
-            cxxflags=self.cxxflags,
-            include_dirs=self.include_dirs,
-            defines=self.defines,
-            ldflags=self.ldflags,
-            instrument=instrument,
-        )
+        return replace(self.build, instrument=instrument, model_params=model_params)
 
 
 _KEYS = {
@@ -106,6 +93,7 @@ _KEYS = {
 def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: list[str]) -> Settings:
     """Validate a ``[tool.instrbudget]`` table; ``root`` is the directory of pyproject.toml."""
     kwargs: dict[str, Any] = {"root": root}
+    build: dict[str, Any] = {}
     params: dict[str, Mapping[str, Any]] = {}
     for key, value in table.items():
         if key in known_models and isinstance(value, dict):
@@ -119,13 +107,13 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
             text = str(value)
             if isinstance(value, bool) or text not in OPT_LEVELS:
                 raise ConfigError(f"{where}: expected one of {', '.join(OPT_LEVELS)}, got {value!r}")
-            kwargs[key] = text
+            build[key] = text
         elif key in ("cflags", "cxxflags", "ldflags"):
-            kwargs[key] = _strings(value, key)
+            build[key] = _strings(value, key)
         elif key == "include_dirs":
-            kwargs[key] = tuple((root / p).resolve() for p in _strings(value, key))
+            build[key] = tuple((root / p).resolve() for p in _strings(value, key))
         elif key == "defines":
-            kwargs[key] = _defines(value)
+            build[key] = _defines(value)
         elif key in ("baseline", "cache_dir"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: expected a path string, got {value!r}")
@@ -149,6 +137,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
                 raise ConfigError(f"{where}: expected a positive number of seconds, got {value!r}")
             kwargs[key] = float(value)
     kwargs["model_params"] = params
+    kwargs["build"] = BuildOptions(**build)
     if "baseline" not in kwargs:
         kwargs["baseline"] = root / Settings.baseline
     return Settings(**kwargs)
