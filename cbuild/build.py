@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -24,6 +25,14 @@ from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 
 RUNTIME_SOURCE = Path(__file__).parent / "runtime" / "instrbudget_rt.c"
 Progress = Callable[[str], None]
+
+
+@functools.cache
+def engine_digest() -> str:
+    """Identity of this engine's own code (instrumenter, placement, runtime): part of every artifact key,
+    so that a new version of the engine never reuses an artifact built by an older one."""
+    here = Path(__file__).parent
+    return digest(*(file_digest(p) for p in sorted([*here.glob("*.py"), RUNTIME_SOURCE])))
 
 
 def _stderr_progress(message: str) -> None:
@@ -94,7 +103,7 @@ class Builder:
             self.toolchain.identity,
             kind,
             *options.key_parts(),
-            file_digest(RUNTIME_SOURCE),
+            engine_digest(),
             *(u.key for u in units),
         )
         suffix = ".so" if kind == "library" else ""
