@@ -1,0 +1,81 @@
+"""``python -m cbuild``: build, run and measure without pytest."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cbuild.blocks import BlockTable
+from cbuild.execute import read_counts
+
+PROGRAM = """\
+#include <stdio.h>
+#include <stdlib.h>
+int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i % 7; return s; }
+int main(int argc, char **argv) { printf("%d\\n", work(argc > 1 ? atoi(argv[1]) : 10)); return 0; }
+"""
+
+
+def cli(*args: str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "cbuild", *args], cwd=cwd, input=stdin, capture_output=True, check=False
+    )
+
+
+def test_cli_run_prints_output_then_cost(tmp_path: Path) -> None:
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    small = cli("run", "prog.c", "-O", "1", "--", "100", cwd=tmp_path)
+    assert small.returncode == 0, small.stderr.decode()
+    assert small.stdout == b"295\n"
+    assert b"ir_instructions: " in small.stderr
+    assert b"work" in small.stderr
+
+
+def test_cli_run_json_grows_with_the_input(tmp_path: Path) -> None:
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    docs = []
+    for n in ("8", "16", "24"):
+        out = cli("run", "prog.c", "-O", "0", "--json", "--", n, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr.decode()
+        docs.append(json.loads(out.stdout.decode().split("\n", 1)[1]))
+    totals = [d["total"] for d in docs]
+    assert totals[2] - totals[1] == totals[1] - totals[0] > 0  # a loop of n iterations at -O0
+    assert docs[0]["metric"] == "ir_instructions"
+    assert set(docs[0]["functions"]) == {"main", "work"}
+
+
+def test_cli_build_writes_program_table_and_counts(tmp_path: Path) -> None:
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    out = cli("build", "prog.c", "-o", "bin/prog", "-D", "UNUSED=1", "--cflags=-std=c11 -Wall", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    binary = tmp_path / "bin" / "prog"
+    sidecar = tmp_path / "bin" / "prog.instrbudget.json"
+    env = dict(os.environ, INSTRBUDGET_COUNTS=str(tmp_path / "counts.bin"))
+    run = subprocess.run([str(binary), "5"], capture_output=True, env=env, check=True)
+    assert run.stdout == b"10\n"
+    table = BlockTable.from_json(json.loads(sidecar.read_text())["table"])
+    header = (tmp_path / "counts.bin").read_bytes().split(b"\n", 1)[0].decode().split()
+    counts, total = read_counts(tmp_path / "counts.bin", build_id=header[2], table=table)
+    assert total == sum(c * b.size for c, b in zip(counts.counts, table.blocks, strict=True)) > 0
+
+
+def test_cli_build_without_instrumentation_runs_plainly(tmp_path: Path) -> None:
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    out = cli("build", "prog.c", "-o", "plain", "--no-instrument", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    env = dict(os.environ, INSTRBUDGET_COUNTS=str(tmp_path / "counts.bin"))
+    run = subprocess.run([str(tmp_path / "plain"), "3"], capture_output=True, env=env, check=True)
+    assert run.stdout == b"3\n"
+    header = (tmp_path / "counts.bin").read_bytes().split(b"\n", 1)[0].split()
+    assert header[3:] == [b"0", b"0"]  # no counters, nothing counted
+
+
+def test_cli_compile_error_exits_2_with_diagnostic(tmp_path: Path) -> None:
+    (tmp_path / "bad.c").write_text("int main(void) { return nope; }\n")
+    out = cli("run", "bad.c", cwd=tmp_path)
+    assert out.returncode == 2
+    assert b"bad.c:1:25: error: use of undeclared identifier 'nope'" in out.stderr
+    assert b"Traceback" not in out.stderr
