@@ -130,7 +130,9 @@ def _plan_function(blocks: list[ParsedBlock], first: int) -> tuple[list[_Edge], 
                 return None
             edges.append(_Edge(u, index[label], "fixed"))
             succ[u].append(index[label])
-        if b.terminator in ("ret", "resume"):
+        if b.terminator in ("ret", "resume") and not (b.musttail and b.calls):
+            # (A musttail block's return cannot be measured; its abnormal edge, also to
+            # EXIT, stands for both.)
             edges.append(_Edge(u, EXIT, "return"))
         if b.calls or b.terminator == "unreachable":
             edges.append(_Edge(u, EXIT, "abnormal"))
