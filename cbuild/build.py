@@ -27,6 +27,21 @@ RUNTIME_SOURCE = Path(__file__).parent / "runtime" / "instrbudget_rt.c"
 Progress = Callable[[str], None]
 
 
+@functools.lru_cache(maxsize=64)
+def _read_sidecar(path: Path) -> dict[str, Any]:
+    # Cache entries are content-addressed and never change once written.
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_table(table_path: Path, binary: Path) -> BlockTable:
+    try:
+        return BlockTable.from_json(_read_sidecar(table_path)["table"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise CBuildError(f"the block table of {binary} is unreadable ({exc}); delete the cache entry") from exc
+
+
 @functools.cache
 def engine_digest() -> str:
     """Identity of this engine's own code (instrumenter, placement, runtime): part of every artifact key,
@@ -54,16 +69,15 @@ class Artifact:
     fingerprint: dict[str, str]
 
     def metadata(self) -> dict[str, Any]:
-        """The sidecar document: block table and exported function signatures."""
+        """The sidecar document: block table and exported function signatures (read once per process)."""
         try:
-            doc: dict[str, Any] = json.loads(self.table_path.read_text())
+            return _read_sidecar(self.table_path)
         except (OSError, ValueError) as exc:
             raise CBuildError(f"the block table of {self.path} is unreadable ({exc}); delete the cache entry") from exc
-        return doc
 
     def table(self) -> BlockTable:
-        """The block table (read from the cache on each call; callers keep it)."""
-        return BlockTable.from_json(self.metadata()["table"])
+        """The block table (parsed once per process; treat it as read-only)."""
+        return _parse_table(self.table_path, self.path)
 
 
 class Builder:

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cbuild.blocks import BlockTable
 from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
 from cbuild.errors import CBuildError, SignatureError
@@ -164,9 +163,8 @@ class Library:
         if artifact.kind != "library":
             raise CBuildError(f"{artifact.path} is a {artifact.kind}, not a library")
         self.artifact = artifact
-        meta = artifact.metadata()
-        self.table = BlockTable.from_json(meta["table"])
-        self._signatures: dict[str, dict[str, Any]] = meta["signatures"]
+        self.table = artifact.table()
+        self._signatures: dict[str, dict[str, Any]] = artifact.metadata()["signatures"]
         path = artifact.path
         if copy_dir is not None:
             # A fresh copy gives each load its own static state and zeroed counters
