@@ -7,7 +7,7 @@ total the number of instructions it stands for. None of this code is counted its
 
 The running total lives in a per-function accumulator that is added to the
 global total before every call and every exit from the function: the global total
-is exact whenever code outside the function can look at it, and a block costs one
+is exact whenever code outside the function can look at it, and a counter costs one
 register addition for it instead of a memory update.
 """
 
