@@ -30,37 +30,45 @@ _OPCODE = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?([a-z_]
 _LABEL_REF = re.compile(r'label (%(?:[-a-zA-Z$._0-9]+|"(?:[^"\\]|\\.)*"))')
 _UNNAMED_PARAM = re.compile(r" %(\d+)(?=[,)])")
 _CALL = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?(?:call|invoke|callbr) ")
-_CALLEE_NAME = re.compile(r"\b(?:call|invoke|callbr) [^@]*@((?:[-a-zA-Z$._0-9]+)|\"(?:[^\"\\]|\\.)*\")\(")
-_ATTRIBUTE_GROUP = re.compile(r"^attributes #(\d+) = \{(.*)\}$")
-_GROUP = re.compile(r" #(\d+)\b")
+#: The callee of a call line (group 1, possibly quoted).
+CALLEE = re.compile(r"\b(?:call|invoke|callbr) [^@]*@((?:[-a-zA-Z$._0-9]+)|\"(?:[^\"\\]|\\.)*\")\(")
+#: An attribute group definition: its number and its attributes.
+ATTRIBUTE_GROUP = re.compile(r"^attributes #(\d+) = \{(.*)\}$")
+#: A reference to an attribute group (``#3``).
+GROUP_REF = re.compile(r" #(\d+)\b")
 #: Together these promise that a call comes back through its return: no exit, longjmp or throw.
 _RETURNS = frozenset({"willreturn", "nounwind"})
+
+
+def defined_name(line: str) -> str | None:
+    """The function a ``define`` or ``declare`` line introduces."""
+    m = CALLEE.search(line.replace("define ", "call ", 1).replace("declare ", "call ", 1))
+    return _unquote(m.group(1)) if m else None
 
 
 def _returning_functions(lines: list[str]) -> tuple[set[str], dict[str, set[str]]]:
     """Attribute groups that promise a normal return, and each function's attributes."""
     groups = {}
     for line in lines:
-        m = _ATTRIBUTE_GROUP.match(line)
+        m = ATTRIBUTE_GROUP.match(line)
         if m:
             groups[m.group(1)] = set(m.group(2).split())
     returning = {g for g, attrs in groups.items() if attrs >= _RETURNS}
     functions: dict[str, set[str]] = {}
     for line in lines:
         if line.startswith(("define ", "declare ")):
-            m = _CALLEE_NAME.search(line.replace("define ", "call ", 1).replace("declare ", "call ", 1))
-            if m:
-                tail = line[line.rfind(")") :]
-                functions[_unquote(m.group(1))] = set(_GROUP.findall(tail))
+            name = defined_name(line)
+            if name is not None:
+                functions[name] = set(GROUP_REF.findall(line[line.rfind(")") :]))
     return returning, functions
 
 
 def _may_not_return(line: str, returning: set[str], functions: dict[str, set[str]]) -> bool:
     """Whether a call line may leave its caller other than by returning (exit, longjmp, throw)."""
-    site = set(_GROUP.findall(line[line.rfind(")") :]))
+    site = set(GROUP_REF.findall(line[line.rfind(")") :]))
     if site & returning:
         return False
-    m = _CALLEE_NAME.search(line)
+    m = CALLEE.search(line)
     return not (m and functions.get(_unquote(m.group(1)), set()) & returning)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cbuild.blocks import BlockTable, ParsedModule, parse_module
+from cbuild.blocks import ATTRIBUTE_GROUP, CALLEE, GROUP_REF, BlockTable, ParsedModule, defined_name, parse_module
 from cbuild.errors import InstrumentError
 from cbuild.placement import END, START, Placement, place, place_per_block
 
@@ -32,9 +32,6 @@ _FLUSH_POINT = re.compile(
 )
 _INTRINSIC_CALL = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?call [^@]*@llvm\.")
 _RETURNS_TWICE_NAMES = ("setjmp", "_setjmp", "sigsetjmp", "__sigsetjmp", "savectx", "vfork", "getcontext")
-_CALLEE = re.compile(r"\b(?:call|invoke) [^@]*@((?:[-a-zA-Z$._0-9]+)|\"(?:[^\"\\]|\\.)*\")\(")
-_ATTR_GROUP = re.compile(r"^attributes #(\d+) = \{(.*)\}$")
-_GROUP_REF = re.compile(r" #(\d+)\b")
 # Claims that stop being true once a function updates the counters: left in place,
 # they let the optimiser keep the running total in a register across a call.
 _STALE_CLAIM = re.compile(r"\s*\b(?:memory\([^)]*\)|speculatable|readnone|readonly|writeonly)(?=\s|$)")
@@ -141,12 +138,12 @@ def _drop_stale_claims(lines: list[str]) -> list[str]:
     stale: set[str] = set()
     for line in lines:
         if line.startswith("define "):
-            stale.update(_GROUP_REF.findall(line))
+            stale.update(GROUP_REF.findall(line))
         elif _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line) and not line.startswith("  ret"):
-            stale.update(_GROUP_REF.findall(line[line.rfind(")") :]))
+            stale.update(GROUP_REF.findall(line[line.rfind(")") :]))
     out = []
     for line in lines:
-        m = _ATTR_GROUP.match(line)
+        m = ATTRIBUTE_GROUP.match(line)
         if m and m.group(1) in stale:
             body = _STALE_CLAIM.sub("", m.group(2))
             line = f"attributes #{m.group(1)} = {{{body}}}"
@@ -159,25 +156,24 @@ def _setjmp_functions(lines: list[str]) -> set[str]:
 
     A value kept in a register is not restored when such a call returns the second time.
     """
-    twice_groups = {m.group(1) for m in map(_ATTR_GROUP.match, lines) if m and "returns_twice" in m.group(2)}
+    twice_groups = {m.group(1) for m in map(ATTRIBUTE_GROUP.match, lines) if m and "returns_twice" in m.group(2)}
     twice_names = set(_RETURNS_TWICE_NAMES)
     for line in lines:
-        if line.startswith("declare ") and set(_GROUP_REF.findall(line)) & twice_groups:
-            m = _CALLEE.search(line.replace("declare ", "call ", 1))
-            if m:
-                twice_names.add(m.group(1).strip('"'))
+        if line.startswith("declare ") and set(GROUP_REF.findall(line)) & twice_groups:
+            name = defined_name(line)
+            if name is not None:
+                twice_names.add(name)
     out: set[str] = set()
     function = None
     for line in lines:
         if line.startswith("define "):
-            m = _CALLEE.search(line.replace("define ", "call ", 1))
-            function = m.group(1).strip('"') if m else None
+            function = defined_name(line)
         elif line == "}":
             function = None
         elif function is not None and line.startswith("  ") and ("call " in line or "invoke " in line):
-            m = _CALLEE.search(line)
+            m = CALLEE.search(line)
             calls_twice = m is not None and m.group(1).strip('"') in twice_names
-            if calls_twice or set(_GROUP_REF.findall(line[line.rfind(")") :])) & twice_groups:
+            if calls_twice or set(GROUP_REF.findall(line[line.rfind(")") :])) & twice_groups:
                 out.add(function)
     return out
 
