@@ -27,7 +27,7 @@ from cbuild.errors import (
 )
 from cbuild.execute import RunResult, run_program
 from cbuild.library import Library
-from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, default_registry
+from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, Param, Runtime, default_registry
 from cbuild.options import BuildOptions
 
 __all__ = [
@@ -48,9 +48,11 @@ __all__ = [
     "LinkError",
     "Metric",
     "ModelRegistry",
+    "Param",
     "ProgramCrashed",
     "ProgramTimeout",
     "RunResult",
+    "Runtime",
     "SignatureError",
     "ToolchainError",
     "default_registry",

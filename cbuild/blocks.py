@@ -168,6 +168,8 @@ class ParsedBlock:
     calls: bool = False
     #: Ends in a ``musttail`` call, which nothing may separate from its ``ret``.
     musttail: bool = False
+    #: Index of the block's first instruction line.
+    first_line: int = 0
 
 
 @dataclass
@@ -300,7 +302,7 @@ def parse_module(text: str) -> ParsedModule:
             continue
         if _INSTR.match(line):
             if current is None:
-                current = ParsedBlock(function, index, 0, None, label=pending_label or entry_label)
+                current = ParsedBlock(function, index, 0, None, label=pending_label or entry_label, first_line=index)
                 blocks.append(current)
                 in_leading = True
                 pending_label = ""

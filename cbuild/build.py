@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cbuild import codegen
+from cbuild import codegen, dynamic
 from cbuild.blocks import BlockTable
 from cbuild.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
 from cbuild.compile import compile_unit
 from cbuild.errors import CBuildError, InstrumentError, LinkError
 from cbuild.instrument import instrument
+from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.options import BuildOptions, language_of
 from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 
@@ -47,7 +48,8 @@ def engine_digest() -> str:
     """Identity of this engine's own code (instrumenter, placement, runtime): part of every artifact key,
     so that a new version of the engine never reuses an artifact built by an older one."""
     here = Path(__file__).parent
-    return digest(*(file_digest(p) for p in sorted([*here.glob("*.py"), RUNTIME_SOURCE])))
+    files = [*here.rglob("*.py"), *here.glob("runtime/*.c"), *here.glob("machines/*.toml")]
+    return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
 
 
 def _stderr_progress(message: str) -> None:
@@ -67,6 +69,11 @@ class Artifact:
     key: str
     instrumented: bool
     fingerprint: dict[str, str]
+
+    def models(self) -> dict[str, Any]:
+        """Model name -> {"analysis": static document, "results": [offset, count]} for this build."""
+        doc: dict[str, Any] = self.metadata().get("models", {})
+        return doc
 
     def metadata(self) -> dict[str, Any]:
         """The sidecar document: block table and exported function signatures (read once per process)."""
@@ -100,9 +107,17 @@ class Builder:
         *,
         options: BuildOptions | None = None,
         kind: str = "program",
+        models: Sequence[CostModel] = (),
     ) -> Artifact:
-        """Build (or find in the cache) a program or shared library from ``sources``."""
+        """Build (or find in the cache) a program or shared library from ``sources``.
+
+        ``models`` run their static phase on the build, and their dynamic phases are
+        linked into it (instrumented builds only).
+        """
         options = options or BuildOptions()
+        names = [m.name for m in models]
+        if len(set(names)) != len(names):
+            raise ModelError(f"each cost model can be active once, got {', '.join(names)}")
         if kind not in ("program", "library"):
             raise CBuildError(f"kind must be 'program' or 'library', not {kind!r}")
         if not sources:
@@ -118,6 +133,7 @@ class Builder:
             kind,
             *options.key_parts(),
             engine_digest(),
+            *(f"{k}={v}" for model in models for k, v in model.key_params()),
             *(u.key for u in units),
         )
         suffix = ".so" if kind == "library" else ""
@@ -134,7 +150,11 @@ class Builder:
             modules = [codegen.parse(u.ir_path.read_text(), name=str(u.source)) for u in units]
             linked = codegen.link(modules)
             linked_text = str(linked)
-            result = instrument(linked_text, build_id=key, counting=options.instrument, placement=options.placement)
+            active = list(models) if options.instrument else []
+            events = frozenset(e for model in active for e in model.events)
+            result = instrument(
+                linked_text, build_id=key, counting=options.instrument, placement=options.placement, events=events
+            )
             tm = codegen.target_machine(self.toolchain.triple, options.speed_level)
             try:
                 module = codegen.parse(result.text, name="instrumented")
@@ -143,25 +163,59 @@ class Builder:
                     raise
                 # Edge counters need new blocks on some edges; should LLVM refuse one,
                 # one counter per block still counts the same.
-                result = instrument(linked_text, build_id=key, counting=options.instrument, placement="blocks")
+                result = instrument(
+                    linked_text, build_id=key, counting=options.instrument, placement="blocks", events=events
+                )
                 module = codegen.parse(result.text, name="instrumented")
             codegen.optimise(module, tm, options.speed_level)
             obj = codegen.emit_object(module, tm)
+            analyses, models_object = self._models(active, result.table, linked_text, options)
             cxx = "c++" in languages
-            self._link(obj, binary, kind=kind, cxx=cxx, options=options)
-            sidecar = {"table": result.table.to_json(), "signatures": codegen.signatures(linked, linked_text)}
+            self._link(obj, binary, kind=kind, cxx=cxx, options=options, extra=[models_object])
+            sidecar = {
+                "table": result.table.to_json(),
+                "signatures": codegen.signatures(linked, linked_text),
+                "models": analyses,
+            }
             atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
         return artifact
 
+    def _models(
+        self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions
+    ) -> tuple[dict[str, Any], Path]:
+        """Static phases of the models, and the object of their dynamic phases."""
+        view = BuildView(table, ir, opt_level=options.speed_level)
+        analyses: dict[str, Any] = {}
+        runtimes = []
+        for model in models:
+            try:
+                analysis = model.analyse(view)
+                runtime = model.runtime(analysis)
+            except CBuildError as exc:
+                raise ModelError(f"cost model {model.name!r}: {exc}") from exc
+            analyses[model.name] = {"analysis": analysis}
+            if runtime is not None:
+                runtimes.append((model.name, runtime, model.events))
+        code, layout = dynamic.source(runtimes)
+        for name, slot in layout.slots.items():
+            analyses[name]["results"] = list(slot)
+        return analyses, self._compile_c(code, "models")
+
     def _runtime_object(self) -> Path:
-        key = digest(self.toolchain.identity, file_digest(RUNTIME_SOURCE))
+        return self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")
+
+    def _compile_c(self, code: str, what: str) -> Path:
+        """An object file for C source of the plugin's own (cached by content)."""
+        key = digest(self.toolchain.identity, digest(code))
         obj = self.cache.path("rt", key, ".o")
         if obj.exists():
             return obj
         with self.cache.lock("rt", key), tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
             if obj.exists():  # built by another process while we waited for the lock
                 return obj
-            out = Path(tmp) / "rt.o"
+            src = Path(tmp) / f"{what}.c"
+            src.write_text(code)
+            out = Path(tmp) / f"{what}.o"
             cmd = [
                 *self.toolchain.cc,
                 "-target",
@@ -171,17 +225,19 @@ class Builder:
                 "-fPIC",
                 "-std=c11",
                 "-D_POSIX_C_SOURCE=200809L",
-                str(RUNTIME_SOURCE),
+                str(src),
                 "-o",
                 str(out),
             ]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
-                raise LinkError(f"compiling the instrbudget runtime failed:\n{proc.stderr}")
+                raise LinkError(f"compiling the instrbudget {what} failed:\n{proc.stderr}")
             atomic_write(obj, out.read_bytes())
         return obj
 
-    def _link(self, obj: bytes, out: Path, *, kind: str, cxx: bool, options: BuildOptions) -> None:
+    def _link(
+        self, obj: bytes, out: Path, *, kind: str, cxx: bool, options: BuildOptions, extra: Sequence[Path] = ()
+    ) -> None:
         tc = self.toolchain
         runtime = self._runtime_object()
         marker = self.cache.root / f"libcxx-ready-{digest(tc.identity)}"
@@ -196,7 +252,7 @@ class Builder:
             obj_path.write_bytes(obj)
             tmp_out = Path(tmp) / ("out.so" if kind == "library" else "out")
             driver = tc.cxx if cxx else tc.cc
-            cmd = [*driver, "-target", tc.triple, str(obj_path), str(runtime), "-o", str(tmp_out)]
+            cmd = [*driver, "-target", tc.triple, str(obj_path), str(runtime), *map(str, extra), "-o", str(tmp_out)]
             if kind == "library":
                 cmd.append("-shared")
             cmd += ["-lm", *options.ldflags]

@@ -7,6 +7,11 @@ import json
 import shlex
 import shutil
 import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,8 +19,10 @@ from cbuild.build import Builder
 from cbuild.demangle import demangle
 from cbuild.errors import CBuildError
 from cbuild.execute import run_program
-from cbuild.models import default_registry
+from cbuild.machine import builtin_machines, load_machine
+from cbuild.models import CostModel, default_registry
 from cbuild.options import OPT_LEVELS, BuildOptions
+from cbuild.riscv import parse_assembly
 
 
 def _add_build_flags(p: argparse.ArgumentParser) -> None:
@@ -56,7 +63,41 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print a JSON document instead of the summary")
     run.add_argument("--top", type=int, default=10, help="functions to list (default 10)")
     run.add_argument("--timeout", type=float, default=None, help="seconds before the program is killed")
+    run.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME[:KEY=VALUE,...]",
+        help="cost model to report (repeatable; default ir-count), e.g. --model pipeline:machine=rocket",
+    )
+    pipe = sub.add_parser(
+        "pipeline",
+        help="estimate the cycles of one straight-line block of RISC-V assembly with a pipeline machine",
+    )
+    pipe.add_argument("file", type=Path, help="RISC-V assembly (.s), read as one straight-line block")
+    pipe.add_argument("--machine", default="inorder5", help=f"{', '.join(builtin_machines())} or a .toml description")
+    pipe.add_argument("--timeline", action="store_true", help="show when each instruction issues and completes")
     return top
+
+
+def _cmd_pipeline(args: argparse.Namespace) -> int:
+    machine = load_machine(args.machine)
+    try:
+        text = args.file.read_text()
+    except OSError as exc:
+        raise CBuildError(f"cannot read {args.file}: {exc.strerror}") from None
+    instrs = parse_assembly(text)
+    cycles = machine.estimate(instrs)
+    if args.timeline:
+        timings = machine.timeline(instrs)
+        width = len(str(max((done for _, done in timings), default=0)))
+        print(f"{'issue':>{max(width, 5)}}  {'done':>{max(width, 4)}}  instruction")
+        lines = text.splitlines()
+        for instr, (issue, done) in zip(instrs, timings, strict=True):
+            source = lines[instr.line - 1].split("#", 1)[0].strip()
+            print(f"{issue:>{max(width, 5)}}  {done:>{max(width, 4)}}  {source}")
+    print(f"{cycles} cycles ({len(instrs)} instructions on {machine.name})")
+    return 0
 
 
 def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
@@ -74,8 +115,30 @@ def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
     return 0
 
 
+def _models(specs: list[str]) -> list[CostModel]:
+    """Models from ``NAME[:KEY=VALUE,...]`` (values are read as TOML values, else as strings)."""
+    registry = default_registry()
+    out: list[CostModel] = []
+    for spec in specs or ["ir-count"]:
+        name, _, rest = spec.partition(":")
+        if any(m.name == name for m in out):
+            raise CBuildError(f"--model {name} is given twice; a model can be active once")
+        params: dict[str, object] = {}
+        for item in filter(None, rest.split(",")):
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise CBuildError(f"--model {spec}: expected KEY=VALUE, got {item!r}")
+            try:
+                params[key] = tomllib.loads(f"v = {value}")["v"]
+            except tomllib.TOMLDecodeError:
+                params[key] = value
+        out.append(registry.create(name, params, root=Path.cwd()))
+    return out
+
+
 def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]) -> int:
-    artifact = builder.build(args.sources, options=_options(args), kind="program")
+    models = _models(args.model)
+    artifact = builder.build(args.sources, options=_options(args), kind="program", models=models)
     result = run_program(
         artifact, program_args, input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(), timeout=args.timeout
     )
@@ -85,18 +148,22 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
     sys.stderr.flush()
     if result.counts is None:
         return result.returncode
-    model = default_registry().create("ir-count")
-    (cost,) = model.evaluate(result.counts)
+    costs = [cost for model in models for cost in model.evaluate(result.counts)]
     if args.json:
         doc = {
             "returncode": result.returncode,
             "fingerprint": artifact.fingerprint,
-            "metric": cost.metric,
-            "total": cost.total,
-            "functions": dict(sorted(cost.functions.items())),
+            # The first model's headline metric, then every metric.
+            "metric": costs[0].metric,
+            "total": costs[0].total,
+            "functions": dict(sorted(costs[0].functions.items())),
+            "metrics": {
+                cost.metric: {"total": cost.total, "functions": dict(sorted(cost.functions.items()))} for cost in costs
+            },
         }
         print(json.dumps(doc, indent=2))
-    else:
+        return result.returncode
+    for cost in costs:
         print(f"\n{cost.metric}: {cost.total}", file=sys.stderr)
         top = [(demangle(name), value) for name, value in cost.top_functions(args.top)]
         width = max((len(name) for name, _ in top), default=0)
@@ -115,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, program_args = argv[:cut], argv[cut + 1 :]
     args = parser().parse_args(argv)
     try:
+        if args.command == "pipeline":
+            return _cmd_pipeline(args)
         builder = Builder(cache_dir=args.cache_dir, clang=args.clang)
         if args.command == "build":
             return _cmd_build(args, builder)

@@ -11,7 +11,7 @@ from cbuild.errors import InstrumentError
 
 
 @functools.cache
-def _initialise() -> None:
+def initialise() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_asmparser()  # inline assembly is parsed while emitting objects
@@ -19,7 +19,7 @@ def _initialise() -> None:
 
 def parse(text: str, *, name: str) -> llvm.ModuleRef:
     """Parse and verify IR text; errors name the module."""
-    _initialise()
+    initialise()
     try:
         module = llvm.parse_assembly(text)
         module.verify()
@@ -71,7 +71,7 @@ def check_table(module: llvm.ModuleRef, table: BlockTable) -> None:
 
 def target_machine(triple: str, opt_level: int) -> llvm.TargetMachine:
     """A position-independent target machine for ``triple`` (generic CPU: same code everywhere)."""
-    _initialise()
+    initialise()
     target = llvm.Target.from_triple(triple)
     return target.create_target_machine(opt=opt_level, reloc="pic", codemodel="default")
 

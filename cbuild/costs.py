@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cbuild.blocks import BlockTable
 
@@ -14,10 +15,29 @@ class BlockCounts:
 
     table: BlockTable
     counts: tuple[int, ...]
+    #: Model name -> its static phase's document for this artifact.
+    analyses: Mapping[str, Any] = field(default_factory=dict)
+    #: Model name -> the numbers its dynamic phase reported for this execution.
+    results: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.counts) != len(self.table):
             raise ValueError(f"{len(self.counts)} counters for a table of {len(self.table)} blocks")
+
+    def analysis(self, model: str) -> Mapping[str, Any]:
+        """A model's static document (empty if the artifact was built without it)."""
+        doc: Mapping[str, Any] = self.analyses.get(model, {})
+        return doc
+
+    def results_of(self, model: str) -> tuple[int, ...]:
+        """A model's dynamic results; an error if the artifact was built without the model."""
+        try:
+            return self.results[model]
+        except KeyError:
+            raise ValueError(
+                f"this artifact was built without the dynamic phase of cost model {model!r}; "
+                "build it with the model active"
+            ) from None
 
 
 @dataclass(frozen=True)

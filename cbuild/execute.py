@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cbuild.blocks import BlockTable
 from cbuild.build import Artifact
@@ -22,7 +23,7 @@ COUNTS_ENV = "INSTRBUDGET_COUNTS"
 #: whatever the caller's (or pytest-xdist's) variables are.
 DEFAULT_ENV = {"LC_ALL": "C", "PATH": "/usr/local/bin:/usr/bin:/bin"}
 _ADDR_NO_RANDOMIZE = 0x0040000
-_MAGIC = b"instrbudget-counts 1 "
+_MAGIC = b"instrbudget-counts 2 "
 
 
 def _disable_aslr() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -32,23 +33,42 @@ def _disable_aslr() -> None:  # pragma: no cover - runs in the child between for
         libc.personality(current | _ADDR_NO_RANDOMIZE)
 
 
-def read_counts(path: Path, *, build_id: str, table: BlockTable) -> tuple[BlockCounts, int]:
-    """Parse a counts file; returns the counts and the program's running total."""
+def split_results(models: Mapping[str, Any], raw: Sequence[int]) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
+    """Each model's static document and its slice of the dynamic phases' results."""
+    analyses = {name: doc.get("analysis", {}) for name, doc in models.items()}
+    results = {}
+    for name, doc in models.items():
+        if "results" in doc:
+            offset, count = doc["results"]
+            results[name] = tuple(raw[offset : offset + count])
+    return analyses, results
+
+
+def read_counts(
+    path: Path, *, build_id: str, table: BlockTable, models: Mapping[str, Any] | None = None
+) -> tuple[BlockCounts, int]:
+    """Parse a counts file; returns the counts and the program's running total.
+
+    ``models`` is the artifact's model metadata (:meth:`Artifact.models`).
+    """
     data = path.read_bytes()
     newline = data.find(b"\n")
     if not data.startswith(_MAGIC) or newline < 0:
         raise ExecutionError(f"{path} is not an instrbudget counts file")
     fields = data[len(_MAGIC) : newline].decode().split()
-    if len(fields) != 3:
+    if len(fields) != 4:
         raise ExecutionError(f"{path}: malformed counts header")
-    got_id, ncounters, total = fields[0], int(fields[1]), int(fields[2])
+    got_id, ncounters, total, nresults = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
     if got_id != build_id:
         raise ExecutionError(f"{path} was written by build {got_id}, expected {build_id}")
     raw = data[newline + 1 :]
-    if len(raw) != 8 * ncounters or ncounters != table.counters:
-        raise ExecutionError(f"{path}: expected {table.counters} counters, found {len(raw) // 8}")
+    if len(raw) != 8 * (ncounters + nresults) or ncounters != table.counters:
+        raise ExecutionError(
+            f"{path}: expected {table.counters} counters and {nresults} results, found {len(raw)} bytes"
+        )
     view = memoryview(raw).cast("Q")
-    return BlockCounts(table, table.block_counts(view)), total
+    analyses, results = split_results(models or {}, view[ncounters:].tolist())
+    return BlockCounts(table, table.block_counts(view[:ncounters]), analyses, results), total
 
 
 @dataclass(frozen=True)
@@ -119,7 +139,7 @@ def run_program(
                     f"{proc.stderr.decode(errors='replace')[-4000:]}"
                 )
             table = table or artifact.table()
-            counts, total = read_counts(counts_path, build_id=artifact.key, table=table)
+            counts, total = read_counts(counts_path, build_id=artifact.key, table=table, models=artifact.models())
             expected = sum(c * s for c, s in zip(counts.counts, table.sizes, strict=True))
             if expected != total:
                 raise ExecutionError(

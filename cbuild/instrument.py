@@ -25,6 +25,30 @@ TOTAL = "__instrbudget_total"
 NCOUNTERS = "__instrbudget_ncounters"
 PLACEMENTS = ("edges", "blocks")
 BUILD_ID = "__instrbudget_build_id"
+BLOCK_HOOK = "__instrbudget_block"
+ACCESS_HOOK = "__instrbudget_access"
+#: Run-time events the instrumenter can report to cost models' dynamic phases.
+EVENTS = ("blocks", "memory")
+# The hooks touch only the runtime's own state: the optimiser may keep the program's
+# values in registers across them, so the program's code stays as it was.
+_HOOK_ATTRS = "nounwind willreturn memory(inaccessiblemem: readwrite)"
+_MEMORY_OP = re.compile(r"^  (?:%[-\w.$\"]+ = )?(load|store|atomicrmw|cmpxchg) (.*)$")
+_MEM_INTRINSIC = re.compile(
+    r"^  (?:tail |notail )?call void @llvm\.(memcpy|memmove|memset)(?:\.inline)?\.[\w.]+\((.*)\)"
+)
+_SCALAR_BYTES = {
+    "i1": 1,
+    "i8": 1,
+    "i16": 2,
+    "i32": 4,
+    "i64": 8,
+    "i128": 16,
+    "ptr": 8,
+    "half": 2,
+    "float": 4,
+    "double": 8,
+}
+_VECTOR = re.compile(r"^<(\d+) x (\w+)>$")
 _PREFIX = "%__ib."
 _ACC = "%__ib.acc"
 _FLUSH_POINT = re.compile(
@@ -45,14 +69,97 @@ class Instrumented:
     table: BlockTable
 
 
-def _globals(n: int, build_id: str) -> list[str]:
+def _globals(n: int, build_id: str, events: frozenset[str]) -> list[str]:
     data = build_id.encode()
-    return [
+    out = [
         f"@{COUNTERS} = hidden global [{max(n, 1)} x i64] zeroinitializer, align 64",
         f"@{TOTAL} = hidden global i64 0, align 64",
         f"@{NCOUNTERS} = hidden constant i64 {n}, align 8",
         f'@{BUILD_ID} = hidden constant [{len(data) + 1} x i8] c"{data.decode()}\\00", align 1',
     ]
+    if "blocks" in events:
+        out.append(f"declare hidden void @{BLOCK_HOOK}(i32) {_HOOK_ATTRS}")
+    if "memory" in events:
+        out.append(f"declare hidden void @{ACCESS_HOOK}(ptr, i64, i32) {_HOOK_ATTRS}")
+    return out
+
+
+def split_operands(text: str) -> list[str]:
+    """Split an IR operand list at commas outside brackets and quotes."""
+    out, depth, start, quoted = [], 0, 0, False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return out
+
+
+def _bytes_of(ir_type: str) -> int:
+    """Size of a loaded or stored type (aggregates count as 8 bytes: the page is what matters)."""
+    if ir_type in _SCALAR_BYTES:
+        return _SCALAR_BYTES[ir_type]
+    m = _VECTOR.match(ir_type)
+    if m and m.group(2) in _SCALAR_BYTES:
+        return int(m.group(1)) * _SCALAR_BYTES[m.group(2)]
+    return 8
+
+
+def _pointer(operand: str) -> str | None:
+    """The value of a ``ptr X`` operand (``ptr noundef align 4 X`` too); None for other address spaces."""
+    if not operand.startswith("ptr "):
+        return None
+    words = operand[4:].split(" ")
+    while (words and words[0] in ("noundef", "nonnull", "noalias", "readonly", "writeonly", "align")) or (
+        words and words[0].isdigit()
+    ):
+        words = words[1:]
+    return " ".join(words) or None
+
+
+def _access_code(line: str) -> list[str]:
+    """Calls reporting the memory a line loads or stores, placed before it."""
+    hooks: list[tuple[str, str, int]] = []  # (pointer, size, is_store)
+    m = _MEMORY_OP.match(line)
+    if m is not None:
+        op, rest = m.group(1), m.group(2)
+        for word in ("atomic ", "volatile "):
+            rest = rest.removeprefix(word)
+        ops = split_operands(rest.split(", !", 1)[0])
+        if op == "load" and len(ops) >= 2:
+            ptr = _pointer(ops[1])
+            if ptr is not None:
+                hooks.append((ptr, str(_bytes_of(ops[0])), 0))
+        elif op == "store" and len(ops) >= 2:
+            ptr = _pointer(ops[1])
+            if ptr is not None:
+                hooks.append((ptr, str(_bytes_of(ops[0].rsplit(" ", 1)[0])), 1))
+        elif op in ("atomicrmw", "cmpxchg"):
+            first = split_operands(rest.split(" ", 1)[1] if op == "atomicrmw" else rest)[0]
+            ptr = _pointer(first)
+            if ptr is not None:
+                hooks.append((ptr, "8", 1))
+    else:
+        m = _MEM_INTRINSIC.match(line)
+        if m is not None:
+            ops = split_operands(m.group(2))
+            size = ops[2].split(" ")[-1] if len(ops) > 2 and ops[2].startswith("i64 ") else None
+            dst = _pointer(ops[0])
+            if size is not None and dst is not None:
+                if m.group(1) != "memset":
+                    src = _pointer(ops[1])
+                    if src is not None:
+                        hooks.append((src, size, 0))
+                hooks.append((dst, size, 1))
+    return [f"  call void @{ACCESS_HOOK}(ptr {p}, i64 {n}, i32 {w})" for p, n, w in hooks]
 
 
 def _counting_code(counter: int, n: int, weight: int, local: bool) -> list[str]:
@@ -190,12 +297,24 @@ def _flush_code(tag: int) -> list[str]:
     ]
 
 
-def instrument(text: str, *, build_id: str, counting: bool = True, placement: str = "edges") -> Instrumented:
+def instrument(
+    text: str,
+    *,
+    build_id: str,
+    counting: bool = True,
+    placement: str = "edges",
+    events: frozenset[str] = frozenset(),
+) -> Instrumented:
     """Add counting code to ``text`` (LLVM's printing of a whole program's module).
 
     With ``counting=False`` only the globals are added, so that the runtime links
-    and reports zero; the block table is still returned.
+    and reports zero; the block table is still returned. ``events`` adds calls for
+    cost models' dynamic phases: ``blocks`` reports each block before it runs (its
+    number in the table), ``memory`` each load, store and memory intrinsic.
     """
+    unknown = set(events) - set(EVENTS)
+    if unknown:
+        raise InstrumentError(f"unknown instrumentation events {sorted(unknown)}; known: {', '.join(EVENTS)}")
     if _PREFIX in text:
         raise InstrumentError("the module already contains instrbudget counters (instrumented twice?)")
     if not build_id.isalnum():
@@ -210,6 +329,12 @@ def instrument(text: str, *, build_id: str, counting: bool = True, placement: st
     table.counters = len(plan.sites)
     if not counting:
         table, plan = BlockTable(table.blocks, None, 0), Placement()
+        events = frozenset()
+    block_events: dict[int, list[int]] = {}
+    if "blocks" in events:
+        for number, block in enumerate(blocks):
+            block_events.setdefault(block.insert_at, []).append(number)
+    in_body = {i for b in blocks for i in range(b.first_line, b.term_end)} if "memory" in events else set()
     n = len(plan.sites)
     lines = _drop_stale_claims(parsed.lines) if counting else parsed.lines
     in_memory = _setjmp_functions(lines)
@@ -243,7 +368,7 @@ def instrument(text: str, *, build_id: str, counting: bool = True, placement: st
     previous = ""
     for index, line in enumerate(lines):
         if index == first_define:
-            out.extend(_globals(n, build_id))
+            out.extend(_globals(n, build_id, events))
             out.append("")
         if line.startswith("define "):
             function = next(defined, "")
@@ -254,8 +379,12 @@ def instrument(text: str, *, build_id: str, counting: bool = True, placement: st
                 out.append(f"  store i64 0, ptr {_ACC}, align 8")
         for counter in starts.get(index, ()):
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
+        for number in block_events.get(index, ()):
+            out.append(f"  call void @{BLOCK_HOOK}(i32 {number})")
         for counter in ends.get(index, ()):
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
+        if index in in_body:
+            out.extend(_access_code(line))
         # A musttail call must stay right before its ret: flush before the call only.
         after_musttail = line.startswith("  ret") and "musttail call" in previous
         if local and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line) and not after_musttail:
@@ -276,5 +405,5 @@ def instrument(text: str, *, build_id: str, counting: bool = True, placement: st
             previous = line
         out.append(line)
     if first_define == len(lines):
-        out.extend(_globals(n, build_id))
+        out.extend(_globals(n, build_id, events))
     return Instrumented("\n".join(out), table)

@@ -13,6 +13,7 @@ from typing import Any
 from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
 from cbuild.errors import CBuildError, SignatureError
+from cbuild.execute import split_results
 
 _INTS: dict[tuple[str, str], type[Any]] = {
     ("i1", ""): ctypes.c_bool,
@@ -180,6 +181,13 @@ class Library:
         n = self.table.counters
         self._counters = (ctypes.c_uint64 * max(n, 1)).from_address(address)
         self._n = n
+        self._models = artifact.models()
+        results = self._dll.instrbudget_results
+        results.restype = ctypes.c_void_p
+        nresults = self._dll.instrbudget_nresults
+        nresults.restype = ctypes.c_uint64
+        self._nresults = int(nresults())
+        self._results = (ctypes.c_uint64 * max(self._nresults, 1)).from_address(results())
         self._functions: dict[str, Function] = {}
 
     @property
@@ -187,16 +195,22 @@ class Library:
         """Exported functions callable from Python."""
         return sorted(self._signatures)
 
-    def snapshot(self) -> tuple[int, ...]:
-        """The counters as they are now."""
+    def _raw(self) -> tuple[int, ...]:
         return tuple(memoryview(self._counters).cast("B").cast("Q")[: self._n])
 
+    def snapshot(self) -> tuple[int, ...]:
+        """The counters as they are now; the cost models' dynamic phases start afresh."""
+        self._dll.instrbudget_models_reset()
+        return self._raw()
+
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:
-        """Block counts since load, or since a :meth:`snapshot`."""
-        raw = self.snapshot()
+        """Block counts since load, or since a :meth:`snapshot` (dynamic results likewise)."""
+        raw = self._raw()
         if since is not None:
             raw = tuple(a - b for a, b in zip(raw, since, strict=True))
-        return BlockCounts(self.table, self.table.block_counts(raw))
+        self._dll.instrbudget_models_finish()
+        analyses, results = split_results(self._models, list(self._results)[: self._nresults])
+        return BlockCounts(self.table, self.table.block_counts(raw), analyses, results)
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("_"):

@@ -127,6 +127,8 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
                     raise ConfigError(f"{where}: unknown cost model {name!r}; known models: {', '.join(known_models)}")
             if not names:
                 raise ConfigError(f"{where}: at least one cost model is needed")
+            if len(set(names)) != len(names):
+                raise ConfigError(f"{where}: a cost model is listed twice in {list(names)}")
             kwargs[key] = names
         elif key == "clang":
             if not isinstance(value, str) or not value:

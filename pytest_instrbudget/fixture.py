@@ -115,7 +115,7 @@ class CBuild:
             opt_level=str(opt_level) if opt_level is not None else o.opt_level,
         )
         paths = [self._base / s for s in sources]
-        return self._builder.build(paths, options=options, kind=kind)
+        return self._builder.build(paths, options=options, kind=kind, models=self._models)
 
     def library(
         self,

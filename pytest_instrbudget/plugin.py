@@ -92,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
         run = _run_options(config)
         settings = load_settings(config.rootpath, known_models=registry.names)
         for name in run.models:
-            registry.create(name)
+            registry.model_class(name)
         note = None
         try:
             baseline = Baseline.load(settings.baseline)

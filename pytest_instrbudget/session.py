@@ -65,8 +65,10 @@ class BudgetSession:
         self.run = run
         self.registry = registry
         names = run.models or settings.models
-        self.models: list[CostModel] = [registry.create(name, settings.model_params.get(name, {})) for name in names]
-        self.all_keywords = {m.keyword: name for name in registry.names for m in registry.create(name).metrics}
+        self.models: list[CostModel] = [
+            registry.create(name, settings.model_params.get(name, {}), root=settings.root) for name in names
+        ]
+        self.all_keywords = registry.keywords()
         self.baseline = baseline
         self.builder = builder
         #: Said in the summary, e.g. that a damaged baseline is being rewritten.

@@ -70,7 +70,7 @@ def test_cli_build_without_instrumentation_runs_plainly(tmp_path: Path) -> None:
     run = subprocess.run([str(tmp_path / "plain"), "3"], capture_output=True, env=env, check=True)
     assert run.stdout == b"3\n"
     header = (tmp_path / "counts.bin").read_bytes().split(b"\n", 1)[0].split()
-    assert header[3:] == [b"0", b"0"]  # no counters, nothing counted
+    assert header[3:] == [b"0", b"0", b"0"]  # no counters, nothing counted, no model results
 
 
 def test_cli_compile_error_exits_2_with_diagnostic(tmp_path: Path) -> None:

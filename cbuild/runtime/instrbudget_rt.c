@@ -5,9 +5,11 @@
  * exits (normally or through a fatal signal) to the file named by the
  * INSTRBUDGET_COUNTS environment variable.
  *
- * File format: the ASCII line "instrbudget-counts 1 <build-id> <ncounters> <total>\n"
- * followed by <ncounters> native-endian unsigned 64-bit counters. Block counts
- * follow from the counters through the artifact's block table.
+ * File format: the ASCII line
+ * "instrbudget-counts 2 <build-id> <ncounters> <total> <nresults>\n"
+ * followed by <ncounters> native-endian unsigned 64-bit counters, then the
+ * <nresults> numbers of the cost models' dynamic phases (see cbuild/dynamic.py).
+ * Block counts follow from the counters through the artifact's block table.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +22,11 @@ extern uint64_t __instrbudget_counters[];
 extern uint64_t __instrbudget_total;
 extern const uint64_t __instrbudget_ncounters;
 extern const char __instrbudget_build_id[];
+/* Defined by the build's generated cost-model unit (cbuild/dynamic.py). */
+extern uint64_t __instrbudget_results[];
+extern const uint64_t __instrbudget_nresults;
+void __instrbudget_models_reset(void);
+void __instrbudget_models_finish(void);
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -27,6 +34,10 @@ EXPORT uint64_t *instrbudget_counters(void) { return __instrbudget_counters; }
 EXPORT uint64_t *instrbudget_total(void) { return &__instrbudget_total; }
 EXPORT uint64_t instrbudget_ncounters(void) { return __instrbudget_ncounters; }
 EXPORT const char *instrbudget_build_id(void) { return __instrbudget_build_id; }
+EXPORT uint64_t *instrbudget_results(void) { return __instrbudget_results; }
+EXPORT uint64_t instrbudget_nresults(void) { return __instrbudget_nresults; }
+EXPORT void instrbudget_models_reset(void) { __instrbudget_models_reset(); }
+EXPORT void instrbudget_models_finish(void) { __instrbudget_models_finish(); }
 
 static const char *dump_path;
 static volatile sig_atomic_t dumped;
@@ -40,10 +51,21 @@ static size_t put_u64(char *out, uint64_t v) {
 }
 
 /* Only async-signal-safe calls: this also runs from fatal signal handlers. */
+static int write_all(int fd, const void *data, size_t left) {
+    const char *p = (const char *)data;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w <= 0) return -1;
+        p += w;
+        left -= (size_t)w;
+    }
+    return 0;
+}
+
 static void dump(void) {
     char header[512];
     size_t len = 0, idlen = strlen(__instrbudget_build_id);
-    const char *magic = "instrbudget-counts 1 ";
+    const char *magic = "instrbudget-counts 2 ";
     int fd;
     if (dumped || dump_path == NULL) return;
     dumped = 1;
@@ -56,19 +78,15 @@ static void dump(void) {
     len += put_u64(header + len, __instrbudget_ncounters);
     header[len++] = ' ';
     len += put_u64(header + len, __instrbudget_total);
+    header[len++] = ' ';
+    len += put_u64(header + len, __instrbudget_nresults);
     header[len++] = '\n';
+    __instrbudget_models_finish();
     fd = open(dump_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return;
-    if (write(fd, header, len) == (ssize_t)len) {
-        const char *p = (const char *)__instrbudget_counters;
-        size_t left = (size_t)__instrbudget_ncounters * sizeof(uint64_t);
-        while (left > 0) {
-            ssize_t w = write(fd, p, left);
-            if (w <= 0) break;
-            p += w;
-            left -= (size_t)w;
-        }
-    }
+    if (write_all(fd, header, len) == 0 &&
+        write_all(fd, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t)) == 0)
+        write_all(fd, __instrbudget_results, (size_t)__instrbudget_nresults * sizeof(uint64_t));
     close(fd);
 }
 

@@ -1,0 +1,166 @@
+"""The cost-model interface: what every model, built-in or third-party, implements.
+
+A model has
+
+* a **static phase**, :meth:`CostModel.analyse`, run once per build on the
+  program's IR (and, if it asks, its RISC-V code); its JSON result is cached with
+  the build;
+* an optional **dynamic phase**, :meth:`CostModel.runtime`: C code linked into the
+  program that sees every executed block and/or memory access in execution order,
+  for effects that are not additive (pipeline state, paging). Additive models have
+  none and cost nothing at run time beyond the block counters;
+* :meth:`CostModel.evaluate`, which turns block counts (and the dynamic phase's
+  results) into one :class:`~cbuild.costs.Cost` per metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cbuild.blocks import BlockTable
+from cbuild.costs import BlockCounts, Cost, weighted_cost
+from cbuild.errors import CBuildError
+from cbuild.lowering import LoweredBlock, lower_blocks
+
+#: Run-time events a dynamic phase can ask for.
+BLOCKS = "blocks"
+MEMORY = "memory"
+EVENTS = (BLOCKS, MEMORY)
+
+
+class ModelError(CBuildError):
+    """A cost model is unknown, misconfigured or failed."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A number a model reports, and the marker keyword that limits it."""
+
+    name: str
+    unit: str
+    keyword: str
+
+
+@dataclass(frozen=True)
+class Param:
+    """One configuration key of a model (``[tool.instrbudget.<model>] key = value``).
+
+    ``check`` turns the raw TOML value into the value the model uses, or raises
+    ValueError with a message saying what is accepted.
+    """
+
+    default: Any
+    help: str
+    check: Callable[[Any], Any] | None = None
+
+
+def integer(low: int, high: int | None = None) -> Callable[[Any], int]:
+    """A ``check`` for an integer in ``[low, high]``."""
+
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+            bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
+            raise ValueError(f"expected an integer {bounds}, got {value!r}")
+        return value
+
+    return check
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The dynamic phase: C code linked into instrumented programs and libraries.
+
+    ``source`` defines four static functions, called in execution order:
+    ``model_block(uint32_t block)`` before each block runs (if the model's
+    :attr:`CostModel.events` has ``blocks``), ``model_access(uintptr_t address,
+    uint64_t size, uint32_t is_store)`` before each load and store (with
+    ``memory``), ``model_reset(void)`` when a
+    measurement starts, and ``model_finish(uint64_t *out)``, which writes
+    ``results`` numbers that :meth:`CostModel.evaluate` reads. Every model's source
+    goes into one translation unit: prefix other static names with the model's.
+    """
+
+    source: str
+    results: int
+
+
+class BuildView:
+    """What the static phase sees of one build."""
+
+    def __init__(self, table: BlockTable, ir: str, *, opt_level: int) -> None:
+        self.table = table
+        #: The program's linked module as LLVM prints it, before instrumentation.
+        self.ir = ir
+        #: The optimisation level code is generated at (0-3).
+        self.opt_level = opt_level
+        self._lowered: dict[str, list[LoweredBlock]] = {}
+
+    def riscv(self, target: str) -> list[LoweredBlock]:
+        """The RISC-V code of each block, in table order (lowered once per target and build)."""
+        if target not in self._lowered:
+            self._lowered[target] = lower_blocks(self.ir, target=target, opt_level=self.opt_level)
+        return self._lowered[target]
+
+
+class CostModel:
+    """One way of costing an execution. Subclass it and register the class through the
+    ``instrbudget_cost_models`` hook (:mod:`cbuild.hookspecs`)."""
+
+    #: Name used in ``models = [...]``, ``--instrbudget-model`` and ``[tool.instrbudget.<name>]``.
+    name: ClassVar[str]
+    #: The metrics this model reports; the first is its headline metric.
+    metrics: ClassVar[tuple[Metric, ...]]
+    #: The configuration schema: key -> :class:`Param`.
+    params: ClassVar[Mapping[str, Param]] = {}
+    #: Change it when the model's results change for the same inputs: part of build keys.
+    version: ClassVar[str] = "1"
+    #: Run-time events the dynamic phase needs reported: ``blocks``, ``memory``.
+    events: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, params: Mapping[str, Any] | None = None, *, root: Path | None = None) -> None:
+        #: The project directory, for parameters that name files.
+        self.root = root
+        given = dict(params or {})
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            accepted = ", ".join(sorted(self.params)) or "none"
+            raise ModelError(f"[tool.instrbudget.{self.name}] has an unknown key {unknown[0]!r}; accepted: {accepted}")
+        self.config: dict[str, Any] = {}
+        for key, param in self.params.items():
+            value = given.get(key, param.default)
+            if key in given and param.check is not None:
+                try:
+                    value = param.check(value)
+                except ValueError as exc:
+                    raise ModelError(f"[tool.instrbudget.{self.name}] {key}: {exc}") from None
+            self.config[key] = value
+        self.configure()
+
+    def configure(self) -> None:
+        """Check parameters together and prepare (after :attr:`config` is set)."""
+
+    def key_params(self) -> tuple[tuple[str, str], ...]:
+        """What changes the model's results: part of build keys and the baseline fingerprint."""
+        parts = [(f"{self.name}.version", self.version)]
+        parts += [(f"{self.name}.{k}", repr(v)) for k, v in sorted(self.config.items())]
+        return tuple(parts)
+
+    def analyse(self, build: BuildView) -> dict[str, Any]:
+        """Static phase: per-block facts, as a JSON document cached with the build."""
+        return {}
+
+    def runtime(self, analysis: Mapping[str, Any]) -> Runtime | None:
+        """Dynamic phase: C code for instrumented binaries, or None for an additive model."""
+        return None
+
+    def block_costs(self, table: BlockTable, analysis: Mapping[str, Any]) -> Sequence[int]:
+        """An additive model's cost per block, in table order."""
+        raise NotImplementedError(f"cost model {self.name!r} implements neither block_costs nor evaluate")
+
+    def evaluate(self, counts: BlockCounts) -> list[Cost]:
+        """Costs of an execution, one per metric (additive models need only :meth:`block_costs`)."""
+        costs = self.block_costs(counts.table, counts.analysis(self.name))
+        return [weighted_cost(self.metrics[0].name, counts, costs)]

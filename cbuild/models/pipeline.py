@@ -1,0 +1,100 @@
+"""The ``pipeline`` model: cycles on an in-order pipeline, by static-dynamic max-plus estimation.
+
+Static phase: the program's IR is compiled for the machine's RISC-V flavour
+(:mod:`cbuild.lowering`); each block's instructions give a max-plus matrix (the
+product of the instructions' matrices in reverse order, :mod:`cbuild.machine`).
+Dynamic phase: the program applies the matrix of every block it executes, in
+execution order, to the resource release-time vector (zeros at the start); the
+metric is the finishing cycle. Details and limits: docs/pipeline-model.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cbuild.cache import file_digest
+from cbuild.costs import BlockCounts, Cost
+from cbuild.machine import Machine, MachineError, load_machine
+from cbuild.models.base import BLOCKS, BuildView, CostModel, Metric, ModelError, Param, Runtime
+from cbuild.models.csource import c_array
+
+RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_model.c"
+
+
+def _machine_name(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a machine name (inorder5, rocket) or a path to a .toml file, got {value!r}")
+    return value
+
+
+class PipelineModel(CostModel):
+    """Finishing cycle of the executed blocks on a single-issue in-order machine."""
+
+    name = "pipeline"
+    events = frozenset({BLOCKS})
+    metrics = (Metric("pipeline_cycles", "cycles", "max_cycles"),)
+    params: ClassVar[Mapping[str, Param]] = {
+        "machine": Param(
+            "inorder5", "a shipped machine (inorder5, rocket) or the path of a TOML description", _machine_name
+        ),
+    }
+
+    def configure(self) -> None:
+        try:
+            self.machine: Machine = load_machine(self.config["machine"], root=self.root)
+        except MachineError as exc:
+            raise ModelError(f"[tool.instrbudget.pipeline] machine: {exc}") from None
+
+    def key_params(self) -> tuple[tuple[str, str], ...]:
+        # A description edited in place must not reuse estimates made from its old text.
+        return (*super().key_params(), ("pipeline.machine_digest", file_digest(self.machine.path)))
+
+    def analyse(self, build: BuildView) -> dict[str, Any]:
+        rows: list[list[Any]] = []
+        estimates: list[int] = []
+        zero = self.machine.initial_state()
+        for block in build.riscv(self.machine.target):
+            matrix = self.machine.block_matrix(block.instructions)
+            rows.append(
+                [
+                    [i, [x for j, v in sorted(row.items()) for x in (j, int(v))]]
+                    for i, row in sorted(matrix.rows.items())
+                ]
+            )
+            estimates.append(self.machine.finish(matrix.apply(zero)))
+        return {
+            "machine": self.machine.name,
+            "resources": len(self.machine.resources),
+            "rows": rows,
+            "estimates": estimates,
+        }
+
+    def runtime(self, analysis: Mapping[str, Any]) -> Runtime:
+        block_rows, targets, row_entries, columns, values = [0], [], [0], [], []
+        widest = 1
+        for block in analysis["rows"]:
+            widest = max(widest, len(block))
+            for target, flat in block:
+                targets.append(target)
+                columns.extend(flat[0::2])
+                values.extend(flat[1::2])
+                row_entries.append(len(columns))
+            block_rows.append(len(targets))
+        source = "".join(
+            [
+                f"#define PL_RESOURCES {analysis['resources']}\n#define PL_MAX_ROWS {widest}\n",
+                c_array("uint32_t", "pl_block_rows", block_rows),
+                c_array("uint16_t", "pl_row_target", targets),
+                c_array("uint32_t", "pl_row_entries", row_entries),
+                c_array("uint16_t", "pl_entry_column", columns),
+                c_array("int32_t", "pl_entry_value", values),
+                RUNTIME.read_text(),
+            ]
+        )
+        return Runtime(source, results=1)
+
+    def evaluate(self, counts: BlockCounts) -> list[Cost]:
+        (cycles,) = counts.results_of(self.name)
+        return [Cost(self.metrics[0].name, cycles)]

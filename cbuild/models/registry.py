@@ -1,0 +1,80 @@
+"""Finding cost models: the built-in ones and those of installed packages, through one hook."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from cbuild import hookspecs
+from cbuild.models import builtin
+from cbuild.models.base import CostModel, ModelError
+
+
+class ModelRegistry:
+    """Known cost models by name, collected from ``instrbudget_cost_models`` implementations."""
+
+    def __init__(self, *, entry_points: bool = True, plugins: tuple[ModuleType | object, ...] = ()) -> None:
+        self.manager = pluggy.PluginManager(hookspecs.PROJECT)
+        self.manager.add_hookspecs(hookspecs)
+        self.manager.register(builtin, name="builtin")
+        for plugin in plugins:
+            self.manager.register(plugin)
+        if entry_points:
+            self.manager.load_setuptools_entrypoints(hookspecs.PROJECT)
+        self._classes: dict[str, type[CostModel]] = {}
+        self._origin: dict[str, str] = {}
+        for impl in self.manager.hook.instrbudget_cost_models.get_hookimpls():
+            provided = impl.function() or ()
+            for cls in provided:  # type: ignore[attr-defined]
+                self._add(cls, impl.plugin_name)
+
+    def _add(self, cls: type[CostModel], origin: str) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, CostModel)):
+            raise ModelError(f"plugin {origin!r} returned {cls!r}, which is not a CostModel subclass")
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"cost model {cls.__qualname__} of plugin {origin!r} has no name")
+        if not getattr(cls, "metrics", None):
+            raise ModelError(f"cost model {name!r} of plugin {origin!r} declares no metrics")
+        if name in self._classes and self._classes[name] is not cls:
+            raise ModelError(f"cost model {name!r} is provided by both {self._origin[name]!r} and {origin!r}")
+        self._classes[name] = cls
+        self._origin[name] = origin
+
+    def register(self, cls: type[CostModel], *, origin: str = "direct") -> None:
+        """Add a model class without a plugin (tests, scripts)."""
+        self._add(cls, origin)
+
+    @property
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._classes)
+
+    def model_class(self, name: str) -> type[CostModel]:
+        """The class of a registered model; an unknown name lists the known ones."""
+        try:
+            return self._classes[name]
+        except KeyError:
+            raise ModelError(f"unknown cost model {name!r}; known models: {', '.join(self.names)}") from None
+
+    def origin(self, name: str) -> str:
+        """The plugin that provided a model (``builtin`` for the built-in ones)."""
+        self.model_class(name)
+        return self._origin[name]
+
+    def keywords(self) -> dict[str, str]:
+        """Every marker keyword of every registered model -> the model's name."""
+        return {m.keyword: name for name, cls in self._classes.items() for m in cls.metrics}
+
+    def create(self, name: str, params: Mapping[str, Any] | None = None, *, root: Path | None = None) -> CostModel:
+        """Instantiate a model with its ``[tool.instrbudget.<name>]`` parameters."""
+        return self.model_class(name)(params or {}, root=root)
+
+
+def default_registry() -> ModelRegistry:
+    """The built-in models and those of installed packages."""
+    return ModelRegistry()

@@ -1,0 +1,96 @@
+"""The ``zkvm`` model: RISC Zero rv32im cycles, with paging and segments.
+
+Static phase: the program's IR is compiled for RV32IM (:mod:`cbuild.lowering`);
+each block costs one user cycle per machine instruction, and occupies a range of
+code pages. Dynamic phase: the program reports every executed block and every
+load and store; the runtime pages 1 KiB pages in and out per segment and splits
+segments at the configured po2 (runtime/zkvm_model.c). Constants default to
+RISC Zero's circuit v2/v3 values (docs/cost-models.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cbuild.costs import BlockCounts, Cost
+from cbuild.models.base import BLOCKS, MEMORY, BuildView, CostModel, Metric, Param, Runtime, integer
+from cbuild.models.csource import c_array
+
+RUNTIME = Path(__file__).parent.parent / "runtime" / "zkvm_model.c"
+PAGE_BITS = 10
+#: Order of the dynamic phase's results.
+RESULTS = ("total", "user", "paging", "reserved", "segments", "page_ins", "page_outs")
+
+
+class ZkvmModel(CostModel):
+    """Cycles a RISC Zero prover pays for the executed code: user, paging, reserved, padded total."""
+
+    name = "zkvm"
+    events = frozenset({BLOCKS, MEMORY})
+    metrics = (
+        Metric("zk_cycles", "cycles", "max_zkcycles"),
+        Metric("zk_user_cycles", "cycles", "max_zkuser_cycles"),
+        Metric("zk_paging_cycles", "cycles", "max_zkpaging_cycles"),
+        Metric("zk_segments", "segments", "max_zksegments"),
+    )
+    params: ClassVar[Mapping[str, Param]] = {
+        "po2": Param(20, "log2 of the segment size in cycles", integer(15, 24)),
+        "page_cycles": Param(322, "cycles to hash one 1 KiB page, on page-in and on page-out", integer(0)),
+        "node_cycles": Param(13, "cycles per Merkle node loaded or dirtied", integer(0)),
+        "reserved_cycles": Param(4113, "cycles reserved per segment (lookup tables and control)", integer(0)),
+        "reserved_paging_cycles": Param(10, "paging cycles reserved per segment", integer(0)),
+        "max_insn_cycles": Param(25000, "head room a segment keeps below 2^po2", integer(0)),
+        "merkle_depth": Param(22, "depth of the page Merkle tree (4 GiB of 1 KiB pages)", integer(1, 26)),
+    }
+
+    def analyse(self, build: BuildView) -> dict[str, Any]:
+        user, first, last = [], [], []
+        for block in build.riscv("riscv32"):
+            user.append(block.words)
+            if block.words:
+                first.append(block.address >> PAGE_BITS)
+                last.append((block.address + 4 * block.words - 1) >> PAGE_BITS)
+            else:
+                first.append(1)
+                last.append(0)  # no code: no page to fetch
+        return {"user": user, "code_first": first, "code_last": last}
+
+    def runtime(self, analysis: Mapping[str, Any]) -> Runtime:
+        c = self.config
+        defines = {
+            "ZK_PO2": c["po2"],
+            "ZK_PAGE_CYCLES": c["page_cycles"],
+            "ZK_NODE_CYCLES": c["node_cycles"],
+            "ZK_RESERVED_CYCLES": c["reserved_cycles"],
+            "ZK_RESERVED_PAGING_CYCLES": c["reserved_paging_cycles"],
+            "ZK_MAX_INSN_CYCLES": c["max_insn_cycles"],
+            "ZK_DEPTH": c["merkle_depth"],
+            "ZK_PAGE_BITS": PAGE_BITS,
+        }
+        source = "".join(
+            [
+                *(f"#define {k} {v}u\n" for k, v in defines.items()),
+                c_array("uint32_t", "zk_user", analysis["user"]),
+                c_array("uint32_t", "zk_code_first", analysis["code_first"]),
+                c_array("uint32_t", "zk_code_last", analysis["code_last"]),
+                RUNTIME.read_text(),
+            ]
+        )
+        return Runtime(source, results=len(RESULTS))
+
+    def evaluate(self, counts: BlockCounts) -> list[Cost]:
+        results = dict(zip(RESULTS, counts.results_of(self.name), strict=True))
+        functions: dict[str, int] = {}
+        for block, count, words in zip(
+            counts.table.blocks, counts.counts, counts.analysis(self.name)["user"], strict=True
+        ):
+            if count and words:
+                functions[block.function] = functions.get(block.function, 0) + count * words
+        return [
+            Cost("zk_cycles", results["total"]),
+            Cost("zk_user_cycles", results["user"], functions),
+            Cost("zk_paging_cycles", results["paging"]),
+            Cost("zk_segments", results["segments"]),
+        ]
