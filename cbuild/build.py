@@ -10,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,9 @@ class Builder:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
             raise ModelError(f"each cost model can be active once, got {', '.join(names)}")
+        flags = tuple(dict.fromkeys(f for m in models if options.instrument for f in m.compile_flags))
+        if flags:
+            options = replace(options, cflags=options.cflags + flags, cxxflags=options.cxxflags + flags)
         if kind not in ("program", "library"):
             raise CBuildError(f"kind must be 'program' or 'library', not {kind!r}")
         if not sources:
@@ -169,7 +172,7 @@ class Builder:
                 module = codegen.parse(result.text, name="instrumented")
             codegen.optimise(module, tm, options.speed_level)
             obj = codegen.emit_object(module, tm)
-            analyses, models_object = self._models(active, result.table, linked_text, options)
+            analyses, models_object = self._models(active, result.table, linked_text, options, paths)
             cxx = "c++" in languages
             self._link(obj, binary, kind=kind, cxx=cxx, options=options, extra=[models_object])
             sidecar = {
@@ -181,10 +184,19 @@ class Builder:
         return artifact
 
     def _models(
-        self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions
+        self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: list[Path]
     ) -> tuple[dict[str, Any], Path]:
         """Static phases of the models, and the object of their dynamic phases."""
-        view = BuildView(table, ir, opt_level=options.speed_level)
+
+        def twin(triple: str) -> str:
+            # The same sources and flags for a host with another data model (never run).
+            toolchain = replace(self.toolchain, triple=triple)
+            with ThreadPoolExecutor(max_workers=min(len(sources), os.cpu_count() or 1)) as pool:
+                units = list(pool.map(lambda p: compile_unit(toolchain, self.cache, p, options), sources))
+            modules = [codegen.parse(u.ir_path.read_text(), name=str(u.source)) for u in units]
+            return str(codegen.link(modules))
+
+        view = BuildView(table, ir, opt_level=options.speed_level, twin=twin)
         analyses: dict[str, Any] = {}
         runtimes = []
         for model in models:

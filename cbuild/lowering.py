@@ -9,6 +9,16 @@ it. Debug locations never change the generated code, so the code attributed is
 the code a plain build would run. A function's prologue is placed on the line of
 its entry block; instructions without a location belong to the block before them.
 
+The host's IR has the host's data model: on x86-64 ``long``, ``size_t`` and
+pointers are 64 bits wide, and RV32 would need several instructions for each
+operation on them. For ``riscv32`` the sources are therefore compiled a second
+time for a host twin with the same 32-bit data model as RV32 (``x86_64-linux-gnux32``:
+32-bit ``long`` and pointers, 64-bit ``long long`` aligned to 8 bytes), never run,
+only lowered. Where a function of the twin has the same control-flow graph as the
+host's function (the usual case: the same optimiser decides both), its blocks
+stand for the host's blocks one for one; other functions are lowered from the
+host IR and listed as approximate.
+
 Limits (docs/cost-models.md): instructions of a block the back end duplicated
 count once per copy; a ``select`` that RV32IM lowers to a short branch counts
 both of its arms; inline assembly written for the host costs nothing.
@@ -22,7 +32,7 @@ from dataclasses import dataclass
 
 from llvmlite import binding as llvm
 
-from cbuild.blocks import ATTRIBUTE_GROUP, defined_name, parse_module
+from cbuild.blocks import ATTRIBUTE_GROUP, ParsedModule, defined_name, parse_module
 from cbuild.codegen import initialise
 from cbuild.errors import CBuildError
 from cbuild.riscv import Instruction, parse_line
@@ -32,13 +42,16 @@ TARGETS = {
     "riscv32": ("riscv32-unknown-elf", "generic-rv32", "+m"),
     "riscv64": ("riscv64-unknown-elf", "generic-rv64", "+m"),
 }
+#: Host triple with the data model of each RISC-V flavour (None: the host's own, LP64).
+TWINS: dict[str, str | None] = {"riscv32": "x86_64-linux-gnux32", "riscv64": None}
 #: Where code is placed in the modelled address space (a typical RISC-V ELF text start).
 TEXT_BASE = 0x10000
 _LOC = re.compile(r"^\s*\.loc\s+\d+\s+(\d+)")
 _FUNCTION = re.compile(r"^\s*\.type\s+(\S+),\s*@function")
 _DBG = re.compile(r",? !(?:dbg|llvm\.loop) !\d+")
 _METADATA_ID = re.compile(r"^!(\d+) = ")
-_HOST_ATTRIBUTES = re.compile(r'\s*"(?:target-cpu|target-features|tune-cpu)"="[^"]*"')
+_HOST_ATTRIBUTES = re.compile(r'\s*"(?:target-cpu|target-features|tune-cpu|frame-pointer)"="[^"]*"')
+_BLOCK_LABEL = re.compile(r"^[\w.$]+:")
 _INLINE_ASM = re.compile(r"^  (?:(%[-\w.$\"]+) = )?(?:tail |notail )?call (.*?)\basm\b")
 _CALL_ATTRS = re.compile(r"^(?:(?:noundef|zeroext|signext|inreg|noalias|nonnull|range\([^)]*\)|\w+cc)\s+)*")
 
@@ -129,7 +142,7 @@ def located_ir(text: str) -> str:
             line = _DBG.sub("", line)
             if name in subprogram:
                 line = f"{line[: line.rfind('{')].rstrip()} !dbg !{subprogram[name]} {{"
-        elif index in line_block and line.startswith("  ") and not line.startswith("   "):
+        elif index in line_block and line.startswith("  ") and not line.startswith("   ") and line[-1] != "[":
             # Loop metadata holds locations in the old scopes: it goes too (code generation ignores it).
             line = f"{_DBG.sub('', line)}, !dbg !{line_block[index]}"
         elif line.startswith("!llvm.dbg.cu = !{"):
@@ -172,58 +185,136 @@ def compile_riscv(text: str, *, target: str, opt_level: int) -> str:
     return str(tm.emit_assembly(module))
 
 
+_ENDS_BLOCK = frozenset({"j", "jr", "ret", "tail", "beq", "bne", "blt", "bge", "bltu", "bgeu"}) | {
+    "beqz",
+    "bnez",
+    "blez",
+    "bgez",
+    "bltz",
+    "bgtz",
+    "bgt",
+    "ble",
+    "bgtu",
+    "bleu",
+}
+
+
+@dataclass
+class _Placed:
+    instr: Instruction
+    pc: int
+    block: int
+    #: Index of the machine basic block (within the function) the instruction sits in.
+    mbb: int
+
+
+def _reassign_outside_loops(placed: list[_Placed], loops: list[tuple[int, int]]) -> None:
+    """Code of a loop's IR block that the back end placed outside the loop runs once per loop entry or exit.
+
+    Hoisted invariants in a preheader, and a jump in the loop's exit path, keep the
+    location of the loop block they came from. A loop is the machine blocks from a
+    backward branch's target to the branch. Code located in a block that occurs in
+    a loop but placed outside all loops holding that block belongs to the block
+    before it (ahead of the loop) or after it (behind the loop).
+    """
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for p in placed:
+        for head, tail in loops:
+            if head <= p.mbb <= tail and (head, tail) not in ranges.get(p.block, []):
+                ranges.setdefault(p.block, []).append((head, tail))
+    moves: list[tuple[int, int]] = []
+    for k, p in enumerate(placed):
+        spans = ranges.get(p.block)
+        if not spans or any(head <= p.mbb <= tail for head, tail in spans):
+            continue
+        ahead = p.mbb < min(head for head, _ in spans)
+        scan = range(k - 1, -1, -1) if ahead else range(k + 1, len(placed))
+        other = next((placed[i].block for i in scan if placed[i].block != p.block), None)
+        if other is not None:
+            moves.append((k, other))
+    for k, block in moves:
+        placed[k].block = block
+
+
 def attribute(assembly: str, nblocks: int) -> list[LoweredBlock]:
     """Split assembly by its line directives: the machine code of each of ``nblocks`` IR blocks.
 
     Instructions at line 0 (no location: hoisted constants, shrink-wrapped prologues,
     register copies) belong to the next located instruction's block in the same
-    function, or to the last block before them at the end of a function.
+    function, else to the last located block before them. Code that the back end
+    moved out of a loop goes with the blocks around the loop
+    (:func:`_reassign_outside_loops`).
     """
     code: list[list[Instruction]] = [[] for _ in range(nblocks)]
     address = [-1] * nblocks
     pc = TEXT_BASE
-    current = -1  # block of the last located instruction; -1 before a line directive
-    unlocated: list[tuple[Instruction, int]] = []
+    current = -1  # block of the last located instruction in this function
+    located = False  # whether instructions now carry a location
+    unlocated: list[tuple[Instruction, int, int]] = []
+    placed: list[_Placed] = []  # this function's instructions
+    mbb = 0
+    labels: dict[str, int] = {}
+    branches: list[tuple[str, int]] = []
+    new_mbb = False
 
-    def place(block: int, instr: Instruction, at: int) -> None:
-        code[block].append(instr)
-        if address[block] < 0 or at < address[block]:
-            address[block] = at
-
-    def flush(block: int) -> None:
-        for instr, at in unlocated:
-            place(block, instr, at)
+    def flush(block: int, number: int) -> None:
+        if unlocated and block < 0:
+            raise LoweringError(f"a function's code before assembly line {number} has no block location")
+        for instr, at, where in unlocated:
+            placed.append(_Placed(instr, at, block, where))
         unlocated.clear()
+
+    def end_function(number: int) -> None:
+        nonlocal mbb
+        flush(current, number)
+        loops = [(labels[t], at) for t, at in branches if t in labels and labels[t] <= at]
+        _reassign_outside_loops(placed, loops)
+        for p in placed:
+            code[p.block].append(p.instr)
+            if address[p.block] < 0 or p.pc < address[p.block]:
+                address[p.block] = p.pc
+        placed.clear()
+        labels.clear()
+        branches.clear()
+        mbb = 0
 
     for number, line in enumerate(assembly.splitlines(), start=1):
         m = _LOC.match(line)
         if m is not None:
-            located = int(m.group(1))
-            if located > nblocks:
-                raise LoweringError(f"assembly line {number} names block {located - 1}, the program has {nblocks}")
-            current = located - 1
-            if current >= 0:
-                flush(current)
+            where = int(m.group(1))
+            if where > nblocks:
+                raise LoweringError(f"assembly line {number} names block {where - 1}, the program has {nblocks}")
+            located = where > 0
+            if located:
+                current = where - 1
+                flush(current, number)
             continue
         if _FUNCTION.match(line) or line.startswith(".Lfunc_end"):
-            if unlocated:
-                if current < 0:
-                    raise LoweringError(f"assembly before line {number} has no block location")
-                flush(current)
-            current = -1
+            end_function(number)
+            current, located = -1, False
+            continue
+        if _BLOCK_LABEL.match(line):
+            if line.startswith(".LBB"):
+                mbb += 1
+                new_mbb = False
+                labels[line.split(":", 1)[0]] = mbb
             continue
         instr = parse_line(line, number)
         if instr is None:
             continue
-        if current < 0:
-            unlocated.append((instr, pc))
+        if new_mbb:
+            mbb += 1
+            new_mbb = False
+        if located:
+            placed.append(_Placed(instr, pc, current, mbb))
         else:
-            place(current, instr, pc)
+            unlocated.append((instr, pc, mbb))
+        if instr.mnemonic in _ENDS_BLOCK:
+            new_mbb = True
+            if instr.operands and instr.operands[-1].startswith(".LBB"):
+                branches.append((instr.operands[-1], mbb))
         pc += 4 * instr.words
-    if unlocated:
-        if current < 0:
-            raise LoweringError("assembly ends with instructions that have no block location")
-        flush(current)
+    end_function(0)
     return [LoweredBlock(tuple(c), max(a, 0)) for c, a in zip(code, address, strict=True)]
 
 
@@ -232,6 +323,63 @@ def lower_blocks(text: str, *, target: str, opt_level: int) -> list[LoweredBlock
     nblocks = len(parse_module(text).blocks)
     assembly = compile_riscv(located_ir(text), target=target, opt_level=opt_level)
     return attribute(assembly, nblocks)
+
+
+def _shapes(module: ParsedModule) -> dict[str, tuple[list[int], list[tuple[str, tuple[int, ...]]]]]:
+    """Per function: its block indices, and its control-flow graph as (terminator, successor positions)."""
+    members: dict[str, list[int]] = {}
+    for index, block in enumerate(module.blocks):
+        members.setdefault(block.function, []).append(index)
+    out = {}
+    for function, indices in members.items():
+        position = {module.blocks[i].label: n for n, i in enumerate(indices)}
+        graph = []
+        for i in indices:
+            b = module.blocks[i]
+            succ = tuple(position.get(lbl, -1) for lbl in (*b.successors, *b.fixed_successors))
+            graph.append((b.terminator, succ))
+        out[function] = (indices, graph)
+    return out
+
+
+def match_blocks(host: ParsedModule, twin: ParsedModule) -> tuple[dict[int, int], list[str]]:
+    """Host block -> twin block for functions with the same control-flow graph; the other functions."""
+    twin_shapes = _shapes(twin)
+    mapping: dict[int, int] = {}
+    unmatched = []
+    for function, (indices, graph) in _shapes(host).items():
+        other = twin_shapes.get(function)
+        if other is None or other[1] != graph:
+            unmatched.append(function)
+            continue
+        mapping.update(zip(indices, other[0], strict=True))
+    return mapping, unmatched
+
+
+@dataclass(frozen=True)
+class LoweredProgram:
+    """The RISC-V code of every block of a program, and the functions only approximated."""
+
+    blocks: list[LoweredBlock]
+    #: Functions whose code came from the host IR (their twin's control flow differed).
+    approximate: list[str]
+
+
+def lower_program(host_ir: str, twin_ir: str | None, *, target: str, opt_level: int) -> LoweredProgram:
+    """RISC-V code per host block, from the twin's IR where it has the same shape (see the module doc)."""
+    host = parse_module(host_ir)
+    if twin_ir is None:
+        return LoweredProgram(lower_blocks(host_ir, target=target, opt_level=opt_level), [])
+    twin = parse_module(twin_ir)
+    mapping, unmatched = match_blocks(host, twin)
+    twin_code = attribute(compile_riscv(located_ir(twin_ir), target=target, opt_level=opt_level), len(twin.blocks))
+    blocks = [twin_code[mapping[i]] if i in mapping else LoweredBlock(()) for i in range(len(host.blocks))]
+    if unmatched:
+        host_code = lower_blocks(host_ir, target=target, opt_level=opt_level)
+        for i in range(len(host.blocks)):
+            if i not in mapping:
+                blocks[i] = host_code[i]
+    return LoweredProgram(blocks, sorted(unmatched))
 
 
 def total_words(blocks: Sequence[LoweredBlock]) -> int:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from cbuild.blocks import BlockTable
 from cbuild.costs import BlockCounts, Cost, weighted_cost
 from cbuild.errors import CBuildError
-from cbuild.lowering import LoweredBlock, lower_blocks
+from cbuild.lowering import TWINS, LoweredProgram, lower_program
 
 #: Run-time events a dynamic phase can ask for.
 BLOCKS = "blocks"
@@ -90,18 +90,21 @@ class Runtime:
 class BuildView:
     """What the static phase sees of one build."""
 
-    def __init__(self, table: BlockTable, ir: str, *, opt_level: int) -> None:
+    def __init__(self, table: BlockTable, ir: str, *, opt_level: int, twin: Callable[[str], str] | None = None) -> None:
         self.table = table
         #: The program's linked module as LLVM prints it, before instrumentation.
         self.ir = ir
         #: The optimisation level code is generated at (0-3).
         self.opt_level = opt_level
-        self._lowered: dict[str, list[LoweredBlock]] = {}
+        self._twin = twin
+        self._lowered: dict[str, LoweredProgram] = {}
 
-    def riscv(self, target: str) -> list[LoweredBlock]:
+    def riscv(self, target: str) -> LoweredProgram:
         """The RISC-V code of each block, in table order (lowered once per target and build)."""
         if target not in self._lowered:
-            self._lowered[target] = lower_blocks(self.ir, target=target, opt_level=self.opt_level)
+            triple = TWINS.get(target)
+            twin_ir = self._twin(triple) if triple is not None and self._twin is not None else None
+            self._lowered[target] = lower_program(self.ir, twin_ir, target=target, opt_level=self.opt_level)
         return self._lowered[target]
 
 
@@ -119,6 +122,8 @@ class CostModel:
     version: ClassVar[str] = "1"
     #: Run-time events the dynamic phase needs reported: ``blocks``, ``memory``.
     events: ClassVar[frozenset[str]] = frozenset()
+    #: clang flags the measured build needs (for C and C++), e.g. to compile as for the modelled machine.
+    compile_flags: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: Mapping[str, Any] | None = None, *, root: Path | None = None) -> None:
         #: The project directory, for parameters that name files.

@@ -33,6 +33,8 @@ class PipelineModel(CostModel):
     """Finishing cycle of the executed blocks on a single-issue in-order machine."""
 
     name = "pipeline"
+    # The modelled RISC-V machines have no vector unit: vector code would be costed as scalar copies.
+    compile_flags = ("-fno-vectorize", "-fno-slp-vectorize")
     events = frozenset({BLOCKS})
     metrics = (Metric("pipeline_cycles", "cycles", "max_cycles"),)
     params: ClassVar[Mapping[str, Param]] = {
@@ -55,7 +57,8 @@ class PipelineModel(CostModel):
         rows: list[list[Any]] = []
         estimates: list[int] = []
         zero = self.machine.initial_state()
-        for block in build.riscv(self.machine.target):
+        code = build.riscv(self.machine.target)
+        for block in code.blocks:
             matrix = self.machine.block_matrix(block.instructions)
             rows.append(
                 [
@@ -69,6 +72,7 @@ class PipelineModel(CostModel):
             "resources": len(self.machine.resources),
             "rows": rows,
             "estimates": estimates,
+            "approximate_functions": code.approximate,
         }
 
     def runtime(self, analysis: Mapping[str, Any]) -> Runtime:

@@ -28,6 +28,8 @@ class ZkvmModel(CostModel):
     """Cycles a RISC Zero prover pays for the executed code: user, paging, reserved, padded total."""
 
     name = "zkvm"
+    # The modelled RISC-V machines have no vector unit: vector code would be costed as scalar copies.
+    compile_flags = ("-fno-vectorize", "-fno-slp-vectorize")
     events = frozenset({BLOCKS, MEMORY})
     metrics = (
         Metric("zk_cycles", "cycles", "max_zkcycles"),
@@ -47,7 +49,8 @@ class ZkvmModel(CostModel):
 
     def analyse(self, build: BuildView) -> dict[str, Any]:
         user, first, last = [], [], []
-        for block in build.riscv("riscv32"):
+        code = build.riscv("riscv32")
+        for block in code.blocks:
             user.append(block.words)
             if block.words:
                 first.append(block.address >> PAGE_BITS)
@@ -55,7 +58,7 @@ class ZkvmModel(CostModel):
             else:
                 first.append(1)
                 last.append(0)  # no code: no page to fetch
-        return {"user": user, "code_first": first, "code_last": last}
+        return {"user": user, "code_first": first, "code_last": last, "approximate_functions": code.approximate}
 
     def runtime(self, analysis: Mapping[str, Any]) -> Runtime:
         c = self.config
