@@ -67,7 +67,7 @@ def weighted_cost(metric: str, counts: BlockCounts, block_costs: Sequence[int]) 
     functions: dict[str, int] = {}
     total = 0
     for block, count, cost in zip(counts.table.blocks, counts.counts, block_costs, strict=True):
-        if count:
+        if count and cost:
             value = count * cost
             total += value
             functions[block.function] = functions.get(block.function, 0) + value

@@ -60,10 +60,10 @@ def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]]) -> tuple[str
         parts.append(
             f"HIDDEN void __instrbudget_access(const void *address, uint64_t size, uint32_t is_store) {{ {calls} }}\n"
         )
-    resets = " ".join(f"ib_m{i}_reset();" for i in range(len(runtimes)))
+    resets = " ".join(f"ib_m{i}_reset(in_process);" for i in range(len(runtimes)))
     finishes = " ".join(
         f"ib_m{i}_finish(__instrbudget_results + {slots[name][0]});" for i, (name, _, _) in enumerate(runtimes)
     )
-    parts.append(f"HIDDEN void __instrbudget_models_reset(void) {{ {resets} }}\n")
+    parts.append(f"HIDDEN void __instrbudget_models_reset(uint32_t in_process) {{ {resets} }}\n")
     parts.append(f"HIDDEN void __instrbudget_models_finish(void) {{ {finishes} }}\n")
     return "".join(parts), Layout(slots)

@@ -188,6 +188,8 @@ class Library:
         nresults.restype = ctypes.c_uint64
         self._nresults = int(nresults())
         self._results = (ctypes.c_uint64 * max(self._nresults, 1)).from_address(results())
+        self._dll.instrbudget_models_reset.argtypes = [ctypes.c_uint32]
+        self._dll.instrbudget_models_reset(1)
         self._functions: dict[str, Function] = {}
 
     @property
@@ -200,7 +202,7 @@ class Library:
 
     def snapshot(self) -> tuple[int, ...]:
         """The counters as they are now; the cost models' dynamic phases start afresh."""
-        self._dll.instrbudget_models_reset()
+        self._dll.instrbudget_models_reset(1)
         return self._raw()
 
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:

@@ -25,7 +25,7 @@ extern const char __instrbudget_build_id[];
 /* Defined by the build's generated cost-model unit (cbuild/dynamic.py). */
 extern uint64_t __instrbudget_results[];
 extern const uint64_t __instrbudget_nresults;
-void __instrbudget_models_reset(void);
+void __instrbudget_models_reset(uint32_t in_process);
 void __instrbudget_models_finish(void);
 
 #define EXPORT __attribute__((visibility("default")))
@@ -36,7 +36,7 @@ EXPORT uint64_t instrbudget_ncounters(void) { return __instrbudget_ncounters; }
 EXPORT const char *instrbudget_build_id(void) { return __instrbudget_build_id; }
 EXPORT uint64_t *instrbudget_results(void) { return __instrbudget_results; }
 EXPORT uint64_t instrbudget_nresults(void) { return __instrbudget_nresults; }
-EXPORT void instrbudget_models_reset(void) { __instrbudget_models_reset(); }
+EXPORT void instrbudget_models_reset(uint32_t in_process) { __instrbudget_models_reset(in_process); }
 EXPORT void instrbudget_models_finish(void) { __instrbudget_models_finish(); }
 
 static const char *dump_path;
@@ -99,6 +99,7 @@ static void on_fatal(int sig) {
 __attribute__((constructor(101))) static void instrbudget_init(void) {
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
     size_t i;
+    __instrbudget_models_reset(0); /* a program: the models see the whole run */
     dump_path = getenv("INSTRBUDGET_COUNTS");
     if (dump_path == NULL || dump_path[0] == '\0') {
         dump_path = NULL;

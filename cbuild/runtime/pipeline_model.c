@@ -26,8 +26,9 @@ static void model_access(uintptr_t address, uint64_t size, uint32_t is_store) {
     (void)address; (void)size; (void)is_store;
 }
 
-static void model_reset(void) {
+static void model_reset(uint32_t in_process) {
     uint32_t i;
+    (void)in_process;
     for (i = 0; i < PL_RESOURCES; i++) pl_state[i] = 0;
 }
 

@@ -1,0 +1,200 @@
+"""The cost-model registry: built-in models, a third-party model found through its entry point,
+configuration of models and the errors users see."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, BuildOptions, run_program
+from cbuild.models import CostModel, Metric, ModelError, ModelRegistry, default_registry
+from cbuild.machine import MACHINES_DIR
+
+LOADS_PLUGIN = '''
+"""A company's own cost model: executed IR loads. Nothing of pytest-instrbudget is touched."""
+import re
+
+from cbuild.hookspecs import hookimpl
+from cbuild.models import CostModel, Metric, Param, integer
+
+_LOAD = re.compile(r"^  %[-\\w.$\\"]+ = load ")
+
+
+class LoadCount(CostModel):
+    name = "loads"
+    metrics = (Metric("loads", "loads", "max_loads"),)
+    params = {"weight": Param(1, "cost of one load", integer(1))}
+
+    def analyse(self, build):
+        # Count load instructions per block from the IR of the build.
+        from cbuild.blocks import parse_module
+
+        parsed = parse_module(build.ir)
+        out = []
+        for block in parsed.blocks:
+            lines = parsed.lines[block.first_line : block.term_end]
+            out.append(sum(1 for line in lines if _LOAD.match(line)))
+        return {"loads": out}
+
+    def block_costs(self, table, analysis):
+        return [n * self.config["weight"] for n in analysis["loads"]]
+
+
+@hookimpl
+def instrbudget_cost_models():
+    return [LoadCount]
+'''
+
+SUM_C = """
+int sum(const int *a, int n) {
+    int s = 0;
+    for (int i = 0; i < n; i++) s += a[i];
+    return s;
+}
+"""
+
+
+def install_loads_plugin(root: Path) -> None:
+    """Install the model the way pip would: a module plus a dist-info with an entry point."""
+    (root / "loads_model.py").write_text(LOADS_PLUGIN)
+    info = root / "loads_model-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loads-model\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[instrbudget]\nloads = loads_model\n")
+
+
+def test_builtin_models_come_through_the_hook() -> None:
+    registry = default_registry()
+    assert {"ir-count", "pipeline", "zkvm"} <= set(registry.names)
+    assert {registry.origin(name) for name in ("ir-count", "pipeline", "zkvm")} == {"builtin"}
+    keywords = registry.keywords()
+    assert keywords["max_instr"] == "ir-count"
+    assert keywords["max_cycles"] == "pipeline"
+    assert keywords["max_zkcycles"] == "zkvm"
+
+
+def test_registry_rejects_clashes_and_non_models() -> None:
+    class Clash(CostModel):
+        name = "ir-count"
+        metrics = (Metric("x", "x", "max_x"),)
+
+    registry = ModelRegistry(entry_points=False)
+    with pytest.raises(ModelError, match="'ir-count' is provided by both 'builtin' and 'direct'"):
+        registry.register(Clash)
+    with pytest.raises(ModelError, match="not a CostModel subclass"):
+        registry.register(int)  # type: ignore[arg-type]
+    with pytest.raises(ModelError, match="unknown cost model 'nope'; known models: ir-count, pipeline, zkvm"):
+        registry.create("nope")
+
+
+def test_model_parameters_are_validated_by_key() -> None:
+    registry = default_registry()
+    with pytest.raises(ModelError, match=r"\[tool.instrbudget.zkvm\] has an unknown key 'po3'; accepted: .*po2"):
+        registry.create("zkvm", {"po3": 20})
+    with pytest.raises(ModelError, match=r"\[tool.instrbudget.zkvm\] po2: expected an integer from 15 to 24"):
+        registry.create("zkvm", {"po2": 40})
+    with pytest.raises(ModelError, match=r"machine: unknown machine 'z80': expected one of inorder5, rocket"):
+        registry.create("pipeline", {"machine": "z80"})
+
+
+def test_model_parameters_change_the_build_key(tmp_path: Path) -> None:
+    a = default_registry().create("pipeline", {"machine": "inorder5"}).key_params()
+    b = default_registry().create("pipeline", {"machine": "rocket"}).key_params()
+    assert a != b
+    # A user's machine file is part of the key by content: editing it gives a new key.
+    chip = tmp_path / "chip.toml"
+    shipped = (MACHINES_DIR / "inorder5.toml").read_text()
+    chip.write_text(shipped)
+    first = default_registry().create("pipeline", {"machine": "chip.toml"}, root=tmp_path).key_params()
+    chip.write_text(shipped.replace("latency = 32", "latency = 30"))
+    second = default_registry().create("pipeline", {"machine": "chip.toml"}, root=tmp_path).key_params()
+    assert first != second
+
+
+def test_third_party_model_is_found_through_its_entry_point_and_used(
+    tmp_path: Path, builder: Builder, write, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    install_loads_plugin(site)
+    monkeypatch.syspath_prepend(str(site))
+    registry = default_registry()
+    assert registry.origin("loads") == "loads"
+    model = registry.create("loads", {"weight": 2})
+    src = write(
+        "main.c",
+        "__attribute__((noinline))"
+        + SUM_C
+        + "int g[100];\nint main(int argc, char **argv) {\n"
+        "    for (int i = 0; i < 100; i++) g[i] = argc + i;\n    return sum(g, 100) & 0x7f;\n}\n",
+    )
+    flags = ("-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops")
+    artifact = builder.build([src], options=BuildOptions(opt_level="1", cflags=flags), models=[model])
+    run = run_program(artifact)
+    assert run.counts is not None
+    (cost,) = model.evaluate(run.counts)
+    assert cost.metric == "loads"
+    # sum() loads g[i] 100 times (scalar loop); each load weighs 2.
+    assert cost.total == 200
+    assert cost.functions == {"sum": 200}
+
+
+def test_plugin_budgets_on_a_third_party_model(pytester: pytest.Pytester) -> None:
+    install_loads_plugin(pytester.path)
+    pytester.syspathinsert(pytester.path)
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyprojecttoml(
+        '[tool.instrbudget]\nopt_level = "1"\nmodels = ["ir-count", "loads"]\n[tool.instrbudget.loads]\nweight = 1\n'
+    )
+    pytester.makepyfile(
+        test_loads=textwrap.dedent(
+            """
+            import array
+
+            import pytest
+
+            FLAGS = ["-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops"]
+
+            @pytest.mark.budget(max_loads=50)
+            def test_sum(cbuild):
+                lib = cbuild.library("work.c", cflags=FLAGS)
+                assert lib.sum(array.array("i", [1] * 50), 50) == 50
+
+            @pytest.mark.budget(max_loads=10)
+            def test_sum_too_many(cbuild):
+                lib = cbuild.library("work.c", cflags=FLAGS)
+                lib.sum(array.array("i", [1] * 50), 50)
+            """
+        )
+    )
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*loads: 50 exceeds max_loads=10 by 40*"])
+    doc = json.loads(out.read_text())
+    by_test = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
+    assert by_test["test_sum"]["metrics"]["loads"]["value"] == 50
+
+
+def test_plugin_keyword_of_inactive_model_names_model_and_switch(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyfile(
+        test_k="import pytest\n\n@pytest.mark.budget(max_zkcycles=10)\ndef test_a(cbuild):\n    pass\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*budget(max_zkcycles=...) belongs to the cost model 'zkvm', which is not active; add it to `models`*"
+         "--instrbudget-model=zkvm*"]
+    )
+
+
+def test_plugin_bad_model_table_names_the_key(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["pipeline"]\n[tool.instrbudget.pipeline]\nmachin = "x"\n')
+    pytester.makepyfile(test_k="def test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]tool.instrbudget.pipeline[]] has an unknown key 'machin'; accepted: machine*"])
