@@ -119,6 +119,11 @@ class Machine:
             raise self._fail("machine.units", "expected a non-empty list of unit names", m, r"^\s*units")
         if len(set(units)) != len(units):
             raise self._fail("machine.units", "unit names must be unique", m, r"^\s*units")
+        taken = sorted(set(units) & {"issue", "wb", *REGISTERS, "zero"})
+        if taken:
+            raise self._fail(
+                "machine.units", f"{taken[0]!r} names a register or issue/wb; choose another unit name", m, r"^\s*units"
+            )
         self.units: list[str] = list(units)
         self.resources: list[str] = ["issue", "wb", *self.units, *REGISTERS]
         self._index = {name: i for i, name in enumerate(self.resources)}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, run_program
-from cbuild.models import CostModel, Metric, ModelError, ModelRegistry, default_registry
 from cbuild.machine import MACHINES_DIR
+from cbuild.models import CostModel, Metric, ModelError, ModelRegistry, default_registry
 
 LOADS_PLUGIN = '''
 """A company's own cost model: executed IR loads. Nothing of pytest-instrbudget is touched."""
@@ -115,7 +115,10 @@ def test_model_parameters_change_the_build_key(tmp_path: Path) -> None:
 
 
 def test_third_party_model_is_found_through_its_entry_point_and_used(
-    tmp_path: Path, builder: Builder, write, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    builder: Builder,
+    write,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     site = tmp_path / "site"
     site.mkdir()
@@ -126,9 +129,7 @@ def test_third_party_model_is_found_through_its_entry_point_and_used(
     model = registry.create("loads", {"weight": 2})
     src = write(
         "main.c",
-        "__attribute__((noinline))"
-        + SUM_C
-        + "int g[100];\nint main(int argc, char **argv) {\n"
+        "__attribute__((noinline))" + SUM_C + "int g[100];\nint main(int argc, char **argv) {\n"
         "    for (int i = 0; i < 100; i++) g[i] = argc + i;\n    return sum(g, 100) & 0x7f;\n}\n",
     )
     flags = ("-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops")
@@ -180,14 +181,14 @@ def test_plugin_budgets_on_a_third_party_model(pytester: pytest.Pytester) -> Non
 
 def test_plugin_keyword_of_inactive_model_names_model_and_switch(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", work=SUM_C)
-    pytester.makepyfile(
-        test_k="import pytest\n\n@pytest.mark.budget(max_zkcycles=10)\ndef test_a(cbuild):\n    pass\n"
-    )
+    pytester.makepyfile(test_k="import pytest\n\n@pytest.mark.budget(max_zkcycles=10)\ndef test_a(cbuild):\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*budget(max_zkcycles=...) belongs to the cost model 'zkvm', which is not active; add it to `models`*"
-         "--instrbudget-model=zkvm*"]
+        [
+            "*budget(max_zkcycles=...) belongs to the cost model 'zkvm', which is not active; add it to `models`*"
+            "--instrbudget-model=zkvm*"
+        ]
     )
 
 

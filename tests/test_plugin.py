@@ -407,7 +407,9 @@ def test_plugin_model_option_selects_and_rejects_unknown(project: pytest.Pyteste
     result.stdout.fnmatch_lines(["instrbudget: models ir-count; *"])
     result = project.runpytest("--instrbudget-model=wallclock")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*instrbudget: unknown cost model 'wallclock'; known models: ir-count, pipeline, zkvm"])
+    result.stderr.fnmatch_lines(
+        ["*instrbudget: unknown cost model 'wallclock'; known models: ir-count, pipeline, zkvm"]
+    )
 
 
 def test_plugin_bad_tolerance_option_is_a_usage_error(project: pytest.Pytester) -> None:

@@ -1,0 +1,206 @@
+"""The pipeline and zkvm models on real builds: dynamic phases, determinism, and the RV32IM emulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, BuildOptions, Library, run_program
+from cbuild.costs import BlockCounts
+from cbuild.models import default_registry
+from cbuild.models.zkvm import RESULTS
+
+ROOT = Path(__file__).parent.parent
+DATA = Path(__file__).parent / "data"
+EXAMPLE = ROOT / "example_project"
+
+STRAIGHT_C = """
+int mix(int a, int b, int c) {
+    int x = a * b;
+    int y = x / (c | 1);
+    return y * 3 + (a ^ c);
+}
+"""
+
+LOOP_C = """
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    unsigned h = 2166136261u;
+    for (int i = 0; i < n; i++) { h ^= (unsigned)i; h *= 16777619u; h /= (unsigned)(i | 3); }
+    return (int)(h & 1);
+}
+"""
+
+
+def zk_results(counts: BlockCounts) -> dict[str, int]:
+    return dict(zip(RESULTS, counts.results_of("zkvm"), strict=True))
+
+
+@pytest.mark.parametrize("machine", ["inorder5", "rocket"])
+def test_pipeline_single_block_call_costs_its_static_estimate(
+    builder: Builder,
+    write,
+    tmp_path: Path,
+    machine: str,  # type: ignore[no-untyped-def]
+) -> None:
+    model = default_registry().create("pipeline", {"machine": machine})
+    artifact = builder.build([write("mix.c", STRAIGHT_C)], kind="library", models=[model])
+    analysis = artifact.models()["pipeline"]["analysis"]
+    table = artifact.table()
+    (block,) = [i for i, b in enumerate(table.blocks) if b.function == "mix"]
+    lib = Library(artifact, copy_dir=tmp_path)
+    since = lib.snapshot()
+    assert lib.mix(6, 7, 4) == 6 * 7 // 5 * 3 + (6 ^ 4)
+    (cost,) = model.evaluate(lib.counts(since))
+    # One block from an idle machine: the dynamic phase must give the block's own estimate.
+    assert cost.total == analysis["estimates"][block] > 0
+    # A second measurement starts from an idle machine again.
+    since = lib.snapshot()
+    lib.mix(1, 2, 3)
+    (again,) = model.evaluate(lib.counts(since))
+    assert again.total == cost.total
+
+
+def test_pipeline_cycles_of_a_loop_grow_linearly(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    model = default_registry().create("pipeline", {"machine": "inorder5"})
+    artifact = builder.build([write("loop.c", LOOP_C)], models=[model])
+
+    def cycles(n: int) -> int:
+        run = run_program(artifact, [n])
+        assert run.counts is not None
+        return model.evaluate(run.counts)[0].total
+
+    c100, c200, c300 = cycles(100), cycles(200), cycles(300)
+    # The loop body's state repeats from one iteration to the next: a constant cost per iteration,
+    # at least the divider's 32 busy cycles.
+    assert c300 - c200 == c200 - c100 >= 100 * 32
+    assert cycles(300) == c300  # deterministic
+
+
+def test_zkvm_user_cycles_are_instruction_counts_and_segments_add_up(
+    builder: Builder,
+    write,  # type: ignore[no-untyped-def]
+) -> None:
+    model = default_registry().create("zkvm", {"po2": 15})
+    artifact = builder.build([write("loop.c", LOOP_C)], models=[model])
+    words = artifact.models()["zkvm"]["analysis"]["user"]
+    run = run_program(artifact, [20000])
+    assert run.counts is not None
+    r = zk_results(run.counts)
+    assert r["user"] == sum(c * w for c, w in zip(run.counts.counts, words, strict=True))
+    assert r["segments"] > 1
+    assert r["reserved"] == r["segments"] * (4113 + 10)
+    last = r["total"] - (r["segments"] - 1) * 2**15
+    assert 0 < last <= 2**15
+    assert last & (last - 1) == 0  # the last segment is padded to a power of two
+    assert r["user"] + r["paging"] + r["reserved"] <= r["total"]
+    costs = {c.metric: c.total for c in model.evaluate(run.counts)}
+    assert costs == {
+        "zk_cycles": r["total"],
+        "zk_user_cycles": r["user"],
+        "zk_paging_cycles": r["paging"],
+        "zk_segments": r["segments"],
+    }
+    again = run_program(artifact, [20000])
+    assert again.counts is not None
+    assert zk_results(again.counts) == r
+
+
+def test_zkvm_pages_of_a_controlled_layout(builder: Builder) -> None:
+    model = default_registry().create("zkvm")
+    artifact = builder.build([DATA / "pages.c"], models=[model])
+
+    def paging(reads: int, writes: int) -> dict[str, int]:
+        run = run_program(artifact, [reads, writes])
+        assert run.counts is not None
+        return zk_results(run.counts)
+
+    base, more = paging(1, 1), paging(9, 5)
+    # Eight more pages read, four more written (each written page is paged in and out).
+    assert more["page_ins"] - base["page_ins"] == 8 + 4
+    assert more["page_outs"] - base["page_outs"] == 4
+    # Each extra page costs a page-in (322 cycles) or a page-in and a page-out, plus Merkle nodes.
+    extra = more["paging"] - base["paging"]
+    assert 16 * 322 <= extra <= 16 * (322 + 22 * 13)
+
+
+def test_zkvm_in_process_library_pages_code_only(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = default_registry().create("zkvm")
+    artifact = builder.build([write("mix.c", STRAIGHT_C)], kind="library", models=[model])
+    lib = Library(artifact, copy_dir=tmp_path)
+    since = lib.snapshot()
+    lib.mix(1, 2, 3)
+    r = zk_results(lib.counts(since))
+    # One code page fetched; the Python process's stack and heap are not paged.
+    assert (r["page_ins"], r["page_outs"]) == (1, 0)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Validation against an RV32IM emulator (unicorn): the same C programs compiled for RV32IM and executed.
+# --------------------------------------------------------------------------------------------------------
+
+WORKLOADS = {
+    "zk_sort": ["sort.c"],
+    "zk_json": ["json.c"],
+    "zk_hashmap": ["hashmap.c"],
+}
+
+
+@pytest.fixture(scope="module")
+def rv32emu():  # type: ignore[no-untyped-def]
+    pytest.importorskip(
+        "unicorn", reason="the RV32IM emulator needs unicorn (pip install 'pytest-instrbudget[emulator]')"
+    )
+    from cbuild import rv32emu
+
+    return rv32emu
+
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_zkvm_user_cycles_match_the_emulator_within_5_percent(
+    builder: Builder,
+    rv32emu,
+    tmp_path: Path,
+    workload: str,  # type: ignore[no-untyped-def]
+) -> None:
+    sources = [ROOT / "benchmarks" / "workloads" / f"{workload}.c", *(EXAMPLE / "src" / s for s in WORKLOADS[workload])]
+    include = EXAMPLE / "include"
+    model = default_registry().create("zkvm")
+    artifact = builder.build(sources, options=BuildOptions(opt_level="2", include_dirs=(include,)), models=[model])
+    run = run_program(artifact)
+    assert run.counts is not None
+    user = zk_results(run.counts)["user"]
+    elf = rv32emu.build_rv32(sources, tmp_path / f"{workload}.elf", opt_level="2", include_dirs=[include])
+    functions = rv32emu.user_functions(elf, rv32emu.object_files(elf))
+    emulated = rv32emu.emulate(elf, count_functions=[f.name for f in functions])
+    assert emulated.stdout == run.stdout  # the same computation
+    reference = sum(emulated.instructions_by_function.values())
+    assert abs(user - reference) <= 0.05 * reference, (user, reference)
+
+
+def test_zkvm_data_pages_match_the_emulator(builder: Builder, rv32emu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    elf = rv32emu.build_rv32([DATA / "pages.c"], tmp_path / "pages.elf", opt_level="2")
+    symbols = {s.name: s for s in rv32emu.elf_symbols(elf, kind="object")}
+    model = default_registry().create("zkvm")
+    artifact = builder.build([DATA / "pages.c"], models=[model])
+
+    def emulated(reads: int, writes: int) -> tuple[int, int]:
+        trace = rv32emu.emulate(elf, [str(reads), str(writes)]).page_trace
+        arrays = [(symbols[n].address // 1024, (symbols[n].address + symbols[n].size) // 1024) for n in ("src", "dst")]
+        data = [(page, kind) for _, page, kind in trace if any(lo <= page < hi for lo, hi in arrays)]
+        ins = len({page for page, kind in data if kind in ("read", "write")})
+        outs = len({page for page, kind in data if kind == "write"})
+        return ins, outs
+
+    def modelled(reads: int, writes: int) -> tuple[int, int]:
+        run = run_program(artifact, [reads, writes])
+        assert run.counts is not None
+        r = zk_results(run.counts)
+        return r["page_ins"], r["page_outs"]
+
+    # Both sides see the same data pages; the model's other pages (code, stack) cancel in the difference.
+    (emu_ins, emu_outs), (base_ins, base_outs), (more_ins, more_outs) = emulated(9, 5), modelled(1, 1), modelled(9, 5)
+    assert (emu_ins, emu_outs) == (9 + 5, 5)
+    assert (more_ins - base_ins + 2, more_outs - base_outs + 1) == (emu_ins, emu_outs)
