@@ -79,8 +79,9 @@ class Runtime:
     uint64_t size, uint32_t is_store)`` before each load and store (with
     ``memory``), ``model_reset(uint32_t in_process)`` when a program starts
     (``in_process`` 0) or a measurement of an in-process library starts (1),
-    and ``model_finish(uint64_t *out)``, which writes ``results`` numbers that :meth:`CostModel.evaluate` reads. Every model's source
-    goes into one translation unit: prefix other static names with the model's.
+    and ``model_finish(uint64_t *out)``, which writes ``results`` numbers that
+    :meth:`CostModel.evaluate` reads. Every model's source goes into one
+    translation unit: prefix other static names with the model's.
     """
 
     source: str
