@@ -4,7 +4,7 @@ JSON schema (``version`` 1)::
 
     {
       "version": 1,
-      "fingerprint": {"clang": str, "llvm": str, "target": str, "pipeline": str},
+      "fingerprint": {"clang": str, "llvm": str, "target": str, "pipeline": str, "models": str},
       "models": [str, ...],
       "baseline": str,                      # path of the baseline file
       "tests": {
@@ -74,9 +74,11 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     lines: list[str] = []
     results = list(session.results.values())
     if session.baseline.exists and not session.comparable:
+        old, new = session.baseline.fingerprint, session.fingerprint
+        differs = ", ".join(k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))
         lines.append(
-            f"baseline {session.baseline.path} was made with another toolchain; costs are not "
-            f"comparable (rewrite it with --instrbudget-update)"
+            f"baseline {session.baseline.path} was made with another toolchain or other models "
+            f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update)"
         )
     improved = [r.nodeid for r in results if any(m.status == IMPROVED for m in r.metrics)]
     if improved and not session.run.update:
@@ -112,7 +114,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
 
 def json_document(session: BudgetSession) -> dict[str, Any]:
     """The ``--instrbudget-json`` document."""
-    fingerprint = session.builder.toolchain.fingerprint if session.builder else {}
+    fingerprint = session.fingerprint
     return {
         "version": 1,
         "fingerprint": fingerprint,

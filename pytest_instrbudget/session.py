@@ -79,11 +79,22 @@ class BudgetSession:
         self.partial_files: set[str] = set()
 
     @property
+    def fingerprint(self) -> dict[str, str]:
+        """What decides the numbers besides sources and flags: the toolchain, and the models with their parameters."""
+        if self.builder is None:
+            return {}
+        models = "; ".join(
+            " ".join([model.name, *(f"{k.split('.', 1)[1]}={v}" for k, v in model.key_params())])
+            for model in self.models
+        )
+        return {**self.builder.toolchain.fingerprint, "models": models}
+
+    @property
     def comparable(self) -> bool:
-        """False when the baseline was made with another toolchain."""
+        """False when the baseline was made with another toolchain or other models."""
         if self.builder is None or not self.baseline.exists:
             return True
-        return self.baseline.fingerprint == self.builder.toolchain.fingerprint
+        return self.baseline.fingerprint == self.fingerprint
 
     def evaluate(
         self, nodeid: str, budget: Budget | None, costs: dict[str, Cost], *, completed: bool = True
@@ -145,13 +156,14 @@ class BudgetSession:
         outcome.stale = sorted(n for n in base.tests if self._is_stale(n))
         if not (self.run.update or self.run.prune) or self.builder is None or self.run.disable:
             return outcome
-        fingerprint = self.builder.toolchain.fingerprint
+        fingerprint = self.fingerprint
         tests = dict(base.tests)
         if base.exists and base.fingerprint != fingerprint:
             missing = sorted(set(tests) - set(self.results))
             if missing and not self.run.prune:
                 outcome.refused = (
-                    f"baseline {base.path} was made with another toolchain ({_fp(base.fingerprint)}) and "
+                    f"baseline {base.path} was made with another toolchain or other models "
+                    f"({_fp(base.fingerprint)}) and "
                     f"{len(missing)} of its entries were not measured in this run; run the whole suite, or "
                     f"add --instrbudget-prune to drop them"
                 )

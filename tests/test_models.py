@@ -198,3 +198,28 @@ def test_plugin_bad_model_table_names_the_key(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*[[]tool.instrbudget.pipeline[]] has an unknown key 'machin'; accepted: machine*"])
+
+
+def test_plugin_model_parameters_are_part_of_the_baseline_fingerprint(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyfile(
+        test_p=textwrap.dedent(
+            """
+            import array
+
+            def test_sum(cbuild):
+                lib = cbuild.library("work.c")
+                assert lib.sum(array.array("i", range(40)), 40) == 780
+            """
+        )
+    )
+    toml = '[tool.instrbudget]\nmodels = ["ir-count", "pipeline"]\n[tool.instrbudget.pipeline]\nmachine = "{}"\n'
+    pytester.makepyprojecttoml(toml.format("inorder5"))
+    pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").assert_outcomes(passed=1)
+    baseline = json.loads((pytester.path / ".instrbudget" / "baseline.json").read_text())
+    assert "machine='inorder5'" in baseline["fingerprint"]["models"]
+    assert baseline["tests"]["test_p.py::test_sum"]["pipeline_cycles"]["total"] > 0
+    pytester.makepyprojecttoml(toml.format("rocket"))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*other models (differs in: models); costs are not comparable*"])

@@ -26,6 +26,9 @@ extern const char __instrbudget_build_id[];
 extern uint64_t __instrbudget_results[];
 extern const uint64_t __instrbudget_nresults;
 void __instrbudget_models_reset(uint32_t in_process);
+/* The stack pointer when the process started (the address of argc): stack frames lie below it
+ * at offsets that do not depend on the arguments, the environment or the program's path. */
+uintptr_t __instrbudget_initial_sp __attribute__((visibility("hidden")));
 void __instrbudget_models_finish(void);
 
 #define EXPORT __attribute__((visibility("default")))
@@ -96,9 +99,13 @@ static void on_fatal(int sig) {
     raise(sig);
 }
 
-__attribute__((constructor(101))) static void instrbudget_init(void) {
+/* glibc calls constructors with (argc, argv, envp); argv[] sits right above argc. */
+__attribute__((constructor(101))) static void instrbudget_init(int argc, char **argv, char **envp) {
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
     size_t i;
+    (void)argc;
+    (void)envp;
+    __instrbudget_initial_sp = argv != NULL ? (uintptr_t)argv - sizeof(long) : 0;
     __instrbudget_models_reset(0); /* a program: the models see the whole run */
     dump_path = getenv("INSTRBUDGET_COUNTS");
     if (dump_path == NULL || dump_path[0] == '\0') {

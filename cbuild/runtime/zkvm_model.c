@@ -7,10 +7,12 @@
  * first write pages it in if needed and marks it dirty (ZK_PAGE_CYCLES plus
  * ZK_NODE_CYCLES per ancestor not yet dirty), paid again at page-out. A block
  * fetches its code pages.
- * Addresses: a program's stack is placed below ZK_STACK_TOP, at the same distance
- * from it as from the stack position when the program started (so the length of
- * the environment or of the program's path does not matter); other host addresses
- * are taken modulo 4 GiB. In an in-process library (the Python process's heap and
+ * Addresses: a program's stack frames are placed below ZK_STACK_TOP, at the same
+ * distance from it as from the stack pointer when the process started (so the
+ * length of the environment or of the program's path does not matter). The
+ * arguments, environment and auxiliary vector above that point are the process's
+ * inputs, which a zkVM guest receives by other means: they are not paged. Other
+ * host addresses are taken modulo 4 GiB. In an in-process library (the Python process's heap and
  * stack are not reproducible) data accesses are not paged: code paging only.
  * Segments: before a block whose cycles would take the segment past
  * 2^po2 - ZK_MAX_INSN_CYCLES, the segment closes: page sets reset, the segment is
@@ -28,7 +30,8 @@ static uint64_t zk_seg_user, zk_seg_paging;
 static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
 static uint32_t zk_last_read = 0xffffffffu, zk_last_write = 0xffffffffu;
 static uint32_t zk_in_process;
-static uintptr_t zk_stack_base; /* host stack position when the program started */
+static uintptr_t zk_stack_base; /* host stack pointer when the program started (0: unknown) */
+extern uintptr_t __instrbudget_initial_sp;
 #define ZK_STACK_TOP 0xC0000000u
 #define ZK_STACK_SPAN ((uintptr_t)64 << 20)
 
@@ -90,8 +93,10 @@ static void model_block(uint32_t block) {
 static void model_access(uintptr_t address, uint64_t size, uint32_t is_store) {
     uint32_t first, last, page;
     if (size == 0 || zk_in_process) return;
-    if (address <= zk_stack_base + 4096 && zk_stack_base - address < ZK_STACK_SPAN)
-        address = ZK_STACK_TOP - (zk_stack_base - address);
+    if (zk_stack_base != 0 && address < zk_stack_base + ZK_STACK_SPAN) {
+        if (address >= zk_stack_base) return; /* arguments and environment */
+        if (zk_stack_base - address < ZK_STACK_SPAN) address = ZK_STACK_TOP - (zk_stack_base - address);
+    }
     first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     if (is_store ? first == zk_last_write : first == zk_last_read) {
         if (((address & ((1u << ZK_PAGE_BITS) - 1)) + size) <= (1u << ZK_PAGE_BITS)) return;
@@ -105,9 +110,9 @@ static void model_access(uintptr_t address, uint64_t size, uint32_t is_store) {
     if (is_store) zk_last_read = last; /* a stored page is loaded too */
 }
 
-__attribute__((noinline)) static void model_reset(uint32_t in_process) {
+static void model_reset(uint32_t in_process) {
     zk_in_process = in_process;
-    zk_stack_base = (uintptr_t)__builtin_frame_address(0);
+    zk_stack_base = __instrbudget_initial_sp;
     zk_seg_user = zk_seg_paging = 0;
     zk_user_total = zk_paging_total = zk_closed = zk_closed_padded = zk_page_ins = zk_page_outs = 0;
     zk_generation++;

@@ -70,7 +70,8 @@ CONFIG_DOCUMENT = json.dumps(
 ).encode()
 
 
-@pytest.mark.budget(max_instr=20_000)
+# The config file is also tokenized by the zkVM guest at start-up: its user cycles are budgeted too.
+@pytest.mark.budget(max_instr=20_000, max_cycles=20_000, max_zkuser_cycles=18_000)
 def test_json_config_document(minikit):
     parsed = json.loads(CONFIG_DOCUMENT)
     assert _tokens(minikit, CONFIG_DOCUMENT) == _expected_tokens(parsed)
