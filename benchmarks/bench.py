@@ -3,12 +3,16 @@
     python benchmarks/bench.py            # full run (a few minutes)
     python benchmarks/bench.py --quick    # smaller inputs, fewer repeats
 
-Prints three tables:
-  1. run time of CPU-heavy C workloads: instrumented vs the same pipeline without
-     counters (``--no-instrument``), and ``valgrind --tool=callgrind`` where installed;
-  2. build time of a large C file (yyjson.c, 10k lines, from the ``yyjson`` sdist on
-     PyPI): the instrumenting pipeline cold vs plain ``zig cc -O2 -c``, and a warm cache hit;
-  3. the instruction counts themselves, to show they repeat exactly.
+Prints these tables:
+  1. run time of CPU-heavy C workloads: instrumented (ir-count) vs the same pipeline
+     without counters (``--no-instrument``), and ``valgrind --tool=callgrind`` where
+     installed, with the instruction counts themselves, to show they repeat exactly;
+  2. run time with the ``pipeline`` and the ``zkvm`` models active vs the plain program;
+  3. build time of a large C file (yyjson.c, 10k lines, from the ``yyjson`` sdist on
+     PyPI): the instrumenting pipeline cold vs plain ``zig cc -O2 -c``, a warm cache hit,
+     and the static phase of the pipeline and zkvm models;
+  4. the zkvm model against an RV32IM emulator (unicorn): user cycles vs executed
+     instructions of the same programs, and the time each takes.
 Times are the best of N runs (wall clock); ratios are computed from those.
 """
 
@@ -28,6 +32,7 @@ from pathlib import Path
 
 from cbuild import Builder, BuildOptions, IrCountModel, run_program
 from cbuild.execute import COUNTS_ENV
+from cbuild.models import default_registry
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -160,6 +165,33 @@ def main() -> int:
         print(f"{name:36} {p:8.3f} {i:8.3f} {i / p:5.2f}x {cg:>12} {cg_ratio:>9}  {min(totals):,} ({same})")
     print(f"{'geometric mean':36} {'':8} {'':8} {statistics.geometric_mean(ratios):5.2f}x")
 
+    print("\n== Run time with the dynamic cost models vs the plain program ==")
+    registry = default_registry()
+    pipeline, zkvm = registry.create("pipeline"), registry.create("zkvm")
+    print(f"{'workload':36} {'plain s':>8} {'pipeline s':>10} {'ratio':>6} {'zkvm s':>8} {'ratio':>6}")
+    model_ratios: dict[str, list[float]] = {"pipeline": [], "zkvm": []}
+    for name, sources, incs, wargs in workloads:
+        options = BuildOptions(include_dirs=incs)
+        plain = builder.build(sources, options=BuildOptions(include_dirs=incs, instrument=False))
+        with_pipeline = builder.build(sources, options=options, models=[pipeline])
+        with_zkvm = builder.build(sources, options=options, models=[zkvm])
+        stdin = words if "wordfreq" in name else b""
+        env = dict(os.environ, **{COUNTS_ENV: str(work / "counts")})
+        times: dict[str, list[float]] = {"plain": [], "pipeline": [], "zkvm": []}
+        for _ in range(repeats):
+            times["plain"].append(time_command([str(plain.path), *wargs], stdin))
+            times["pipeline"].append(time_command([str(with_pipeline.path), *wargs], stdin, env))
+            times["zkvm"].append(time_command([str(with_zkvm.path), *wargs], stdin, env))
+        p, tp, tz = min(times["plain"]), min(times["pipeline"]), min(times["zkvm"])
+        model_ratios["pipeline"].append(tp / p)
+        model_ratios["zkvm"].append(tz / p)
+        print(f"{name:36} {p:8.3f} {tp:10.3f} {tp / p:5.2f}x {tz:8.3f} {tz / p:5.2f}x")
+    print(
+        f"{'geometric mean':36} {'':8} {'':10} {statistics.geometric_mean(model_ratios['pipeline']):5.2f}x "
+        f"{'':8} {statistics.geometric_mean(model_ratios['zkvm']):5.2f}x"
+    )
+    emulator_table(builder, work)
+
     print("\n== Build time of a large C file ==")
     if yy is None:
         print("skipped: yyjson sources unavailable")
@@ -192,8 +224,62 @@ def main() -> int:
     print(f"plain `zig cc -O2 -c`            {t_plain:7.2f} s")
     print(f"pipeline cold (IR, instrument, codegen, link) {t_cold:7.2f} s   ratio {t_cold / t_plain:.2f}x")
     print(f"pipeline warm cache hit          {t_warm * 1000:7.1f} ms")
+
+    def with_models(models: list[object]) -> Callable[[], None]:
+        def build() -> None:
+            with tempfile.TemporaryDirectory() as cache:
+                b = Builder(cache_dir=Path(cache), progress=lambda m: None)
+                b.build([src], kind="library", models=models)  # type: ignore[arg-type]
+
+        return build
+
+    registry = default_registry()
+    for label, models in (
+        ("+ pipeline model (static phase)", [registry.create("pipeline")]),
+        ("+ zkvm model (static phase)", [registry.create("zkvm")]),
+    ):
+        t_model = best_of(1 if args.quick else 2, with_models(models))
+        print(f"pipeline cold {label:33} {t_model:7.2f} s   vs ir-count only {t_model / t_cold:.2f}x")
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+ZK_WORKLOADS = {"zk_sort": ["sort.c"], "zk_json": ["json.c"], "zk_hashmap": ["hashmap.c"]}
+
+
+def emulator_table(builder: Builder, work: Path) -> None:
+    """The zkvm model's user cycles against an RV32IM emulator running the same programs."""
+    print("\n== zkvm model vs RV32IM emulator (unicorn) ==")
+    try:
+        from cbuild import rv32emu
+    except ImportError as exc:  # pragma: no cover - unicorn is optional
+        print(f"skipped: {exc}")
+        return
+    zkvm = default_registry().create("zkvm")
+    include = (MINIKIT / "include").resolve()
+    print(
+        f"{'program':12} {'model user':>11} {'emulator':>11} {'error':>7} {'paging':>8} {'total':>9} "
+        f"{'run s':>7} {'emulate s':>10}"
+    )
+    for name, srcs in ZK_WORKLOADS.items():
+        sources = [HERE / "workloads" / f"{name}.c", *(MINIKIT / "src" / s for s in srcs)]
+        artifact = builder.build(sources, options=BuildOptions(include_dirs=(include,)), models=[zkvm])
+        start = time.perf_counter()
+        run = run_program(artifact)
+        t_run = time.perf_counter() - start
+        assert run.counts is not None
+        costs = {c.metric: c.total for c in zkvm.evaluate(run.counts)}
+        elf = rv32emu.build_rv32(sources, work / f"{name}.elf", include_dirs=[include])
+        names = [f.name for f in rv32emu.user_functions(elf, rv32emu.object_files(elf))]
+        start = time.perf_counter()
+        emulated = rv32emu.emulate(elf, count_functions=names)
+        t_emu = time.perf_counter() - start
+        reference = sum(emulated.instructions_by_function.values())
+        user = costs["zk_user_cycles"]
+        print(
+            f"{name:12} {user:11,} {reference:11,} {100 * (user - reference) / reference:+6.2f}% "
+            f"{costs['zk_paging_cycles']:8,} {costs['zk_cycles']:9,} {t_run:7.3f} {t_emu:10.2f}"
+        )
 
 
 if __name__ == "__main__":
