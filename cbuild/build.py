@@ -170,11 +170,13 @@ class Builder:
                     linked_text, build_id=key, counting=options.instrument, placement="blocks", events=events
                 )
                 module = codegen.parse(result.text, name="instrumented")
+            analyses, models_ir = self._models(active, result.table, linked_text, options, paths)
+            # The models' hooks join the program's module, to be inlined where they are called.
+            module = codegen.link([module, codegen.parse(models_ir.read_text(), name="cost models")])
             codegen.optimise(module, tm, options.speed_level)
             obj = codegen.emit_object(module, tm)
-            analyses, models_object = self._models(active, result.table, linked_text, options, paths)
             cxx = "c++" in languages
-            self._link(obj, binary, kind=kind, cxx=cxx, options=options, extra=[models_object])
+            self._link(obj, binary, kind=kind, cxx=cxx, options=options)
             sidecar = {
                 "table": result.table.to_json(),
                 "signatures": codegen.signatures(linked, linked_text),
@@ -186,7 +188,7 @@ class Builder:
     def _models(
         self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: list[Path]
     ) -> tuple[dict[str, Any], Path]:
-        """Static phases of the models, and the object of their dynamic phases."""
+        """Static phases of the models, and the IR of their dynamic phases."""
 
         def twin(triple: str) -> str:
             # The same sources and flags for a host with another data model (never run).
@@ -208,18 +210,18 @@ class Builder:
             analyses[model.name] = {"analysis": analysis}
             if runtime is not None:
                 runtimes.append((model.name, runtime, model.events))
-        code, layout = dynamic.source(runtimes)
+        code, layout = dynamic.source(runtimes, len(table))
         for name, slot in layout.slots.items():
             analyses[name]["results"] = list(slot)
-        return analyses, self._compile_c(code, "models")
+        return analyses, self._compile_c(code, "models", ir=True)
 
     def _runtime_object(self) -> Path:
         return self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")
 
-    def _compile_c(self, code: str, what: str) -> Path:
-        """An object file for C source of the plugin's own (cached by content)."""
-        key = digest(self.toolchain.identity, digest(code))
-        obj = self.cache.path("rt", key, ".o")
+    def _compile_c(self, code: str, what: str, *, ir: bool = False) -> Path:
+        """An object file (or LLVM IR) for C source of the plugin's own (cached by content)."""
+        key = digest(self.toolchain.identity, digest(code), "ir -g0" if ir else "obj")
+        obj = self.cache.path("rt", key, ".ll" if ir else ".o")
         if obj.exists():
             return obj
         with self.cache.lock("rt", key), tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
@@ -232,7 +234,7 @@ class Builder:
                 *self.toolchain.cc,
                 "-target",
                 self.toolchain.triple,
-                "-c",
+                *(["-S", "-emit-llvm", "-g0"] if ir else ["-c"]),
                 "-O2",
                 "-fPIC",
                 "-std=c11",

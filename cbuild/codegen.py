@@ -88,6 +88,7 @@ def optimise(module: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int) -
         return
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=speed_level))
     mpm = llvm.create_new_module_pass_manager()
+    mpm.add_always_inliner_pass()  # cost models' hooks
     mpm.add_sroa_pass()
     mpm.add_instruction_combine_pass()
     mpm.add_simplify_cfg_pass()

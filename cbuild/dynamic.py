@@ -1,6 +1,7 @@
 """The translation unit that joins the dynamic phases of a build's cost models.
 
-Every instrumented binary links one: it defines the hooks the instrumented code
+Every instrumented binary contains one, linked into the program's module as IR so
+that the hooks are inlined where they are called: it defines the hooks the instrumented code
 calls (``__instrbudget_block``, ``__instrbudget_access``), dispatching to each
 model's :class:`~cbuild.models.Runtime` code, and the array of results the
 runtime writes out at exit. Without dynamic models the hooks are absent and the
@@ -19,6 +20,8 @@ _HEADER = """\
 #include <stddef.h>
 #include <stdint.h>
 #define HIDDEN __attribute__((visibility("hidden")))
+/* Linked into the program's module and inlined at every block and memory access. */
+#define HOOK HIDDEN __attribute__((always_inline))
 """
 _HOOKS = ("block", "access", "reset", "finish")
 
@@ -35,8 +38,12 @@ class Layout:
         return sum(n for _, n in self.slots.values())
 
 
-def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]]) -> tuple[str, Layout]:
-    """C source joining ``(model name, runtime, events)``, and the layout of their results."""
+def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int) -> tuple[str, Layout]:
+    """C source joining ``(model name, runtime, events)``, and the layout of their results.
+
+    Block events call one hook per block (``__instrbudget_block_N``); clang compiles
+    each with the block number as a constant, so the models' tables fold away.
+    """
     parts = [_HEADER]
     slots: dict[str, tuple[int, int]] = {}
     offset = 0
@@ -53,12 +60,13 @@ def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]]) -> tuple[str
     blocks = [i for i, (_, _, e) in enumerate(runtimes) if BLOCKS in e]
     memory = [i for i, (_, _, e) in enumerate(runtimes) if MEMORY in e]
     if blocks:
-        calls = " ".join(f"ib_m{i}_block(block);" for i in blocks)
-        parts.append(f"HIDDEN void __instrbudget_block(uint32_t block) {{ {calls} }}\n")
+        calls = " ".join(f"ib_m{i}_block(N);" for i in blocks)
+        parts.append(f"#define IB_BLOCK(N) HOOK void __instrbudget_block_##N(void) {{ {calls} }}\n")
+        parts.extend(f"IB_BLOCK({n})\n" for n in range(nblocks))
     if memory:
         calls = " ".join(f"ib_m{i}_access((uintptr_t)address, size, is_store);" for i in memory)
         parts.append(
-            f"HIDDEN void __instrbudget_access(const void *address, uint64_t size, uint32_t is_store) {{ {calls} }}\n"
+            f"HOOK void __instrbudget_access(const void *address, uint64_t size, uint32_t is_store) {{ {calls} }}\n"
         )
     resets = " ".join(f"ib_m{i}_reset(in_process);" for i in range(len(runtimes)))
     finishes = " ".join(

@@ -25,7 +25,9 @@ TOTAL = "__instrbudget_total"
 NCOUNTERS = "__instrbudget_ncounters"
 PLACEMENTS = ("edges", "blocks")
 BUILD_ID = "__instrbudget_build_id"
-BLOCK_HOOK = "__instrbudget_block"
+#: Prefix of the per-block hooks: ``__instrbudget_block_17`` runs before block 17. One function
+#: per block lets the models' code be specialised for each block (tables folded to constants).
+BLOCK_HOOK = "__instrbudget_block_"
 ACCESS_HOOK = "__instrbudget_access"
 #: Run-time events the instrumenter can report to cost models' dynamic phases.
 EVENTS = ("blocks", "memory")
@@ -49,6 +51,13 @@ _SCALAR_BYTES = {
     "double": 8,
 }
 _VECTOR = re.compile(r"^<(\d+) x (\w+)>$")
+_POINTER_ATTRS = re.compile(
+    r"^(?:(?:noundef|nonnull|noalias|nocapture|readonly|writeonly|readnone|immarg|returned|"
+    r"dereferenceable(?:_or_null)?\(\d+\)|align \d+|captures\([^)]*\))\s+)*"
+)
+_BYTE_GEP = re.compile(
+    r"^  (%[-\w.$\"]+) = getelementptr (?:inbounds |nuw |nusw )*i8, ptr (%[-\w.$\"]+), i(?:64|32) (-?\d+)(?:,|$)"
+)
 _PREFIX = "%__ib."
 _ACC = "%__ib.acc"
 _FLUSH_POINT = re.compile(
@@ -69,7 +78,7 @@ class Instrumented:
     table: BlockTable
 
 
-def _globals(n: int, build_id: str, events: frozenset[str]) -> list[str]:
+def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int) -> list[str]:
     data = build_id.encode()
     out = [
         f"@{COUNTERS} = hidden global [{max(n, 1)} x i64] zeroinitializer, align 64",
@@ -78,7 +87,7 @@ def _globals(n: int, build_id: str, events: frozenset[str]) -> list[str]:
         f'@{BUILD_ID} = hidden constant [{len(data) + 1} x i8] c"{data.decode()}\\00", align 1',
     ]
     if "blocks" in events:
-        out.append(f"declare hidden void @{BLOCK_HOOK}(i32) {_HOOK_ATTRS}")
+        out.extend(f"declare hidden void @{BLOCK_HOOK}{i}() {_HOOK_ATTRS}" for i in range(nblocks))
     if "memory" in events:
         out.append(f"declare hidden void @{ACCESS_HOOK}(ptr, i64, i32) {_HOOK_ATTRS}")
     return out
@@ -114,20 +123,17 @@ def _bytes_of(ir_type: str) -> int:
 
 
 def _pointer(operand: str) -> str | None:
-    """The value of a ``ptr X`` operand (``ptr noundef align 4 X`` too); None for other address spaces."""
+    """The value of a ``ptr X`` operand (attributes such as ``noundef align 4`` dropped); None for other
+    address spaces."""
     if not operand.startswith("ptr "):
         return None
-    words = operand[4:].split(" ")
-    while (words and words[0] in ("noundef", "nonnull", "noalias", "readonly", "writeonly", "align")) or (
-        words and words[0].isdigit()
-    ):
-        words = words[1:]
-    return " ".join(words) or None
+    value = _POINTER_ATTRS.sub("", operand[4:]).strip()
+    return value or None
 
 
-def _access_code(line: str) -> list[str]:
-    """Calls reporting the memory a line loads or stores, placed before it."""
-    hooks: list[tuple[str, str, int]] = []  # (pointer, size, is_store)
+def _accesses(line: str) -> list[tuple[str, str, int]]:
+    """The memory a line loads or stores: (pointer, size, is_store) for each access."""
+    hooks: list[tuple[str, str, int]] = []
     m = _MEMORY_OP.match(line)
     if m is not None:
         op, rest = m.group(1), m.group(2)
@@ -159,7 +165,85 @@ def _access_code(line: str) -> list[str]:
                     if src is not None:
                         hooks.append((src, size, 0))
                 hooks.append((dst, size, 1))
-    return [f"  call void @{ACCESS_HOOK}(ptr {p}, i64 {n}, i32 {w})" for p, n, w in hooks]
+    return hooks
+
+
+def _byte_offsets(lines: list[str], start: int, end: int) -> dict[str, tuple[str, int]]:
+    """Pointers of a function defined as a constant byte offset from another: name -> (base, offset)."""
+    out: dict[str, tuple[str, int]] = {}
+    for line in lines[start:end]:
+        m = _BYTE_GEP.match(line)
+        if m is not None:
+            base, offset = m.group(2), int(m.group(3))
+            if base in out:  # a chain of offsets: resolve to the first base
+                base, more = out[base]
+                offset += more
+            out[m.group(1)] = (base, offset)
+    return out
+
+
+def _access_plan(parsed: ParsedModule) -> dict[int, list[str]]:
+    """Hook calls reporting memory accesses, by the line they go before.
+
+    Within a stretch of a block without calls (a segment of a cost model can only
+    end where a block starts, so nothing else can happen in between), accesses of
+    one kind through the same base pointer at constant offsets spanning at most 1 KiB
+    touch exactly the pages of the range from the first to the last byte: they are
+    reported as that one range, before the last of them.
+    """
+    lines = parsed.lines
+    plan: dict[int, list[str]] = {}
+    functions: dict[str, tuple[int, int]] = {}
+    for b in parsed.blocks:
+        lo, hi = functions.get(b.function, (b.first_line, b.term_end))
+        functions[b.function] = (min(lo, b.first_line), max(hi, b.term_end))
+    offsets = {f: _byte_offsets(lines, lo, hi) for f, (lo, hi) in functions.items()}
+    temp = 0
+    for block in parsed.blocks:
+        known = offsets[block.function]
+        groups: dict[tuple[str, int], list[tuple[int, int, int]]] = {}  # (base, kind) -> (line, offset, size)
+
+        def flush() -> None:
+            nonlocal temp
+            for (base, kind), items in groups.items():
+                lo = min(off for _, off, _ in items)
+                hi = max(off + size for _, off, size in items)
+                at = max(line for line, _, _ in items)
+                if hi - lo <= 1024 and len(items) > 1:
+                    name = f"%__ib.m{temp}"
+                    temp += 1
+                    plan.setdefault(at, []).extend(
+                        [
+                            f"  {name} = getelementptr i8, ptr {base}, i64 {lo}",
+                            f"  call void @{ACCESS_HOOK}(ptr {name}, i64 {hi - lo}, i32 {kind})",
+                        ]
+                    )
+                else:
+                    for line, off, size in items:
+                        name = f"%__ib.m{temp}"
+                        temp += 1
+                        plan.setdefault(line, []).extend(
+                            [
+                                f"  {name} = getelementptr i8, ptr {base}, i64 {off}",
+                                f"  call void @{ACCESS_HOOK}(ptr {name}, i64 {size}, i32 {kind})",
+                            ]
+                        )
+            groups.clear()
+
+        for index in range(block.first_line, block.term_end):
+            line = lines[index]
+            found = _accesses(line)
+            if not found and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line):
+                flush()  # a call: the callee may start a new segment
+                continue
+            for ptr, size, kind in found:
+                if not size.isdigit():  # a run-time length (memcpy of n bytes): on its own
+                    plan.setdefault(index, []).append(f"  call void @{ACCESS_HOOK}(ptr {ptr}, i64 {size}, i32 {kind})")
+                    continue
+                base, off = known.get(ptr, (ptr, 0))
+                groups.setdefault((base, kind), []).append((index, off, int(size)))
+        flush()
+    return plan
 
 
 def _counting_code(counter: int, n: int, weight: int, local: bool) -> list[str]:
@@ -334,7 +418,7 @@ def instrument(
     if "blocks" in events:
         for number, block in enumerate(blocks):
             block_events.setdefault(block.insert_at, []).append(number)
-    in_body = {i for b in blocks for i in range(b.first_line, b.term_end)} if "memory" in events else set()
+    accesses = _access_plan(parsed) if "memory" in events else {}
     n = len(plan.sites)
     lines = _drop_stale_claims(parsed.lines) if counting else parsed.lines
     in_memory = _setjmp_functions(lines)
@@ -368,7 +452,7 @@ def instrument(
     previous = ""
     for index, line in enumerate(lines):
         if index == first_define:
-            out.extend(_globals(n, build_id, events))
+            out.extend(_globals(n, build_id, events, len(blocks)))
             out.append("")
         if line.startswith("define "):
             function = next(defined, "")
@@ -380,11 +464,10 @@ def instrument(
         for counter in starts.get(index, ()):
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
         for number in block_events.get(index, ()):
-            out.append(f"  call void @{BLOCK_HOOK}(i32 {number})")
+            out.append(f"  call void @{BLOCK_HOOK}{number}()")
         for counter in ends.get(index, ()):
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
-        if index in in_body:
-            out.extend(_access_code(line))
+        out.extend(accesses.get(index, ()))
         # A musttail call must stay right before its ret: flush before the call only.
         after_musttail = line.startswith("  ret") and "musttail call" in previous
         if local and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line) and not after_musttail:
@@ -405,5 +488,5 @@ def instrument(
             previous = line
         out.append(line)
     if first_define == len(lines):
-        out.extend(_globals(n, build_id, events))
+        out.extend(_globals(n, build_id, events, len(blocks)))
     return Instrumented("\n".join(out), table)

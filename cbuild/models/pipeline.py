@@ -77,18 +77,26 @@ class PipelineModel(CostModel):
 
     def runtime(self, analysis: Mapping[str, Any]) -> Runtime:
         block_rows, targets, row_entries, columns, values = [0], [], [0], [], []
+        in_start, in_cols = [0], []
         widest = 1
         for block in analysis["rows"]:
             widest = max(widest, len(block))
+            inputs: set[int] = set()
             for target, flat in block:
                 targets.append(target)
                 columns.extend(flat[0::2])
                 values.extend(flat[1::2])
                 row_entries.append(len(columns))
+                inputs.update(flat[0::2])
             block_rows.append(len(targets))
+            in_cols.extend(sorted(inputs - {0}))  # the issue slot is the reference
+            in_start.append(len(in_cols))
         source = "".join(
             [
                 f"#define PL_RESOURCES {analysis['resources']}\n#define PL_MAX_ROWS {widest}\n",
+                f"#define PL_BLOCKS {max(len(analysis['rows']), 1)}\n#define PL_ROWS {max(len(targets), 1)}\n",
+                c_array("uint32_t", "pl_in_start", in_start),
+                c_array("uint16_t", "pl_in_col", in_cols),
                 c_array("uint32_t", "pl_block_rows", block_rows),
                 c_array("uint16_t", "pl_row_target", targets),
                 c_array("uint32_t", "pl_row_entries", row_entries),

@@ -23,22 +23,29 @@
 #define ZK_NODES (2u << ZK_DEPTH)
 #define ZK_PAGE_MASK ((1u << ZK_DEPTH) - 1u)
 #define ZK_SEGMENT_RESERVED (ZK_RESERVED_CYCLES + ZK_RESERVED_PAGING_CYCLES)
+#define ZK_LIMIT ((int64_t)((uint64_t)1 << ZK_PO2) - (int64_t)ZK_MAX_INSN_CYCLES - (int64_t)ZK_SEGMENT_RESERVED)
+#define ZK_SEEN 256 /* direct-mapped caches of pages already paged in (read) or dirty (written) */
 
 static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
 static uint32_t zk_generation = 1;
-static uint64_t zk_seg_user, zk_seg_paging;
+static int64_t zk_left = ZK_LIMIT;   /* cycles this segment can still take before it closes */
+static uint64_t zk_seg_paging;       /* paging cycles of this segment */
 static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
-static uint32_t zk_last_read = 0xffffffffu, zk_last_write = 0xffffffffu;
+static uint32_t zk_seen[2][ZK_SEEN];
+static uint32_t zk_code_page = 0xffffffffu; /* the code page the last block ran from */
 static uint32_t zk_in_process;
 static uintptr_t zk_stack_base; /* host stack pointer when the program started (0: unknown) */
+/* Fast path: an address a in [zk_stack_lo, zk_stack_lo + 2 * ZK_STACK_SPAN) is on the stack (or in the
+ * arguments above it) and moves by zk_stack_delta; other addresses stay. */
+static uintptr_t zk_stack_lo = 0, zk_stack_delta = 0;
 extern uintptr_t __instrbudget_initial_sp;
 #define ZK_STACK_TOP 0xC0000000u
 #define ZK_STACK_SPAN ((uintptr_t)64 << 20)
 
-static void zk_tables(void) {
-    zk_loaded = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
-    zk_dirty = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
-    if (zk_loaded == NULL || zk_dirty == NULL) abort();
+static void zk_forget(void) {
+    uint32_t i;
+    for (i = 0; i < ZK_SEEN; i++) zk_seen[0][i] = zk_seen[1][i] = 0xffffffffu;
+    zk_code_page = 0xffffffffu;
 }
 
 static uint64_t zk_mark(uint32_t *set, uint32_t page) {
@@ -53,17 +60,33 @@ static uint64_t zk_mark(uint32_t *set, uint32_t page) {
     return cost;
 }
 
-static void zk_touch(uint32_t page, uint32_t is_store) {
+__attribute__((noinline)) static void zk_touch(uint32_t page, uint32_t is_store) {
     uint32_t leaf = (1u << ZK_DEPTH) + page;
-    if (zk_loaded == NULL) zk_tables();
+    uint64_t cost = 0;
+    if (zk_in_process) { /* only code is paged in-process: remember data pages without paging them */
+        zk_seen[0][page % ZK_SEEN] = page;
+        if (is_store) zk_seen[1][page % ZK_SEEN] = page;
+        return;
+    }
+    if (zk_loaded == NULL) {
+        zk_loaded = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
+        zk_dirty = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
+        if (zk_loaded == NULL || zk_dirty == NULL) abort();
+    }
     if (zk_loaded[leaf] != zk_generation) {
-        zk_seg_paging += zk_mark(zk_loaded, page);
+        cost += zk_mark(zk_loaded, page);
         zk_page_ins++;
     }
-    if (is_store && zk_dirty[leaf] != zk_generation) {
-        zk_seg_paging += zk_mark(zk_dirty, page);
-        zk_page_outs++;
+    zk_seen[0][page % ZK_SEEN] = page;
+    if (is_store) {
+        if (zk_dirty[leaf] != zk_generation) {
+            cost += zk_mark(zk_dirty, page);
+            zk_page_outs++;
+        }
+        zk_seen[1][page % ZK_SEEN] = page;
     }
+    zk_seg_paging += cost;
+    zk_left -= (int64_t)cost;
 }
 
 static uint64_t zk_pow2(uint64_t n) {
@@ -72,59 +95,78 @@ static uint64_t zk_pow2(uint64_t n) {
     return p;
 }
 
-static void zk_close_segment(void) {
-    zk_user_total += zk_seg_user;
+static uint64_t zk_seg_user(void) {
+    return (uint64_t)(ZK_LIMIT - zk_left) - zk_seg_paging;
+}
+
+__attribute__((noinline)) static void zk_close_segment(void) {
+    zk_user_total += zk_seg_user();
     zk_paging_total += zk_seg_paging;
     zk_closed++;
     zk_closed_padded += (uint64_t)1 << ZK_PO2;
-    zk_seg_user = zk_seg_paging = 0;
+    zk_seg_paging = 0;
+    zk_left = ZK_LIMIT;
     zk_generation++;
-    zk_last_read = zk_last_write = 0xffffffffu;
+    zk_forget();
 }
 
-static void model_block(uint32_t block) {
+__attribute__((noinline)) static void zk_fetch(uint32_t first, uint32_t last) {
     uint32_t page;
-    uint64_t used = zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED;
-    if (zk_seg_user > 0 && used + zk_user[block] > ((uint64_t)1 << ZK_PO2) - ZK_MAX_INSN_CYCLES) zk_close_segment();
-    zk_seg_user += zk_user[block];
-    for (page = zk_code_first[block]; page <= zk_code_last[block]; page++) zk_touch(page, 0);
+    uint32_t saved = zk_in_process;
+    zk_in_process = 0; /* code is always paged */
+    for (page = first; page <= last; page++) zk_touch(page, 0);
+    zk_in_process = saved;
+    zk_code_page = first == last ? first : 0xffffffffu;
 }
 
-static void model_access(uintptr_t address, uint64_t size, uint32_t is_store) {
+static inline __attribute__((always_inline)) void model_block(uint32_t block) {
+    int64_t user = (int64_t)zk_user[block];
+    if (zk_left < user && zk_left < ZK_LIMIT) zk_close_segment();
+    zk_left -= user;
+    if (zk_code_first[block] <= zk_code_last[block] &&
+        (zk_code_first[block] != zk_code_page || zk_code_last[block] != zk_code_page))
+        zk_fetch(zk_code_first[block], zk_code_last[block]);
+}
+
+/* Slow path of an access; ``address`` is already moved if on the stack. */
+__attribute__((noinline)) static void zk_access_pages(uintptr_t host, uintptr_t address, uint64_t size, uint32_t is_store) {
     uint32_t first, last, page;
-    if (size == 0 || zk_in_process) return;
-    if (zk_stack_base != 0 && address < zk_stack_base + ZK_STACK_SPAN) {
-        if (address >= zk_stack_base) return; /* arguments and environment */
-        if (zk_stack_base - address < ZK_STACK_SPAN) address = ZK_STACK_TOP - (zk_stack_base - address);
-    }
+    if (size == 0) return;
+    if (zk_stack_base != 0 && host >= zk_stack_base && host - zk_stack_base < ZK_STACK_SPAN) return; /* arguments */
     first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
-    if (is_store ? first == zk_last_write : first == zk_last_read) {
-        if (((address & ((1u << ZK_PAGE_BITS) - 1)) + size) <= (1u << ZK_PAGE_BITS)) return;
-    }
     last = (uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     for (page = first;; page = (page + 1) & ZK_PAGE_MASK) {
         zk_touch(page, is_store);
         if (page == last) break;
     }
-    if (is_store) zk_last_write = last; else zk_last_read = last;
-    if (is_store) zk_last_read = last; /* a stored page is loaded too */
+}
+
+static inline __attribute__((always_inline)) void model_access(uintptr_t address, uint64_t size, uint32_t is_store) {
+    uintptr_t moved = address + (address - zk_stack_lo < 2 * ZK_STACK_SPAN ? zk_stack_delta : 0);
+    uint32_t page = (uint32_t)(moved >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+    if (zk_seen[is_store != 0][page % ZK_SEEN] == page && (moved & ((1u << ZK_PAGE_BITS) - 1)) + size <= (1u << ZK_PAGE_BITS))
+        return;
+    zk_access_pages(address, moved, size, is_store);
 }
 
 static void model_reset(uint32_t in_process) {
     zk_in_process = in_process;
-    zk_stack_base = __instrbudget_initial_sp;
-    zk_seg_user = zk_seg_paging = 0;
+    zk_stack_base = in_process ? 0 : __instrbudget_initial_sp;
+    zk_stack_lo = zk_stack_base != 0 ? zk_stack_base - ZK_STACK_SPAN : 0;
+    zk_stack_delta = zk_stack_base != 0 ? (uintptr_t)ZK_STACK_TOP - zk_stack_base : 0;
+    zk_seg_paging = 0;
+    zk_left = ZK_LIMIT;
     zk_user_total = zk_paging_total = zk_closed = zk_closed_padded = zk_page_ins = zk_page_outs = 0;
     zk_generation++;
-    zk_last_read = zk_last_write = 0xffffffffu;
+    zk_forget();
 }
 
 /* total, user, paging, reserved, segments, page-ins, page-outs */
 static void model_finish(uint64_t *out) {
     uint64_t segments = zk_closed + 1;
-    uint64_t last = zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED;
+    uint64_t last = zk_seg_user() + zk_seg_paging + ZK_SEGMENT_RESERVED;
     out[0] = zk_closed_padded + zk_pow2(last);
-    out[1] = zk_user_total + zk_seg_user;
+    out[1] = zk_user_total + zk_seg_user();
     out[2] = zk_paging_total + zk_seg_paging;
     out[3] = segments * ZK_SEGMENT_RESERVED;
     out[4] = segments;
