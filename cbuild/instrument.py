@@ -13,7 +13,9 @@ register addition for it instead of a memory update.
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from cbuild.blocks import ATTRIBUTE_GROUP, CALLEE, GROUP_REF, BlockTable, ParsedModule, defined_name, parse_module
@@ -182,6 +184,27 @@ def _byte_offsets(lines: list[str], start: int, end: int) -> dict[str, tuple[str
     return out
 
 
+_Groups = dict[tuple[str, int], list[tuple[int, int, int]]]  # (base, is_store) -> [(line, offset, size)]
+
+
+def _report(groups: _Groups, plan: dict[int, list[str]], names: Iterator[int]) -> None:
+    """Hook calls for grouped accesses: one range per group spanning at most 1 KiB, else one per access."""
+    for (base, kind), items in groups.items():
+        lo = min(off for _, off, _ in items)
+        hi = max(off + size for _, off, size in items)
+        if hi - lo <= 1024:
+            items = [(max(line for line, _, _ in items), lo, hi - lo)]
+        for line, off, size in items:
+            name = f"%__ib.m{next(names)}"
+            plan.setdefault(line, []).extend(
+                [
+                    f"  {name} = getelementptr i8, ptr {base}, i64 {off}",
+                    f"  call void @{ACCESS_HOOK}(ptr {name}, i64 {size}, i32 {kind})",
+                ]
+            )
+    groups.clear()
+
+
 def _access_plan(parsed: ParsedModule) -> dict[int, list[str]]:
     """Hook calls reporting memory accesses, by the line they go before.
 
@@ -198,43 +221,15 @@ def _access_plan(parsed: ParsedModule) -> dict[int, list[str]]:
         lo, hi = functions.get(b.function, (b.first_line, b.term_end))
         functions[b.function] = (min(lo, b.first_line), max(hi, b.term_end))
     offsets = {f: _byte_offsets(lines, lo, hi) for f, (lo, hi) in functions.items()}
-    temp = 0
+    names = itertools.count()
     for block in parsed.blocks:
         known = offsets[block.function]
-        groups: dict[tuple[str, int], list[tuple[int, int, int]]] = {}  # (base, kind) -> (line, offset, size)
-
-        def flush() -> None:
-            nonlocal temp
-            for (base, kind), items in groups.items():
-                lo = min(off for _, off, _ in items)
-                hi = max(off + size for _, off, size in items)
-                at = max(line for line, _, _ in items)
-                if hi - lo <= 1024 and len(items) > 1:
-                    name = f"%__ib.m{temp}"
-                    temp += 1
-                    plan.setdefault(at, []).extend(
-                        [
-                            f"  {name} = getelementptr i8, ptr {base}, i64 {lo}",
-                            f"  call void @{ACCESS_HOOK}(ptr {name}, i64 {hi - lo}, i32 {kind})",
-                        ]
-                    )
-                else:
-                    for line, off, size in items:
-                        name = f"%__ib.m{temp}"
-                        temp += 1
-                        plan.setdefault(line, []).extend(
-                            [
-                                f"  {name} = getelementptr i8, ptr {base}, i64 {off}",
-                                f"  call void @{ACCESS_HOOK}(ptr {name}, i64 {size}, i32 {kind})",
-                            ]
-                        )
-            groups.clear()
-
+        groups: _Groups = {}
         for index in range(block.first_line, block.term_end):
             line = lines[index]
             found = _accesses(line)
             if not found and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line):
-                flush()  # a call: the callee may start a new segment
+                _report(groups, plan, names)  # a call: the callee may start a new segment
                 continue
             for ptr, size, kind in found:
                 if not size.isdigit():  # a run-time length (memcpy of n bytes): on its own
@@ -242,7 +237,7 @@ def _access_plan(parsed: ParsedModule) -> dict[int, list[str]]:
                     continue
                 base, off = known.get(ptr, (ptr, 0))
                 groups.setdefault((base, kind), []).append((index, off, int(size)))
-        flush()
+        _report(groups, plan, names)
     return plan
 
 
