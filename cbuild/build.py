@@ -170,13 +170,17 @@ class Builder:
                     linked_text, build_id=key, counting=options.instrument, placement="blocks", events=events
                 )
                 module = codegen.parse(result.text, name="instrumented")
-            analyses, models_ir = self._models(active, result.table, linked_text, options, paths)
-            # The models' hooks join the program's module, to be inlined where they are called.
-            module = codegen.link([module, codegen.parse(models_ir.read_text(), name="cost models")])
-            codegen.optimise(module, tm, options.speed_level)
+            analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, paths)
+            extra = []
+            if dynamic_phases:
+                # The models' hooks join the program's module, to be inlined where they are called.
+                module = codegen.link([module, codegen.parse(models_code.read_text(), name="cost models")])
+            else:
+                extra.append(models_code)  # only the (empty) results the runtime reads
+            codegen.optimise(module, tm, options.speed_level, inline_hooks=dynamic_phases)
             obj = codegen.emit_object(module, tm)
             cxx = "c++" in languages
-            self._link(obj, binary, kind=kind, cxx=cxx, options=options)
+            self._link(obj, binary, kind=kind, cxx=cxx, options=options, extra=extra)
             sidecar = {
                 "table": result.table.to_json(),
                 "signatures": codegen.signatures(linked, linked_text),
@@ -187,8 +191,9 @@ class Builder:
 
     def _models(
         self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: list[Path]
-    ) -> tuple[dict[str, Any], Path]:
-        """Static phases of the models, and the IR of their dynamic phases."""
+    ) -> tuple[dict[str, Any], Path, bool]:
+        """Static phases of the models, and their dynamic phases: IR to link into the program
+        (True), or an object with just the empty results when no model has one (False)."""
 
         def twin(triple: str) -> str:
             # The same sources and flags for a host with another data model (never run).
@@ -213,7 +218,9 @@ class Builder:
         code, layout = dynamic.source(runtimes, len(table))
         for name, slot in layout.slots.items():
             analyses[name]["results"] = list(slot)
-        return analyses, self._compile_c(code, "models", ir=True)
+        if not runtimes:
+            return analyses, self._compile_c(code, "models"), False
+        return analyses, self._compile_c(code, "models", ir=True), True
 
     def _runtime_object(self) -> Path:
         return self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")

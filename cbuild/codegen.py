@@ -76,19 +76,20 @@ def target_machine(triple: str, opt_level: int) -> llvm.TargetMachine:
     return target.create_target_machine(opt=opt_level, reloc="pic", codemodel="default")
 
 
-def optimise(module: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int) -> None:
+def optimise(module: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int, *, inline_hooks: bool = False) -> None:
     """Clean up after instrumentation; counts stay exact since counters are memory effects.
 
     clang has already optimised the IR at the user's level, so a second full
     pipeline mostly costs build time (twice the front end's) and reshuffles code that
-    was good already. SROA turns each function's running-total accumulator into a
+    was good already. With ``inline_hooks`` the cost models' hooks are inlined first. SROA turns each function's running-total accumulator into a
     register, instcombine folds the counting arithmetic, simplifycfg tidies up.
     """
     if speed_level <= 0:
         return
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=speed_level))
     mpm = llvm.create_new_module_pass_manager()
-    mpm.add_always_inliner_pass()  # cost models' hooks
+    if inline_hooks:
+        mpm.add_always_inliner_pass()  # the cost models' dynamic phases, linked into the module
     mpm.add_sroa_pass()
     mpm.add_instruction_combine_pass()
     mpm.add_simplify_cfg_pass()

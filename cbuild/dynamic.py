@@ -59,8 +59,13 @@ def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int
     parts.append(f"HIDDEN const uint64_t __instrbudget_nresults = {offset};\n")
     blocks = [i for i, (_, _, e) in enumerate(runtimes) if BLOCKS in e]
     memory = [i for i, (_, _, e) in enumerate(runtimes) if MEMORY in e]
+    for i in blocks:
+        if not runtimes[i][1].specialise:
+            parts.append(
+                f"__attribute__((noinline)) static void ib_m{i}_shared(uint32_t block) {{ ib_m{i}_block(block); }}\n"
+            )
     if blocks:
-        calls = " ".join(f"ib_m{i}_block(N);" for i in blocks)
+        calls = " ".join(f"ib_m{i}_{'block' if runtimes[i][1].specialise else 'shared'}(N);" for i in blocks)
         parts.append(f"#define IB_BLOCK(N) HOOK void __instrbudget_block_##N(void) {{ {calls} }}\n")
         parts.extend(f"IB_BLOCK({n})\n" for n in range(nblocks))
     if memory:

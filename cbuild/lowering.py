@@ -217,19 +217,30 @@ def _reassign_outside_loops(placed: list[_Placed], loops: list[tuple[int, int]])
     a loop but placed outside all loops holding that block belongs to the block
     before it (ahead of the loop) or after it (behind the loop).
     """
-    ranges: dict[int, list[tuple[int, int]]] = {}
+    if not loops:
+        return
+    inside: dict[int, list[int]] = {}  # machine block -> loops containing it
+    for number, (head, tail) in enumerate(loops):
+        for mbb in range(head, tail + 1):
+            inside.setdefault(mbb, []).append(number)
+    spans: dict[int, set[int]] = {}  # IR block -> loops holding some of its code
     for p in placed:
-        for head, tail in loops:
-            if head <= p.mbb <= tail and (head, tail) not in ranges.get(p.block, []):
-                ranges.setdefault(p.block, []).append((head, tail))
+        if p.mbb in inside:
+            spans.setdefault(p.block, set()).update(inside[p.mbb])
+    n = len(placed)
+    before: list[int | None] = [None] * n  # nearest earlier instruction's block, if different
+    after: list[int | None] = [None] * n
+    for k in range(1, n):
+        before[k] = placed[k - 1].block if placed[k - 1].block != placed[k].block else before[k - 1]
+    for k in range(n - 2, -1, -1):
+        after[k] = placed[k + 1].block if placed[k + 1].block != placed[k].block else after[k + 1]
     moves: list[tuple[int, int]] = []
     for k, p in enumerate(placed):
-        spans = ranges.get(p.block)
-        if not spans or any(head <= p.mbb <= tail for head, tail in spans):
+        held = spans.get(p.block)
+        if not held or any(number in held for number in inside.get(p.mbb, ())):
             continue
-        ahead = p.mbb < min(head for head, _ in spans)
-        scan = range(k - 1, -1, -1) if ahead else range(k + 1, len(placed))
-        other = next((placed[i].block for i in scan if placed[i].block != p.block), None)
+        ahead = p.mbb < min(loops[number][0] for number in held)
+        other = before[k] if ahead else after[k]
         if other is not None:
             moves.append((k, other))
     for k, block in moves:
@@ -375,11 +386,29 @@ def lower_program(host_ir: str, twin_ir: str | None, *, target: str, opt_level: 
     twin_code = attribute(compile_riscv(located_ir(twin_ir), target=target, opt_level=opt_level), len(twin.blocks))
     blocks = [twin_code[mapping[i]] if i in mapping else LoweredBlock(()) for i in range(len(host.blocks))]
     if unmatched:
-        host_code = lower_blocks(host_ir, target=target, opt_level=opt_level)
+        located = _only_functions(located_ir(host_ir), set(unmatched))
+        host_code = attribute(compile_riscv(located, target=target, opt_level=opt_level), len(host.blocks))
         for i in range(len(host.blocks)):
             if i not in mapping:
                 blocks[i] = host_code[i]
     return LoweredProgram(blocks, sorted(unmatched))
+
+
+def _only_functions(text: str, keep: set[str]) -> str:
+    """The module with the bodies of all other functions replaced by ``unreachable`` (faster to compile)."""
+    out = []
+    skipping = False
+    for line in text.split("\n"):
+        if skipping:
+            if line == "}":
+                out.append("  unreachable")
+                out.append(line)
+                skipping = False
+            continue
+        out.append(line)
+        if line.startswith("define ") and defined_name(line) not in keep:
+            skipping = True
+    return "\n".join(out)
 
 
 def total_words(blocks: Sequence[LoweredBlock]) -> int:

@@ -75,6 +75,7 @@ class Machine:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._matrices: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Matrix] = {}
         try:
             self.text = path.read_text()
         except OSError as exc:
@@ -216,6 +217,13 @@ class Machine:
 
     def instruction_matrix(self, instr: Instruction) -> Matrix:
         """E(instr): the state after the instruction as a max-plus product with the state before."""
+        key = (instr.mnemonic, instr.dsts, instr.srcs)
+        cached = self._matrices.get(key)
+        if cached is None:
+            cached = self._matrices[key] = self._instruction_matrix(instr)
+        return cached
+
+    def _instruction_matrix(self, instr: Instruction) -> Matrix:
         cls = self.class_of(instr)
         issue = self._issue_row(instr, cls)
 
@@ -236,6 +244,17 @@ class Machine:
         out = Matrix.identity(len(self.resources))
         for instr in instrs:
             out = self.instruction_matrix(instr) @ out
+        return out
+
+    def block_matrices(self, blocks: Iterable[Sequence[Instruction]]) -> list[Matrix]:
+        """Matrices of many blocks; blocks with the same instructions share one computation."""
+        seen: dict[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...], Matrix] = {}
+        out = []
+        for instrs in blocks:
+            key = tuple((i.mnemonic, i.dsts, i.srcs) for i in instrs)
+            if key not in seen:
+                seen[key] = self.block_matrix(instrs)
+            out.append(seen[key])
         return out
 
     def initial_state(self) -> list[int]:

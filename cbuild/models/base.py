@@ -87,6 +87,10 @@ class Runtime:
 
     source: str
     results: int
+    #: Compile ``model_block`` once per block with the block number a constant (tables fold
+    #: into the code: fastest at run time). False: one shared copy, called with the number
+    #: (for large tables, whose per-block copies would take long to compile).
+    specialise: bool = True
 
 
 class BuildView:

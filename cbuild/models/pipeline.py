@@ -21,6 +21,8 @@ from cbuild.models.base import BLOCKS, BuildView, CostModel, Metric, ModelError,
 from cbuild.models.csource import c_array
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_model.c"
+#: Matrix entries of a program up to which the dynamic phase is compiled once per block.
+SPECIALISE_ENTRIES = 60_000
 
 
 def _machine_name(value: Any) -> str:
@@ -58,8 +60,8 @@ class PipelineModel(CostModel):
         estimates: list[int] = []
         zero = self.machine.initial_state()
         code = build.riscv(self.machine.target)
-        for block in code.blocks:
-            matrix = self.machine.block_matrix(block.instructions)
+        matrices = self.machine.block_matrices(block.instructions for block in code.blocks)
+        for matrix in matrices:
             rows.append(
                 [
                     [i, [x for j, v in sorted(row.items()) for x in (j, int(v))]]
@@ -105,7 +107,8 @@ class PipelineModel(CostModel):
                 RUNTIME.read_text(),
             ]
         )
-        return Runtime(source, results=1)
+        # Each block's specialised copy unrolls its rows: past this size, one shared copy builds faster.
+        return Runtime(source, results=1, specialise=len(columns) <= SPECIALISE_ENTRIES)
 
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
         (cycles,) = counts.results_of(self.name)
