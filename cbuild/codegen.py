@@ -81,8 +81,9 @@ def optimise(module: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int, *
 
     clang has already optimised the IR at the user's level, so a second full
     pipeline mostly costs build time (twice the front end's) and reshuffles code that
-    was good already. With ``inline_hooks`` the cost models' hooks are inlined first. SROA turns each function's running-total accumulator into a
-    register, instcombine folds the counting arithmetic, simplifycfg tidies up.
+    was good already. With ``inline_hooks`` the cost models' hooks are inlined first.
+    SROA turns each function's running-total accumulator into a register,
+    instcombine folds the counting arithmetic, simplifycfg tidies up.
     """
     if speed_level <= 0:
         return

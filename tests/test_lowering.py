@@ -57,7 +57,8 @@ def test_loop_body_holds_only_the_loop(write) -> None:  # type: ignore[no-untype
     assert len(loops) == 1
     body = [i.mnemonic for i in blocks[loops[0]].instructions]
     # xor, load byte, multiply, advance, compare-and-branch (+ counter): the FNV prime is hoisted out.
-    assert "mul" in body and "lbu" in body
+    assert "mul" in body
+    assert "lbu" in body
     assert "lui" not in body, body
     assert len(body) <= 7, body
 
