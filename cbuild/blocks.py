@@ -25,6 +25,8 @@ _FIELD = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)')
 #: Intrinsics that are bookkeeping for the optimiser, not work: calls to them are never counted.
 UNCOUNTED_INTRINSIC = re.compile(r"^llvm\.(?:dbg|lifetime|assume|experimental\.noalias\.scope\.decl|pseudoprobe)\b")
 _INTRINSIC_CALLEE = re.compile(r"\bcall\b[^@]*@(llvm\.[\w.]+)\(")
+#: A region marker of instrbudget.h: an empty inline-assembly statement, never counted.
+REGION_MARKER = re.compile(r'\bcall void asm sideeffect "# instrbudget-region (start|next|stop)", "[^"]*"\((.*)\)')
 _LEADING = re.compile(r"^  (?:%[-\w.$\"]+ = )?(phi|landingpad)\b")
 _OPCODE = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?([a-z_]+)")
 _LABEL_REF = re.compile(r'label (%(?:[-a-zA-Z$._0-9]+|"(?:[^"\\]|\\.)*"))')
@@ -65,6 +67,8 @@ def _returning_functions(lines: list[str]) -> tuple[set[str], dict[str, set[str]
 
 def _may_not_return(line: str, returning: set[str], functions: dict[str, set[str]]) -> bool:
     """Whether a call line may leave its caller other than by returning (exit, longjmp, throw)."""
+    if REGION_MARKER.search(line):
+        return False
     site = set(GROUP_REF.findall(line[line.rfind(")") :]))
     if site & returning:
         return False
@@ -83,6 +87,8 @@ class Block:
     file: str
     #: First source line of the block (0 when the IR carries no line information).
     line: int
+    #: Counted instructions per source line: (file, line, instructions); they add up to ``size``.
+    lines: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass
@@ -121,11 +127,13 @@ class BlockTable:
         functions: dict[str, int] = {}
         files: dict[str, int] = {}
         rows = []
+        lines = []
         for b in self.blocks:
             fi = functions.setdefault(b.function, len(functions))
             si = files.setdefault(b.file, len(files))
             rows.append([fi, b.size, si, b.line])
-        doc: dict[str, Any] = {"functions": list(functions), "files": list(files), "blocks": rows}
+            lines.append([x for f, n, c in b.lines for x in (files.setdefault(f, len(files)), n, c)])
+        doc: dict[str, Any] = {"functions": list(functions), "files": list(files), "blocks": rows, "lines": lines}
         doc["counters"] = self.counters
         if self.derive is not None:
             doc["derive"] = [[x for pair in terms for x in pair] for terms in self.derive]
@@ -135,7 +143,17 @@ class BlockTable:
     def from_json(cls, doc: dict[str, Any]) -> BlockTable:
         """Inverse of :meth:`to_json`."""
         functions, files = doc["functions"], doc["files"]
-        blocks = [Block(functions[f], size, files[s], line) for f, size, s, line in doc["blocks"]]
+        per_line = doc.get("lines") or [[] for _ in doc["blocks"]]
+        blocks = [
+            Block(
+                functions[f],
+                size,
+                files[s],
+                line,
+                tuple((files[flat[i]], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)),
+            )
+            for (f, size, s, line), flat in zip(doc["blocks"], per_line, strict=True)
+        ]
         derive = None
         if "derive" in doc:
             derive = [list(zip(flat[::2], flat[1::2], strict=True)) for flat in doc["derive"]]
@@ -170,6 +188,8 @@ class ParsedBlock:
     musttail: bool = False
     #: Index of the block's first instruction line.
     first_line: int = 0
+    #: Debug location (metadata id, or None) of each counted instruction.
+    located: list[int | None] = field(default_factory=list)
 
 
 @dataclass
@@ -190,7 +210,13 @@ class ParsedModule:
             file, line = self.subprograms.get(b.function, ("", 0))
             if b.dbg is not None and b.dbg in self.locations:
                 file, line = self.locations[b.dbg]
-            out.append(Block(b.function, b.size, file, line))
+            per_line: dict[tuple[str, int], int] = {}
+            for dbg in b.located:
+                # An instruction without a location belongs to the block's first line.
+                where = self.locations.get(dbg, (file, line)) if dbg is not None else (file, line)
+                per_line[where] = per_line.get(where, 0) + 1
+            lines = tuple((f, n, c) for (f, n), c in per_line.items())
+            out.append(Block(b.function, b.size, file, line, lines))
         return BlockTable(out)
 
 
@@ -318,12 +344,13 @@ def parse_module(text: str) -> ParsedModule:
                 current.insert_at = index
                 in_leading = False
             call = _INTRINSIC_CALLEE.search(line)
-            if call is None or UNCOUNTED_INTRINSIC.match(call.group(1)) is None:
+            counted = call is None or UNCOUNTED_INTRINSIC.match(call.group(1)) is None
+            if counted and not REGION_MARKER.search(line):
                 current.size += 1
-                if current.dbg is None:
-                    m = _DBG_REF.search(line)
-                    if m:
-                        current.dbg = int(m.group(1))
+                m = _DBG_REF.search(line)
+                current.located.append(int(m.group(1)) if m else None)
+                if current.dbg is None and m:
+                    current.dbg = int(m.group(1))
             continue
         if _LABEL.match(line):
             close(current, index)

@@ -48,7 +48,7 @@ def engine_digest() -> str:
     """Identity of this engine's own code (instrumenter, placement, runtime): part of every artifact key,
     so that a new version of the engine never reuses an artifact built by an older one."""
     here = Path(__file__).parent
-    files = [*here.rglob("*.py"), *here.glob("runtime/*.c"), *here.glob("machines/*.toml")]
+    files = [*here.rglob("*.py"), *here.glob("runtime/*.c"), *here.glob("machines/*.toml"), *here.glob("include/*.h")]
     return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
 
 
@@ -218,6 +218,9 @@ class Builder:
         code, layout = dynamic.source(runtimes, len(table))
         for name, slot in layout.slots.items():
             analyses[name]["results"] = list(slot)
+        metric_of = {model.name: model.metrics[0].name for model in models}
+        for n, name in enumerate(layout.clocks, start=1):
+            analyses[name]["clock"] = [n, metric_of[name]]
         if not runtimes:
             return analyses, self._compile_c(code, "models"), False
         return analyses, self._compile_c(code, "models", ir=True), True

@@ -36,6 +36,10 @@ class CompiledUnit:
     key: str
 
 
+#: Headers shipped with the plugin (instrbudget.h), on the include path of every build.
+INCLUDE_DIR = Path(__file__).parent / "include"
+
+
 def compile_command(tc: Toolchain, source: Path, options: BuildOptions, out: Path) -> list[str]:
     """The clang command that turns ``source`` into textual IR at ``out``."""
     lang = language_of(source)
@@ -54,6 +58,8 @@ def compile_command(tc: Toolchain, source: Path, options: BuildOptions, out: Pat
         "-fdiagnostics-color=never",
         "-Wno-unused-command-line-argument",
         *(f"-I{d}" for d in options.include_dirs),
+        f"-I{INCLUDE_DIR}",  # instrbudget.h, the region markers
+        "-DINSTRBUDGET=1",
         *(f"-D{d}" for d in options.defines),
         *flags,
         "-o",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cbuild.blocks import BlockTable
+from cbuild.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,8 @@ class BlockCounts:
     analyses: Mapping[str, Any] = field(default_factory=dict)
     #: Model name -> the numbers its dynamic phase reported for this execution.
     results: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: Regions the execution passed through (instrbudget.h), if any.
+    profile: Profile | None = None
 
     def __post_init__(self) -> None:
         if len(self.counts) != len(self.table):
@@ -40,26 +43,66 @@ class BlockCounts:
             ) from None
 
 
+def _merged(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out.get(key, 0) + value
+    return out
+
+
 @dataclass(frozen=True)
 class Cost:
-    """One metric's value for a measurement, with its per-function breakdown."""
+    """One metric's value for a measurement, with its breakdowns."""
 
     metric: str
     total: int
     #: Function name -> exclusive cost (the cost of the function's own blocks).
     functions: dict[str, int] = field(default_factory=dict)
+    #: Region path ("parse", "parse/tokens") -> inclusive cost between its markers.
+    regions: dict[str, int] = field(default_factory=dict)
+    #: Function name -> {"file:line": cost} (models whose cost is per instruction).
+    lines: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __add__(self, other: Cost) -> Cost:
         if other.metric != self.metric:
             raise ValueError(f"cannot add {other.metric} to {self.metric}")
-        functions = dict(self.functions)
-        for name, value in other.functions.items():
-            functions[name] = functions.get(name, 0) + value
-        return Cost(self.metric, self.total + other.total, functions)
+        lines = {f: dict(v) for f, v in self.lines.items()}
+        for function, per_line in other.lines.items():
+            lines[function] = _merged(lines.get(function, {}), per_line)
+        return Cost(
+            self.metric,
+            self.total + other.total,
+            _merged(self.functions, other.functions),
+            _merged(self.regions, other.regions),
+            lines,
+        )
+
+    def top_lines(self, n: int = 5, function: str | None = None) -> list[tuple[str, str, int]]:
+        """The ``n`` costliest source lines, of one function or of all: (function, "file:line", cost)."""
+        rows = [
+            (f, where, value)
+            for f, per_line in self.lines.items()
+            if function is None or f == function
+            for where, value in per_line.items()
+        ]
+        return sorted(rows, key=lambda r: (-r[2], r[0], r[1]))[:n]
 
     def top_functions(self, n: int = 5) -> list[tuple[str, int]]:
         """The ``n`` costliest functions, ties broken by name."""
         return sorted(self.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def line_costs(counts: BlockCounts) -> dict[str, dict[str, int]]:
+    """Executed IR instructions per function and source line (from the blocks' debug locations)."""
+    out: dict[str, dict[str, int]] = {}
+    for block, count in zip(counts.table.blocks, counts.counts, strict=True):
+        if not count:
+            continue
+        per_line = out.setdefault(block.function, {})
+        for file, line, n in block.lines:
+            where = f"{file}:{line}"
+            per_line[where] = per_line.get(where, 0) + n * count
+    return out
 
 
 def weighted_cost(metric: str, counts: BlockCounts, block_costs: Sequence[int]) -> Cost:

@@ -23,14 +23,16 @@ _HEADER = """\
 /* Linked into the program's module and inlined at every block and memory access. */
 #define HOOK HIDDEN __attribute__((always_inline))
 """
-_HOOKS = ("block", "access", "reset", "finish")
+_HOOKS = ("block", "access", "reset", "finish", "now")
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Where each model's results sit in the results array: name -> (offset, count)."""
+    """Where each model's results sit in the results array: name -> (offset, count); and the
+    models whose clocks regions read, in order (after clock 0, the IR instruction total)."""
 
     slots: dict[str, tuple[int, int]]
+    clocks: list[str]
 
     @property
     def size(self) -> int:
@@ -78,5 +80,9 @@ def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int
         f"ib_m{i}_finish(__instrbudget_results + {slots[name][0]});" for i, (name, _, _) in enumerate(runtimes)
     )
     parts.append(f"HIDDEN void __instrbudget_models_reset(uint32_t in_process) {{ {resets} }}\n")
+    clocks = [i for i, (_, r, _) in enumerate(runtimes) if r.clock]
+    reads = " ".join(f"out[{n}] = ib_m{i}_now();" for n, i in enumerate(clocks))
+    parts.append(f"HIDDEN const uint64_t __instrbudget_nclocks = {len(clocks)};\n")
+    parts.append(f"HIDDEN void __instrbudget_clocks(uint64_t *out) {{ (void)out; {reads} }}\n")
     parts.append(f"HIDDEN void __instrbudget_models_finish(void) {{ {finishes} }}\n")
-    return "".join(parts), Layout(slots)
+    return "".join(parts), Layout(slots, [runtimes[i][0] for i in clocks])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from cbuild.blocks import BlockTable
 from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
+from cbuild.profile import clock_metrics, read_profile
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
 #: The environment programs get unless the caller passes one. Its size moves the
@@ -139,7 +141,11 @@ def run_program(
                     f"{proc.stderr.decode(errors='replace')[-4000:]}"
                 )
             table = table or artifact.table()
-            counts, total = read_counts(counts_path, build_id=artifact.key, table=table, models=artifact.models())
+            models = artifact.models()
+            counts, total = read_counts(counts_path, build_id=artifact.key, table=table, models=models)
+            profile = read_profile(counts_path.with_name(counts_path.name + ".profile"), clock_metrics(models))
+            if profile is not None:
+                counts = dataclasses.replace(counts, profile=profile)
             expected = sum(c * s for c, s in zip(counts.counts, table.sizes, strict=True))
             if expected != total:
                 raise ExecutionError(

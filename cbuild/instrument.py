@@ -18,7 +18,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cbuild.blocks import ATTRIBUTE_GROUP, CALLEE, GROUP_REF, BlockTable, ParsedModule, defined_name, parse_module
+from cbuild.blocks import (
+    ATTRIBUTE_GROUP,
+    CALLEE,
+    GROUP_REF,
+    REGION_MARKER,
+    BlockTable,
+    ParsedModule,
+    defined_name,
+    parse_module,
+)
 from cbuild.errors import InstrumentError
 from cbuild.placement import END, START, Placement, place, place_per_block
 
@@ -31,6 +40,9 @@ BUILD_ID = "__instrbudget_build_id"
 #: per block lets the models' code be specialised for each block (tables folded to constants).
 BLOCK_HOOK = "__instrbudget_block_"
 ACCESS_HOOK = "__instrbudget_access"
+REGION_HOOK = "__instrbudget_region"
+#: Region marker kinds, as the runtime numbers them.
+REGION_KINDS = {"start": 0, "next": 1, "stop": 2}
 #: Run-time events the instrumenter can report to cost models' dynamic phases.
 EVENTS = ("blocks", "memory")
 # The hooks touch only the runtime's own state: the optimiser may keep the program's
@@ -92,7 +104,22 @@ def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int) -> lis
         out.extend(f"declare hidden void @{BLOCK_HOOK}{i}() {_HOOK_ATTRS}" for i in range(nblocks))
     if "memory" in events:
         out.append(f"declare hidden void @{ACCESS_HOOK}(ptr, i64, i32) {_HOOK_ATTRS}")
+    out.append(f"declare hidden void @{REGION_HOOK}(i32, ptr, ptr, i32) nounwind willreturn")
     return out
+
+
+def _region_call(line: str) -> str | None:
+    """The runtime call that replaces a region marker (instrbudget.h) once the counts are fixed."""
+    m = REGION_MARKER.search(line)
+    if m is None:
+        return None
+    ops = split_operands(m.group(2))
+    if len(ops) != 3:
+        raise InstrumentError(f"malformed instrbudget region marker: {line.strip()[:200]}")
+    name, file = _pointer(ops[0]), _pointer(ops[1])
+    if name is None or file is None or not ops[2].startswith("i32 "):
+        raise InstrumentError(f"malformed instrbudget region marker: {line.strip()[:200]}")
+    return f"  call void @{REGION_HOOK}(i32 {REGION_KINDS[m.group(1)]}, ptr {name}, ptr {file}, {ops[2]})"
 
 
 def split_operands(text: str) -> list[str]:
@@ -472,6 +499,8 @@ def instrument(
             line = _retarget(line, old, new)
         for old, new in phi_fix.get(index, ()):
             line = _phi_incoming(line, old, new)
+        if counting and (region := _region_call(line)) is not None:
+            line = region
         if line == "}":
             for counter, _src, target in splits.get(function, ()):
                 out.append("")

@@ -6,6 +6,7 @@ import ctypes
 import itertools
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
 from cbuild.errors import CBuildError, SignatureError
 from cbuild.execute import split_results
+from cbuild.profile import clock_metrics, read_profile
 
 _INTS: dict[tuple[str, str], type[Any]] = {
     ("i1", ""): ctypes.c_bool,
@@ -190,6 +192,8 @@ class Library:
         self._results = (ctypes.c_uint64 * max(self._nresults, 1)).from_address(results())
         self._dll.instrbudget_models_reset.argtypes = [ctypes.c_uint32]
         self._dll.instrbudget_models_reset(1)
+        self._dll.instrbudget_profile_write.argtypes = [ctypes.c_char_p]
+        self._dll.instrbudget_profile_write.restype = ctypes.c_int
         self._functions: dict[str, Function] = {}
 
     @property
@@ -201,8 +205,9 @@ class Library:
         return tuple(memoryview(self._counters).cast("B").cast("Q")[: self._n])
 
     def snapshot(self) -> tuple[int, ...]:
-        """The counters as they are now; the cost models' dynamic phases start afresh."""
+        """The counters as they are now; the cost models' dynamic phases and regions start afresh."""
         self._dll.instrbudget_models_reset(1)
+        self._dll.instrbudget_profile_reset()
         return self._raw()
 
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:
@@ -212,7 +217,14 @@ class Library:
             raw = tuple(a - b for a, b in zip(raw, since, strict=True))
         self._dll.instrbudget_models_finish()
         analyses, results = split_results(self._models, list(self._results)[: self._nresults])
-        return BlockCounts(self.table, self.table.block_counts(raw), analyses, results)
+        with tempfile.TemporaryDirectory(prefix="instrbudget-profile-") as tmp:
+            path = Path(tmp) / "profile"
+            if self._dll.instrbudget_profile_write(str(path).encode()) != 0:
+                raise CBuildError(f"{self.artifact.name}: the runtime could not write its region profile")
+            profile = read_profile(path, clock_metrics(self._models))
+        if profile is not None and not profile.regions and not profile.problems:
+            profile = None
+        return BlockCounts(self.table, self.table.block_counts(raw), analyses, results, profile)
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("_"):

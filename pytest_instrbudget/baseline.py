@@ -74,11 +74,14 @@ class Baseline:
             for metric, value in metrics.items():
                 total = value["total"]
                 functions = value.get("functions", {})
+                regions = value.get("regions", {})
+                if not all(isinstance(v, int) for v in regions.values()):
+                    raise ValueError(f"{nodeid} {metric}: region costs must be integers")
                 if not isinstance(total, int) or isinstance(total, bool):
                     raise ValueError(f"{nodeid} {metric}: total {total!r} is not an integer")
                 if not all(isinstance(v, int) for v in functions.values()):
                     raise ValueError(f"{nodeid} {metric}: function costs must be integers")
-                entry[metric] = Cost(metric, total, dict(functions))
+                entry[metric] = Cost(metric, total, dict(functions), dict(regions))
             tests[nodeid] = entry
         return cls(path, fingerprint, tests, exists=True)
 
@@ -89,7 +92,12 @@ class Baseline:
             "fingerprint": dict(self.fingerprint),
             "tests": {
                 nodeid: {
-                    metric: {"total": cost.total, "functions": dict(cost.functions)} for metric, cost in metrics.items()
+                    metric: {
+                        "total": cost.total,
+                        "functions": dict(cost.functions),
+                        **({"regions": dict(cost.regions)} if cost.regions else {}),
+                    }
+                    for metric, cost in metrics.items()
                 }
                 for nodeid, metrics in self.tests.items()
             },

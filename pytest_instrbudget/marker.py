@@ -11,8 +11,8 @@ from pytest_instrbudget.config import ConfigError, parse_percent
 
 MARKER = "budget"
 MARKER_HELP = (
-    "budget(max_instr=N, tolerance=PCT): fail when the test's instrumented C/C++ code executes "
-    "more than N IR instructions, or more than its baseline plus PCT percent"
+    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}): fail when the test's instrumented C/C++ code "
+    "executes more than N IR instructions (or a region more than its N), or more than its baseline plus PCT percent"
 )
 
 
@@ -22,6 +22,8 @@ class Budget:
 
     limits: dict[str, int] = field(default_factory=dict)
     tolerance: float | None = None
+    #: Region path -> metric name -> maximum.
+    regions: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @classmethod
     def from_item(cls, item: pytest.Item, models: list[CostModel], all_keywords: dict[str, str]) -> Budget | None:
@@ -36,6 +38,8 @@ class Budget:
         active = {m.keyword: m.name for model in models for m in model.metrics}
         limits: dict[str, int] = {}
         tolerance: float | None = None
+        regions: dict[str, dict[str, int]] = {}
+        headline = models[0].metrics[0].name if models else "ir_instructions"
         # The closest marker wins for each keyword (function over class over module).
         for mark in reversed(marks):
             if mark.args:
@@ -43,6 +47,8 @@ class Budget:
             for key, value in mark.kwargs.items():
                 if key == "tolerance":
                     tolerance = parse_percent(value, where=f"{item.nodeid}: budget(tolerance=...)")
+                elif key == "regions":
+                    regions.update(_region_limits(item.nodeid, value, active, headline))
                 elif key in active:
                     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                         raise ConfigError(
@@ -56,8 +62,36 @@ class Budget:
                         f"[tool.instrbudget] or pass --instrbudget-model={all_keywords[key]}"
                     )
                 else:
-                    accepted = ", ".join(sorted([*active, "tolerance"]))
+                    accepted = ", ".join(sorted([*active, "regions", "tolerance"]))
                     raise ConfigError(
                         f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget; accepted: {accepted}"
                     )
-        return cls(limits, tolerance)
+        return cls(limits, tolerance, regions)
+
+
+def _limit(nodeid: str, where: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{nodeid}: budget({where}) must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _region_limits(nodeid: str, value: object, active: dict[str, str], headline: str) -> dict[str, dict[str, int]]:
+    """``regions={"parse": 2000}`` limits the headline metric; ``{"parse": {"max_cycles": 900}}`` any."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+        raise ConfigError(f'{nodeid}: budget(regions=...) must map region names to limits, e.g. {{"parse": 2000}}')
+    out: dict[str, dict[str, int]] = {}
+    for name, limit in value.items():
+        if isinstance(limit, dict):
+            per: dict[str, int] = {}
+            for keyword, n in limit.items():
+                if keyword not in active:
+                    accepted = ", ".join(sorted(active))
+                    raise ConfigError(
+                        f"{nodeid}: budget(regions={{{name!r}: {{{keyword!r}: ...}}}}): unknown keyword; "
+                        f"accepted: {accepted}"
+                    )
+                per[active[keyword]] = _limit(nodeid, f"regions[{name!r}][{keyword!r}]", n)
+            out[name] = per
+        else:
+            out[name] = {headline: _limit(nodeid, f"regions[{name!r}]", limit)}
+    return out

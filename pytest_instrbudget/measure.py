@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from cbuild.costs import BlockCounts, Cost
+from cbuild.attribution import attributed
+from cbuild.costs import BlockCounts
 from cbuild.library import Library
-from cbuild.models import CostModel
 
-
-def evaluate(models: list[CostModel], counts: list[BlockCounts]) -> dict[str, Cost]:
-    """Sum every model's costs over several artifacts' counts."""
-    out: dict[str, Cost] = {}
-    for model in models:
-        for c in counts:
-            for cost in model.evaluate(c):
-                out[cost.metric] = out[cost.metric] + cost if cost.metric in out else cost
-        for metric in model.metrics:
-            out.setdefault(metric.name, Cost(metric.name, 0))
-    return out
+#: Every model's costs summed over several artifacts' counts, with regions and source lines.
+evaluate = attributed
 
 
 class Meter:

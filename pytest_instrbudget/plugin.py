@@ -20,6 +20,7 @@ from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
 from pytest_instrbudget.fixture import CBuild
 from pytest_instrbudget.marker import MARKER_HELP, Budget
 from pytest_instrbudget.measure import Meter, evaluate
+from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
 from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions
 
@@ -55,6 +56,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="cost model to use (repeatable; overrides `models` in [tool.instrbudget])",
     )
+    group.addoption(
+        "--instrbudget-report",
+        action="append",
+        default=[],
+        metavar="functions|lines|regions",
+        help="print a breakdown for each measured test in the summary (repeatable, or comma-separated)",
+    )
+    group.addoption(
+        "--instrbudget-markdown",
+        metavar="PATH",
+        help="write a markdown summary of changes against the baseline (e.g. $GITHUB_STEP_SUMMARY)",
+    )
 
 
 def _run_options(config: pytest.Config) -> RunOptions:
@@ -67,7 +80,17 @@ def _run_options(config: pytest.Config) -> RunOptions:
         tolerance=None if tol is None else parse_percent(tol, where="--instrbudget-tolerance"),
         json_path=Path(json_path) if json_path else None,
         models=tuple(config.getoption("instrbudget_model")),
+        reports=_reports(config.getoption("instrbudget_report")),
+        markdown_path=Path(md) if (md := config.getoption("instrbudget_markdown")) else None,
     )
+
+
+def _reports(values: list[str]) -> tuple[str, ...]:
+    kinds = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    for kind in kinds:
+        if kind not in REPORTS:
+            raise ConfigError(f"--instrbudget-report: unknown report {kind!r}; accepted: {', '.join(REPORTS)}")
+    return tuple(dict.fromkeys(kinds))
 
 
 def _progress(config: pytest.Config) -> Callable[[str], None]:
@@ -185,7 +208,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         if meter.used:
             costs = evaluate(session.models, counts)
             budget = item.stash.get(BUDGET, None)
-            result = session.evaluate(item.nodeid, budget, costs, completed=completed)
+            problems = sorted({str(p) for c in counts if c.profile is not None for p in c.profile.problems})
+            result = session.evaluate(item.nodeid, budget, costs, completed=completed, region_problems=problems)
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
     return outcome
@@ -214,6 +238,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if budget.run.json_path is not None:
         text = json.dumps(report.json_document(budget), indent=2, sort_keys=True) + "\n"
         atomic_write(budget.run.json_path, text.encode())
+    if budget.run.markdown_path is not None:
+        atomic_write(budget.run.markdown_path, report.markdown(budget).encode())
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -239,5 +265,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.section("instrbudget")
         for line in report.table_lines(budget.results.values()):
             terminalreporter.write_line(line)
+        for kind in budget.run.reports:
+            terminalreporter.section(f"instrbudget {kind}", sep="-")
+            for line in report.breakdown_lines(budget.results.values(), kind):
+                terminalreporter.write_line(line)
     for line in report.summary_lines(budget, outcome):
         terminalreporter.write_line(f"instrbudget: {line}")

@@ -18,9 +18,13 @@ JSON schema (``version`` 1)::
               "value": int, "limit": int | null, "baseline": int | null,
               "change_percent": float | null, "tolerance_percent": float,
               "status": "ok" | "new" | "improved" | "regressed" | "over limit" | "not comparable",
-              "functions": {"<function>": int}   # exclusive cost per function
+              "functions": {"<function>": int},  # exclusive cost per function
+              "regions": {"<region path>": int}, # inclusive cost between the markers
+              "region_limits": {"<region path>": int},
+              "lines": [["<function>", "<file>:<line>", int], ...]  # costliest source lines
             }
-          }
+          },
+          "region_problems": [str, ...]     # unbalanced markers, "file:line: ..."
         }
       }
     }
@@ -31,8 +35,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_instrbudget.results import IMPROVED, OVER_LIMIT, REGRESSED, TestResult
+from cbuild.demangle import demangle
+from pytest_instrbudget.results import IMPROVED, NEW, NOT_COMPARABLE, OVER_LIMIT, REGRESSED, TestResult
 from pytest_instrbudget.session import BudgetSession, Outcome
+
+#: Breakdowns ``--instrbudget-report`` prints.
+REPORTS = ("functions", "lines", "regions")
 
 
 def _fmt_change(change: float | None) -> str:
@@ -73,6 +81,10 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     """Everything the terminal summary prints after the table."""
     lines: list[str] = []
     results = list(session.results.values())
+    problems = [(r.nodeid, p) for r in sorted(results, key=lambda r: r.nodeid) for p in r.region_problems]
+    if problems:
+        lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
+        lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
     if session.baseline.exists and not session.comparable:
         old, new = session.baseline.fingerprint, session.fingerprint
         differs = ", ".join(k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))
@@ -122,3 +134,65 @@ def json_document(session: BudgetSession) -> dict[str, Any]:
         "baseline": str(session.baseline.path),
         "tests": {n: r.to_json() for n, r in sorted(session.results.items())},
     }
+
+
+def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10) -> list[str]:
+    """Per measured test and metric, its costliest functions, source lines or its regions."""
+    out: list[str] = []
+    for result in sorted(results, key=lambda r: r.nodeid):
+        block: list[str] = []
+        for m in result.metrics:
+            if kind == "functions":
+                rows = [(demangle(f), v) for f, v in sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))]
+            elif kind == "lines":
+                rows = [(f"{where}  ({demangle(f)})", v) for f, where, v in m.lines]
+            else:
+                rows = sorted(m.regions.items())
+            rows = rows[:top]
+            if not rows:
+                continue
+            block.append(f"  {m.metric}  (total {m.value})")
+            width = max(len(name) for name, _ in rows)
+            for name, value in rows:
+                share = 100.0 * value / m.value if m.value else 0.0
+                block.append(f"    {name:<{width}}  {value:>12}  {share:5.1f}%")
+        if block:
+            out.append(result.nodeid)
+            out.extend(block)
+    if not out:
+        out.append(f"no {kind} to show" + (" (no test passed a region marker)" if kind == "regions" else ""))
+    return out
+
+
+def markdown(session: BudgetSession) -> str:
+    """A markdown summary for a CI job page: what changed against the baseline, and failures."""
+    results = sorted(session.results.values(), key=lambda r: r.nodeid)
+    rows = [
+        (r, m)
+        for r in results
+        for m in r.metrics
+        if m.status in (REGRESSED, OVER_LIMIT, IMPROVED, NEW, NOT_COMPARABLE) or m.change not in (None, 0.0)
+    ]
+    failed = [r for r in results if r.failure]
+    lines = ["## instrbudget", ""]
+    lines.append(
+        f"{len(results)} test(s) measured, {len(failed)} over budget, "
+        f"{sum(1 for r, m in rows if m.status == IMPROVED)} metric(s) improved."
+    )
+    lines.append("")
+    if rows:
+        lines += ["| test | metric | baseline | value | change | status |", "|---|---|---:|---:|---:|---|"]
+        for r, m in rows:
+            base = "" if m.baseline is None else f"{m.baseline:,}"
+            lines.append(f"| `{r.nodeid}` | {m.metric} | {base} | {m.value:,} | {_fmt_change(m.change)} | {m.status} |")
+        lines.append("")
+    else:
+        lines += ["No cost changed against the baseline.", ""]
+    for r in failed:
+        lines += [f"<details><summary>{r.nodeid}</summary>", "", "```text", r.failure or "", "```", "</details>", ""]
+    problems = [(r.nodeid, p) for r in results for p in r.region_problems]
+    if problems:
+        lines += ["Unbalanced region markers:", ""]
+        lines += [f"- `{nodeid}`: {p}" for nodeid, p in problems]
+        lines.append("")
+    return "\n".join(lines)

@@ -29,6 +29,12 @@ class MetricResult:
     status: str
     functions: dict[str, int] = field(default_factory=dict)
     baseline_functions: dict[str, int] = field(default_factory=dict)
+    #: Region path -> inclusive cost; the baseline's; the budget's limits.
+    regions: dict[str, int] = field(default_factory=dict)
+    baseline_regions: dict[str, int] = field(default_factory=dict)
+    region_limits: dict[str, int] = field(default_factory=dict)
+    #: The costliest source lines: [function, "file:line", cost], most first.
+    lines: list[list[Any]] = field(default_factory=list)
 
     @property
     def change(self) -> float | None:
@@ -39,10 +45,22 @@ class MetricResult:
 
     def function_deltas(self, n: int = 5) -> list[tuple[str, int, int]]:
         """Functions whose cost grew most: (name, old, new)."""
-        names = set(self.functions) | set(self.baseline_functions)
-        rows = [(name, self.baseline_functions.get(name, 0), self.functions.get(name, 0)) for name in names]
-        grown = [r for r in rows if r[2] > r[1]]
-        return sorted(grown, key=lambda r: (-(r[2] - r[1]), r[0]))[:n]
+        return _grown(self.functions, self.baseline_functions, n)
+
+    def region_deltas(self, n: int = 5) -> list[tuple[str, int, int]]:
+        """Regions whose cost changed most: (path, old, new)."""
+        names = set(self.regions) | set(self.baseline_regions)
+        rows = [(name, self.baseline_regions.get(name, 0), self.regions.get(name, 0)) for name in names]
+        changed = [r for r in rows if r[2] != r[1]]
+        return sorted(changed, key=lambda r: (-abs(r[2] - r[1]), r[0]))[:n]
+
+    def regions_over(self) -> list[tuple[str, int, int]]:
+        """Regions over their limit: (path, value, limit)."""
+        return [
+            (name, self.regions.get(name, 0), limit)
+            for name, limit in sorted(self.region_limits.items())
+            if self.regions.get(name, 0) > limit
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +71,9 @@ class MetricResult:
             "tolerance_percent": self.tolerance,
             "status": self.status,
             "functions": dict(sorted(self.functions.items())),
+            "regions": dict(sorted(self.regions.items())),
+            "region_limits": dict(sorted(self.region_limits.items())),
+            "lines": self.lines,
         }
 
 
@@ -67,6 +88,8 @@ class TestResult:
     failure: str | None = None
     #: False when the test body raised: its cost is shown but never written to the baseline.
     completed: bool = True
+    #: Unbalanced region markers met during the test ("file:line: ...").
+    region_problems: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -77,7 +100,7 @@ class TestResult:
 
     def costs(self) -> dict[str, Cost]:
         """The measured values as costs, for the baseline."""
-        return {m.metric: Cost(m.metric, m.value, dict(m.functions)) for m in self.metrics}
+        return {m.metric: Cost(m.metric, m.value, dict(m.functions), dict(m.regions)) for m in self.metrics}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +109,7 @@ class TestResult:
             "status": self.status,
             "failure": self.failure,
             "metrics": {m.metric: m.to_json() for m in self.metrics},
+            "region_problems": self.region_problems,
         }
 
     def to_wire(self) -> dict[str, Any]:
@@ -96,4 +120,11 @@ class TestResult:
     def from_wire(cls, doc: dict[str, Any]) -> TestResult:
         """Inverse of :meth:`to_wire`."""
         metrics = [MetricResult(**m) for m in doc["metrics"]]
-        return cls(doc["nodeid"], doc["budgeted"], metrics, doc["failure"], doc["completed"])
+        return cls(doc["nodeid"], doc["budgeted"], metrics, doc["failure"], doc["completed"], doc["region_problems"])
+
+
+def _grown(new: dict[str, int], old: dict[str, int], n: int) -> list[tuple[str, int, int]]:
+    """Keys whose value grew most: (key, old, new)."""
+    rows = [(name, old.get(name, 0), new.get(name, 0)) for name in set(new) | set(old)]
+    grown = [r for r in rows if r[2] > r[1]]
+    return sorted(grown, key=lambda r: (-(r[2] - r[1]), r[0]))[:n]

@@ -34,6 +34,9 @@ class RunOptions:
     tolerance: float | None = None
     json_path: Path | None = None
     models: tuple[str, ...] = ()
+    #: Breakdowns to print per test: "functions", "lines", "regions".
+    reports: tuple[str, ...] = ()
+    markdown_path: Path | None = None
 
 
 @dataclass
@@ -97,7 +100,13 @@ class BudgetSession:
         return self.baseline.fingerprint == self.fingerprint
 
     def evaluate(
-        self, nodeid: str, budget: Budget | None, costs: dict[str, Cost], *, completed: bool = True
+        self,
+        nodeid: str,
+        budget: Budget | None,
+        costs: dict[str, Cost],
+        *,
+        completed: bool = True,
+        region_problems: list[str] | None = None,
     ) -> TestResult:
         """Compare a test's costs with its limits and baseline; record and return the result."""
         tolerance = (
@@ -126,6 +135,11 @@ class BudgetSession:
                 status = OK
             if limit is not None and cost.total > limit:
                 status = OVER_LIMIT
+            region_limits = {
+                path: per[name] for path, per in (budget.regions if budget is not None else {}).items() if name in per
+            }
+            if any(cost.regions.get(path, 0) > n or path not in cost.regions for path, n in region_limits.items()):
+                status = OVER_LIMIT
             metric_result = MetricResult(
                 metric=name,
                 keyword=keywords.get(name, ""),
@@ -136,6 +150,10 @@ class BudgetSession:
                 status=status,
                 functions=dict(cost.functions),
                 baseline_functions=dict(old.functions) if old is not None else {},
+                regions=dict(cost.regions),
+                baseline_regions=dict(old.regions) if old is not None else {},
+                region_limits=region_limits,
+                lines=[list(row) for row in cost.top_lines(50)],
             )
             metrics.append(metric_result)
             if budget is not None and status in (OVER_LIMIT, REGRESSED):
@@ -145,7 +163,7 @@ class BudgetSession:
             failure = f"instrbudget: {nodeid} is over budget\n" + "\n".join(failures)
             if any(m.status == REGRESSED for m in metrics):
                 failure += "\n  if the new cost is intended, accept it with: pytest --instrbudget-update"
-        result = TestResult(nodeid, budget is not None, metrics, failure, completed)
+        result = TestResult(nodeid, budget is not None, metrics, failure, completed, list(region_problems or []))
         self.results[nodeid] = result
         return result
 
@@ -209,10 +227,18 @@ def _fp(fingerprint: dict[str, str]) -> str:
 
 def _failure_text(m: MetricResult) -> str:
     lines = []
-    if m.status == OVER_LIMIT and m.limit is not None:
+    if m.status == OVER_LIMIT and m.limit is not None and m.value > m.limit:
         over = m.value - m.limit
         pct = f" (+{100.0 * over / m.limit:.2f}%)" if m.limit else ""
         lines.append(f"  {m.metric}: {m.value} exceeds {m.keyword}={m.limit} by {over}{pct}")
+    for path, limit in sorted(m.region_limits.items()):
+        if path not in m.regions:
+            lines.append(
+                f"  region {path!r} has a budget but the test never ran it (regions run: "
+                f"{', '.join(sorted(m.regions)) or 'none'})"
+            )
+        elif m.regions[path] > limit:
+            lines.append(f"  region {path!r}: {m.metric} {m.regions[path]} exceeds its budget {limit}")
     if m.baseline is not None and m.value > m.baseline * (1 + m.tolerance / 100.0):
         change = f"{m.change:+.2f}%" if m.change is not None else "new cost"
         lines.append(
@@ -225,6 +251,7 @@ def _failure_text(m: MetricResult) -> str:
             names = {name: demangle(name) for name, _ in top}
             width = max(len(shown) for shown in names.values())
             lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
+        lines.extend(_hot_lines(m, top[0][0] if top else None))
         return "\n".join(lines)
     deltas = m.function_deltas()
     if deltas:
@@ -232,4 +259,19 @@ def _failure_text(m: MetricResult) -> str:
         width = max(len(demangle(name)) for name, _, _ in deltas)
         for name, old, new in deltas:
             lines.append(f"    {demangle(name):<{width}}  {new - old:+d}  ({old} -> {new})")
+    changed = m.region_deltas()
+    if changed:
+        lines.append("  regions whose cost changed most:")
+        width = max(len(name) for name, _, _ in changed)
+        lines.extend(f"    {name:<{width}}  {new - old:+d}  ({old} -> {new})" for name, old, new in changed)
+    lines.extend(_hot_lines(m, deltas[0][0] if deltas else None))
     return "\n".join(lines)
+
+
+def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
+    """The costliest source lines of one function (this run)."""
+    rows = [(where, value) for f, where, value in m.lines if f == function][:n]
+    if function is None or not rows:
+        return []
+    width = max(len(where) for where, _ in rows)
+    return [f"  hottest lines of {demangle(function)}:", *(f"    {where:<{width}}  {value}" for where, value in rows)]

@@ -91,6 +91,9 @@ class Runtime:
     #: into the code: fastest at run time). False: one shared copy, called with the number
     #: (for large tables, whose per-block copies would take long to compile).
     specialise: bool = True
+    #: The source also defines ``uint64_t model_now(void)``: the cost so far in the model's
+    #: headline unit, read at region markers to give regions the model's metric.
+    clock: bool = False
 
 
 class BuildView:

@@ -108,7 +108,7 @@ class PipelineModel(CostModel):
             ]
         )
         # Each block's specialised copy unrolls its rows: past this size, one shared copy builds faster.
-        return Runtime(source, results=1, specialise=len(columns) <= SPECIALISE_ENTRIES)
+        return Runtime(source, results=1, specialise=len(columns) <= SPECIALISE_ENTRIES, clock=True)
 
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
         (cycles,) = counts.results_of(self.name)

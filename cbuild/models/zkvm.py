@@ -81,7 +81,7 @@ class ZkvmModel(CostModel):
                 RUNTIME.read_text(),
             ]
         )
-        return Runtime(source, results=len(RESULTS))
+        return Runtime(source, results=len(RESULTS), clock=True)
 
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
         results = dict(zip(RESULTS, counts.results_of(self.name), strict=True))

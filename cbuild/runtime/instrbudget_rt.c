@@ -65,6 +65,162 @@ static int write_all(int fd, const void *data, size_t left) {
     return 0;
 }
 
+/* ---- Regions (instrbudget.h) ------------------------------------------------------------
+ * Each region's cost is the difference of every clock between its start and its stop:
+ * clock 0 is the running total of IR instructions (exact at every call, so at every
+ * marker), the others are the cost models' own (cbuild/dynamic.py). Regions nest; a
+ * region is identified by its path of names. Unbalanced markers are remembered with
+ * their file and line and reported. */
+#define IB_CLOCKS 4
+#define IB_DEPTH 64
+#define IB_REGIONS 512
+#define IB_ERRORS 32
+extern const uint64_t __instrbudget_nclocks;
+void __instrbudget_clocks(uint64_t *out);
+
+struct ib_region { const char *name; uint32_t parent; uint64_t count; uint64_t value[IB_CLOCKS]; };
+struct ib_open { uint32_t node; const char *file; int32_t line; uint64_t start[IB_CLOCKS]; };
+struct ib_error { uint32_t kind; const char *name; const char *file; int32_t line; };
+static struct ib_region ib_regions[IB_REGIONS + 1]; /* 0 is the root */
+static uint32_t ib_nregions = 1, ib_depth, ib_nerrors, ib_lost;
+static struct ib_open ib_stack[IB_DEPTH];
+static struct ib_error ib_errors[IB_ERRORS];
+
+static void ib_now(uint64_t *out) {
+    uint64_t n = __instrbudget_nclocks < IB_CLOCKS - 1 ? __instrbudget_nclocks : IB_CLOCKS - 1;
+    memset(out, 0, IB_CLOCKS * sizeof(uint64_t));
+    out[0] = __instrbudget_total;
+    if (n) __instrbudget_clocks(out + 1);
+}
+
+static void ib_error(uint32_t kind, const char *name, const char *file, int32_t line) {
+    if (ib_nerrors < IB_ERRORS) {
+        struct ib_error *e = &ib_errors[ib_nerrors++];
+        e->kind = kind, e->name = name, e->file = file, e->line = line;
+    }
+}
+
+static uint32_t ib_node(uint32_t parent, const char *name) {
+    uint32_t i;
+    for (i = 1; i < ib_nregions; i++)
+        if (ib_regions[i].parent == parent && (ib_regions[i].name == name || strcmp(ib_regions[i].name, name) == 0))
+            return i;
+    if (ib_nregions > IB_REGIONS) return 0;
+    ib_regions[ib_nregions].name = name;
+    ib_regions[ib_nregions].parent = parent;
+    return ib_nregions++;
+}
+
+static void ib_start(const char *name, const char *file, int32_t line, const uint64_t *now) {
+    struct ib_open *o;
+    if (ib_depth >= IB_DEPTH) { ib_lost++; return; }
+    o = &ib_stack[ib_depth];
+    o->node = ib_node(ib_depth ? ib_stack[ib_depth - 1].node : 0, name);
+    o->file = file, o->line = line;
+    memcpy(o->start, now, sizeof o->start);
+    ib_depth++;
+}
+
+static int ib_stop(const char *file, int32_t line, const uint64_t *now) {
+    struct ib_open *o;
+    uint32_t c;
+    if (ib_depth == 0) { ib_error(1, "", file, line); return 0; }
+    o = &ib_stack[--ib_depth];
+    if (o->node) {
+        ib_regions[o->node].count++;
+        for (c = 0; c < IB_CLOCKS; c++) ib_regions[o->node].value[c] += now[c] - o->start[c];
+    }
+    return 1;
+}
+
+/* kind: 0 start, 1 next (stop the innermost, start name), 2 stop */
+__attribute__((visibility("hidden"))) void __instrbudget_region(int32_t kind, const char *name, const char *file, int32_t line) {
+    uint64_t now[IB_CLOCKS];
+    ib_now(now);
+    if (kind != 0 && !ib_stop(file, line, now) && kind == 1) { /* next without an open region: still start */ }
+    if (kind != 2) ib_start(name, file, line, now);
+}
+
+EXPORT void instrbudget_profile_reset(void) {
+    memset(ib_regions, 0, sizeof ib_regions);
+    ib_nregions = 1, ib_depth = 0, ib_nerrors = 0, ib_lost = 0;
+}
+
+static size_t ib_put(char *buf, size_t at, size_t cap, const char *text) {
+    size_t n = strlen(text);
+    if (at + n < cap) memcpy(buf + at, text, n);
+    return at + n;
+}
+
+static size_t ib_put_u64(char *buf, size_t at, size_t cap, uint64_t v) {
+    char tmp[24];
+    size_t n = put_u64(tmp, v);
+    tmp[n] = '\0';
+    return ib_put(buf, at, cap, tmp);
+}
+
+/* Text, one record per line, fields separated by tabs:
+ *   instrbudget-profile 1 NCLOCKS
+ *   region ID PARENT COUNT V0,V1,.. NAME
+ *   open FILE LINE NAME          (a region never stopped)
+ *   unopened FILE LINE           (a stop without a start)
+ *   lost N                       (regions nested deeper than the runtime keeps) */
+static int ib_write_profile(int fd) {
+    static char buf[1 << 16];
+    size_t at = 0, cap = sizeof buf;
+    uint32_t i, c, clocks = 1 + (uint32_t)(__instrbudget_nclocks < IB_CLOCKS - 1 ? __instrbudget_nclocks : IB_CLOCKS - 1);
+    at = ib_put(buf, at, cap, "instrbudget-profile 1 ");
+    at = ib_put_u64(buf, at, cap, clocks);
+    at = ib_put(buf, at, cap, "\n");
+    for (i = 1; i < ib_nregions; i++) {
+        at = ib_put(buf, at, cap, "region\t");
+        at = ib_put_u64(buf, at, cap, i);
+        at = ib_put(buf, at, cap, "\t");
+        at = ib_put_u64(buf, at, cap, ib_regions[i].parent);
+        at = ib_put(buf, at, cap, "\t");
+        at = ib_put_u64(buf, at, cap, ib_regions[i].count);
+        at = ib_put(buf, at, cap, "\t");
+        for (c = 0; c < clocks; c++) {
+            if (c) at = ib_put(buf, at, cap, ",");
+            at = ib_put_u64(buf, at, cap, ib_regions[i].value[c]);
+        }
+        at = ib_put(buf, at, cap, "\t");
+        at = ib_put(buf, at, cap, ib_regions[i].name);
+        at = ib_put(buf, at, cap, "\n");
+    }
+    for (i = 0; i < ib_depth; i++) {
+        at = ib_put(buf, at, cap, "open\t");
+        at = ib_put(buf, at, cap, ib_stack[i].file);
+        at = ib_put(buf, at, cap, "\t");
+        at = ib_put_u64(buf, at, cap, (uint64_t)ib_stack[i].line);
+        at = ib_put(buf, at, cap, "\t");
+        at = ib_put(buf, at, cap, ib_regions[ib_stack[i].node].name ? ib_regions[ib_stack[i].node].name : "?");
+        at = ib_put(buf, at, cap, "\n");
+    }
+    for (i = 0; i < ib_nerrors; i++) {
+        at = ib_put(buf, at, cap, "unopened\t");
+        at = ib_put(buf, at, cap, ib_errors[i].file);
+        at = ib_put(buf, at, cap, "\t");
+        at = ib_put_u64(buf, at, cap, (uint64_t)ib_errors[i].line);
+        at = ib_put(buf, at, cap, "\n");
+    }
+    if (ib_lost) {
+        at = ib_put(buf, at, cap, "lost\t");
+        at = ib_put_u64(buf, at, cap, ib_lost);
+        at = ib_put(buf, at, cap, "\n");
+    }
+    if (at >= cap) return -1;
+    return write_all(fd, buf, at);
+}
+
+EXPORT int instrbudget_profile_write(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), rc;
+    if (fd < 0) return -1;
+    rc = ib_write_profile(fd);
+    close(fd);
+    return rc;
+}
+
 static void dump(void) {
     char header[512];
     size_t len = 0, idlen = strlen(__instrbudget_build_id);
@@ -91,6 +247,15 @@ static void dump(void) {
         write_all(fd, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t)) == 0)
         write_all(fd, __instrbudget_results, (size_t)__instrbudget_nresults * sizeof(uint64_t));
     close(fd);
+    if (ib_nregions > 1 || ib_depth || ib_nerrors) { /* regions: beside the counts, in DUMP_PATH.profile */
+        char path[4096];
+        size_t n = strlen(dump_path);
+        if (n + 9 < sizeof path) {
+            memcpy(path, dump_path, n);
+            memcpy(path + n, ".profile", 9);
+            instrbudget_profile_write(path);
+        }
+    }
 }
 
 static void on_fatal(int sig) {

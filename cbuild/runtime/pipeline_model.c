@@ -78,3 +78,6 @@ static void model_finish(uint64_t *out) {
         if (pl_state[i] > best) best = pl_state[i];
     out[0] = (uint64_t)best;
 }
+
+/* The issue slot: cycles so far, for regions. */
+static inline uint64_t model_now(void) { return (uint64_t)pl_state[0]; }

@@ -173,3 +173,8 @@ static void model_finish(uint64_t *out) {
     out[5] = zk_page_ins;
     out[6] = zk_page_outs;
 }
+
+/* Cycles executed so far (user + paging, before padding and reservations), for regions. */
+static inline uint64_t model_now(void) {
+    return zk_user_total + zk_paging_total + zk_seg_user() + zk_seg_paging;
+}

@@ -14,6 +14,8 @@
  */
 #include "minikit.h"
 
+#include <instrbudget.h>
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,8 +182,10 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    INSTRBUDGET_REGION_START("read");
     size_t len = 0;
     char *text = read_all(stdin, &len);
+    INSTRBUDGET_REGION_STOP();
     if (text == NULL) {
         fprintf(stderr, "wordfreq: failed to read standard input\n");
         return 1;
@@ -190,8 +194,11 @@ int main(int argc, char **argv)
     int status = 1;
     word_count *entries = NULL;
     word_count *scratch = NULL;
+    INSTRBUDGET_REGION_START("count");
     mk_map *counts = mk_map_new(0);
-    if (counts == NULL || count_words(counts, text, len) != 0) {
+    int counted = counts != NULL && count_words(counts, text, len) == 0;
+    INSTRBUDGET_REGION_STOP();
+    if (!counted) {
         fprintf(stderr, "wordfreq: out of memory\n");
         goto done;
     }
@@ -205,13 +212,17 @@ int main(int argc, char **argv)
             goto done;
         }
     }
+    INSTRBUDGET_REGION_START("rank");
     size_t cursor = 0;
     size_t k = 0;
     while (k < n && mk_map_iter(counts, &cursor, &entries[k].word,
                                 &entries[k].count)) {
         k++;
     }
+    INSTRBUDGET_REGION_START("sort");
     sort_entries(entries, scratch, n);
+    INSTRBUDGET_REGION_STOP();
+    INSTRBUDGET_REGION_STOP();
 
     if (top_n > n) {
         top_n = n;

@@ -1,0 +1,158 @@
+"""Named regions (instrbudget.h): zero perturbation, nesting, recursion, budgets, unbalanced markers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cbuild import BuildOptions, Builder, Library, run_program
+from cbuild.attribution import attributed
+from cbuild.compile import INCLUDE_DIR
+from cbuild.models import default_registry
+
+DATA = Path(__file__).parent / "data"
+
+
+def models():  # type: ignore[no-untyped-def]
+    registry = default_registry()
+    return [registry.create("ir-count"), registry.create("pipeline"), registry.create("zkvm")]
+
+
+def measure(builder: Builder, options: BuildOptions, n: int):  # type: ignore[no-untyped-def]
+    active = models()
+    artifact = builder.build([DATA / "regions.c"], options=options, models=active)
+    run = run_program(artifact, [n])
+    assert run.counts is not None
+    return run.counts, attributed(active, [run.counts])
+
+
+def test_markers_add_nothing_to_any_metric(builder: Builder) -> None:
+    marked, with_markers = measure(builder, BuildOptions(), 1000)
+    plain, without = measure(builder, BuildOptions(defines=("INSTRBUDGET_NO_REGIONS",)), 1000)
+    assert marked.profile is not None
+    assert plain.profile is None
+    assert {m: c.total for m, c in with_markers.items()} == {m: c.total for m, c in without.items()}
+    assert with_markers["ir_instructions"].functions == without["ir_instructions"].functions
+
+
+def test_region_costs_nest_and_scale(builder: Builder) -> None:
+    counts, costs = measure(builder, BuildOptions(), 1000)
+    _, bigger = measure(builder, BuildOptions(), 2000)
+    regions = costs["ir_instructions"].regions
+    assert set(regions) == {
+        "setup",
+        "work",
+        "work/inner",
+        "work/recurse",
+        "work/recurse/recurse",
+        "work/recurse/recurse/recurse",
+        "work/recurse/recurse/recurse/recurse",
+    }
+    assert regions["work"] > regions["work/inner"] + regions["work/recurse"]
+    assert regions["work/recurse"] > regions["work/recurse/recurse"]
+    # fill() and fold() cost the same per element for any n: the regions grow linearly.
+    grown = bigger["ir_instructions"].regions
+    most = measure(builder, BuildOptions(), 3000)[1]["ir_instructions"].regions
+    assert most["setup"] - grown["setup"] == grown["setup"] - regions["setup"] == 1000 * 10
+    assert grown["work/inner"] > regions["work/inner"]
+    assert grown["work/recurse"] == regions["work/recurse"]  # independent of n
+    # Every model with a clock gets regions in its own unit.
+    assert set(costs["pipeline_cycles"].regions) == set(regions)
+    assert set(costs["zk_cycles"].regions) == set(regions)
+    assert counts.profile is not None
+    assert counts.profile.regions["work/recurse"][0] == 1
+
+
+def test_library_regions_start_afresh_per_measurement(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source = write(
+        "lib.c",
+        "#include <instrbudget.h>\n"
+        "int twice(int x) {\n"
+        '    INSTRBUDGET_REGION_START("double");\n'
+        "    x *= 2;\n"
+        "    INSTRBUDGET_REGION_STOP();\n"
+        "    return x;\n"
+        "}\n",
+    )
+    lib = Library(builder.build([source], kind="library"), copy_dir=tmp_path)
+    since = lib.snapshot()
+    assert lib.twice(3) == 6
+    lib.twice(4)
+    counts = lib.counts(since)
+    assert counts.profile is not None
+    assert counts.profile.regions["double"][0] == 2
+    since = lib.snapshot()
+    lib.twice(5)
+    assert lib.counts(since).profile.regions["double"][0] == 1  # type: ignore[union-attr]
+
+
+def test_header_builds_without_the_plugin(tmp_path: Path) -> None:
+    out = tmp_path / "regions.s"
+    cmd = [
+        sys.executable,
+        "-m",
+        "ziglang",
+        "cc",
+        "-O2",
+        "-S",
+        f"-I{INCLUDE_DIR}",
+        str(DATA / "regions.c"),
+        "-o",
+        str(out),
+    ]
+    subprocess.run(cmd, check=True, capture_output=True)
+    assert "instrbudget-region" not in out.read_text()  # the macros are no-ops
+
+
+REGIONS_TEST = textwrap.dedent(
+    """
+    import pytest
+
+    @pytest.mark.budget(regions={"setup": 10})
+    def test_setup_too_costly(cbuild):
+        cbuild.program("regions.c").run(["100"])
+
+    @pytest.mark.budget(regions={"setpu": 10_000_000})
+    def test_misspelt_region(cbuild):
+        cbuild.program("regions.c").run(["100"])
+
+    @pytest.mark.budget(regions={"work": {"max_instr": 10_000_000}})
+    def test_fine(cbuild):
+        cbuild.program("regions.c").run(["100"])
+
+    def test_unbalanced(cbuild):
+        cbuild.program("unbalanced.c").run()
+    """
+)
+
+
+def test_plugin_region_budgets_and_unbalanced_markers(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", regions=(DATA / "regions.c").read_text())
+    pytester.makefile(
+        ".c",
+        unbalanced="#include <instrbudget.h>\nint main(void) {\n"
+        '    INSTRBUDGET_REGION_START("open");\n    INSTRBUDGET_REGION_STOP();\n'
+        "    INSTRBUDGET_REGION_STOP();\n"
+        '    INSTRBUDGET_REGION_START("left open");\n    return 0;\n}\n',
+    )
+    pytester.makepyfile(test_marked=REGIONS_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-report=regions")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*region 'setup': ir_instructions * exceeds its budget 10",
+            "*region 'setpu' has a budget but the test never ran it (regions run: setup, work, work/inner*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*2 unbalanced region marker(s); their regions were not measured:",
+            "*test_marked.py::test_unbalanced: *unbalanced.c:5: region stop without a started region",
+            "*test_marked.py::test_unbalanced: *unbalanced.c:6: region 'left open' was started here and never stopped",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*instrbudget regions*", "test_marked.py::test_fine", "  ir_instructions  (total *"])
