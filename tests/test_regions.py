@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import BuildOptions, Builder, Library, run_program
+from cbuild import Builder, BuildOptions, Library, run_program
 from cbuild.attribution import attributed
 from cbuild.compile import INCLUDE_DIR
 from cbuild.models import default_registry
