@@ -311,7 +311,8 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*test_x.py::test_x: unknown keyword 'max_instrs' in @pytest.mark.budget; accepted: max_instr, regions, tolerance"
+            "*test_x.py::test_x: unknown keyword 'max_instrs' in @pytest.mark.budget; "
+            "accepted: max_instr, regions, tolerance"
         ]
     )
 
