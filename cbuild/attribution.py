@@ -23,7 +23,13 @@ def attributed(models: Sequence[CostModel], counts: Sequence[BlockCounts]) -> di
         for model in models:
             for cost in model.evaluate(c):
                 if c.profile is not None:
-                    cost = dataclasses.replace(cost, regions=c.profile.values(cost.metric))
+                    cost = dataclasses.replace(
+                        cost,
+                        regions=c.profile.values(cost.metric),
+                        inclusive=c.profile.inclusive(cost.metric),
+                        calls=c.profile.calls() if c.profile.functions else {},
+                        stacks={";".join(path): v for path, v in c.profile.stacks(cost.metric).items()},
+                    )
                 if cost.metric == LINE_METRIC:
                     cost = dataclasses.replace(cost, lines=line_costs(c))
                 out[cost.metric] = out[cost.metric] + cost if cost.metric in out else cost

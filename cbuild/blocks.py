@@ -118,6 +118,11 @@ class BlockTable:
         return tuple(sum(raw[c] * k for c, k in terms) for terms in self.derive)
 
     @property
+    def functions(self) -> list[str]:
+        """Defined functions in table order (the numbers the runtime's call events use)."""
+        return list(dict.fromkeys(b.function for b in self.blocks))
+
+    @property
     def sizes(self) -> list[int]:
         """Per-block instruction counts, in counter order."""
         return [b.size for b in self.blocks]

@@ -156,7 +156,12 @@ class Builder:
             active = list(models) if options.instrument else []
             events = frozenset(e for model in active for e in model.events)
             result = instrument(
-                linked_text, build_id=key, counting=options.instrument, placement=options.placement, events=events
+                linked_text,
+                build_id=key,
+                counting=options.instrument,
+                placement=options.placement,
+                events=events,
+                calls=options.calls,
             )
             tm = codegen.target_machine(self.toolchain.triple, options.speed_level)
             try:
@@ -167,7 +172,12 @@ class Builder:
                 # Edge counters need new blocks on some edges; should LLVM refuse one,
                 # one counter per block still counts the same.
                 result = instrument(
-                    linked_text, build_id=key, counting=options.instrument, placement="blocks", events=events
+                    linked_text,
+                    build_id=key,
+                    counting=options.instrument,
+                    placement="blocks",
+                    events=events,
+                    calls=options.calls,
                 )
                 module = codegen.parse(result.text, name="instrumented")
             analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, paths)

@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cbuild.build import Builder
+from cbuild.compile import INCLUDE_DIR
 from cbuild.demangle import demangle
+from cbuild.diff import changes, load_run, render_markdown, render_text
 from cbuild.errors import CBuildError
 from cbuild.execute import run_program
 from cbuild.machine import builtin_machines, load_machine
@@ -77,7 +79,19 @@ def parser() -> argparse.ArgumentParser:
     pipe.add_argument("file", type=Path, help="RISC-V assembly (.s), read as one straight-line block")
     pipe.add_argument("--machine", default="inorder5", help=f"{', '.join(builtin_machines())} or a .toml description")
     pipe.add_argument("--timeline", action="store_true", help="show when each instruction issues and completes")
+    diff = sub.add_parser("diff", help="compare two runs: baselines or --instrbudget-json documents")
+    diff.add_argument("old", type=Path)
+    diff.add_argument("new", type=Path)
+    diff.add_argument("--markdown", action="store_true", help="a markdown table (e.g. for $GITHUB_STEP_SUMMARY)")
+    diff.add_argument("--top", type=int, default=5, help="functions and regions to list per change (default 5)")
+    sub.add_parser("include-dir", help="print the directory of instrbudget.h (to build the sources without the plugin)")
     return top
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    found = changes(load_run(args.old), load_run(args.new), top=args.top)
+    sys.stdout.write(render_markdown(found) if args.markdown else render_text(found))
+    return 1 if found else 0
 
 
 def _cmd_pipeline(args: argparse.Namespace) -> int:
@@ -184,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "pipeline":
             return _cmd_pipeline(args)
+        if args.command == "diff":
+            return _cmd_diff(args)
+        if args.command == "include-dir":
+            print(INCLUDE_DIR)
+            return 0
         builder = Builder(cache_dir=args.cache_dir, clang=args.clang)
         if args.command == "build":
             return _cmd_build(args, builder)

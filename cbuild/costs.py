@@ -62,6 +62,11 @@ class Cost:
     regions: dict[str, int] = field(default_factory=dict)
     #: Function name -> {"file:line": cost} (models whose cost is per instruction).
     lines: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: In builds made for profiles: function -> inclusive cost, function -> calls, and
+    #: call path ("main;parse;next_token", outermost first) -> exclusive cost.
+    inclusive: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    stacks: dict[str, int] = field(default_factory=dict)
 
     def __add__(self, other: Cost) -> Cost:
         if other.metric != self.metric:
@@ -75,6 +80,9 @@ class Cost:
             _merged(self.functions, other.functions),
             _merged(self.regions, other.regions),
             lines,
+            _merged(self.inclusive, other.inclusive),
+            _merged(self.calls, other.calls),
+            _merged(self.stacks, other.stacks),
         )
 
     def top_lines(self, n: int = 5, function: str | None = None) -> list[tuple[str, str, int]]:

@@ -143,7 +143,9 @@ def run_program(
             table = table or artifact.table()
             models = artifact.models()
             counts, total = read_counts(counts_path, build_id=artifact.key, table=table, models=models)
-            profile = read_profile(counts_path.with_name(counts_path.name + ".profile"), clock_metrics(models))
+            profile = read_profile(
+                counts_path.with_name(counts_path.name + ".profile"), clock_metrics(models), table.functions
+            )
             if profile is not None:
                 counts = dataclasses.replace(counts, profile=profile)
             expected = sum(c * s for c, s in zip(counts.counts, table.sizes, strict=True))

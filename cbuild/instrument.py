@@ -41,6 +41,10 @@ BUILD_ID = "__instrbudget_build_id"
 BLOCK_HOOK = "__instrbudget_block_"
 ACCESS_HOOK = "__instrbudget_access"
 REGION_HOOK = "__instrbudget_region"
+ENTER_HOOK = "__instrbudget_enter"
+LEAVE_HOOK = "__instrbudget_leave"
+FUNCTIONS = "__instrbudget_nfunctions"
+_FRAME = "%__ib.frame"
 #: Region marker kinds, as the runtime numbers them.
 REGION_KINDS = {"start": 0, "next": 1, "stop": 2}
 #: Run-time events the instrumenter can report to cost models' dynamic phases.
@@ -106,6 +110,15 @@ def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int) -> lis
         out.append(f"declare hidden void @{ACCESS_HOOK}(ptr, i64, i32) {_HOOK_ATTRS}")
     out.append(f"declare hidden void @{REGION_HOOK}(i32, ptr, ptr, i32) nounwind willreturn")
     return out
+
+
+def _call_declarations(functions: int) -> list[str]:
+    return [
+        f"@{FUNCTIONS} = hidden constant i64 {functions}, align 8",
+        f"declare hidden void @{ENTER_HOOK}(i32, ptr) nounwind willreturn",
+        f"declare hidden void @{LEAVE_HOOK}(i32, ptr) nounwind willreturn",
+        "declare ptr @llvm.frameaddress.p0(i32 immarg)",
+    ]
 
 
 def _region_call(line: str) -> str | None:
@@ -410,6 +423,7 @@ def instrument(
     counting: bool = True,
     placement: str = "edges",
     events: frozenset[str] = frozenset(),
+    calls: bool = False,
 ) -> Instrumented:
     """Add counting code to ``text`` (LLVM's printing of a whole program's module).
 
@@ -417,6 +431,9 @@ def instrument(
     and reports zero; the block table is still returned. ``events`` adds calls for
     cost models' dynamic phases: ``blocks`` reports each block before it runs (its
     number in the table), ``memory`` each load, store and memory intrinsic.
+    ``calls`` reports every function entry and return (with the frame address, so
+    that frames left by longjmp or an exception are recognised) for inclusive
+    costs and call-path profiles; functions are numbered in table order.
     """
     unknown = set(events) - set(EVENTS)
     if unknown:
@@ -465,6 +482,8 @@ def instrument(
                 phi_fix.setdefault(i, []).append((src.label, new))
     firsts = [blk for i, blk in enumerate(blocks) if i == 0 or blocks[i - 1].function != blk.function]
     entries = {blk.insert_at for blk in firsts}
+    calls = calls and counting
+    function_ids = {blk.function: number for number, blk in enumerate(firsts)}
     defined = iter(blk.function for blk in firsts)  # functions in the order their definitions appear
     first_define = next((i for i, line in enumerate(lines) if line.startswith(("define ", "declare "))), len(lines))
     out: list[str] = []
@@ -475,6 +494,8 @@ def instrument(
     for index, line in enumerate(lines):
         if index == first_define:
             out.extend(_globals(n, build_id, events, len(blocks)))
+            if calls:
+                out.extend(_call_declarations(len(firsts)))
             out.append("")
         if line.startswith("define "):
             function = next(defined, "")
@@ -487,6 +508,9 @@ def instrument(
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
         for number in block_events.get(index, ()):
             out.append(f"  call void @{BLOCK_HOOK}{number}()")
+        if calls and index in entries:
+            out.append(f"  {_FRAME} = call ptr @llvm.frameaddress.p0(i32 0)")
+            out.append(f"  call void @{ENTER_HOOK}(i32 {function_ids[function]}, ptr {_FRAME})")
         for counter in ends.get(index, ()):
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
         out.extend(accesses.get(index, ()))
@@ -495,6 +519,9 @@ def instrument(
         if local and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line) and not after_musttail:
             out.extend(_flush_code(flushes))
             flushes += 1
+        leaving = (line.startswith("  ret") and not after_musttail) or "musttail call" in line
+        if calls and leaving and function in function_ids:
+            out.append(f"  call void @{LEAVE_HOOK}(i32 {function_ids[function]}, ptr {_FRAME})")
         for old, new in retarget.get(index, ()):
             line = _retarget(line, old, new)
         for old, new in phi_fix.get(index, ()):

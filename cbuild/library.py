@@ -221,8 +221,8 @@ class Library:
             path = Path(tmp) / "profile"
             if self._dll.instrbudget_profile_write(str(path).encode()) != 0:
                 raise CBuildError(f"{self.artifact.name}: the runtime could not write its region profile")
-            profile = read_profile(path, clock_metrics(self._models))
-        if profile is not None and not profile.regions and not profile.problems:
+            profile = read_profile(path, clock_metrics(self._models), self.table.functions)
+        if profile is not None and not (profile.regions or profile.problems or profile.functions):
             profile = None
         return BlockCounts(self.table, self.table.block_counts(raw), analyses, results, profile)
 

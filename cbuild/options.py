@@ -30,6 +30,9 @@ class BuildOptions:
     placement: str = "edges"
     #: Cost-model parameters that change built artifacts (part of the key).
     model_params: tuple[tuple[str, str], ...] = field(default=())
+    #: Report function entries and returns: inclusive costs, call counts and call-path
+    #: profiles (a little slower; the counts are the same).
+    calls: bool = False
 
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
@@ -52,6 +55,7 @@ class BuildOptions:
             f"instrument={self.instrument}",
             f"placement={self.placement}",
             "\0".join(f"{k}={v}" for k, v in self.model_params),
+            f"calls={self.calls}",
         ]
 
 

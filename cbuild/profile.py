@@ -29,25 +29,50 @@ class RegionProblem:
 
 @dataclass(frozen=True)
 class Profile:
-    """Per region path ("parse", "parse/tokens"): how often it ran and its cost by metric."""
+    """Regions, and (in builds made for profiles) functions and call paths of one execution."""
 
-    #: Region path -> (times run, {metric: inclusive cost}).
+    #: Region path ("parse", "parse/tokens") -> (times run, {metric: inclusive cost}).
     regions: dict[str, tuple[int, dict[str, int]]] = field(default_factory=dict)
     problems: tuple[RegionProblem, ...] = ()
+    #: Function -> (calls, {metric: inclusive cost}).
+    functions: dict[str, tuple[int, dict[str, int]]] = field(default_factory=dict)
+    #: Call path (outermost first) -> {metric: exclusive cost}.
+    paths: dict[tuple[str, ...], dict[str, int]] = field(default_factory=dict)
 
     def values(self, metric: str) -> dict[str, int]:
         """Region path -> cost in one metric (empty when no clock measured that metric)."""
         return {path: costs[metric] for path, (_, costs) in self.regions.items() if metric in costs}
 
+    def inclusive(self, metric: str) -> dict[str, int]:
+        """Function -> inclusive cost in one metric."""
+        return {name: costs[metric] for name, (_, costs) in self.functions.items() if metric in costs}
 
-def parse_profile(text: str, metrics: list[str], *, where: str) -> Profile:
-    """Read the runtime's profile text; ``metrics`` names its clocks in order."""
+    def calls(self) -> dict[str, int]:
+        """Function -> number of calls."""
+        return {name: calls for name, (calls, _) in self.functions.items()}
+
+    def stacks(self, metric: str) -> dict[tuple[str, ...], int]:
+        """Call path -> exclusive cost in one metric (paths that cost nothing left out)."""
+        return {path: costs[metric] for path, costs in self.paths.items() if costs.get(metric)}
+
+
+def parse_profile(text: str, metrics: list[str], *, where: str, functions: list[str] | None = None) -> Profile:
+    """Read the runtime's profile text; ``metrics`` names its clocks in order, ``functions``
+    the functions by number (table order)."""
+    functions = functions or []
     lines = text.splitlines()
     if not lines or not lines[0].startswith(_MAGIC):
         raise ExecutionError(f"{where} is not an instrbudget profile")
     names: dict[str, tuple[str, str]] = {}  # id -> (parent id, name)
     raw: dict[str, tuple[int, list[int]]] = {}
     problems = []
+    calls: dict[str, tuple[int, dict[str, int]]] = {}
+    path_nodes: dict[str, tuple[str, str, list[int]]] = {}  # id -> (parent id, function, self costs)
+
+    def name_of(fid: str) -> str:
+        index = int(fid)
+        return functions[index] if index < len(functions) else f"function#{index}"
+
     try:
         for line in lines[1:]:
             kind, *fields = line.split("\t")
@@ -61,6 +86,15 @@ def parse_profile(text: str, metrics: list[str], *, where: str) -> Profile:
                 problems.append(RegionProblem("unopened", fields[0], int(fields[1])))
             elif kind == "lost":
                 problems.append(RegionProblem("lost", "", int(fields[0])))
+            elif kind == "func":
+                fid, count, values = fields
+                calls[name_of(fid)] = (
+                    int(count),
+                    dict(zip(metrics, (int(v) for v in values.split(",")), strict=False)),
+                )
+            elif kind == "path":
+                node, parent, fid, values = fields
+                path_nodes[node] = (parent, name_of(fid), [int(v) for v in values.split(",")])
     except ValueError as exc:
         raise ExecutionError(f"{where}: malformed profile line ({exc})") from None
 
@@ -74,16 +108,25 @@ def parse_profile(text: str, metrics: list[str], *, where: str) -> Profile:
     regions = {
         path(node): (count, dict(zip(metrics, values, strict=False))) for node, (count, values) in raw.items() if count
     }
-    return Profile(regions, tuple(problems))
+    stacks: dict[tuple[str, ...], dict[str, int]] = {}
+    for node, (_, _, self_costs) in path_nodes.items():
+        frames = []
+        cursor = node
+        while cursor in path_nodes:
+            parent, function, _ = path_nodes[cursor]
+            frames.append(function)
+            cursor = parent
+        stacks[tuple(reversed(frames))] = dict(zip(metrics, self_costs, strict=False))
+    return Profile(regions, tuple(problems), calls, stacks)
 
 
-def read_profile(path: Path, metrics: list[str]) -> Profile | None:
+def read_profile(path: Path, metrics: list[str], functions: list[str] | None = None) -> Profile | None:
     """The profile the runtime wrote beside a counts file, or None if it wrote none."""
     try:
         text = path.read_text()
     except FileNotFoundError:
         return None
-    return parse_profile(text, metrics, where=str(path))
+    return parse_profile(text, metrics, where=str(path), functions=functions)
 
 
 def clock_metrics(models: dict[str, object]) -> list[str]:

@@ -69,9 +69,11 @@ class Settings:
     #: Per-model parameter tables, ``[tool.instrbudget.<model>]``.
     model_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def build_options(self, *, instrument: bool, model_params: tuple[tuple[str, str], ...] = ()) -> BuildOptions:
+    def build_options(
+        self, *, instrument: bool, model_params: tuple[tuple[str, str], ...] = (), calls: bool = False
+    ) -> BuildOptions:
         """Project-wide build options (a fixture call may add to them)."""
-        return replace(self.build, instrument=instrument, model_params=model_params)
+        return replace(self.build, instrument=instrument, model_params=model_params, calls=calls)
 
 
 _KEYS = {

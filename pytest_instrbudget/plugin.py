@@ -14,7 +14,7 @@ from cbuild.build import Builder
 from cbuild.cache import atomic_write
 from cbuild.errors import CBuildError, CompileError, LinkError, ToolchainError
 from cbuild.models import default_registry
-from pytest_instrbudget import report
+from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
 from pytest_instrbudget.fixture import CBuild
@@ -64,6 +64,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print a breakdown for each measured test in the summary (repeatable, or comma-separated)",
     )
     group.addoption(
+        "--instrbudget-profile-dir",
+        metavar="DIR",
+        help="write each measured test's call-path profile: speedscope JSON and collapsed stacks "
+        "(flamegraph.pl, inferno)",
+    )
+    group.addoption(
         "--instrbudget-markdown",
         metavar="PATH",
         help="write a markdown summary of changes against the baseline (e.g. $GITHUB_STEP_SUMMARY)",
@@ -82,6 +88,7 @@ def _run_options(config: pytest.Config) -> RunOptions:
         models=tuple(config.getoption("instrbudget_model")),
         reports=_reports(config.getoption("instrbudget_report")),
         markdown_path=Path(md) if (md := config.getoption("instrbudget_markdown")) else None,
+        profile_dir=Path(pd) if (pd := config.getoption("instrbudget_profile_dir")) else None,
     )
 
 
@@ -181,6 +188,7 @@ def cbuild(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         options=session.settings.build_options(
             instrument=not session.run.disable,
             model_params=tuple(p for model in session.models for p in model.key_params()),
+            calls=session.run.wants_calls,
         ),
         meter=meter,
         models=session.models,
@@ -210,6 +218,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             budget = item.stash.get(BUDGET, None)
             problems = sorted({str(p) for c in counts if c.profile is not None for p in c.profile.problems})
             result = session.evaluate(item.nodeid, budget, costs, completed=completed, region_problems=problems)
+            if session.run.profile_dir is not None:
+                profiles.write(session.run.profile_dir, item.nodeid, costs)
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
     return outcome

@@ -143,7 +143,8 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10) -> 
         block: list[str] = []
         for m in result.metrics:
             if kind == "functions":
-                rows = [(demangle(f), v) for f, v in sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))]
+                block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top))
+                continue
             elif kind == "lines":
                 rows = [(f"{where}  ({demangle(f)})", v) for f, where, v in m.lines]
             else:
@@ -196,3 +197,24 @@ def markdown(session: BudgetSession) -> str:
         lines += [f"- `{nodeid}`: {p}" for nodeid, p in problems]
         lines.append("")
     return "\n".join(lines)
+
+
+def _function_rows(
+    metric: str, total: int, exclusive: dict[str, int], inclusive: dict[str, int], calls: dict[str, int], top: int
+) -> list[str]:
+    """Functions by exclusive cost, with inclusive cost and calls where the build reported calls."""
+    names = sorted(set(exclusive) | set(inclusive), key=lambda f: (-exclusive.get(f, 0), -inclusive.get(f, 0), f))
+    names = names[:top]
+    if not names:
+        return []
+    shown = {f: demangle(f) for f in names}
+    width = max(len(s) for s in shown.values())
+    out = [
+        f"  {metric}  (total {total})",
+        f"    {'function':<{width}}  {'exclusive':>12}  {'inclusive':>12}  {'calls':>9}",
+    ]
+    for f in names:
+        incl = str(inclusive[f]) if f in inclusive else "-"
+        count = str(calls[f]) if f in calls else "-"
+        out.append(f"    {shown[f]:<{width}}  {exclusive.get(f, 0):>12}  {incl:>12}  {count:>9}")
+    return out

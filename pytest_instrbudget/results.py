@@ -35,6 +35,9 @@ class MetricResult:
     region_limits: dict[str, int] = field(default_factory=dict)
     #: The costliest source lines: [function, "file:line", cost], most first.
     lines: list[list[Any]] = field(default_factory=list)
+    #: In builds made for profiles: inclusive cost and calls per function.
+    inclusive: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def change(self) -> float | None:
@@ -74,6 +77,8 @@ class MetricResult:
             "regions": dict(sorted(self.regions.items())),
             "region_limits": dict(sorted(self.region_limits.items())),
             "lines": self.lines,
+            "inclusive": dict(sorted(self.inclusive.items())),
+            "calls": dict(sorted(self.calls.items())),
         }
 
 

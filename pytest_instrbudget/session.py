@@ -37,6 +37,12 @@ class RunOptions:
     #: Breakdowns to print per test: "functions", "lines", "regions".
     reports: tuple[str, ...] = ()
     markdown_path: Path | None = None
+    profile_dir: Path | None = None
+
+    @property
+    def wants_calls(self) -> bool:
+        """Builds must report calls: for profiles, and for inclusive costs in the functions report."""
+        return self.profile_dir is not None or "functions" in self.reports
 
 
 @dataclass
@@ -154,6 +160,8 @@ class BudgetSession:
                 baseline_regions=dict(old.regions) if old is not None else {},
                 region_limits=region_limits,
                 lines=[list(row) for row in cost.top_lines(50)],
+                inclusive=dict(cost.inclusive),
+                calls=dict(cost.calls),
             )
             metrics.append(metric_result)
             if budget is not None and status in (OVER_LIMIT, REGRESSED):

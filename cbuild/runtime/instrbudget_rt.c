@@ -141,9 +141,119 @@ __attribute__((visibility("hidden"))) void __instrbudget_region(int32_t kind, co
     if (kind != 2) ib_start(name, file, line, now);
 }
 
+/* ---- Calls: inclusive costs per function, exclusive costs per call path ---------------------
+ * Builds made for profiles report every function entry and return with the function's
+ * frame address. A shadow stack follows the real one: a frame whose address lies at or
+ * below the current function's was left without returning (longjmp, an exception) and
+ * is popped. Between two events every clock's progress belongs to the call path on top;
+ * a function's inclusive cost runs from its outermost entry to that activation's exit. */
+#define IB_FRAMES 4096
+#define IB_PATHS (1u << 16)
+extern const uint64_t __instrbudget_nfunctions __attribute__((weak));
+struct ib_frame { uint32_t fid, path; uintptr_t frame; };
+static struct ib_frame ib_frames[IB_FRAMES];
+static uint32_t ib_nframes, ib_deep; /* frames on the stack; frames deeper than IB_FRAMES */
+static uint64_t ib_last[IB_CLOCKS];
+static uint32_t ib_path_parent[IB_PATHS], ib_path_fid[IB_PATHS], ib_npaths = 1; /* path 0: outside */
+static uint64_t ib_path_self[IB_PATHS][IB_CLOCKS];
+static uint32_t ib_path_slot[2 * IB_PATHS]; /* open addressing: (parent, fid) -> path + 1 */
+static uint64_t *ib_fn_calls, *ib_fn_incl, *ib_fn_entry; /* per function (x IB_CLOCKS) */
+static uint32_t *ib_fn_active;
+static int ib_calls_seen;
+
+static uint32_t ib_path(uint32_t parent, uint32_t fid) {
+    uint32_t h = (parent * 2654435761u) ^ (fid * 40503u), i;
+    for (i = 0; i < 2 * IB_PATHS; i++) {
+        uint32_t slot = (h + i) & (2 * IB_PATHS - 1), id = ib_path_slot[slot];
+        if (id == 0) {
+            if (ib_npaths >= IB_PATHS) return parent; /* full: charge the caller's path */
+            id = ib_npaths++;
+            ib_path_parent[id] = parent, ib_path_fid[id] = fid;
+            ib_path_slot[slot] = id + 1;
+            return id;
+        }
+        if (ib_path_parent[id - 1] == parent && ib_path_fid[id - 1] == fid) return id - 1;
+    }
+    return parent;
+}
+
+static int ib_calls_ready(void) {
+    uint64_t n = &__instrbudget_nfunctions ? __instrbudget_nfunctions : 0;
+    if (ib_fn_calls == NULL && n) {
+        ib_fn_calls = (uint64_t *)calloc(n, sizeof(uint64_t));
+        ib_fn_incl = (uint64_t *)calloc(n * IB_CLOCKS, sizeof(uint64_t));
+        ib_fn_entry = (uint64_t *)calloc(n * IB_CLOCKS, sizeof(uint64_t));
+        ib_fn_active = (uint32_t *)calloc(n, sizeof(uint32_t));
+        if (!ib_fn_calls || !ib_fn_incl || !ib_fn_entry || !ib_fn_active) abort();
+    }
+    return ib_fn_calls != NULL;
+}
+
+/* What ran since the last event belongs to the path on top of the stack. */
+static void ib_charge(const uint64_t *now) {
+    uint32_t path = ib_nframes && ib_nframes <= IB_FRAMES ? ib_frames[ib_nframes - 1].path : 0, c;
+    for (c = 0; c < IB_CLOCKS; c++) {
+        ib_path_self[path][c] += now[c] - ib_last[c];
+        ib_last[c] = now[c];
+    }
+}
+
+static void ib_pop(const uint64_t *now) {
+    struct ib_frame *f = &ib_frames[--ib_nframes];
+    uint32_t c;
+    if (--ib_fn_active[f->fid] == 0)
+        for (c = 0; c < IB_CLOCKS; c++) ib_fn_incl[f->fid * IB_CLOCKS + c] += now[c] - ib_fn_entry[f->fid * IB_CLOCKS + c];
+}
+
+__attribute__((visibility("hidden"))) void __instrbudget_enter(uint32_t fid, void *frame) {
+    uint64_t now[IB_CLOCKS];
+    uint32_t c;
+    if (!ib_calls_ready()) return;
+    ib_calls_seen = 1;
+    ib_now(now);
+    ib_charge(now);
+    if (ib_deep) { ib_deep++; return; }
+    while (ib_nframes && ib_frames[ib_nframes - 1].frame <= (uintptr_t)frame) ib_pop(now); /* left by longjmp */
+    if (ib_nframes == IB_FRAMES) { ib_deep = 1; return; }
+    ib_frames[ib_nframes].fid = fid;
+    ib_frames[ib_nframes].frame = (uintptr_t)frame;
+    ib_frames[ib_nframes].path = ib_path(ib_nframes ? ib_frames[ib_nframes - 1].path : 0, fid);
+    ib_nframes++;
+    ib_fn_calls[fid]++;
+    if (ib_fn_active[fid]++ == 0)
+        for (c = 0; c < IB_CLOCKS; c++) ib_fn_entry[fid * IB_CLOCKS + c] = now[c];
+}
+
+__attribute__((visibility("hidden"))) void __instrbudget_leave(uint32_t fid, void *frame) {
+    uint64_t now[IB_CLOCKS];
+    (void)fid;
+    if (!ib_calls_ready()) return;
+    ib_now(now);
+    ib_charge(now);
+    if (ib_deep) { ib_deep--; return; }
+    while (ib_nframes && ib_frames[ib_nframes - 1].frame < (uintptr_t)frame) ib_pop(now); /* callees left by longjmp */
+    if (ib_nframes) ib_pop(now);
+}
+
+static void ib_calls_reset(void) {
+    uint64_t n = &__instrbudget_nfunctions ? __instrbudget_nfunctions : 0;
+    ib_nframes = ib_deep = 0;
+    ib_npaths = 1;
+    ib_calls_seen = 0;
+    memset(ib_path_slot, 0, sizeof ib_path_slot);
+    memset(ib_path_self, 0, sizeof ib_path_self);
+    ib_now(ib_last);
+    if (ib_fn_calls != NULL) {
+        memset(ib_fn_calls, 0, n * sizeof(uint64_t));
+        memset(ib_fn_incl, 0, n * IB_CLOCKS * sizeof(uint64_t));
+        memset(ib_fn_active, 0, n * sizeof(uint32_t));
+    }
+}
+
 EXPORT void instrbudget_profile_reset(void) {
     memset(ib_regions, 0, sizeof ib_regions);
     ib_nregions = 1, ib_depth = 0, ib_nerrors = 0, ib_lost = 0;
+    ib_calls_reset();
 }
 
 static size_t ib_put(char *buf, size_t at, size_t cap, const char *text) {
@@ -164,7 +274,9 @@ static size_t ib_put_u64(char *buf, size_t at, size_t cap, uint64_t v) {
  *   region ID PARENT COUNT V0,V1,.. NAME
  *   open FILE LINE NAME          (a region never stopped)
  *   unopened FILE LINE           (a stop without a start)
- *   lost N                       (regions nested deeper than the runtime keeps) */
+ *   lost N                       (regions nested deeper than the runtime keeps)
+ *   func FID CALLS V0,V1,..      (inclusive cost of a function, outermost activations)
+ *   path ID PARENT FID V0,V1,..  (exclusive cost of a call path) */
 static int ib_write_profile(int fd) {
     static char buf[1 << 16];
     size_t at = 0, cap = sizeof buf;
@@ -210,7 +322,44 @@ static int ib_write_profile(int fd) {
         at = ib_put(buf, at, cap, "\n");
     }
     if (at >= cap) return -1;
-    return write_all(fd, buf, at);
+    if (write_all(fd, buf, at) != 0) return -1;
+    if (ib_calls_seen) {
+        uint64_t n = __instrbudget_nfunctions, now[IB_CLOCKS];
+        ib_now(now);
+        ib_charge(now);
+        for (i = 0; i < n; i++) {
+            if (!ib_fn_calls[i]) continue;
+            at = ib_put(buf, 0, cap, "func\t");
+            at = ib_put_u64(buf, at, cap, i);
+            at = ib_put(buf, at, cap, "\t");
+            at = ib_put_u64(buf, at, cap, ib_fn_calls[i]);
+            at = ib_put(buf, at, cap, "\t");
+            for (c = 0; c < clocks; c++) {
+                if (c) at = ib_put(buf, at, cap, ",");
+                /* an activation still running (the test's call into a library) counts up to now */
+                at = ib_put_u64(buf, at, cap, ib_fn_incl[i * IB_CLOCKS + c] +
+                    (ib_fn_active[i] ? now[c] - ib_fn_entry[i * IB_CLOCKS + c] : 0));
+            }
+            at = ib_put(buf, at, cap, "\n");
+            if (write_all(fd, buf, at) != 0) return -1;
+        }
+        for (i = 1; i < ib_npaths; i++) {
+            at = ib_put(buf, 0, cap, "path\t");
+            at = ib_put_u64(buf, at, cap, i);
+            at = ib_put(buf, at, cap, "\t");
+            at = ib_put_u64(buf, at, cap, ib_path_parent[i]);
+            at = ib_put(buf, at, cap, "\t");
+            at = ib_put_u64(buf, at, cap, ib_path_fid[i]);
+            at = ib_put(buf, at, cap, "\t");
+            for (c = 0; c < clocks; c++) {
+                if (c) at = ib_put(buf, at, cap, ",");
+                at = ib_put_u64(buf, at, cap, ib_path_self[i][c]);
+            }
+            at = ib_put(buf, at, cap, "\n");
+            if (write_all(fd, buf, at) != 0) return -1;
+        }
+    }
+    return 0;
 }
 
 EXPORT int instrbudget_profile_write(const char *path) {
@@ -247,7 +396,7 @@ static void dump(void) {
         write_all(fd, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t)) == 0)
         write_all(fd, __instrbudget_results, (size_t)__instrbudget_nresults * sizeof(uint64_t));
     close(fd);
-    if (ib_nregions > 1 || ib_depth || ib_nerrors) { /* regions: beside the counts, in DUMP_PATH.profile */
+    if (ib_nregions > 1 || ib_depth || ib_nerrors || ib_calls_seen) { /* beside the counts: DUMP_PATH.profile */
         char path[4096];
         size_t n = strlen(dump_path);
         if (n + 9 < sizeof path) {

@@ -1,0 +1,38 @@
+"""``--instrbudget-profile-dir``: each measured test's call-path profile, for flame graphs."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from cbuild.cache import atomic_write
+from cbuild.costs import Cost
+from cbuild.flamegraph import collapsed, speedscope
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_stem(nodeid: str) -> str:
+    """A file name for a test: ``tests/test_sort.py::test_x[3]`` -> ``tests_test_sort.py__test_x_3``."""
+    return _UNSAFE.sub("_", nodeid.replace("::", "__")).strip("_")
+
+
+def write(directory: Path, nodeid: str, costs: Mapping[str, Cost]) -> list[Path]:
+    """``STEM.speedscope.json`` (a profile per metric) and ``STEM.METRIC.collapsed``; nothing without stacks."""
+    stacks = {metric: cost.stacks for metric, cost in costs.items() if cost.stacks}
+    if not stacks:
+        return []
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = file_stem(nodeid)
+    written = []
+    doc = speedscope(nodeid, stacks, exporter="pytest-instrbudget")
+    path = directory / f"{stem}.speedscope.json"
+    atomic_write(path, (json.dumps(doc, indent=1) + "\n").encode())
+    written.append(path)
+    for metric, per_path in stacks.items():
+        path = directory / f"{stem}.{metric}.collapsed"
+        atomic_write(path, collapsed(per_path).encode())
+        written.append(path)
+    return written
