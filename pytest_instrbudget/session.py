@@ -159,7 +159,7 @@ class BudgetSession:
                 regions=dict(cost.regions),
                 baseline_regions=dict(old.regions) if old is not None else {},
                 region_limits=region_limits,
-                lines=[list(row) for row in cost.top_lines(50)],
+                lines=[[f, _relative(where, self.settings.root), v] for f, where, v in cost.top_lines(50)],
                 inclusive=dict(cost.inclusive),
                 calls=dict(cost.calls),
             )
@@ -227,6 +227,15 @@ class BudgetSession:
             return False
         collected_files = {n.split("::", 1)[0] for n in self.collected}
         return file_part in collected_files
+
+
+def _relative(where: str, root: Path) -> str:
+    """``/project/src/a.c:12`` -> ``src/a.c:12`` for files under the project."""
+    path, _, line = where.rpartition(":")
+    try:
+        return f"{Path(path).relative_to(root)}:{line}"
+    except ValueError:
+        return where
 
 
 def _fp(fingerprint: dict[str, str]) -> str:

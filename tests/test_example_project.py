@@ -40,6 +40,8 @@ def test_example_project_regression_names_function_and_update_accepts(pytester: 
             "  ir_instructions: 133882 -> 136374 (+1.86%; tolerance 0%) against the baseline",
             "  functions whose cost grew most:",
             "    mk_sort_ints  +2492  (39976 -> 42468)",  # insertion_sort is inlined into it
+            "  hottest lines of mk_sort_ints:",
+            "    src/sort.c:34  26531",  # the inner loop of the insertion sort
         ]
     )
     assert baseline.read_text() == committed

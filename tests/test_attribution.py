@@ -1,0 +1,146 @@
+"""Per-function inclusive costs, call paths, source lines, flame-graph files, diffs and reports."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cbuild import BuildOptions, Builder, run_program
+from cbuild.attribution import attributed
+from cbuild.flamegraph import collapsed, speedscope
+from cbuild.models import default_registry
+
+DATA = Path(__file__).parent / "data"
+EXAMPLE = Path(__file__).parent.parent / "example_project"
+
+
+def profiled(builder: Builder, n: int):  # type: ignore[no-untyped-def]
+    models = [default_registry().create("ir-count")]
+    artifact = builder.build([DATA / "calls.c"], options=BuildOptions(calls=True), models=models)
+    run = run_program(artifact, [n])
+    assert run.counts is not None
+    return run.counts, attributed(models, [run.counts])["ir_instructions"]
+
+
+def test_call_paths_add_up_and_agree_with_the_block_counts(builder: Builder) -> None:
+    counts, cost = profiled(builder, 12)
+    # Every instruction belongs to exactly one call path.
+    assert sum(cost.stacks.values()) == cost.total
+    assert cost.inclusive["main"] == cost.total
+    # A function's inclusive cost is what all paths through it spent (its outermost activations).
+    for function, inclusive in cost.inclusive.items():
+        assert inclusive == sum(v for path, v in cost.stacks.items() if function in path.split(";")), function
+    # Calls counted by the hooks equal the executions of each function's entry block.
+    table = counts.table
+    entry_counts = {}
+    for block, count in zip(table.blocks, counts.counts, strict=True):
+        entry_counts.setdefault(block.function, count)
+    assert cost.calls == {f: c for f, c in entry_counts.items() if c}
+    assert cost.inclusive["fib"] == sum(v for p, v in cost.stacks.items() if p.startswith("main;fib"))
+    assert cost.inclusive["fib"] > cost.functions["fib"]  # it calls leaf
+
+
+def test_frames_left_by_longjmp_are_closed(builder: Builder) -> None:
+    _, cost = profiled(builder, 5)
+    dives = [p for p in cost.stacks if p.startswith("main;dive")]
+    assert dives, cost.stacks
+    assert max(p.count("dive") for p in dives) >= 2  # real recursion, not a static call graph
+    # After the longjmp, main's own work and its last call to leaf are main's again.
+    assert "main;leaf" in cost.stacks
+    assert sum(cost.stacks.values()) == cost.total
+
+
+def test_profiles_cost_nothing_in_the_counts(builder: Builder) -> None:
+    models = [default_registry().create("ir-count")]
+    plain = run_program(builder.build([DATA / "calls.c"], models=models), [10])
+    _, cost = profiled(builder, 10)
+    assert plain.counts is not None
+    assert attributed(models, [plain.counts])["ir_instructions"].total == cost.total
+
+
+def test_source_lines_add_up_to_the_total(builder: Builder) -> None:
+    _, cost = profiled(builder, 10)
+    assert sum(v for per_line in cost.lines.values() for v in per_line.values()) == cost.total
+    (function, where, _), *_ = cost.top_lines(1, "fib")
+    assert function == "fib"
+    assert re.fullmatch(r".*calls\.c:1[01]", where), where
+
+
+def test_flamegraph_formats() -> None:
+    stacks = {"main": 3, "main;parse": 10, "main;parse;next": 7, "main;idle": 0}
+    assert collapsed(stacks) == "main 3\nmain;parse 10\nmain;parse;next 7\n"
+    doc = speedscope("t", {"ir_instructions": stacks}, exporter="x")
+    (profile,) = doc["profiles"]
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    assert [[names[i] for i in s] for s in profile["samples"]] == [
+        ["main"],
+        ["main", "parse"],
+        ["main", "parse", "next"],
+    ]
+    assert profile["weights"] == [3, 10, 7]
+    assert profile["endValue"] == 20
+
+
+def test_example_profiles_open_in_speedscope(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema", reason="validating against speedscope's schema needs jsonschema")
+    schema = json.loads((DATA / "speedscope-file-format-schema.json").read_text())
+    pytester.makefile(".c", calls=(DATA / "calls.c").read_text())
+    pytester.makepyfile(test_p="def test_calls(cbuild):\n    cbuild.program('calls.c').run(['8'])\n")
+    out = tmp_path / "profiles"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-profile-dir={out}")
+    result.assert_outcomes(passed=1)
+    (document,) = out.glob("*.speedscope.json")
+    doc = json.loads(document.read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["profiles"][0]["name"] == "test_p.py::test_calls (ir_instructions)"
+    text = (out / "test_p.py__test_calls.ir_instructions.collapsed").read_text()
+    assert all(re.fullmatch(r"[^ ]+(;[^ ]+)* \d+", line) for line in text.splitlines())
+    assert "main;fib;fib;leaf " in text
+
+
+def test_diff_and_markdown(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", calls=(DATA / "calls.c").read_text())
+    pytester.makepyfile(
+        test_d="import pytest\n\n@pytest.mark.parametrize('n', [6, 7])\n"
+        "def test_calls(cbuild, n):\n    cbuild.program('calls.c').run([str(n)])\n"
+    )
+    pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-json=old.json").assert_outcomes(passed=2)
+    pytester.makefile(".c", calls=(DATA / "calls.c").read_text().replace("x * 3 + 1", "x * x * 3 + x / 7 + 1"))
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--instrbudget-json=new.json", "--instrbudget-markdown=summary.md"
+    )
+    result.assert_outcomes(passed=2)
+    cli = [sys.executable, "-m", "cbuild", "diff", "old.json", "new.json"]
+    proc = subprocess.run(cli, capture_output=True, text=True, cwd=pytester.path, check=False)
+    assert proc.returncode == 1
+    assert re.search(r"test_d.py::test_calls\[6\]  ir_instructions: [\d,]+ -> [\d,]+ \+\d+\.\d+%", proc.stdout)
+    assert re.search(r"    leaf  \+\d+", proc.stdout)
+    proc = subprocess.run([*cli, "--markdown"], capture_output=True, text=True, cwd=pytester.path, check=False)
+    assert proc.stdout.startswith("| test | metric | old | new | change | functions that changed most |")
+    same = subprocess.run([*cli[:-1], "old.json"], capture_output=True, text=True, cwd=pytester.path, check=False)
+    assert (same.returncode, same.stdout) == (0, "no differences\n")
+    summary = (pytester.path / "summary.md").read_text()
+    assert summary.startswith("## instrbudget")
+    assert "| `test_d.py::test_calls[6]` | ir_instructions |" in summary
+
+
+def test_report_functions_shows_inclusive_costs_and_calls(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", calls=(DATA / "calls.c").read_text())
+    pytester.makepyfile(test_r="def test_calls(cbuild):\n    cbuild.program('calls.c').run(['8'])\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-report=functions,lines")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*instrbudget functions*",
+            "test_r.py::test_calls",
+            "  ir_instructions  (total *)",
+            "    function  *exclusive     inclusive      calls",
+            "    fib  * * *",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*instrbudget lines*", "test_r.py::test_calls", "*calls.c:*(fib)*"])
