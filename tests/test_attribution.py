@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import BuildOptions, Builder, run_program
+from cbuild import Builder, BuildOptions, run_program
 from cbuild.attribution import attributed
 from cbuild.flamegraph import collapsed, speedscope
 from cbuild.models import default_registry
