@@ -5,8 +5,9 @@
 
 Prints these tables:
   1. run time of CPU-heavy C workloads: instrumented (ir-count) vs the same pipeline
-     without counters (``--no-instrument``), and ``valgrind --tool=callgrind`` where
-     installed, with the instruction counts themselves, to show they repeat exactly;
+     without counters (``--no-instrument``), with call tracking for inclusive costs and
+     profiles vs the ir-count run, and ``valgrind --tool=callgrind`` where installed,
+     with the instruction counts themselves, to show they repeat exactly;
   2. run time with the ``pipeline`` and the ``zkvm`` models active vs the plain program;
   3. build time of a large C file (yyjson.c, 10k lines, from the ``yyjson`` sdist on
      PyPI): the instrumenting pipeline cold vs plain ``zig cc -O2 -c``, a warm cache hit,
@@ -132,24 +133,32 @@ def main() -> int:
 
     valgrind = shutil.which("valgrind")
     print("\n== Run time: instrumented vs the same pipeline without counters ==")
-    header = f"{'workload':36} {'plain s':>8} {'instr s':>8} {'ratio':>6} {'callgrind s':>12} {'cg/instr':>9}"
+    header = (
+        f"{'workload':36} {'plain s':>8} {'instr s':>8} {'ratio':>6} {'calls s':>8} {'/instr':>7} "
+        f"{'callgrind s':>12} {'cg/instr':>9}"
+    )
     print(f"{header}  IR instructions")
     ratios = []
+    call_ratios = []
     for name, sources, incs, wargs in workloads:
         plain = builder.build(sources, options=BuildOptions(include_dirs=incs, instrument=False))
         instr = builder.build(sources, options=BuildOptions(include_dirs=incs))
+        calls = builder.build(sources, options=BuildOptions(include_dirs=incs, calls=True))
         stdin = words if "wordfreq" in name else b""
         # Interleave so that machine noise hits both builds alike.
         t_plain: list[float] = []
         t_instr: list[float] = []
+        t_calls: list[float] = []
         env = dict(os.environ)
         counts_file = work / "counts"
         env[COUNTS_ENV] = str(counts_file)
         for _ in range(repeats):
             t_plain.append(time_command([str(plain.path), *wargs], stdin))
             t_instr.append(time_command([str(instr.path), *wargs], stdin, env))
-        p, i = min(t_plain), min(t_instr)
+            t_calls.append(time_command([str(calls.path), *wargs], stdin, env))
+        p, i, k = min(t_plain), min(t_instr), min(t_calls)
         ratios.append(i / p)
+        call_ratios.append(k / i)
         totals = set()
         for _ in range(2):
             res = run_program(instr, wargs, input=stdin, timeout=600)
@@ -162,8 +171,14 @@ def main() -> int:
             t_cg = time_command(cmd, stdin)
             cg, cg_ratio = f"{t_cg:.2f}", f"{t_cg / i:.1f}x"
         same = "repeats exactly" if len(totals) == 1 else f"DIFFER: {sorted(totals)}"
-        print(f"{name:36} {p:8.3f} {i:8.3f} {i / p:5.2f}x {cg:>12} {cg_ratio:>9}  {min(totals):,} ({same})")
-    print(f"{'geometric mean':36} {'':8} {'':8} {statistics.geometric_mean(ratios):5.2f}x")
+        print(
+            f"{name:36} {p:8.3f} {i:8.3f} {i / p:5.2f}x {k:8.3f} {k / i:6.2f}x {cg:>12} {cg_ratio:>9}  "
+            f"{min(totals):,} ({same})"
+        )
+    print(
+        f"{'geometric mean':36} {'':8} {'':8} {statistics.geometric_mean(ratios):5.2f}x {'':8} "
+        f"{statistics.geometric_mean(call_ratios):6.2f}x"
+    )
 
     print("\n== Run time with the dynamic cost models vs the plain program ==")
     registry = default_registry()
