@@ -18,7 +18,7 @@ from pathlib import Path
 from cbuild.build import Builder
 from cbuild.compile import INCLUDE_DIR
 from cbuild.demangle import demangle
-from cbuild.diff import changes, load_run, render_markdown, render_text
+from cbuild.diff import changes, load_run, only_in, render_markdown, render_text
 from cbuild.errors import CBuildError
 from cbuild.execute import run_program
 from cbuild.machine import builtin_machines, load_machine
@@ -89,8 +89,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    found = changes(load_run(args.old), load_run(args.new), top=args.top)
+    old, new = load_run(args.old), load_run(args.new)
+    found = changes(old, new, top=args.top)
     sys.stdout.write(render_markdown(found) if args.markdown else render_text(found))
+    for label, tests in (("only in", only_in(old, new)), ("new in", only_in(new, old))):
+        if tests:
+            where = args.old if label == "only in" else args.new
+            shown = ", ".join(tests[:5]) + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
+            print(f"{len(tests)} test(s) {label} {where}: {shown}", file=sys.stderr)
     return 1 if found else 0
 
 

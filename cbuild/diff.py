@@ -80,10 +80,15 @@ def _deltas(old: dict[str, int], new: dict[str, int], n: int) -> list[tuple[str,
     return sorted(rows, key=lambda r: (-abs(r[2] - r[1]), r[0]))[:n]
 
 
+def only_in(a: Run, b: Run) -> list[str]:
+    """Tests of ``a`` that ``b`` does not have."""
+    return sorted(set(a) - set(b))
+
+
 def changes(old: Run, new: Run, *, top: int = 5) -> list[Change]:
-    """Every changed metric, by test and metric."""
+    """Every changed metric of the tests both runs measured, by test and metric."""
     out = []
-    for test in sorted(set(old) | set(new)):
+    for test in sorted(set(old) & set(new)):
         a, b = old.get(test, {}), new.get(test, {})
         for metric in sorted(set(a) | set(b)):
             x, y = a.get(metric), b.get(metric)
