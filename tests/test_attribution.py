@@ -144,3 +144,28 @@ def test_report_functions_shows_inclusive_costs_and_calls(pytester: pytest.Pytes
         ]
     )
     result.stdout.fnmatch_lines(["*instrbudget lines*", "test_r.py::test_calls", "*calls.c:*(fib)*"])
+
+
+CXX_THROW = """
+#include <stdexcept>
+__attribute__((noinline)) int check(int x) { if (x > 3) throw std::runtime_error("too big"); return x * 2; }
+__attribute__((noinline)) int walk(int n) { int s = 0; for (int i = 0; i < n; i++) s += check(i); return s; }
+int main(int argc, char **) {
+    int r = 0;
+    try { r = walk(argc + 8); } catch (const std::exception &) { r = -1; }
+    return walk(3) + (r < 0);
+}
+"""
+
+
+def test_frames_left_by_an_exception_are_closed(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    models = [default_registry().create("ir-count")]
+    artifact = builder.build([write("throw.cc", CXX_THROW)], options=BuildOptions(calls=True), models=models)
+    run = run_program(artifact)
+    assert run.counts is not None
+    cost = attributed(models, [run.counts])["ir_instructions"]
+    assert sum(cost.stacks.values()) == cost.total
+    assert cost.calls["_Z4walki"] == 2
+    assert cost.inclusive["main"] == cost.total
+    # The second walk() runs from main, not from inside the first walk that the exception left.
+    assert not any(p.startswith("main;_Z4walki;_Z4walki") for p in cost.stacks)

@@ -61,3 +61,22 @@ def test_example_project_counts_equal_under_xdist(pytester: pytest.Pytester, exa
     result.assert_outcomes(passed=64)
     doc = json.loads((example / "out.json").read_text())
     assert {t["status"] for t in doc["tests"].values()} == {"ok"}  # identical to the committed baseline
+
+
+def test_example_profiles_follow_the_speedscope_schema(pytester: pytest.Pytester, example: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema", reason="validating against speedscope's schema needs jsonschema")
+    schema = json.loads((Path(__file__).parent / "data" / "speedscope-file-format-schema.json").read_text())
+    out = example / "profiles"
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "tests/test_sort.py", "-k", "random_1000", f"--instrbudget-profile-dir={out}"
+    )
+    result.assert_outcomes(passed=1)
+    (document,) = out.glob("*.speedscope.json")
+    doc = json.loads(document.read_text())
+    jsonschema.validate(doc, schema)
+    metrics = [p["name"].rsplit("(", 1)[1].rstrip(")") for p in doc["profiles"]]
+    assert metrics == ["ir_instructions", "pipeline_cycles", "zk_cycles"]
+    frames = {f["name"] for f in doc["shared"]["frames"]}
+    assert {"mk_sort_ints", "introsort_loop", "mk_fill_random"} <= frames
+    # The profile's weights add up to the test's cost (the same as in the baseline).
+    assert sum(doc["profiles"][0]["weights"]) == 133882

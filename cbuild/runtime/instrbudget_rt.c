@@ -86,11 +86,18 @@ static uint32_t ib_nregions = 1, ib_depth, ib_nerrors, ib_lost;
 static struct ib_open ib_stack[IB_DEPTH];
 static struct ib_error ib_errors[IB_ERRORS];
 
+static uint32_t ib_nclk; /* clocks in use: the IR total and the models' (0: not known yet) */
+
+static uint32_t ib_clocks(void) {
+    if (ib_nclk == 0)
+        ib_nclk = 1 + (uint32_t)(__instrbudget_nclocks < IB_CLOCKS - 1 ? __instrbudget_nclocks : IB_CLOCKS - 1);
+    return ib_nclk;
+}
+
 static void ib_now(uint64_t *out) {
-    uint64_t n = __instrbudget_nclocks < IB_CLOCKS - 1 ? __instrbudget_nclocks : IB_CLOCKS - 1;
     memset(out, 0, IB_CLOCKS * sizeof(uint64_t));
     out[0] = __instrbudget_total;
-    if (n) __instrbudget_clocks(out + 1);
+    if (ib_clocks() > 1) __instrbudget_clocks(out + 1);
 }
 
 static void ib_error(uint32_t kind, const char *name, const char *file, int32_t line) {
@@ -157,11 +164,12 @@ static uint64_t ib_last[IB_CLOCKS];
 static uint32_t ib_path_parent[IB_PATHS], ib_path_fid[IB_PATHS], ib_npaths = 1; /* path 0: outside */
 static uint64_t ib_path_self[IB_PATHS][IB_CLOCKS];
 static uint32_t ib_path_slot[2 * IB_PATHS]; /* open addressing: (parent, fid) -> path + 1 */
+static uint32_t ib_path_memo[IB_PATHS][2];   /* per path: the last child's function and path + 1 */
 static uint64_t *ib_fn_calls, *ib_fn_incl, *ib_fn_entry; /* per function (x IB_CLOCKS) */
 static uint32_t *ib_fn_active;
 static int ib_calls_seen;
 
-static uint32_t ib_path(uint32_t parent, uint32_t fid) {
+static uint32_t ib_path_lookup(uint32_t parent, uint32_t fid) {
     uint32_t h = (parent * 2654435761u) ^ (fid * 40503u), i;
     for (i = 0; i < 2 * IB_PATHS; i++) {
         uint32_t slot = (h + i) & (2 * IB_PATHS - 1), id = ib_path_slot[slot];
@@ -175,6 +183,14 @@ static uint32_t ib_path(uint32_t parent, uint32_t fid) {
         if (ib_path_parent[id - 1] == parent && ib_path_fid[id - 1] == fid) return id - 1;
     }
     return parent;
+}
+
+static uint32_t ib_path(uint32_t parent, uint32_t fid) {
+    uint32_t id;
+    if (ib_path_memo[parent][1] && ib_path_memo[parent][0] == fid) return ib_path_memo[parent][1] - 1;
+    id = ib_path_lookup(parent, fid);
+    ib_path_memo[parent][0] = fid, ib_path_memo[parent][1] = id + 1;
+    return id;
 }
 
 static int ib_calls_ready(void) {
@@ -191,8 +207,8 @@ static int ib_calls_ready(void) {
 
 /* What ran since the last event belongs to the path on top of the stack. */
 static void ib_charge(const uint64_t *now) {
-    uint32_t path = ib_nframes && ib_nframes <= IB_FRAMES ? ib_frames[ib_nframes - 1].path : 0, c;
-    for (c = 0; c < IB_CLOCKS; c++) {
+    uint32_t path = ib_nframes && ib_nframes <= IB_FRAMES ? ib_frames[ib_nframes - 1].path : 0, c, n = ib_clocks();
+    for (c = 0; c < n; c++) {
         ib_path_self[path][c] += now[c] - ib_last[c];
         ib_last[c] = now[c];
     }
@@ -200,9 +216,9 @@ static void ib_charge(const uint64_t *now) {
 
 static void ib_pop(const uint64_t *now) {
     struct ib_frame *f = &ib_frames[--ib_nframes];
-    uint32_t c;
+    uint32_t c, n = ib_clocks();
     if (--ib_fn_active[f->fid] == 0)
-        for (c = 0; c < IB_CLOCKS; c++) ib_fn_incl[f->fid * IB_CLOCKS + c] += now[c] - ib_fn_entry[f->fid * IB_CLOCKS + c];
+        for (c = 0; c < n; c++) ib_fn_incl[f->fid * IB_CLOCKS + c] += now[c] - ib_fn_entry[f->fid * IB_CLOCKS + c];
 }
 
 __attribute__((visibility("hidden"))) void __instrbudget_enter(uint32_t fid, void *frame) {
@@ -221,7 +237,7 @@ __attribute__((visibility("hidden"))) void __instrbudget_enter(uint32_t fid, voi
     ib_nframes++;
     ib_fn_calls[fid]++;
     if (ib_fn_active[fid]++ == 0)
-        for (c = 0; c < IB_CLOCKS; c++) ib_fn_entry[fid * IB_CLOCKS + c] = now[c];
+        for (c = 0; c < ib_clocks(); c++) ib_fn_entry[fid * IB_CLOCKS + c] = now[c];
 }
 
 __attribute__((visibility("hidden"))) void __instrbudget_leave(uint32_t fid, void *frame) {
@@ -242,6 +258,7 @@ static void ib_calls_reset(void) {
     ib_calls_seen = 0;
     memset(ib_path_slot, 0, sizeof ib_path_slot);
     memset(ib_path_self, 0, sizeof ib_path_self);
+    memset(ib_path_memo, 0, sizeof ib_path_memo);
     ib_now(ib_last);
     if (ib_fn_calls != NULL) {
         memset(ib_fn_calls, 0, n * sizeof(uint64_t));
@@ -269,6 +286,24 @@ static size_t ib_put_u64(char *buf, size_t at, size_t cap, uint64_t v) {
     return ib_put(buf, at, cap, tmp);
 }
 
+/* Comma-separated clock values, then a tab. */
+static size_t ib_put_values(char *buf, size_t at, size_t cap, const uint64_t *values, uint32_t clocks) {
+    uint32_t c;
+    for (c = 0; c < clocks; c++) {
+        if (c) at = ib_put(buf, at, cap, ",");
+        at = ib_put_u64(buf, at, cap, values[c]);
+    }
+    return ib_put(buf, at, cap, "\t");
+}
+
+/* A tab-terminated text field, then a number field. */
+static size_t ib_put_place(char *buf, size_t at, size_t cap, const char *kind, const char *file, int32_t line) {
+    at = ib_put(buf, at, cap, kind);
+    at = ib_put(buf, at, cap, file);
+    at = ib_put(buf, at, cap, "\t");
+    return ib_put_u64(buf, at, cap, (uint64_t)line);
+}
+
 /* Text, one record per line, fields separated by tabs:
  *   instrbudget-profile 1 NCLOCKS
  *   region ID PARENT COUNT V0,V1,.. NAME
@@ -292,28 +327,18 @@ static int ib_write_profile(int fd) {
         at = ib_put(buf, at, cap, "\t");
         at = ib_put_u64(buf, at, cap, ib_regions[i].count);
         at = ib_put(buf, at, cap, "\t");
-        for (c = 0; c < clocks; c++) {
-            if (c) at = ib_put(buf, at, cap, ",");
-            at = ib_put_u64(buf, at, cap, ib_regions[i].value[c]);
-        }
-        at = ib_put(buf, at, cap, "\t");
+        at = ib_put_values(buf, at, cap, ib_regions[i].value, clocks);
         at = ib_put(buf, at, cap, ib_regions[i].name);
         at = ib_put(buf, at, cap, "\n");
     }
     for (i = 0; i < ib_depth; i++) {
-        at = ib_put(buf, at, cap, "open\t");
-        at = ib_put(buf, at, cap, ib_stack[i].file);
-        at = ib_put(buf, at, cap, "\t");
-        at = ib_put_u64(buf, at, cap, (uint64_t)ib_stack[i].line);
+        at = ib_put_place(buf, at, cap, "open\t", ib_stack[i].file, ib_stack[i].line);
         at = ib_put(buf, at, cap, "\t");
         at = ib_put(buf, at, cap, ib_regions[ib_stack[i].node].name ? ib_regions[ib_stack[i].node].name : "?");
         at = ib_put(buf, at, cap, "\n");
     }
     for (i = 0; i < ib_nerrors; i++) {
-        at = ib_put(buf, at, cap, "unopened\t");
-        at = ib_put(buf, at, cap, ib_errors[i].file);
-        at = ib_put(buf, at, cap, "\t");
-        at = ib_put_u64(buf, at, cap, (uint64_t)ib_errors[i].line);
+        at = ib_put_place(buf, at, cap, "unopened\t", ib_errors[i].file, ib_errors[i].line);
         at = ib_put(buf, at, cap, "\n");
     }
     if (ib_lost) {
@@ -324,7 +349,7 @@ static int ib_write_profile(int fd) {
     if (at >= cap) return -1;
     if (write_all(fd, buf, at) != 0) return -1;
     if (ib_calls_seen) {
-        uint64_t n = __instrbudget_nfunctions, now[IB_CLOCKS];
+        uint64_t n = __instrbudget_nfunctions, now[IB_CLOCKS], values[IB_CLOCKS];
         ib_now(now);
         ib_charge(now);
         for (i = 0; i < n; i++) {
@@ -334,13 +359,10 @@ static int ib_write_profile(int fd) {
             at = ib_put(buf, at, cap, "\t");
             at = ib_put_u64(buf, at, cap, ib_fn_calls[i]);
             at = ib_put(buf, at, cap, "\t");
-            for (c = 0; c < clocks; c++) {
-                if (c) at = ib_put(buf, at, cap, ",");
-                /* an activation still running (the test's call into a library) counts up to now */
-                at = ib_put_u64(buf, at, cap, ib_fn_incl[i * IB_CLOCKS + c] +
-                    (ib_fn_active[i] ? now[c] - ib_fn_entry[i * IB_CLOCKS + c] : 0));
-            }
-            at = ib_put(buf, at, cap, "\n");
+            for (c = 0; c < IB_CLOCKS; c++) /* an activation still running counts up to now */
+                values[c] = ib_fn_incl[i * IB_CLOCKS + c] + (ib_fn_active[i] ? now[c] - ib_fn_entry[i * IB_CLOCKS + c] : 0);
+            at = ib_put_values(buf, at, cap, values, clocks);
+            at = ib_put(buf, at - 1, cap, "\n"); /* replace the trailing tab */
             if (write_all(fd, buf, at) != 0) return -1;
         }
         for (i = 1; i < ib_npaths; i++) {
@@ -351,11 +373,8 @@ static int ib_write_profile(int fd) {
             at = ib_put(buf, at, cap, "\t");
             at = ib_put_u64(buf, at, cap, ib_path_fid[i]);
             at = ib_put(buf, at, cap, "\t");
-            for (c = 0; c < clocks; c++) {
-                if (c) at = ib_put(buf, at, cap, ",");
-                at = ib_put_u64(buf, at, cap, ib_path_self[i][c]);
-            }
-            at = ib_put(buf, at, cap, "\n");
+            at = ib_put_values(buf, at, cap, ib_path_self[i], clocks);
+            at = ib_put(buf, at - 1, cap, "\n");
             if (write_all(fd, buf, at) != 0) return -1;
         }
     }
