@@ -51,7 +51,7 @@ def load_run(path: Path) -> Run:
                 )
                 for metric, value in metrics.items()
             }
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CBuildError(f"{path}: unexpected entry ({exc!r})") from None
     return run
 

@@ -24,6 +24,8 @@ _HEADER = """\
 #define HOOK HIDDEN __attribute__((always_inline))
 """
 _HOOKS = ("block", "access", "reset", "finish", "now")
+#: Model clocks the runtime keeps besides the IR instruction total (IB_CLOCKS - 1 in instrbudget_rt.c).
+MAX_MODEL_CLOCKS = 3
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int
         f"ib_m{i}_finish(__instrbudget_results + {slots[name][0]});" for i, (name, _, _) in enumerate(runtimes)
     )
     parts.append(f"HIDDEN void __instrbudget_models_reset(uint32_t in_process) {{ {resets} }}\n")
-    clocks = [i for i, (_, r, _) in enumerate(runtimes) if r.clock]
+    # The runtime keeps the IR total and three model clocks; later models' regions go unmeasured.
+    clocks = [i for i, (_, r, _) in enumerate(runtimes) if r.clock][:MAX_MODEL_CLOCKS]
     reads = " ".join(f"out[{n}] = ib_m{i}_now();" for n, i in enumerate(clocks))
     parts.append(f"HIDDEN const uint64_t __instrbudget_nclocks = {len(clocks)};\n")
     parts.append(f"HIDDEN void __instrbudget_clocks(uint64_t *out) {{ (void)out; {reads} }}\n")

@@ -60,7 +60,10 @@ def read_counts(
     fields = data[len(_MAGIC) : newline].decode().split()
     if len(fields) != 4:
         raise ExecutionError(f"{path}: malformed counts header")
-    got_id, ncounters, total, nresults = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+    try:
+        got_id, ncounters, total, nresults = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+    except ValueError:
+        raise ExecutionError(f"{path}: malformed counts header") from None
     if got_id != build_id:
         raise ExecutionError(f"{path} was written by build {got_id}, expected {build_id}")
     raw = data[newline + 1 :]

@@ -73,6 +73,8 @@ _POINTER_ATTRS = re.compile(
     r"^(?:(?:noundef|nonnull|noalias|nocapture|readonly|writeonly|readnone|immarg|returned|"
     r"dereferenceable(?:_or_null)?\(\d+\)|align \d+|captures\([^)]*\))\s+)*"
 )
+_NAMED_VALUE = re.compile(r'^[%@](?:[-\w.$]+|"(?:[^"\\]|\\.)*")')
+_ORDERING = re.compile(r"\s+(?:syncscope\([^)]*\)\s*)?(?:unordered|monotonic|acquire|release|acq_rel|seq_cst)$")
 _BYTE_GEP = re.compile(
     r"^  (%[-\w.$\"]+) = getelementptr (?:inbounds |nuw |nusw )*i8, ptr (%[-\w.$\"]+), i(?:64|32) (-?\d+)(?:,|$)"
 )
@@ -112,13 +114,15 @@ def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int) -> lis
     return out
 
 
-def _call_declarations(functions: int) -> list[str]:
-    return [
+def _call_declarations(functions: int, declare_frameaddress: bool) -> list[str]:
+    out = [
         f"@{FUNCTIONS} = hidden constant i64 {functions}, align 8",
         f"declare hidden void @{ENTER_HOOK}(i32, ptr) nounwind willreturn",
         f"declare hidden void @{LEAVE_HOOK}(i32, ptr) nounwind willreturn",
-        "declare ptr @llvm.frameaddress.p0(i32 immarg)",
     ]
+    if declare_frameaddress:  # the program may use __builtin_frame_address itself
+        out.append("declare ptr @llvm.frameaddress.p0(i32 immarg)")
+    return out
 
 
 def _region_call(line: str) -> str | None:
@@ -165,11 +169,15 @@ def _bytes_of(ir_type: str) -> int:
 
 
 def _pointer(operand: str) -> str | None:
-    """The value of a ``ptr X`` operand (attributes such as ``noundef align 4`` dropped); None for other
-    address spaces."""
+    """The value of a ``ptr X`` operand (attributes such as ``noundef align 4`` and atomic orderings
+    dropped); None for other address spaces."""
     if not operand.startswith("ptr "):
         return None
     value = _POINTER_ATTRS.sub("", operand[4:]).strip()
+    named = _NAMED_VALUE.match(value)
+    if named is not None:  # %p or @g, possibly followed by an ordering (load atomic ... seq_cst)
+        return named.group(0)
+    value = _ORDERING.sub("", value).strip()
     return value or None
 
 
@@ -191,6 +199,7 @@ def _accesses(line: str) -> list[tuple[str, str, int]]:
             if ptr is not None:
                 hooks.append((ptr, str(_bytes_of(ops[0].rsplit(" ", 1)[0])), 1))
         elif op in ("atomicrmw", "cmpxchg"):
+            rest = rest.removeprefix("weak ")
             first = split_operands(rest.split(" ", 1)[1] if op == "atomicrmw" else rest)[0]
             ptr = _pointer(first)
             if ptr is not None:
@@ -495,7 +504,7 @@ def instrument(
         if index == first_define:
             out.extend(_globals(n, build_id, events, len(blocks)))
             if calls:
-                out.extend(_call_declarations(len(firsts)))
+                out.extend(_call_declarations(len(firsts), "@llvm.frameaddress.p0(" not in text))
             out.append("")
         if line.startswith("define "):
             function = next(defined, "")
@@ -504,13 +513,14 @@ def instrument(
             if local:
                 out.append(f"  {_ACC} = alloca i64, align 8")
                 out.append(f"  store i64 0, ptr {_ACC}, align 8")
+        if calls and index in entries:
+            # Before the entry block's own counting: its cost belongs to this function.
+            out.append(f"  {_FRAME} = call ptr @llvm.frameaddress.p0(i32 0)")
+            out.append(f"  call void @{ENTER_HOOK}(i32 {function_ids[function]}, ptr {_FRAME})")
         for counter in starts.get(index, ()):
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
         for number in block_events.get(index, ()):
             out.append(f"  call void @{BLOCK_HOOK}{number}()")
-        if calls and index in entries:
-            out.append(f"  {_FRAME} = call ptr @llvm.frameaddress.p0(i32 0)")
-            out.append(f"  call void @{ENTER_HOOK}(i32 {function_ids[function]}, ptr {_FRAME})")
         for counter in ends.get(index, ()):
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
         out.extend(accesses.get(index, ()))

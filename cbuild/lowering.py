@@ -7,7 +7,8 @@ optimisation level, and the ``.loc`` directives of its assembly attribute every
 machine instruction to the IR block it came from, wherever the scheduler moved
 it. Debug locations never change the generated code, so the code attributed is
 the code a plain build would run. A function's prologue is placed on the line of
-its entry block; instructions without a location belong to the block before them.
+its entry block; instructions without a location belong to the next located
+instruction's block (see :func:`attribute`).
 
 The host's IR has the host's data model: on x86-64 ``long``, ``size_t`` and
 pointers are 64 bits wide, and RV32 would need several instructions for each
@@ -90,7 +91,7 @@ def _retarget(lines: list[str], target: str, datalayout: str) -> list[str]:
             line = _HOST_ATTRIBUTES.sub("", line)
         elif "callbr " in line and " asm " in line:
             raise LoweringError(f"asm goto cannot be compiled for {target}; in: {function[:160]}")
-        elif "@llvm.x86." in line:
+        elif "@llvm.x86." in line and not line.startswith("declare "):
             raise LoweringError(f"x86 intrinsics cannot be compiled for {target}; in: {function[:160]}")
         else:
             m = _INLINE_ASM.match(line)

@@ -182,7 +182,7 @@ class Machine:
             raise self._fail(f"{field}.mnemonics", "expected a list of strings", where, "mnemonics")
         cls = InstructionClass(name, tuple(uses), latency)
         self.classes[name] = cls
-        for mnemonic in mnemonics:
+        for mnemonic in (m.lower() for m in mnemonics):
             if mnemonic in self._class_of:
                 raise self._fail(
                     f"{field}.mnemonics",

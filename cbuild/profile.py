@@ -24,7 +24,7 @@ class RegionProblem:
             return f"{self.file}:{self.line}: region {self.name!r} was started here and never stopped"
         if self.kind == "unopened":
             return f"{self.file}:{self.line}: region stop without a started region"
-        return f"{self.line} regions nested deeper than 64 were not measured"
+        return f"{self.line} region(s) past the runtime's limits (64 deep, 512 distinct) were not measured"
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def parse_profile(text: str, metrics: list[str], *, where: str, functions: list[
             elif kind == "path":
                 node, parent, fid, values = fields
                 path_nodes[node] = (parent, name_of(fid), [int(v) for v in values.split(",")])
-    except ValueError as exc:
+    except (ValueError, IndexError) as exc:
         raise ExecutionError(f"{where}: malformed profile line ({exc})") from None
 
     def path(node: str) -> str:

@@ -117,8 +117,8 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
-    registry = default_registry()
     try:
+        registry = default_registry()
         run = _run_options(config)
         settings = load_settings(config.rootpath, known_models=registry.names)
         for name in run.models:

@@ -21,7 +21,8 @@ JSON schema (``version`` 1)::
               "functions": {"<function>": int},  # exclusive cost per function
               "regions": {"<region path>": int}, # inclusive cost between the markers
               "region_limits": {"<region path>": int},
-              "lines": [["<function>", "<file>:<line>", int], ...]  # costliest source lines
+              "lines": [["<function>", "<file>:<line>", int], ...],  # costliest source lines
+              "inclusive": {"<function>": int}, "calls": {"<function>": int}  # with call tracking
             }
           },
           "region_problems": [str, ...]     # unbalanced markers, "file:line: ..."

@@ -103,7 +103,10 @@ class BudgetSession:
         """False when the baseline was made with another toolchain or other models."""
         if self.builder is None or not self.baseline.exists:
             return True
-        return self.baseline.fingerprint == self.fingerprint
+        old = dict(self.baseline.fingerprint)
+        # Baselines from before cost models were configurable measured ir-count alone.
+        old.setdefault("models", "ir-count version=1")
+        return old == self.fingerprint
 
     def evaluate(
         self,
@@ -249,7 +252,12 @@ def _failure_text(m: MetricResult) -> str:
         pct = f" (+{100.0 * over / m.limit:.2f}%)" if m.limit else ""
         lines.append(f"  {m.metric}: {m.value} exceeds {m.keyword}={m.limit} by {over}{pct}")
     for path, limit in sorted(m.region_limits.items()):
-        if path not in m.regions:
+        if not m.regions:
+            lines.append(
+                f"  region {path!r}: {m.metric} has no region costs (regions are measured in the metrics of "
+                "ir-count and of models with a run-time clock, or the test passed no region marker)"
+            )
+        elif path not in m.regions:
             lines.append(
                 f"  region {path!r} has a budget but the test never ran it (regions run: "
                 f"{', '.join(sorted(m.regions)) or 'none'})"

@@ -204,3 +204,22 @@ def test_zkvm_data_pages_match_the_emulator(builder: Builder, rv32emu, tmp_path:
     (emu_ins, emu_outs), (base_ins, base_outs), (more_ins, more_outs) = emulated(9, 5), modelled(1, 1), modelled(9, 5)
     assert (emu_ins, emu_outs) == (9 + 5, 5)
     assert (more_ins - base_ins + 2, more_outs - base_outs + 1) == (emu_ins, emu_outs)
+
+
+def test_zkvm_sees_atomic_accesses(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    source = write(
+        "atomics.c",
+        "#include <stdatomic.h>\n"
+        "static _Atomic int counter;\n"
+        "int main(void) {\n"
+        "    for (int i = 0; i < 100; i++) atomic_fetch_add(&counter, 1);\n"
+        "    int expected = 100;\n"
+        "    atomic_compare_exchange_weak(&counter, &expected, 7);\n"
+        "    return atomic_load(&counter) == 7 ? 0 : 1;\n"
+        "}\n",
+    )
+    model = default_registry().create("zkvm")
+    run = run_program(builder.build([source], models=[model]))
+    assert run.returncode == 0
+    assert run.counts is not None
+    assert zk_results(run.counts)["page_outs"] >= 1  # the counter's page was written

@@ -3,7 +3,7 @@
  *
  *     #include <instrbudget.h>
  *
- *     INSTRBUDGET_REGION_START("parse");    // open a region (nested in any open one)
+ *     INSTRBUDGET_REGION_START("parse");    // open a region (nested in any open one, up to 64 deep)
  *     parse(input);
  *     INSTRBUDGET_REGION_NEXT("eval");      // close the innermost region, open the next
  *     eval();

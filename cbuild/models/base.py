@@ -73,7 +73,7 @@ def integer(low: int, high: int | None = None) -> Callable[[Any], int]:
 class Runtime:
     """The dynamic phase: C code linked into instrumented programs and libraries.
 
-    ``source`` defines four static functions (``static inline`` lets each block's hook
+    ``source`` defines four static functions, five with ``clock`` (``static inline`` lets each block's hook
     be specialised for its constant block number), called in execution order:
     ``model_block(uint32_t block)`` before each block runs (if the model's
     :attr:`CostModel.events` has ``blocks``), ``model_access(uintptr_t address,

@@ -24,11 +24,19 @@ class ModelRegistry:
         for plugin in plugins:
             self.manager.register(plugin)
         if entry_points:
-            self.manager.load_setuptools_entrypoints(hookspecs.PROJECT)
+            try:
+                self.manager.load_setuptools_entrypoints(hookspecs.PROJECT)
+            except Exception as exc:  # an installed package's entry point that does not import
+                raise ModelError(
+                    f"loading cost-model plugins (entry points {hookspecs.PROJECT!r}) failed: {exc!r}"
+                ) from exc
         self._classes: dict[str, type[CostModel]] = {}
         self._origin: dict[str, str] = {}
         for impl in self.manager.hook.instrbudget_cost_models.get_hookimpls():
-            provided = impl.function() or ()
+            try:
+                provided = impl.function() or ()
+            except Exception as exc:
+                raise ModelError(f"plugin {impl.plugin_name!r} failed to list its cost models: {exc!r}") from exc
             for cls in provided:  # type: ignore[attr-defined]
                 self._add(cls, impl.plugin_name)
 
@@ -42,6 +50,17 @@ class ModelRegistry:
             raise ModelError(f"cost model {name!r} of plugin {origin!r} declares no metrics")
         if name in self._classes and self._classes[name] is not cls:
             raise ModelError(f"cost model {name!r} is provided by both {self._origin[name]!r} and {origin!r}")
+        for other, known in self._classes.items():
+            if other == name:
+                continue
+            clash = {m.name for m in known.metrics} & {m.name for m in cls.metrics} or (
+                {m.keyword for m in known.metrics} & {m.keyword for m in cls.metrics}
+            )
+            if clash:
+                raise ModelError(
+                    f"cost model {name!r} of plugin {origin!r} reuses {sorted(clash)[0]!r} of model {other!r}; "
+                    "metric names and marker keywords must be unique"
+                )
         self._classes[name] = cls
         self._origin[name] = origin
 

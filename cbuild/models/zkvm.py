@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from cbuild.costs import BlockCounts, Cost
-from cbuild.models.base import BLOCKS, MEMORY, BuildView, CostModel, Metric, Param, Runtime, integer
+from cbuild.models.base import BLOCKS, MEMORY, BuildView, CostModel, Metric, ModelError, Param, Runtime, integer
 from cbuild.models.csource import c_array
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "zkvm_model.c"
@@ -44,8 +44,17 @@ class ZkvmModel(CostModel):
         "reserved_cycles": Param(4113, "cycles reserved per segment (lookup tables and control)", integer(0)),
         "reserved_paging_cycles": Param(10, "paging cycles reserved per segment", integer(0)),
         "max_insn_cycles": Param(25000, "head room a segment keeps below 2^po2", integer(0)),
-        "merkle_depth": Param(22, "depth of the page Merkle tree (4 GiB of 1 KiB pages)", integer(1, 26)),
+        "merkle_depth": Param(22, "depth of the page Merkle tree (4 GiB of 1 KiB pages)", integer(22, 22)),
     }
+
+    def configure(self) -> None:
+        c = self.config
+        taken = c["max_insn_cycles"] + c["reserved_cycles"] + c["reserved_paging_cycles"]
+        if taken >= 2 ** c["po2"]:
+            raise ModelError(
+                f"[tool.instrbudget.zkvm] po2 = {c['po2']}: a segment of 2^{c['po2']} cycles has no room left after "
+                f"max_insn_cycles + reserved_cycles + reserved_paging_cycles = {taken}"
+            )
 
     def analyse(self, build: BuildView) -> dict[str, Any]:
         user, first, last = [], [], []

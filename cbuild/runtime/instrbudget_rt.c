@@ -82,7 +82,7 @@ struct ib_region { const char *name; uint32_t parent; uint64_t count; uint64_t v
 struct ib_open { uint32_t node; const char *file; int32_t line; uint64_t start[IB_CLOCKS]; };
 struct ib_error { uint32_t kind; const char *name; const char *file; int32_t line; };
 static struct ib_region ib_regions[IB_REGIONS + 1]; /* 0 is the root */
-static uint32_t ib_nregions = 1, ib_depth, ib_nerrors, ib_lost;
+static uint32_t ib_nregions = 1, ib_depth, ib_nerrors, ib_lost, ib_overflow; /* overflow: starts past IB_DEPTH */
 static struct ib_open ib_stack[IB_DEPTH];
 static struct ib_error ib_errors[IB_ERRORS];
 
@@ -120,9 +120,10 @@ static uint32_t ib_node(uint32_t parent, const char *name) {
 
 static void ib_start(const char *name, const char *file, int32_t line, const uint64_t *now) {
     struct ib_open *o;
-    if (ib_depth >= IB_DEPTH) { ib_lost++; return; }
+    if (ib_depth >= IB_DEPTH) { ib_lost++; ib_overflow++; return; }
     o = &ib_stack[ib_depth];
     o->node = ib_node(ib_depth ? ib_stack[ib_depth - 1].node : 0, name);
+    if (o->node == 0) ib_lost++; /* more distinct regions than IB_REGIONS: not measured */
     o->file = file, o->line = line;
     memcpy(o->start, now, sizeof o->start);
     ib_depth++;
@@ -131,6 +132,7 @@ static void ib_start(const char *name, const char *file, int32_t line, const uin
 static int ib_stop(const char *file, int32_t line, const uint64_t *now) {
     struct ib_open *o;
     uint32_t c;
+    if (ib_overflow) { ib_overflow--; return 1; } /* the stop of a region too deep to keep */
     if (ib_depth == 0) { ib_error(1, "", file, line); return 0; }
     o = &ib_stack[--ib_depth];
     if (o->node) {
@@ -144,7 +146,7 @@ static int ib_stop(const char *file, int32_t line, const uint64_t *now) {
 __attribute__((visibility("hidden"))) void __instrbudget_region(int32_t kind, const char *name, const char *file, int32_t line) {
     uint64_t now[IB_CLOCKS];
     ib_now(now);
-    if (kind != 0 && !ib_stop(file, line, now) && kind == 1) { /* next without an open region: still start */ }
+    if (kind != 0) ib_stop(file, line, now); /* a next without an open region is reported, then starts */
     if (kind != 2) ib_start(name, file, line, now);
 }
 
@@ -254,11 +256,16 @@ __attribute__((visibility("hidden"))) void __instrbudget_leave(uint32_t fid, voi
 static void ib_calls_reset(void) {
     uint64_t n = &__instrbudget_nfunctions ? __instrbudget_nfunctions : 0;
     ib_nframes = ib_deep = 0;
+    if (ib_npaths > 1) { /* only what the last measurement used: most have no call tracking */
+        memset(ib_path_slot, 0, sizeof ib_path_slot);
+        memset(ib_path_self, 0, ib_npaths * sizeof ib_path_self[0]);
+        memset(ib_path_memo, 0, ib_npaths * sizeof ib_path_memo[0]);
+    } else {
+        memset(ib_path_self[0], 0, sizeof ib_path_self[0]);
+        memset(ib_path_memo[0], 0, sizeof ib_path_memo[0]);
+    }
     ib_npaths = 1;
     ib_calls_seen = 0;
-    memset(ib_path_slot, 0, sizeof ib_path_slot);
-    memset(ib_path_self, 0, sizeof ib_path_self);
-    memset(ib_path_memo, 0, sizeof ib_path_memo);
     ib_now(ib_last);
     if (ib_fn_calls != NULL) {
         memset(ib_fn_calls, 0, n * sizeof(uint64_t));
@@ -268,8 +275,8 @@ static void ib_calls_reset(void) {
 }
 
 EXPORT void instrbudget_profile_reset(void) {
-    memset(ib_regions, 0, sizeof ib_regions);
-    ib_nregions = 1, ib_depth = 0, ib_nerrors = 0, ib_lost = 0;
+    memset(ib_regions, 0, ib_nregions * sizeof ib_regions[0]);
+    ib_nregions = 1, ib_depth = 0, ib_nerrors = 0, ib_lost = 0, ib_overflow = 0;
     ib_calls_reset();
 }
 
@@ -320,6 +327,10 @@ static int ib_write_profile(int fd) {
     at = ib_put_u64(buf, at, cap, clocks);
     at = ib_put(buf, at, cap, "\n");
     for (i = 1; i < ib_nregions; i++) {
+        if (at > cap - 1024) { /* region names are short; keep the buffer from filling */
+            if (write_all(fd, buf, at) != 0) return -1;
+            at = 0;
+        }
         at = ib_put(buf, at, cap, "region\t");
         at = ib_put_u64(buf, at, cap, i);
         at = ib_put(buf, at, cap, "\t");
