@@ -74,9 +74,10 @@ class Change:
         return 100.0 * (self.new - self.old) / self.old
 
 
-def _deltas(old: dict[str, int], new: dict[str, int], n: int) -> list[tuple[str, int, int]]:
+def deltas(old: dict[str, int], new: dict[str, int], n: int, *, grown_only: bool = False) -> list[tuple[str, int, int]]:
+    """The ``n`` keys whose value changed (or grew) most: (key, old, new); a missing key counts as 0."""
     rows = [(k, old.get(k, 0), new.get(k, 0)) for k in set(old) | set(new)]
-    rows = [r for r in rows if r[1] != r[2]]
+    rows = [r for r in rows if (r[2] > r[1] if grown_only else r[2] != r[1])]
     return sorted(rows, key=lambda r: (-abs(r[2] - r[1]), r[0]))[:n]
 
 
@@ -100,8 +101,8 @@ def changes(old: Run, new: Run, *, top: int = 5) -> list[Change]:
                     metric,
                     x.total if x else None,
                     y.total if y else None,
-                    _deltas(x.functions if x else {}, y.functions if y else {}, top),
-                    _deltas(x.regions if x else {}, y.regions if y else {}, top),
+                    deltas(x.functions if x else {}, y.functions if y else {}, top),
+                    deltas(x.regions if x else {}, y.regions if y else {}, top),
                 )
             )
     return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cbuild.costs import Cost
+from cbuild.diff import deltas
 
 OK = "ok"
 NEW = "new"
@@ -48,22 +49,11 @@ class MetricResult:
 
     def function_deltas(self, n: int = 5) -> list[tuple[str, int, int]]:
         """Functions whose cost grew most: (name, old, new)."""
-        return _grown(self.functions, self.baseline_functions, n)
+        return deltas(self.baseline_functions, self.functions, n, grown_only=True)
 
     def region_deltas(self, n: int = 5) -> list[tuple[str, int, int]]:
         """Regions whose cost changed most: (path, old, new)."""
-        names = set(self.regions) | set(self.baseline_regions)
-        rows = [(name, self.baseline_regions.get(name, 0), self.regions.get(name, 0)) for name in names]
-        changed = [r for r in rows if r[2] != r[1]]
-        return sorted(changed, key=lambda r: (-abs(r[2] - r[1]), r[0]))[:n]
-
-    def regions_over(self) -> list[tuple[str, int, int]]:
-        """Regions over their limit: (path, value, limit)."""
-        return [
-            (name, self.regions.get(name, 0), limit)
-            for name, limit in sorted(self.region_limits.items())
-            if self.regions.get(name, 0) > limit
-        ]
+        return deltas(self.baseline_regions, self.regions, n)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,10 +116,3 @@ class TestResult:
         """Inverse of :meth:`to_wire`."""
         metrics = [MetricResult(**m) for m in doc["metrics"]]
         return cls(doc["nodeid"], doc["budgeted"], metrics, doc["failure"], doc["completed"], doc["region_problems"])
-
-
-def _grown(new: dict[str, int], old: dict[str, int], n: int) -> list[tuple[str, int, int]]:
-    """Keys whose value grew most: (key, old, new)."""
-    rows = [(name, old.get(name, 0), new.get(name, 0)) for name in set(new) | set(old)]
-    grown = [r for r in rows if r[2] > r[1]]
-    return sorted(grown, key=lambda r: (-(r[2] - r[1]), r[0]))[:n]
