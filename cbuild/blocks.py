@@ -27,6 +27,13 @@ UNCOUNTED_INTRINSIC = re.compile(r"^llvm\.(?:dbg|lifetime|assume|experimental\.n
 _INTRINSIC_CALLEE = re.compile(r"\bcall\b[^@]*@(llvm\.[\w.]+)\(")
 #: A region marker of instrbudget.h: an empty inline-assembly statement, never counted.
 REGION_MARKER = re.compile(r'\bcall void asm sideeffect "# instrbudget-region (start|next|stop)", "[^"]*"\((.*)\)')
+
+
+def region_marker(line: str) -> re.Match[str] | None:
+    """The region marker on an IR line (kind, operands), if any; cheap for the other lines."""
+    return REGION_MARKER.search(line) if "instrbudget-region" in line else None
+
+
 _LEADING = re.compile(r"^  (?:%[-\w.$\"]+ = )?(phi|landingpad)\b")
 _OPCODE = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?([a-z_]+)")
 _LABEL_REF = re.compile(r'label (%(?:[-a-zA-Z$._0-9]+|"(?:[^"\\]|\\.)*"))')
@@ -67,7 +74,7 @@ def _returning_functions(lines: list[str]) -> tuple[set[str], dict[str, set[str]
 
 def _may_not_return(line: str, returning: set[str], functions: dict[str, set[str]]) -> bool:
     """Whether a call line may leave its caller other than by returning (exit, longjmp, throw)."""
-    if REGION_MARKER.search(line):
+    if region_marker(line):
         return False
     site = set(GROUP_REF.findall(line[line.rfind(")") :]))
     if site & returning:
@@ -350,7 +357,7 @@ def parse_module(text: str) -> ParsedModule:
                 in_leading = False
             call = _INTRINSIC_CALLEE.search(line)
             counted = call is None or UNCOUNTED_INTRINSIC.match(call.group(1)) is None
-            if counted and not REGION_MARKER.search(line):
+            if counted and not region_marker(line):
                 current.size += 1
                 m = _DBG_REF.search(line)
                 current.located.append(int(m.group(1)) if m else None)

@@ -6,7 +6,7 @@ import functools
 
 from llvmlite import binding as llvm
 
-from cbuild.blocks import REGION_MARKER, UNCOUNTED_INTRINSIC, BlockTable
+from cbuild.blocks import UNCOUNTED_INTRINSIC, BlockTable, region_marker
 from cbuild.errors import InstrumentError
 
 
@@ -51,7 +51,7 @@ def llvmlite_sizes(module: llvm.ModuleRef) -> list[tuple[str, int]]:
             for instr in block.instructions:
                 if instr.opcode == "call":
                     callee = list(instr.operands)[-1].name
-                    if UNCOUNTED_INTRINSIC.match(callee) or REGION_MARKER.search(str(instr)):
+                    if UNCOUNTED_INTRINSIC.match(callee) or (not callee and region_marker(str(instr))):
                         continue
                 size += 1
             out.append((fn.name, size))

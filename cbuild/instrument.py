@@ -22,11 +22,11 @@ from cbuild.blocks import (
     ATTRIBUTE_GROUP,
     CALLEE,
     GROUP_REF,
-    REGION_MARKER,
     BlockTable,
     ParsedModule,
     defined_name,
     parse_module,
+    region_marker,
 )
 from cbuild.errors import InstrumentError
 from cbuild.placement import END, START, Placement, place, place_per_block
@@ -127,7 +127,7 @@ def _call_declarations(functions: int, declare_frameaddress: bool) -> list[str]:
 
 def _region_call(line: str) -> str | None:
     """The runtime call that replaces a region marker (instrbudget.h) once the counts are fixed."""
-    m = REGION_MARKER.search(line)
+    m = region_marker(line)
     if m is None:
         return None
     ops = split_operands(m.group(2))

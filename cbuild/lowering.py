@@ -105,9 +105,10 @@ def _retarget(lines: list[str], target: str, datalayout: str) -> list[str]:
     return out
 
 
-def located_ir(text: str) -> str:
-    """The module with every instruction of block N on line N + 1 (debug locations replaced)."""
-    parsed = parse_module(text)
+def located_ir(text: str, parsed: ParsedModule | None = None) -> str:
+    """The module with every instruction of block N on line N + 1 (debug locations replaced);
+    ``parsed`` is ``parse_module(text)`` when the caller has it already."""
+    parsed = parsed or parse_module(text)
     lines = parsed.lines
     base = 1 + max((int(m.group(1)) for line in lines if (m := _METADATA_ID.match(line))), default=0)
     cu, file, subroutine = base, base + 1, base + 2
@@ -166,12 +167,30 @@ def located_ir(text: str) -> str:
     return "\n".join([*out, *nodes, ""])
 
 
+def _first_function_using(text: str, word: str) -> str | None:
+    """The first defined function whose signature or body mentions ``word``."""
+    function = None
+    for line in text.split("\n"):
+        if line.startswith("define "):
+            function = defined_name(line)
+        elif line == "}":
+            function = None
+            continue
+        if function is not None and word in line:
+            return function
+    return None
+
+
 def compile_riscv(text: str, *, target: str, opt_level: int) -> str:
     """RISC-V assembly of IR text (markers included)."""
     if target not in TARGETS:
         raise LoweringError(f"unknown RISC-V target {target!r}; expected one of {', '.join(TARGETS)}")
     if "x86_fp80" in text:
-        raise LoweringError(f"long double (x86_fp80) has no {target} equivalent; the program cannot be modelled")
+        where = _first_function_using(text, "x86_fp80")
+        in_function = f" (in {where})" if where else ""
+        raise LoweringError(
+            f"long double (x86_fp80) has no {target} equivalent{in_function}; the program cannot be modelled"
+        )
     initialise()
     triple, cpu, features = TARGETS[target]
     tm = llvm.Target.from_triple(triple).create_target_machine(
@@ -330,11 +349,11 @@ def attribute(assembly: str, nblocks: int) -> list[LoweredBlock]:
     return [LoweredBlock(tuple(c), max(a, 0)) for c, a in zip(code, address, strict=True)]
 
 
-def lower_blocks(text: str, *, target: str, opt_level: int) -> list[LoweredBlock]:
+def lower_blocks(text: str, *, target: str, opt_level: int, parsed: ParsedModule | None = None) -> list[LoweredBlock]:
     """The RISC-V code of every block of ``text`` (linked module IR), in block-table order."""
-    nblocks = len(parse_module(text).blocks)
-    assembly = compile_riscv(located_ir(text), target=target, opt_level=opt_level)
-    return attribute(assembly, nblocks)
+    parsed = parsed or parse_module(text)
+    assembly = compile_riscv(located_ir(text, parsed), target=target, opt_level=opt_level)
+    return attribute(assembly, len(parsed.blocks))
 
 
 def _shapes(module: ParsedModule) -> dict[str, tuple[list[int], list[tuple[str, tuple[int, ...]]]]]:
@@ -381,13 +400,13 @@ def lower_program(host_ir: str, twin_ir: str | None, *, target: str, opt_level: 
     """RISC-V code per host block, from the twin's IR where it has the same shape (see the module doc)."""
     host = parse_module(host_ir)
     if twin_ir is None:
-        return LoweredProgram(lower_blocks(host_ir, target=target, opt_level=opt_level), [])
+        return LoweredProgram(lower_blocks(host_ir, target=target, opt_level=opt_level, parsed=host), [])
     twin = parse_module(twin_ir)
     mapping, unmatched = match_blocks(host, twin)
     twin_code = attribute(compile_riscv(located_ir(twin_ir), target=target, opt_level=opt_level), len(twin.blocks))
     blocks = [twin_code[mapping[i]] if i in mapping else LoweredBlock(()) for i in range(len(host.blocks))]
     if unmatched:
-        located = _only_functions(located_ir(host_ir), set(unmatched))
+        located = _only_functions(located_ir(host_ir, host), set(unmatched))
         host_code = attribute(compile_riscv(located, target=target, opt_level=opt_level), len(host.blocks))
         for i in range(len(host.blocks)):
             if i not in mapping:
