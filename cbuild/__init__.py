@@ -19,6 +19,8 @@ from cbuild.errors import (
     CompileError,
     ExecutionError,
     InstrumentError,
+    LibraryCrashed,
+    LibraryTimeout,
     LinkError,
     ProgramCrashed,
     ProgramTimeout,
@@ -26,7 +28,7 @@ from cbuild.errors import (
     ToolchainError,
 )
 from cbuild.execute import RunResult, run_program
-from cbuild.library import Library
+from cbuild.library import Library, Pointer
 from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, Param, Runtime, default_registry
 from cbuild.options import BuildOptions
 
@@ -45,10 +47,13 @@ __all__ = [
     "InstrumentError",
     "IrCountModel",
     "Library",
+    "LibraryCrashed",
+    "LibraryTimeout",
     "LinkError",
     "Metric",
     "ModelRegistry",
     "Param",
+    "Pointer",
     "ProgramCrashed",
     "ProgramTimeout",
     "RunResult",

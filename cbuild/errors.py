@@ -42,3 +42,11 @@ class ProgramTimeout(ExecutionError):
 
 class SignatureError(CBuildError, TypeError):
     """A library function was called with arguments its C signature cannot take."""
+
+
+class LibraryCrashed(ExecutionError):
+    """A library call ended the library's process: a signal, a stack overflow, exit() or _exit()."""
+
+
+class LibraryTimeout(ExecutionError):
+    """A library call ran past its time limit; the library's process was killed."""

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
+import os
+import re
+import select
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +22,7 @@ from cbuild.blocks import BlockTable
 from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
-from cbuild.profile import clock_metrics, read_profile
+from cbuild.profile import Profile, clock_metrics, read_profile
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
 #: The environment programs get unless the caller passes one. Its size moves the
@@ -33,6 +38,13 @@ def _disable_aslr() -> None:  # pragma: no cover - runs in the child between for
     current = libc.personality(0xFFFFFFFF)
     if current != -1:
         libc.personality(current | _ADDR_NO_RANDOMIZE)
+
+
+def _start_program() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """The program leads a process group of its own (its leftover children go with it); ASLR off on Linux."""
+    os.setpgid(0, 0)
+    if sys.platform.startswith("linux"):
+        _disable_aslr()
 
 
 def split_results(models: Mapping[str, Any], raw: Sequence[int]) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
@@ -84,8 +96,112 @@ class RunResult:
     returncode: int
     stdout: bytes
     stderr: bytes
-    #: None for a program built without instrumentation.
+    #: None for a program built without instrumentation. Summed over the program's forked processes.
     counts: BlockCounts | None
+    #: How many processes' counts were summed (the program and its forked children).
+    processes: int = 1
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait until ``proc`` has exited, leaving it unreaped (its pid, and so its process group's
+    id, stay taken); False on timeout. Where that is not possible, waits and reaps."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
+
+
+def _group_left(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies waiting for their parent do not)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not sys.platform.startswith("linux"):
+        return True
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        state, _, group = stat[stat.rfind(")") + 2 :].split(" ", 3)[:3]
+        if int(group) == pgid and state not in ("Z", "X"):
+            return True
+    return False
+
+
+def _end_group(proc: subprocess.Popen[bytes], *, grace: float = 5.0) -> None:
+    """Kill what is left of the program's process group, reap the program, and wait (up to
+    ``grace`` seconds) until the group's processes are gone, so no one writes after this."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + grace
+    while _group_left(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _count_files(counts_path: Path) -> list[tuple[int, Path]]:
+    """Counts files of the forked processes (``NAME.PID``, ``NAME.PID.N``), by pid."""
+    pattern = re.compile(re.escape(counts_path.name) + r"\.(\d+)(?:\.(\d+))?")
+    found = []
+    for path in counts_path.parent.iterdir():
+        m = pattern.fullmatch(path.name)
+        if m:
+            found.append((int(m.group(1)), int(m.group(2) or 0), path))
+    return [(pid, path) for pid, _, path in sorted(found)]
+
+
+def _added(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out.get(key, 0) + value
+    return out
+
+
+def merge_profiles(profiles: Iterable[Profile]) -> Profile | None:
+    """One profile for several processes: counts and costs of equal regions, functions and call
+    paths added, problems listed once each."""
+    profiles = list(profiles)
+    if len(profiles) <= 1:
+        return profiles[0] if profiles else None
+    regions: dict[str, tuple[int, dict[str, int]]] = {}
+    functions: dict[str, tuple[int, dict[str, int]]] = {}
+    paths: dict[tuple[str, ...], dict[str, int]] = {}
+    for profile in profiles:
+        for table, part in ((regions, profile.regions), (functions, profile.functions)):
+            for key, (count, costs) in part.items():
+                old_count, old_costs = table.get(key, (0, {}))
+                table[key] = (old_count + count, _added(old_costs, costs))
+        for stack, costs in profile.paths.items():
+            paths[stack] = _added(paths.get(stack, {}), costs)
+    problems = tuple(dict.fromkeys(problem for profile in profiles for problem in profile.problems))
+    return Profile(regions, problems, functions, paths)
+
+
+def _summed(parts: Sequence[BlockCounts]) -> BlockCounts:
+    """Block counts and model results of several processes of one artifact, added up."""
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    counts = tuple(map(sum, zip(*(part.counts for part in parts), strict=True)))
+    results = {
+        name: tuple(map(sum, zip(*(part.results[name] for part in parts), strict=True))) for name in first.results
+    }
+    profile = merge_profiles(part.profile for part in parts if part.profile is not None)
+    return dataclasses.replace(first, counts=counts, results=results, profile=profile)
 
 
 def run_program(
@@ -101,30 +217,39 @@ def run_program(
     """Run ``artifact`` with ASLR off (Linux); crashes and timeouts raise with stderr attached.
 
     The program sees ``env`` (default :data:`DEFAULT_ENV`) and its source name as ``argv[0]``.
+    It runs in a process group of its own: the run ends when the program's own process exits
+    (or times out), and whatever is left of its group is then killed. The counts are the sum
+    over the program and the children it forked that exited before it.
     """
     argv = [Path(artifact.name).stem, *map(str, args)]
     with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
         counts_path = Path(tmp) / "counts"
         child_env = dict(DEFAULT_ENV if env is None else env)
         child_env[COUNTS_ENV] = str(counts_path)
-        try:
-            proc = subprocess.run(
+        stdin_path, stdout_path, stderr_path = (Path(tmp) / name for name in ("stdin", "stdout", "stderr"))
+        stdin_path.write_bytes(input)
+        # Files, not pipes: a child the program leaves behind holding them cannot keep the run going.
+        with stdin_path.open("rb") as stdin, stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+            proc = subprocess.Popen(
                 argv,
                 executable=artifact.path,
-                input=input,
-                capture_output=True,
-                timeout=timeout,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
                 env=child_env,
                 cwd=cwd,
-                preexec_fn=_disable_aslr if sys.platform.startswith("linux") else None,
-                check=False,
+                preexec_fn=_start_program,
             )
-        except subprocess.TimeoutExpired as exc:
-            stderr = (exc.stderr or b"").decode(errors="replace")
+        try:
+            exited = _wait_exit(proc, timeout)
+        finally:
+            _end_group(proc)
+        out, err = stdout_path.read_bytes(), stderr_path.read_bytes()
+        if not exited:
             raise ProgramTimeout(
                 f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'}) ran past its {timeout} s "
-                f"timeout and was killed\n--- stderr ---\n{stderr[-4000:]}"
-            ) from None
+                f"timeout and was killed\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
+            )
         if proc.returncode < 0:
             sig = -proc.returncode
             try:
@@ -133,29 +258,33 @@ def run_program(
                 name = f"signal {sig}"
             raise ProgramCrashed(
                 f"program {artifact.name} was killed by {name} (exit status {proc.returncode})"
-                f"\n--- stderr ---\n{proc.stderr.decode(errors='replace')[-4000:]}"
+                f"\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
             )
         counts = None
+        processes = 1
         if artifact.instrumented:
             if not counts_path.exists():
                 raise ExecutionError(
                     f"{artifact.name} exited with status {proc.returncode} without writing its "
                     f"counts (it may have called _exit or exec); stderr:\n"
-                    f"{proc.stderr.decode(errors='replace')[-4000:]}"
+                    f"{err.decode(errors='replace')[-4000:]}"
                 )
             table = table or artifact.table()
             models = artifact.models()
-            counts, total = read_counts(counts_path, build_id=artifact.key, table=table, models=models)
-            profile = read_profile(
-                counts_path.with_name(counts_path.name + ".profile"), clock_metrics(models), table.functions
-            )
-            if profile is not None:
-                counts = dataclasses.replace(counts, profile=profile)
-            expected = sum(c * s for c, s in zip(counts.counts, table.sizes, strict=True))
-            if expected != total:
-                raise ExecutionError(
-                    f"{artifact.name}: running total {total} differs from the block counters' {expected}: "
-                    f"the counts are inconsistent (threads updating counters at once lose counts; "
-                    f"otherwise please report this program)"
-                )
-    return RunResult(tuple(argv[1:]), proc.returncode, proc.stdout, proc.stderr, counts)
+            parts = []
+            for pid, path in [(None, counts_path), *_count_files(counts_path)]:
+                part, total = read_counts(path, build_id=artifact.key, table=table, models=models)
+                profile = read_profile(path.with_name(path.name + ".profile"), clock_metrics(models), table.functions)
+                if profile is not None:
+                    part = dataclasses.replace(part, profile=profile)
+                expected = sum(c * s for c, s in zip(part.counts, table.sizes, strict=True))
+                if expected != total:
+                    who = artifact.name if pid is None else f"{artifact.name} (forked process {pid})"
+                    raise ExecutionError(
+                        f"{who}: running total {total} differs from the block counters' {expected}: "
+                        f"the counts are inconsistent (threads updating counters at once lose counts; "
+                        f"otherwise please report this program)"
+                    )
+                parts.append(part)
+            counts, processes = _summed(parts), len(parts)
+    return RunResult(tuple(argv[1:]), proc.returncode, out, err, counts, processes)

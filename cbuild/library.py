@@ -1,11 +1,16 @@
-"""Instrumented shared libraries loaded in-process, their functions typed from the IR."""
+"""Instrumented shared libraries, run in a library host process and typed from the sources' debug info.
+
+A :class:`Library` is a proxy: each call sends its arguments to the host process
+(:mod:`cbuild.hosts`), which runs the C function and sends back the result, the
+contents of the writable buffers it was given, and (on request) the counters.
+"""
 
 from __future__ import annotations
 
 import ctypes
+import enum
 import itertools
-import os
-import shutil
+import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -13,29 +18,17 @@ from typing import Any
 
 from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
+from cbuild.ctypes_map import TypeMap, UnsupportedType
 from cbuild.errors import CBuildError, SignatureError
 from cbuild.execute import split_results
+from cbuild.hosts import HostProcess, default_pool
 from cbuild.profile import clock_metrics, read_profile
 
-_INTS: dict[tuple[str, str], type[Any]] = {
-    ("i1", ""): ctypes.c_bool,
-    ("i1", "z"): ctypes.c_bool,
-    ("i8", ""): ctypes.c_int8,
-    ("i8", "s"): ctypes.c_int8,
-    ("i8", "z"): ctypes.c_uint8,
-    ("i16", ""): ctypes.c_int16,
-    ("i16", "s"): ctypes.c_int16,
-    ("i16", "z"): ctypes.c_uint16,
-    ("i32", ""): ctypes.c_int32,
-    ("i32", "s"): ctypes.c_int32,
-    ("i32", "z"): ctypes.c_uint32,
-    ("i64", ""): ctypes.c_int64,
-    ("i64", "s"): ctypes.c_int64,
-    ("i64", "z"): ctypes.c_uint64,
-}
-_FLOATS: dict[str, type[Any]] = {"float": ctypes.c_float, "double": ctypes.c_double}
-_instances = itertools.count()
+_ids = itertools.count(1)
 _BYREF = type(ctypes.byref(ctypes.c_int()))
+#: ctypes types whose value the test process would dereference: never filled in by the library's process.
+_DEREFERENCING = (ctypes.c_char_p, ctypes.c_wchar_p, ctypes._Pointer)
+Wire = tuple[Any, ...]
 
 
 def _describe(value: object) -> str:
@@ -43,192 +36,348 @@ def _describe(value: object) -> str:
     return f"{type(value).__name__} {text[:40] + '...' if len(text) > 40 else text}"
 
 
-def _int_converter(fn: str, index: int, ir_type: str) -> Callable[[Any], Any]:
-    bits = 1 if ir_type == "i1" else int(ir_type[1:])
-    low, high = -(1 << (bits - 1)), (1 << bits) - 1
+class Pointer:
+    """An address in the library's process, as a function returned it.
 
-    def convert(value: Any) -> Any:
-        if isinstance(value, ctypes._SimpleCData) and not isinstance(value, (ctypes.c_float, ctypes.c_double)):
-            value = value.value
-        if not isinstance(value, int):
-            raise SignatureError(f"{fn}() argument {index} ({ir_type}): expected int, got {_describe(value)}")
-        if ir_type != "i1" and not low <= value <= high:
-            raise SignatureError(f"{fn}() argument {index} ({ir_type}): {value} does not fit in {bits} bits")
-        return value  # ctypes stores an unsigned value as its bit pattern
+    Pass it back to later calls of the same library. Its memory lives in the library's
+    process: read it with :meth:`read` or :meth:`string` (``bytes(p)`` for a ``char *``),
+    not with ``ctypes.string_at``.
+    """
 
-    return convert
+    __slots__ = ("_host", "address", "c_type")
+
+    def __init__(self, host: HostProcess, address: int, c_type: str) -> None:
+        self._host = host
+        self.address = address
+        #: The C type the function declared, e.g. ``const char *``.
+        self.c_type = c_type
+
+    def read(self, size: int) -> bytes:
+        """``size`` bytes at this address."""
+        __tracebackhide__ = True
+        data: bytes = self._host.request("read", self.address, size, what=f"reading {size} bytes at {self!r}")
+        return data
+
+    def string(self) -> bytes:
+        """The NUL-terminated string at this address."""
+        __tracebackhide__ = True
+        data: bytes = self._host.request("string", self.address, what=f"reading the string at {self!r}")
+        return data
+
+    def __bytes__(self) -> bytes:
+        return self.string()
+
+    def __add__(self, offset: int) -> Pointer:
+        return Pointer(self._host, self.address + offset, self.c_type)
+
+    def __sub__(self, offset: int) -> Pointer:
+        return Pointer(self._host, self.address - offset, self.c_type)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pointer) and other._host is self._host and other.address == self.address
+
+    def __hash__(self) -> int:
+        return hash(self.address)
+
+    def __repr__(self) -> str:
+        return f"<{self.c_type} 0x{self.address:x} in the library's process>"
+
+    @property
+    def _as_parameter_(self) -> Any:
+        raise TypeError(
+            f"{self!r} points into the library's process; pass it to the library's own functions, "
+            f"or read its memory with .read(size) / .string()"
+        )
 
 
-def _float_converter(fn: str, index: int, ir_type: str) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SignatureError(f"{fn}() argument {index} ({ir_type}): expected float, got {_describe(value)}")
-        return float(value)
+def _ctypes_object(value: Any) -> Any:
+    """The ctypes object a pointer argument refers to, or None."""
+    if isinstance(value, _BYREF):
+        return value._obj  # type: ignore[attr-defined]
+    if isinstance(value, ctypes._Pointer):
+        return value.contents if value else None
+    if isinstance(value, (ctypes.Array, ctypes.Structure, ctypes.Union, ctypes._SimpleCData)):
+        return value
+    return None
 
-    return convert
 
-
-def _pointer_converter(fn: str, index: int) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        if value is None or isinstance(value, (ctypes.Array, ctypes._Pointer, ctypes.c_void_p, ctypes.c_char_p)):
-            return value
-        if isinstance(value, _BYREF):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value  # an address, as pointer results are returned
-        if isinstance(value, ctypes._SimpleCData | ctypes.Structure | ctypes.Union):
-            return ctypes.byref(value)
-        if isinstance(value, bytes):
-            return ctypes.c_char_p(value)
-        if isinstance(value, str):
-            raise SignatureError(
-                f"{fn}() argument {index} (ptr): got str {value[:40]!r}; pass bytes, e.g. text.encode()"
-            )
-        try:
-            view = memoryview(value)
-        except TypeError:
-            raise SignatureError(
-                f"{fn}() argument {index} (ptr): expected bytes, a writable buffer, a ctypes array, "
-                f"pointer or byref(), an address (int), or None; got {_describe(value)}"
-            ) from None
-        if view.readonly:
-            return ctypes.c_char_p(view.tobytes())
-        return (ctypes.c_char * view.nbytes).from_buffer(value)
-
-    return convert
+def _check_shareable(fn: str, index: int, cls: Any) -> None:
+    """Reject ctypes types whose contents the library could turn into pointers the test dereferences."""
+    if isinstance(cls, type) and issubclass(cls, ctypes.Array):
+        _check_shareable(fn, index, cls._type_)
+    elif isinstance(cls, type) and issubclass(cls, (ctypes.Structure, ctypes.Union)):
+        for field in cls._fields_:
+            if isinstance(field[1], type) and issubclass(field[1], _DEREFERENCING):
+                raise SignatureError(
+                    f"{fn}() argument {index}: {cls.__name__}.{field[0]} is a {field[1].__name__}, which "
+                    f"would point into the library's process; declare it c_void_p"
+                )
+            _check_shareable(fn, index, field[1])
 
 
 class Function:
-    """A C function of a library, called with checked arguments."""
+    """A C function of a library, called in the library's process with checked arguments."""
 
-    def __init__(self, name: str, raw: Any, signature: dict[str, Any]) -> None:
+    def __init__(self, library: Library, name: str, signature: dict[str, Any]) -> None:
         self.name = name
         self.signature = signature
-        self._raw = raw
-        params = signature["params"]
-        self._converters: list[Callable[[Any], Any]] = []
-        argtypes: list[Any] = []
-        for i, p in enumerate(params, start=1):
-            t, ext = p["type"], p["ext"]
-            if p["flags"]:
-                self._unsupported = f"argument {i} is a struct passed by value"
+        self._library = library
+        types = library.type_map
+        self._converters: list[Callable[[Any], Wire]] = []
+        self._unsupported = ""
+        for i, param in enumerate(signature["params"], start=1):
+            desc = types.desc(param["type"])
+            try:
+                self._converters.append(self._converter(i, desc, param["type"]))
+            except UnsupportedType as exc:
+                self._unsupported = f"argument {i} ({desc['name']}): {exc}"
                 break
-            if (t, ext) in _INTS:
-                argtypes.append(_INTS[(t, ext)])
-                self._converters.append(_int_converter(name, i, t))
-            elif t in _FLOATS:
-                argtypes.append(_FLOATS[t])
-                self._converters.append(_float_converter(name, i, t))
-            elif t == "ptr":
-                argtypes.append(ctypes.c_void_p)
-                self._converters.append(_pointer_converter(name, i))
-            else:
-                self._unsupported = f"argument {i} has IR type {t}"
-                break
-        else:
-            self._unsupported = ""
-        ret, ret_ext = signature["ret"], signature["ret_ext"]
-        if ret == "void":
-            raw.restype = None
-        elif (ret, ret_ext) in _INTS:
-            raw.restype = _INTS[(ret, ret_ext)]
-        elif ret in _FLOATS:
-            raw.restype = _FLOATS[ret]
-        elif ret == "ptr":
-            raw.restype = ctypes.c_void_p
-        elif not self._unsupported:
-            self._unsupported = f"its return type is IR {ret}"
+        self._ret = types.desc(signature["ret"])
         if not self._unsupported:
-            raw.argtypes = argtypes
+            try:
+                self._ret_type = types.ctype(signature["ret"])
+            except UnsupportedType as exc:
+                self._unsupported = f"its result ({self._ret['name']}): {exc}"
+
+    @property
+    def c_declaration(self) -> str:
+        """The function as C declares it."""
+        return str(self.signature.get("c") or self.name)
+
+    def _converter(self, index: int, desc: dict[str, Any], tid: str) -> Callable[[Any], Wire]:
+        fn, kind, ctype_name = self.name, desc["kind"], desc["name"]
+        where = f"{fn}() argument {index} ({ctype_name})"
+        if kind == "unsupported" or kind == "opaque":
+            raise UnsupportedType(desc.get("why") or "it has no ctypes equivalent")
+        if kind in ("int", "enum", "bool"):
+            bits = 8 * desc["size"]
+            signed = desc.get("signed", True) and kind != "bool"
+            low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+            if kind == "bool":
+                low, high = 0, 1
+
+            def integer(value: Any) -> Wire:
+                if isinstance(value, ctypes._SimpleCData) and isinstance(value.value, int):
+                    value = value.value
+                if not isinstance(value, int):
+                    raise SignatureError(f"{where}: expected int, got {_describe(value)}")
+                if not low <= value <= high:
+                    raise SignatureError(f"{where}: {value} is out of range [{low}, {high}]")
+                return ("v", int(value))
+
+            return integer
+        if kind == "float":
+
+            def floating(value: Any) -> Wire:
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise SignatureError(f"{where}: expected float, got {_describe(value)}")
+                return ("v", float(value))
+
+            return floating
+        if kind in ("struct", "union"):
+            cls = self._library.type_map.ctype(tid)
+            size = ctypes.sizeof(cls)
+
+            def record(value: Any) -> Wire:
+                if isinstance(value, dict):
+                    try:
+                        value = cls(**value)
+                    except (TypeError, AttributeError) as exc:
+                        raise SignatureError(f"{where}: {exc}") from None
+                elif isinstance(value, tuple):
+                    value = cls(*value)
+                if not isinstance(value, (ctypes.Structure, ctypes.Union)) or ctypes.sizeof(value) != size:
+                    raise SignatureError(
+                        f"{where}: expected {ctype_name} (lib.c_type({cls.__name__!r}), a dict or tuple of its "
+                        f"fields), got {_describe(value)}"
+                    )
+                _check_shareable(fn, index, type(value))
+                return ("s", bytes(value))
+
+            return record
+        if kind == "pointer":
+            to = self._library.type_map.desc(desc.get("to"))
+            const = str(to.get("name", "")).startswith("const ")
+            return self._pointer_converter(index, where, const)
+        raise UnsupportedType(f"kind {kind}")
+
+    def _pointer_converter(self, index: int, where: str, const: bool) -> Callable[[Any], Wire]:
+        host = self._library.host
+        back = not const
+
+        def pointer(value: Any) -> Wire:
+            if value is None:
+                return ("v", None)
+            if isinstance(value, Pointer):
+                if value._host is not host:
+                    raise SignatureError(f"{where}: {value!r} belongs to another library process")
+                return ("v", value.address)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return ("v", value)  # an address in the library's process
+            if isinstance(value, ctypes.c_void_p):
+                return ("v", value.value)
+            if isinstance(value, ctypes.c_char_p):
+                return ("v", None) if value.value is None else ("m", None, value.value + b"\0", False)
+            if isinstance(value, bytes):
+                return ("m", None, value + b"\0", False)  # C strings find their NUL, as with ctypes
+            if isinstance(value, str):
+                raise SignatureError(f"{where}: got str {value[:40]!r}; pass bytes, e.g. text.encode()")
+            obj = _ctypes_object(value)
+            if obj is not None:
+                if isinstance(obj, ctypes.c_char_p):  # char ** out-parameter: the string comes back as bytes
+                    return ("cp", obj.value)
+                if isinstance(obj, ctypes.Array) and obj._type_ is ctypes.c_char_p:
+                    return ("strings", list(obj))
+                if isinstance(obj, _DEREFERENCING):
+                    raise SignatureError(
+                        f"{where}: a {type(obj).__name__} the library fills in would point into the library's "
+                        f"process; pass a ctypes.c_void_p and read memory through the library's functions"
+                    )
+                _check_shareable(self.name, index, type(obj))
+                return ("m", ctypes.addressof(obj), ctypes.string_at(ctypes.addressof(obj), ctypes.sizeof(obj)), back)
+            try:
+                view = memoryview(value)
+            except TypeError:
+                raise SignatureError(
+                    f"{where}: expected bytes, a writable buffer, a ctypes object, array, pointer or byref(), "
+                    f"a pointer a function returned, or None; got {_describe(value)}"
+                ) from None
+            if view.readonly:
+                return ("m", None, view.tobytes() + b"\0", False)
+            buffer = (ctypes.c_char * view.nbytes).from_buffer(view)
+            return ("m", ctypes.addressof(buffer), view.tobytes(), back)
+
+        return pointer
 
     def __call__(self, *args: Any) -> Any:
+        __tracebackhide__ = True
         if self._unsupported:
-            raise SignatureError(
-                f"{self.name}() cannot be called through ctypes: {self._unsupported}; "
-                f"wrap it in a C function taking integers, floats and pointers"
-            )
-        params = self.signature["params"]
+            raise SignatureError(f"{self.c_declaration}: cannot be called from Python: {self._unsupported}")
         if self.signature["vararg"]:
-            raise SignatureError(f"{self.name}() is variadic; wrap it in a C function with fixed arguments")
+            raise SignatureError(f"{self.c_declaration} is variadic; wrap it in a C function with fixed arguments")
+        params = self.signature["params"]
         if len(args) != len(params):
             raise SignatureError(f"{self.name}() takes {len(params)} arguments, {len(args)} given")
-        return self._raw(*(convert(a) for convert, a in zip(self._converters, args, strict=True)))
+        wires = [convert(a) for convert, a in zip(self._converters, args, strict=True)]
+        library = self._library
+        result, written = library.host.request(
+            "call", library.id, self.name, wires, what=f"{self.name}()", timeout=library.timeout
+        )
+        for n, data, text in written:
+            target = args[n]
+            obj = _ctypes_object(target)
+            if isinstance(obj, ctypes.c_char_p):  # the library pointed it elsewhere: a copy of the string
+                obj.value = text
+                continue
+            if obj is None:
+                obj = (ctypes.c_char * len(data)).from_buffer(memoryview(target))
+            ctypes.memmove(ctypes.addressof(obj), data, len(data))
+        return self._result(result)
+
+    def _result(self, wire: Wire) -> Any:
+        tag, value = wire
+        ret = self._ret
+        if tag == "p":
+            return None if value is None else Pointer(self._library.host, value, ret["name"])
+        if tag == "s":
+            return self._ret_type.from_buffer_copy(value)
+        if ret["kind"] == "enum":
+            members = self._library.enum_type(self.signature["ret"])
+            try:
+                return members(value)
+            except ValueError:
+                return value
+        if ret["kind"] == "bool":
+            return bool(value)
+        return value
 
     def __repr__(self) -> str:
-        params = ", ".join(p["type"] for p in self.signature["params"])
-        return f"<C function {self.signature['ret']} {self.name}({params})>"
+        return f"<C function {self.c_declaration}>"
 
 
 class Library:
-    """A loaded instrumented (or plain) shared library."""
+    """A shared library loaded in a library host process; its exported functions are attributes.
 
-    def __init__(self, artifact: Artifact, *, copy_dir: Path | None = None) -> None:
+    ``host`` is the process to load it into (several libraries of one test share one);
+    without it the library gets a process of its own, ended by :meth:`close`.
+    ``timeout`` limits each call, in seconds.
+    """
+
+    def __init__(self, artifact: Artifact, *, host: HostProcess | None = None, timeout: float | None = 60.0) -> None:
         if artifact.kind != "library":
             raise CBuildError(f"{artifact.path} is a {artifact.kind}, not a library")
+        if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
+            raise CBuildError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.artifact = artifact
         self.table = artifact.table()
-        self._signatures: dict[str, dict[str, Any]] = artifact.metadata()["signatures"]
-        path = artifact.path
-        if copy_dir is not None:
-            # A fresh copy gives each load its own static state and zeroed counters
-            # (the dynamic loader would otherwise hand back the already-loaded image).
-            copy_dir.mkdir(parents=True, exist_ok=True)
-            path = copy_dir / f"{artifact.path.stem}-{os.getpid()}-{next(_instances)}.so"
-            shutil.copyfile(artifact.path, path)
-        self.path = path
-        self._dll = ctypes.CDLL(str(path), mode=getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 2))
-        get = self._dll.instrbudget_counters
-        get.restype = ctypes.c_void_p
-        address = get()
-        n = self.table.counters
-        self._counters = (ctypes.c_uint64 * max(n, 1)).from_address(address)
-        self._n = n
+        self.timeout = timeout
+        doc = artifact.metadata()["signatures"]
+        self._signatures: dict[str, dict[str, Any]] = doc["functions"]
+        self.type_map = TypeMap(doc["types"])
+        self._own_host = host is None
+        self.host = host if host is not None else default_pool().take()
+        self.id = next(_ids)
         self._models = artifact.models()
-        results = self._dll.instrbudget_results
-        results.restype = ctypes.c_void_p
-        nresults = self._dll.instrbudget_nresults
-        nresults.restype = ctypes.c_uint64
-        self._nresults = int(nresults())
-        self._results = (ctypes.c_uint64 * max(self._nresults, 1)).from_address(results())
-        self._dll.instrbudget_models_reset.argtypes = [ctypes.c_uint32]
-        self._dll.instrbudget_models_reset(1)
-        self._dll.instrbudget_profile_write.argtypes = [ctypes.c_char_p]
-        self._dll.instrbudget_profile_write.restype = ctypes.c_int
         self._functions: dict[str, Function] = {}
+        self._enums: dict[str, type[enum.IntEnum]] = {}
+        self.host.request(
+            "load", self.id, str(artifact.path), doc["types"], self._signatures, what=f"loading {artifact.path.name}"
+        )
 
     @property
     def function_names(self) -> list[str]:
         """Exported functions callable from Python."""
         return sorted(self._signatures)
 
-    def _raw(self) -> tuple[int, ...]:
-        return tuple(memoryview(self._counters).cast("B").cast("Q")[: self._n])
+    def c_type(self, name: str) -> Any:
+        """A struct, union (a ctypes class with the C field names) or enum (an ``IntEnum``) by its C name."""
+        for tid, desc in self.type_map.descs.items():
+            if name in (desc.get("tag"), desc["name"]):
+                if desc["kind"] == "enum":
+                    return self.enum_type(tid)
+                if desc["kind"] in ("struct", "union"):
+                    try:
+                        return self.type_map.ctype(tid)
+                    except UnsupportedType as exc:
+                        raise CBuildError(f"{desc['name']}: {exc}") from None
+        raise CBuildError(f"{self.artifact.name} declares no struct, union or enum {name!r} in its functions' types")
+
+    def enum_type(self, tid: str) -> type[enum.IntEnum]:
+        """The enum of type id ``tid`` as an ``IntEnum``."""
+        if tid not in self._enums:
+            desc = self.type_map.desc(tid)
+            name = desc.get("tag") or desc["name"].removeprefix("enum ") or "anonymous_enum"
+            members: type[enum.IntEnum] = enum.IntEnum(name, desc["values"])  # type: ignore[misc]
+            self._enums[tid] = members
+        return self._enums[tid]
+
+    def _raw(self, data: bytes) -> tuple[int, ...]:
+        return tuple(memoryview(data).cast("Q"))[: self.table.counters]
 
     def snapshot(self) -> tuple[int, ...]:
         """The counters as they are now; the cost models' dynamic phases and regions start afresh."""
-        self._dll.instrbudget_models_reset(1)
-        self._dll.instrbudget_profile_reset()
-        return self._raw()
+        return self._raw(self.host.request("snapshot", self.id, what=f"reading the counters of {self.artifact.name}"))
 
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:
         """Block counts since load, or since a :meth:`snapshot` (dynamic results likewise)."""
-        raw = self._raw()
-        if since is not None:
-            raw = tuple(a - b for a, b in zip(raw, since, strict=True))
-        self._dll.instrbudget_models_finish()
-        analyses, results = split_results(self._models, list(self._results)[: self._nresults])
         with tempfile.TemporaryDirectory(prefix="instrbudget-profile-") as tmp:
             path = Path(tmp) / "profile"
-            if self._dll.instrbudget_profile_write(str(path).encode()) != 0:
+            counters, results, rc = self.host.request(
+                "counts", self.id, str(path), what=f"reading the counters of {self.artifact.name}"
+            )
+            if rc != 0:
                 raise CBuildError(f"{self.artifact.name}: the runtime could not write its region profile")
             profile = read_profile(path, clock_metrics(self._models), self.table.functions)
+        raw = self._raw(counters)
+        if since is not None:
+            raw = tuple(a - b for a, b in zip(raw, since, strict=True))
+        analyses, dynamic = split_results(self._models, memoryview(results).cast("Q").tolist())
         if profile is not None and not (profile.regions or profile.problems or profile.functions):
             profile = None
-        return BlockCounts(self.table, self.table.block_counts(raw), analyses, results, profile)
+        return BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile)
 
-    def __getattr__(self, name: str) -> Function:
-        if name.startswith("_"):
-            raise AttributeError(name)
+    def function(self, name: str) -> Function:
+        """The exported function ``name`` (also reachable as an attribute)."""
         try:
             return self._functions[name]
         except KeyError:
@@ -238,6 +387,22 @@ class Library:
                 f"{self.artifact.path.name} exports no function {name!r}; it has: "
                 f"{', '.join(self.function_names) or 'none'}"
             )
-        fn = Function(name, getattr(self._dll, name), self._signatures[name])
+        fn = Function(self, name, self._signatures[name])
         self._functions[name] = fn
         return fn
+
+    def __getattr__(self, name: str) -> Function:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.function(name)
+
+    def close(self) -> None:
+        """End the library's process if this library started it."""
+        if self._own_host:
+            self.host.close()
+
+    def __enter__(self) -> Library:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

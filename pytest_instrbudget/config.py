@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -88,7 +89,7 @@ _KEYS = {
     "cache_dir": "path of the build cache",
     "models": "list of cost model names",
     "clang": "path or command of a clang driver",
-    "timeout": "seconds a program may run",
+    "timeout": "seconds a program run or a library call may take",
 }
 
 
@@ -137,7 +138,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
                 raise ConfigError(f"{where}: expected a path or command, got {value!r}")
             kwargs[key] = value
         elif key == "timeout":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise ConfigError(f"{where}: expected a positive number of seconds, got {value!r}")
             kwargs[key] = float(value)
     kwargs["model_params"] = params

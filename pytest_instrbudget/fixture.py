@@ -9,6 +9,7 @@ from pathlib import Path
 from cbuild.build import Artifact, Builder
 from cbuild.costs import Cost
 from cbuild.execute import run_program
+from cbuild.hosts import HostPool, HostProcess
 from cbuild.library import Library
 from cbuild.models import CostModel
 from cbuild.options import BuildOptions
@@ -82,7 +83,7 @@ class CBuild:
         meter: Meter,
         models: list[CostModel],
         base_dir: Path,
-        scratch_dir: Path,
+        hosts: HostPool,
         timeout: float,
     ) -> None:
         self._builder = builder
@@ -90,8 +91,14 @@ class CBuild:
         self._meter = meter
         self._models = models
         self._base = base_dir
-        self._scratch = scratch_dir
+        self._hosts = hosts
+        self._host: HostProcess | None = None
         self._timeout = timeout
+
+    def close(self) -> None:
+        """End this test's library process."""
+        if self._host is not None:
+            self._host.close()
 
     def _build(
         self,
@@ -126,10 +133,16 @@ class CBuild:
         cxxflags: Sequence[str] = (),
         ldflags: Sequence[str] = (),
         opt_level: str | int | None = None,
+        timeout: float | None = None,
     ) -> Library:
-        """Build a shared library and load a fresh instance of it for this test."""
+        """Build a shared library and load a fresh instance of it into this test's library process.
+
+        ``timeout`` limits each call, in seconds (default: the marker's, else the config's).
+        """
         artifact = self._build(sources, "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level)
-        library = Library(artifact, copy_dir=self._scratch)
+        if self._host is None:
+            self._host = self._hosts.take()
+        library = Library(artifact, host=self._host, timeout=timeout if timeout is not None else self._timeout)
         self._meter.add_library(library)
         return library
 

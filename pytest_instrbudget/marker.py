@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import pytest
@@ -11,8 +12,9 @@ from pytest_instrbudget.config import ConfigError, parse_percent
 
 MARKER = "budget"
 MARKER_HELP = (
-    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}): fail when the test's instrumented C/C++ code "
-    "executes more than N IR instructions (or a region more than its N), or more than its baseline plus PCT percent"
+    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}, timeout=SECONDS): fail when the test's instrumented "
+    "C/C++ code executes more than N IR instructions (or a region more than its N), or more than its baseline "
+    "plus PCT percent; library calls and program runs may take SECONDS each"
 )
 
 
@@ -24,6 +26,8 @@ class Budget:
     tolerance: float | None = None
     #: Region path -> metric name -> maximum.
     regions: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Seconds a program run or a library call of this test may take (overrides the config).
+    timeout: float | None = None
 
     @classmethod
     def from_item(cls, item: pytest.Item, models: list[CostModel], all_keywords: dict[str, str]) -> Budget | None:
@@ -38,6 +42,7 @@ class Budget:
         active = {m.keyword: m.name for model in models for m in model.metrics}
         limits: dict[str, int] = {}
         tolerance: float | None = None
+        timeout: float | None = None
         regions: dict[str, dict[str, int]] = {}
         headline = models[0].metrics[0].name if models else "ir_instructions"
         # The closest marker wins for each keyword (function over class over module).
@@ -47,6 +52,12 @@ class Budget:
             for key, value in mark.kwargs.items():
                 if key == "tolerance":
                     tolerance = parse_percent(value, where=f"{item.nodeid}: budget(tolerance=...)")
+                elif key == "timeout":
+                    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                        raise ConfigError(
+                            f"{item.nodeid}: budget(timeout=...) must be a positive number of seconds, got {value!r}"
+                        )
+                    timeout = float(value)
                 elif key == "regions":
                     regions.update(_region_limits(item.nodeid, value, active, headline))
                 elif key in active:
@@ -62,11 +73,11 @@ class Budget:
                         f"[tool.instrbudget] or pass --instrbudget-model={all_keywords[key]}"
                     )
                 else:
-                    accepted = ", ".join(sorted([*active, "regions", "tolerance"]))
+                    accepted = ", ".join(sorted([*active, "regions", "timeout", "tolerance"]))
                     raise ConfigError(
                         f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget; accepted: {accepted}"
                     )
-        return cls(limits, tolerance, regions)
+        return cls(limits, tolerance, regions, timeout)
 
 
 def _limit(nodeid: str, where: str, value: object) -> int:

@@ -42,8 +42,14 @@ class Meter:
         self.active = True
         self.used = self.used or bool(self._libraries)
 
-    def stop(self) -> list[BlockCounts]:
-        """The call phase ended: counts executed during it, per artifact."""
+    def stop(self) -> tuple[list[BlockCounts], list[str]]:
+        """The call phase ended: counts executed during it, per artifact, and why any were lost
+        (a library whose process a call ended)."""
         self.active = False
-        out = [lib.counts(since) for lib, since in self._libraries]
-        return out + self._runs
+        out, lost = [], []
+        for lib, since in self._libraries:
+            if lib.host.alive:
+                out.append(lib.counts(since))
+            else:
+                lost.append(f"{lib.artifact.name}: {lib.host.ended}")
+        return out + self._runs, lost

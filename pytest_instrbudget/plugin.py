@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 from cbuild.build import Builder
 from cbuild.cache import atomic_write
 from cbuild.errors import CBuildError, CompileError, LinkError, ToolchainError
+from cbuild.hosts import HostPool, guard_library
 from cbuild.models import default_registry
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
@@ -28,6 +29,8 @@ SESSION = pytest.StashKey[BudgetSession]()
 OUTCOME = pytest.StashKey[Outcome]()
 METER = pytest.StashKey[Meter]()
 BUDGET = pytest.StashKey["Budget | None"]()
+RESULT = pytest.StashKey[TestResult]()
+HOSTS = pytest.StashKey[HostPool]()
 WORKER_KEY = "instrbudget"
 BUILD_ERRORS = (CompileError, LinkError, ToolchainError)
 
@@ -138,6 +141,13 @@ def pytest_configure(config: pytest.Config) -> None:
     session.baseline_note = note
     session.partial_files = _partial_files(config)
     config.stash[SESSION] = session
+    config.stash[HOSTS] = HostPool(lambda: guard_library(builder.toolchain, builder.cache))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    hosts = config.stash.get(HOSTS, None)
+    if hosts is not None:
+        hosts.close()
 
 
 def _partial_files(config: pytest.Config) -> set[str]:
@@ -178,12 +188,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
-def cbuild(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> CBuild:
+def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
     """Build C/C++ sources (relative to the test file) into measured libraries and programs."""
     session = request.config.stash[SESSION]
     assert session.builder is not None
     meter = request.node.stash.setdefault(METER, Meter())
-    return CBuild(
+    budget = request.node.stash.get(BUDGET, None)
+    builds = CBuild(
         builder=session.builder,
         options=session.settings.build_options(
             instrument=not session.run.disable,
@@ -193,9 +204,13 @@ def cbuild(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         meter=meter,
         models=session.models,
         base_dir=request.path.parent,
-        scratch_dir=tmp_path_factory.getbasetemp() / "instrbudget-libs",
-        timeout=session.settings.timeout,
+        hosts=request.config.stash[HOSTS],
+        timeout=budget.timeout if budget is not None and budget.timeout is not None else session.settings.timeout,
     )
+    try:
+        yield builds
+    finally:
+        builds.close()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -211,13 +226,16 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         completed = True
     finally:
         # Measured even when the test fails, so its cost shows in the summary.
-        counts = meter.stop()
+        counts, lost = meter.stop()
+        # Counts a crashed library process took with it leave the measurement incomplete.
+        completed = completed and not lost
         result = None
         if meter.used:
             costs = evaluate(session.models, counts)
             budget = item.stash.get(BUDGET, None)
             problems = sorted({str(p) for c in counts if c.profile is not None for p in c.profile.problems})
             result = session.evaluate(item.nodeid, budget, costs, completed=completed, region_problems=problems)
+            item.stash[RESULT] = result
             if session.run.profile_dir is not None:
                 profiles.write(session.run.profile_dir, item.nodeid, costs)
     if result is not None and result.failure:
@@ -228,6 +246,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     rep = yield
+    result = item.stash.get(RESULT, None)
+    if call.when == "call" and result is not None and hasattr(item.config, "workerinput"):
+        # Travels with the report to the xdist controller, so a worker that dies later loses nothing.
+        rep.instrbudget_result = json.dumps(result.to_wire())
     # A build error's message is clang's or the linker's diagnostic: a traceback adds nothing.
     if call.excinfo is not None and call.excinfo.errisinstance(BUILD_ERRORS) and rep.failed:
         rep.longrepr = f"{item.nodeid}: {call.excinfo.typename}: {call.excinfo.value}"
@@ -250,6 +272,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         atomic_write(budget.run.json_path, text.encode())
     if budget.run.markdown_path is not None:
         atomic_write(budget.run.markdown_path, report.markdown(budget).encode())
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """xdist controller: record a worker's result as soon as its test ends."""
+    wire = getattr(report, "instrbudget_result", None)
+    node = getattr(report, "node", None)  # the worker the report came from
+    if wire is None or node is None:
+        return
+    budget = node.config.stash.get(SESSION, None)
+    if budget is not None:
+        result = TestResult.from_wire(json.loads(wire))
+        budget.results[result.nodeid] = result
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -33,7 +33,7 @@ def test_counts_known_ir_exact(builder: Builder, tmp_path: Path, n: int) -> None
     source = tmp_path / "loop.ll"
     # Debug records need full debug info to reach the code generator; the counts do not depend on them.
     source.write_text(LOOP_IR.replace("    #dbg_value(i32 %i, !9, !DIExpression(), !10)\n", ""))
-    lib = Library(builder.build([source], kind="library"), copy_dir=tmp_path / "libs")
+    lib = Library(builder.build([source], kind="library"))
     assert _total(lib, lib.f, n) == loop_ir_total(n)
 
 
@@ -51,7 +51,6 @@ int sum_to(int n) {
 def test_counts_loop_is_linear_in_trip_count(builder: Builder, write, tmp_path: Path, opt_level: str) -> None:  # type: ignore[no-untyped-def]
     lib = Library(
         builder.build([write("sum.c", SUM_C)], options=BuildOptions(opt_level=opt_level), kind="library"),
-        copy_dir=tmp_path / "libs",
     )
     # -O1 and above may unroll the loop (by up to 8 here): the cost is affine in n
     # over multiples of the unroll factor; at -O0 it is affine for every n.
@@ -74,7 +73,7 @@ def test_counts_program_total_matches_library_total(builder: Builder, write, tmp
     assert run.returncode == 0
     assert run.counts is not None
     (cost,) = MODEL.evaluate(run.counts)
-    lib = Library(builder.build([src], kind="library"), copy_dir=tmp_path / "libs")
+    lib = Library(builder.build([src], kind="library"))
     main_cost = cost.functions["main"]
     assert cost.total == _total(lib, lib.sum_to, 10) + main_cost
 
@@ -159,7 +158,7 @@ def test_counts_cxx_exceptions_and_stl(builder: Builder, write, tmp_path: Path) 
     again = run_program(builder.build([src]), [])
     assert again.counts is not None
     assert MODEL.evaluate(again.counts)[0].total == first
-    lib = Library(builder.build([src], kind="library"), copy_dir=tmp_path / "libs")
+    lib = Library(builder.build([src], kind="library"))
     assert lib.count_words(4) == 504  # lengths 1 + 2 + 3, minus 1 for the throw; 4 distinct keys
     # Each iteration that throws executes the handler's blocks: the cost grows with n.
     assert _total(lib, lib.count_words, 8) > _total(lib, lib.count_words, 4)

@@ -50,7 +50,7 @@ def test_pipeline_single_block_call_costs_its_static_estimate(
     analysis = artifact.models()["pipeline"]["analysis"]
     table = artifact.table()
     (block,) = [i for i, b in enumerate(table.blocks) if b.function == "mix"]
-    lib = Library(artifact, copy_dir=tmp_path)
+    lib = Library(artifact)
     since = lib.snapshot()
     assert lib.mix(6, 7, 4) == 6 * 7 // 5 * 3 + (6 ^ 4)
     (cost,) = model.evaluate(lib.counts(since))
@@ -129,7 +129,7 @@ def test_zkvm_pages_of_a_controlled_layout(builder: Builder) -> None:
 def test_zkvm_in_process_library_pages_code_only(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     model = default_registry().create("zkvm")
     artifact = builder.build([write("mix.c", STRAIGHT_C)], kind="library", models=[model])
-    lib = Library(artifact, copy_dir=tmp_path)
+    lib = Library(artifact)
     since = lib.snapshot()
     lib.mix(1, 2, 3)
     r = zk_results(lib.counts(since))

@@ -99,7 +99,7 @@ int variadic(int n, ...) { return n; }
 
 @pytest.fixture
 def sigs(builder: Builder, write, tmp_path: Path) -> Library:  # type: ignore[no-untyped-def]
-    return Library(builder.build([write("sigs.c", SIGS)], kind="library"), copy_dir=tmp_path / "libs")
+    return Library(builder.build([write("sigs.c", SIGS)], kind="library"))
 
 
 def test_library_types_follow_the_ir_signature(sigs: Library) -> None:

@@ -98,7 +98,7 @@ def test_placement_edges_equal_blocks_in_a_library(builder: Builder, tmp_path: P
     seen = {}
     for placement in ("blocks", "edges"):
         options = BuildOptions(placement=placement, include_dirs=(EXAMPLE / "include",))
-        lib = Library(builder.build(sources, options=options, kind="library"), copy_dir=tmp_path / placement)
+        lib = Library(builder.build(sources, options=options, kind="library"))
         doc = b'{"a": [1, 2.5e3, "x\\\\u00e9"], "b": {"c": null, "d": [true, false]}}' * 1
         arr = (ctypes.c_int32 * 500)()
         lib.mk_fill_random(arr, 500, 3)
@@ -116,7 +116,7 @@ def test_placement_uses_fewer_counters_and_derives_known_ir_exactly(builder: Bui
     assert all(plan.derive[i] for i in range(len(parsed.blocks)))
     source = tmp_path / "loop.ll"
     source.write_text(LOOP_IR.replace("    #dbg_value(i32 %i, !9, !DIExpression(), !10)\n", ""))
-    lib = Library(builder.build([source], kind="library"), copy_dir=tmp_path / "libs")
+    lib = Library(builder.build([source], kind="library"))
     before = lib.snapshot()
     lib.f(10)
     # entry, loop x10, three x2 (i = 3 and 5), next x10, exit

@@ -88,7 +88,7 @@ def test_library_regions_start_afresh_per_measurement(builder: Builder, write, t
         "    return x;\n"
         "}\n",
     )
-    lib = Library(builder.build([source], kind="library"), copy_dir=tmp_path)
+    lib = Library(builder.build([source], kind="library"))
     since = lib.snapshot()
     assert lib.twice(3) == 6
     lib.twice(4)

@@ -10,13 +10,31 @@
  * followed by <ncounters> native-endian unsigned 64-bit counters, then the
  * <nresults> numbers of the cost models' dynamic phases (see cbuild/dynamic.py).
  * Block counts follow from the counters through the artifact's block table.
+ *
+ * Processes: the first process writes to $INSTRBUDGET_COUNTS. A child made by fork()
+ * starts from zero (counters, running total, regions, profile, models) and writes its
+ * own work to $INSTRBUDGET_COUNTS.<pid> (.<pid>.<n> if that name is taken), so each
+ * file holds one process's work and the files add up. Files appear complete or not at
+ * all (written to NAME.part, then renamed). _exit and _Exit write too (Linux); a
+ * process that execs writes nothing, and the variable is taken out of the environment
+ * so that programs run from this one write nothing either. vfork and posix_spawn
+ * children share the parent's memory until exec or _exit: they never write.
  */
+#if defined(__linux__)
+#define _DEFAULT_SOURCE 1 /* syscall() */
+#endif
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 extern uint64_t __instrbudget_counters[];
 extern uint64_t __instrbudget_total;
@@ -42,8 +60,10 @@ EXPORT uint64_t instrbudget_nresults(void) { return __instrbudget_nresults; }
 EXPORT void instrbudget_models_reset(uint32_t in_process) { __instrbudget_models_reset(in_process); }
 EXPORT void instrbudget_models_finish(void) { __instrbudget_models_finish(); }
 
-static const char *dump_path;
+static const char *dump_path; /* $INSTRBUDGET_COUNTS; NULL: write nothing */
 static volatile sig_atomic_t dumped;
+static pid_t ib_pid;  /* the process the counters describe */
+static int ib_forked; /* a forked child: writes under a name of its own */
 
 static size_t put_u64(char *out, uint64_t v) {
     char tmp[20];
@@ -364,7 +384,7 @@ static int ib_write_profile(int fd) {
         ib_now(now);
         ib_charge(now);
         for (i = 0; i < n; i++) {
-            if (!ib_fn_calls[i]) continue;
+            if (!ib_fn_calls[i] && !ib_fn_active[i]) continue; /* active: entered before a fork */
             at = ib_put(buf, 0, cap, "func\t");
             at = ib_put_u64(buf, at, cap, i);
             at = ib_put(buf, at, cap, "\t");
@@ -400,12 +420,42 @@ EXPORT int instrbudget_profile_write(const char *path) {
     return rc;
 }
 
+/* DST = A B C (each may be NULL); returns 0 if it does not fit. */
+static int ib_join(char *dst, size_t cap, const char *a, const char *b, const char *c) {
+    const char *parts[3];
+    size_t at = 0, i, n;
+    parts[0] = a, parts[1] = b, parts[2] = c;
+    for (i = 0; i < 3; i++) {
+        if (parts[i] == NULL) continue;
+        n = strlen(parts[i]);
+        if (at + n >= cap) return 0;
+        memcpy(dst + at, parts[i], n);
+        at += n;
+    }
+    dst[at] = '\0';
+    return 1;
+}
+
+static int ib_write_counts(const char *path, const char *header, size_t len) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), rc = -1;
+    if (fd < 0) return -1;
+    if (write_all(fd, header, len) == 0 &&
+        write_all(fd, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t)) == 0 &&
+        write_all(fd, __instrbudget_results, (size_t)__instrbudget_nresults * sizeof(uint64_t)) == 0)
+        rc = 0;
+    close(fd);
+    return rc;
+}
+
+/* Only async-signal-safe calls: this also runs from fatal signal handlers and _exit. */
 static void dump(void) {
-    char header[512];
+    static char final[4096], part[4096], extra[4096];
+    char header[512], num[24];
     size_t len = 0, idlen = strlen(__instrbudget_build_id);
     const char *magic = "instrbudget-counts 2 ";
-    int fd;
-    if (dumped || dump_path == NULL) return;
+    uint64_t k;
+    /* Another pid: a vfork child sharing our memory, or a child made without fork(). */
+    if (dumped || dump_path == NULL || getpid() != ib_pid) return;
     dumped = 1;
     if (idlen > 256) idlen = 256;
     memcpy(header, magic, strlen(magic));
@@ -420,22 +470,76 @@ static void dump(void) {
     len += put_u64(header + len, __instrbudget_nresults);
     header[len++] = '\n';
     __instrbudget_models_finish();
-    fd = open(dump_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return;
-    if (write_all(fd, header, len) == 0 &&
-        write_all(fd, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t)) == 0)
-        write_all(fd, __instrbudget_results, (size_t)__instrbudget_nresults * sizeof(uint64_t));
-    close(fd);
-    if (ib_nregions > 1 || ib_depth || ib_nerrors || ib_calls_seen) { /* beside the counts: DUMP_PATH.profile */
-        char path[4096];
-        size_t n = strlen(dump_path);
-        if (n + 9 < sizeof path) {
-            memcpy(path, dump_path, n);
-            memcpy(path + n, ".profile", 9);
-            instrbudget_profile_write(path);
+    if (!ib_forked) {
+        if (!ib_join(final, sizeof final, dump_path, NULL, NULL) || !ib_join(part, sizeof part, dump_path, ".part", NULL))
+            return;
+        if (ib_write_counts(part, header, len) != 0 || rename(part, final) != 0) return;
+    } else { /* DUMP_PATH.PID, or DUMP_PATH.PID.N when an earlier process with this pid wrote that */
+        num[put_u64(num, (uint64_t)getpid())] = '\0';
+        if (!ib_join(extra, sizeof extra, dump_path, ".", num) || !ib_join(part, sizeof part, extra, ".part", NULL))
+            return;
+        if (ib_write_counts(part, header, len) != 0) return;
+        for (k = 0;; k++) {
+            num[0] = '.';
+            num[1 + put_u64(num + 1, k)] = '\0';
+            if (!ib_join(final, sizeof final, extra, k ? num : NULL, NULL)) return;
+            if (link(part, final) == 0) {
+                unlink(part);
+                break;
+            }
+            if (errno != EEXIST) { /* no hard links here: take the name */
+                if (rename(part, final) != 0) return;
+                break;
+            }
         }
     }
+    if (ib_nregions > 1 || ib_depth || ib_nerrors || ib_calls_seen) { /* beside the counts: FILE.profile */
+        if (ib_join(part, sizeof part, final, ".profile.part", NULL) && ib_join(extra, sizeof extra, final, ".profile", NULL) &&
+            instrbudget_profile_write(part) == 0)
+            rename(part, extra);
+    }
 }
+
+/* In a forked child: its own work starts here. The counters and the running total are exact
+ * (fork is a call), so zeroing them leaves exactly what the child runs from now on. Open
+ * regions and active functions stay open, from now. */
+static void ib_child_after_fork(void) {
+    uint64_t now[IB_CLOCKS], n = &__instrbudget_nfunctions ? __instrbudget_nfunctions : 0, i;
+    uint32_t c;
+    ib_pid = getpid();
+    ib_forked = 1;
+    dumped = 0;
+    memset(__instrbudget_counters, 0, (size_t)__instrbudget_ncounters * sizeof(uint64_t));
+    __instrbudget_total = 0;
+    __instrbudget_models_reset(0);
+    ib_now(now);
+    for (i = 1; i < ib_nregions; i++) {
+        ib_regions[i].count = 0;
+        memset(ib_regions[i].value, 0, sizeof ib_regions[i].value);
+    }
+    for (i = 0; i < ib_depth; i++) memcpy(ib_stack[i].start, now, sizeof now);
+    ib_nerrors = 0, ib_lost = 0;
+    memset(ib_path_self, 0, ib_npaths * sizeof ib_path_self[0]);
+    memcpy(ib_last, now, sizeof now);
+    if (ib_fn_calls != NULL) {
+        memset(ib_fn_calls, 0, n * sizeof(uint64_t));
+        memset(ib_fn_incl, 0, n * IB_CLOCKS * sizeof(uint64_t));
+        for (i = 0; i < n; i++)
+            if (ib_fn_active[i])
+                for (c = 0; c < IB_CLOCKS; c++) ib_fn_entry[i * IB_CLOCKS + c] = now[c];
+    }
+}
+
+#if defined(__linux__)
+/* The program's own _exit and _Exit (hidden: libc's internal calls keep theirs) write the
+ * counts first, so a forked child that ends with _exit is counted. */
+long syscall(long number, ...);
+__attribute__((visibility("hidden"), noreturn)) void _exit(int status) {
+    dump();
+    for (;;) syscall(SYS_exit_group, status);
+}
+__attribute__((visibility("hidden"), noreturn)) void _Exit(int status) { _exit(status); }
+#endif
 
 static void on_fatal(int sig) {
     dump();
@@ -456,6 +560,10 @@ __attribute__((constructor(101))) static void instrbudget_init(int argc, char **
         dump_path = NULL;
         return;
     }
+    /* The string stays where it is; programs this one execs or spawns do not inherit it. */
+    unsetenv("INSTRBUDGET_COUNTS");
+    ib_pid = getpid();
+    pthread_atfork(NULL, NULL, ib_child_after_fork);
     atexit(dump);
     for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
         struct sigaction sa;

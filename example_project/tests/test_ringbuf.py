@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import random
 from collections import deque
 from collections.abc import Iterator
@@ -10,12 +9,13 @@ from contextlib import contextmanager
 
 import pytest
 
+from cbuild import Pointer
+
 
 @contextmanager
-def _new_ring(minikit, capacity: int) -> Iterator[ctypes.c_void_p]:
-    address = minikit.mk_ring_new(capacity)
-    assert address is not None
-    ring = ctypes.c_void_p(address)
+def _new_ring(minikit, capacity: int) -> Iterator[Pointer]:
+    ring = minikit.mk_ring_new(capacity)  # a pointer in the library's process
+    assert ring is not None
     try:
         yield ring
     finally:

@@ -1,0 +1,296 @@
+"""The library host: a process that loads a test's shared libraries and runs their functions.
+
+Started by :mod:`cbuild.hosts` as ``python -S host.py REQUESTS REQUEST_BELL REPLIES REPLY_BELL GUARD_SO``
+with ASLR off and a fixed environment; standard library only. Requests and replies
+travel through two :class:`Channel`\\ s. The test process imports this module for the
+channel; everything else runs in the host.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import marshal
+import mmap
+import os
+import platform
+import select
+import struct
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: Sequence number and payload length at the start of each shared-memory mailbox.
+_HEADER = struct.Struct("<QQ")
+_WORD = struct.Struct("<Q")
+#: How long a side polls shared memory for the next message before it sleeps on its pipe.
+#: Waking a sleeping process costs tens of microseconds on virtual machines; a call
+#: made right after the previous one's reply is seen within a few.
+SPIN_SECONDS = 200e-6 if platform.machine() in ("x86_64", "AMD64", "i686") else 0.0
+#: Bytes reserved for one mailbox at first; a larger message grows its file.
+MAILBOX_BYTES = 1 << 20
+#: Bytes read from a returned ``char *`` at most, when the test asks for its string.
+MAX_STRING = 1 << 24
+
+
+class Channel:
+    """One direction of messages: a shared-memory mailbox (a memory file) and a pipe as its doorbell.
+
+    The sender copies a :mod:`marshal` payload into the mailbox, then bumps the
+    sequence number, then writes one byte to the pipe. The receiver polls the
+    sequence number for :data:`SPIN_SECONDS`, and otherwise sleeps reading the pipe
+    until the number moves. Stores reach the other process in program order (x86);
+    elsewhere the receiver does not poll, and the pipe orders them. Requests and replies
+    alternate, so a mailbox is never written while its last message is unread.
+    """
+
+    def __init__(self, memory_fd: int, pipe_fd: int) -> None:
+        self.memory_fd = memory_fd
+        self.pipe_fd = pipe_fd
+        self._map = mmap.mmap(memory_fd, os.fstat(memory_fd).st_size)
+        self._size = self._map.size()
+        self._seq = 0
+
+    @staticmethod
+    def memory() -> int:
+        """A new mailbox file."""
+        fd = os.memfd_create("instrbudget-mailbox", 0)
+        os.ftruncate(fd, MAILBOX_BYTES)
+        return fd
+
+    def _fit(self, size: int) -> None:
+        if self._size < size:
+            if os.fstat(self.memory_fd).st_size < size:
+                os.ftruncate(self.memory_fd, max(size, 2 * self._size))
+            self._map.close()
+            self._map = mmap.mmap(self.memory_fd, os.fstat(self.memory_fd).st_size)
+            self._size = self._map.size()
+
+    def send(self, message: Any) -> None:
+        """Post one message."""
+        payload = marshal.dumps(message)
+        self._fit(_HEADER.size + len(payload))
+        self._map[_HEADER.size : _HEADER.size + len(payload)] = payload
+        self._seq += 1
+        # The length first, then the sequence number as one aligned 8-byte store: a receiver
+        # that sees the new number sees the whole message.
+        _WORD.pack_into(self._map, 8, len(payload))
+        _WORD.pack_into(self._map, 0, self._seq)
+        try:  # noqa: SIM105 - cheaper than contextlib.suppress on every message
+            os.write(self.pipe_fd, b"!")
+        except BlockingIOError:  # a full pipe already holds wake-ups the receiver has yet to read
+            pass
+
+    def ready(self, timeout: float | None) -> bool:
+        """Wait until a message is there (at most ``timeout`` seconds); raises EOFError if the sender is gone."""
+        seq = self._seq
+        deadline = time.perf_counter() + SPIN_SECONDS
+        while time.perf_counter() < deadline:
+            if _HEADER.unpack_from(self._map, 0)[0] != seq:
+                return True
+        end = None if timeout is None else time.monotonic() + timeout
+        while _HEADER.unpack_from(self._map, 0)[0] == seq:
+            wait = None if end is None else max(0.0, end - time.monotonic())
+            if not select.select([self.pipe_fd], [], [], wait)[0]:
+                return False
+            if not os.read(self.pipe_fd, 65536):
+                if _HEADER.unpack_from(self._map, 0)[0] != seq:
+                    return True
+                raise EOFError
+        return True
+
+    def receive(self) -> Any:
+        """The message :meth:`ready` found."""
+        seq, size = _HEADER.unpack_from(self._map, 0)
+        self._fit(_HEADER.size + size)
+        self._seq = seq
+        return marshal.loads(self._map[_HEADER.size : _HEADER.size + size])
+
+    def close(self) -> None:
+        """Unmap the mailbox."""
+        self._map.close()
+
+
+class _Loaded:
+    """One loaded library: its functions (typed on first use) and its counters."""
+
+    def __init__(self, path: str, types: dict[str, Any], functions: dict[str, Any], type_map: Any) -> None:
+        # A memory file gives each load its own inode, hence its own copy of the library
+        # (static state and counters from zero), under a path that is the same every run.
+        fd = os.memfd_create("instrbudget-lib", 0)
+        with open(path, "rb") as f:
+            os.write(fd, f.read())
+        self.dll = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        self.map = type_map(types)
+        self.functions = functions
+        self._typed: dict[str, tuple[Any, list[Any], Any]] = {}
+        dll = self.dll
+        dll.instrbudget_counters.restype = ctypes.c_void_p
+        dll.instrbudget_ncounters.restype = ctypes.c_uint64
+        dll.instrbudget_results.restype = ctypes.c_void_p
+        dll.instrbudget_nresults.restype = ctypes.c_uint64
+        dll.instrbudget_models_reset.argtypes = [ctypes.c_uint32]
+        dll.instrbudget_profile_write.argtypes = [ctypes.c_char_p]
+        dll.instrbudget_profile_write.restype = ctypes.c_int
+        n = int(dll.instrbudget_ncounters())
+        self.counters = (ctypes.c_char * (8 * n)).from_address(dll.instrbudget_counters())
+        nresults = int(dll.instrbudget_nresults())
+        self.results = (ctypes.c_char * (8 * nresults)).from_address(dll.instrbudget_results())
+        dll.instrbudget_models_reset(1)
+
+    def function(self, name: str) -> tuple[Any, list[Any], Any]:
+        """The ctypes function, its parameter types and its return type."""
+        if name not in self._typed:
+            sig = self.functions[name]
+            raw = getattr(self.dll, name)
+            params = [self.map.ctype(p["type"]) for p in sig["params"]]
+            ret = self.map.ctype(sig["ret"])
+            raw.argtypes = params
+            raw.restype = ret
+            self._typed[name] = (raw, params, ret)
+        return self._typed[name]
+
+
+class Host:
+    """Serves requests until told to stop (or until a library call ends the process)."""
+
+    def __init__(self, type_map: Any) -> None:
+        self.type_map = type_map
+        self.libraries: dict[int, _Loaded] = {}
+        #: Memory that lives as long as the test keeps the Python object it mirrors.
+        self.slots: dict[int, Any] = {}
+        self.libc = ctypes.CDLL(None)
+        self.libc.fflush.argtypes = [ctypes.c_void_p]
+        self.ops: dict[str, Callable[..., Any]] = {
+            "load": self.load,
+            "call": self.call,
+            "snapshot": self.snapshot,
+            "counts": self.counts,
+            "read": self.read,
+            "string": self.string,
+            "free": self.free,
+        }
+
+    def load(self, lib_id: int, path: str, types: dict[str, Any], functions: dict[str, Any]) -> None:
+        self.libraries[lib_id] = _Loaded(path, types, functions, self.type_map)
+
+    def _memory(self, slot: int | None, data: bytes) -> Any:
+        """A buffer holding ``data``; a slot keeps its address for the object's lifetime."""
+        if slot is None:
+            return ctypes.create_string_buffer(data, len(data))
+        buf = self.slots.get(slot)
+        if buf is None or len(buf) != len(data):
+            buf = self.slots[slot] = ctypes.create_string_buffer(data, len(data))
+        else:
+            ctypes.memmove(buf, data, len(data))
+        return buf
+
+    def call(self, lib_id: int, name: str, args: list[Any]) -> tuple[Any, list[Any]]:
+        lib = self.libraries[lib_id]
+        raw, params, ret = lib.function(name)
+        values: list[Any] = []
+        keep: list[Any] = []  # memory that must outlive the call itself
+        back: list[tuple[int, Any, Any]] = []
+        for n, (tag, *rest) in enumerate(args):
+            if tag == "v":
+                values.append(rest[0])
+            elif tag == "m":  # memory: slot (None: this call only), bytes, whether to send it back
+                slot, data, send_back = rest
+                buf = self._memory(slot, data)
+                keep.append(buf)
+                values.append(ctypes.addressof(buf))
+                if send_back:
+                    back.append((n, buf, None))
+            elif tag == "cp":  # a char * the function may point elsewhere (char ** out-parameter)
+                text = None if rest[0] is None else ctypes.create_string_buffer(rest[0])
+                cell = ctypes.c_void_p(None if text is None else ctypes.addressof(text))
+                keep += [text, cell]
+                values.append(ctypes.addressof(cell))
+                back.append((n, cell, cell.value))
+            elif tag == "strings":  # an array of C strings (char **), NULL-terminated as well
+                strings = [None if s is None else ctypes.create_string_buffer(s) for s in rest[0]]
+                array = (ctypes.c_void_p * (len(strings) + 1))(
+                    *(None if s is None else ctypes.addressof(s) for s in strings)
+                )
+                keep += [strings, array]
+                values.append(ctypes.addressof(array))
+            else:  # "s": a structure by value, as its bytes
+                values.append(params[n].from_buffer_copy(rest[0]))
+        result = raw(*values)
+        self.libc.fflush(None)
+        written = []
+        for n, buf, before in back:
+            if isinstance(buf, ctypes.c_void_p):
+                if buf.value != before:
+                    written.append((n, buf.value or 0, None if buf.value is None else ctypes.string_at(buf.value)))
+            else:
+                written.append((n, buf.raw, None))
+        if ret is None:
+            out: Any = ("v", None)
+        elif ret is ctypes.c_void_p:
+            out = ("p", result)
+        elif isinstance(ret, type) and issubclass(ret, (ctypes.Structure, ctypes.Union, ctypes.Array)):
+            out = ("s", bytes(result))
+        else:
+            out = ("v", result)
+        return out, written
+
+    def snapshot(self, lib_id: int) -> bytes:
+        lib = self.libraries[lib_id]
+        lib.dll.instrbudget_models_reset(1)
+        lib.dll.instrbudget_profile_reset()
+        return lib.counters.raw
+
+    def counts(self, lib_id: int, profile_path: str) -> tuple[bytes, bytes, int]:
+        lib = self.libraries[lib_id]
+        lib.dll.instrbudget_models_finish()
+        rc = lib.dll.instrbudget_profile_write(profile_path.encode())
+        return lib.counters.raw, lib.results.raw, int(rc)
+
+    def read(self, address: int, size: int) -> bytes:
+        return ctypes.string_at(address, size)
+
+    def string(self, address: int) -> bytes:
+        data: bytes = ctypes.string_at(address)
+        return data[:MAX_STRING]
+
+    def free(self, slots: list[int]) -> None:
+        for slot in slots:
+            self.slots.pop(slot, None)
+
+    def serve(self, requests: Channel, replies: Channel) -> None:
+        while True:
+            try:
+                requests.ready(None)
+            except EOFError:
+                os._exit(0)
+            op, *args = requests.receive()
+            if op == "exit":
+                os._exit(0)
+            try:
+                replies.send(("ok", self.ops[op](*args)))
+            except Exception as exc:  # reported to the test process, which raises it there
+                replies.send(("error", type(exc).__name__, str(exc)))
+
+
+def _main() -> None:
+    here = sys.path.pop(0)  # this directory holds engine modules whose names shadow the standard library's
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("instrbudget_ctypes_map", os.path.join(here, "ctypes_map.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    ctypes_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ctypes_map)
+    fds, guard = [int(a) for a in sys.argv[1:5]], sys.argv[5]
+    requests, replies = Channel(fds[0], fds[1]), Channel(fds[2], fds[3])
+    os.set_blocking(fds[3], False)
+    # Only the fixed environment programs get is left for the code under test.
+    os.environ.pop("PYTHONHASHSEED", None)
+    if guard:
+        ctypes.CDLL(guard).instrbudget_host_guard()
+    Host(ctypes_map.TypeMap).serve(requests, replies)
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,234 @@
+"""Library host processes: where library code runs, so that it cannot take the caller down.
+
+Each :class:`HostProcess` is a fresh Python process (``cbuild/host.py``) started with
+ASLR off and the fixed environment programs get. It loads libraries and runs their
+functions on request. A crash, ``exit()``, stack overflow or hang in library code ends
+or stalls that process only; the caller gets an exception naming the function, the
+signal or exit status, and the tail of the process's stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cbuild.cache import Cache, atomic_write, default_cache_dir, digest
+from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout, LinkError
+from cbuild.execute import DEFAULT_ENV
+from cbuild.execute import _disable_aslr as disable_aslr
+from cbuild.host import Channel
+from cbuild.toolchain import Toolchain, find_toolchain
+
+HOST_SCRIPT = Path(__file__).with_name("host.py")
+GUARD_SOURCE = Path(__file__).parent / "runtime" / "host_guard.c"
+_STACK_MARKER = b"\ninstrbudget-host: stack overflow\n"
+_EXIT_MARKER = b"\ninstrbudget-host: exit called\n"
+_FAULTS = (signal.SIGSEGV, signal.SIGBUS)
+
+
+def guard_library(toolchain: Toolchain, cache: Cache) -> Path:
+    """The host's crash guard (``runtime/host_guard.c``) as a shared library, built once per toolchain."""
+    code = GUARD_SOURCE.read_bytes()
+    key = digest(toolchain.identity, code, "host guard")
+    out = cache.path("rt", key, ".so")
+    if out.exists():
+        return out
+    with cache.lock("rt", key), tempfile.TemporaryDirectory(prefix="instrbudget-guard-") as tmp:
+        if out.exists():
+            return out
+        built = Path(tmp) / "guard.so"
+        cmd = [*toolchain.cc, "-target", toolchain.triple, "-shared", "-fPIC", "-O2", str(GUARD_SOURCE)]
+        cmd += ["-o", str(built)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise LinkError(f"building the library host's crash guard failed:\n{proc.stderr}")
+        atomic_write(out, built.read_bytes(), mode=0o755)
+    return out
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class HostProcess:
+    """One library host; :meth:`request` sends an operation and returns its result."""
+
+    def __init__(self, guard: Path | None) -> None:
+        requests_r, requests_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        request_box, reply_box = Channel.memory(), Channel.memory()
+        self._dir = tempfile.TemporaryDirectory(prefix="instrbudget-host-")
+        self.scratch = Path(self._dir.name)
+        out_path, err_path = self.scratch / "stdout", self.scratch / "stderr"
+        child_out, child_err = open(out_path, "ab"), open(err_path, "ab")  # noqa: SIM115 - closed below
+        # Read through descriptions of our own, so the host's writes never move our position.
+        self._outputs = [(os.open(out_path, os.O_RDONLY), 1), (os.open(err_path, os.O_RDONLY), 2)]
+        self._seen = [0, 0]
+        self._stderr_text = b""
+        env = {**DEFAULT_ENV, "PYTHONHASHSEED": "0"}
+        fds = (request_box, requests_r, reply_box, replies_w)
+        argv = [sys.executable, "-S", str(HOST_SCRIPT), *map(str, fds), str(guard or "")]
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=child_out,
+                stderr=child_err,
+                pass_fds=fds,
+                env=env,
+                preexec_fn=disable_aslr if sys.platform.startswith("linux") else None,
+            )
+        finally:
+            os.close(requests_r)
+            os.close(replies_w)
+            child_out.close()
+            child_err.close()
+        os.set_blocking(requests_w, False)
+        self._requests = Channel(request_box, requests_w)
+        self._replies = Channel(reply_box, replies_r)
+        #: Why the process is gone, once it is.
+        self.ended: str | None = None
+
+    @property
+    def alive(self) -> bool:
+        """True while the process can take requests."""
+        return self.ended is None
+
+    def request(self, op: str, *args: Any, what: str, timeout: float | None = None) -> Any:
+        """Run ``op`` in the host; ``what`` names it in errors (``"mk_parse()"``)."""
+        __tracebackhide__ = True
+        if self.ended is not None:
+            raise LibraryCrashed(f"{what}: the library's process ended earlier in this test ({self.ended})")
+        try:
+            self._requests.send((op, *args))
+            if not self._replies.ready(timeout):
+                self._kill()
+                self.ended = f"{what} ran past its {timeout:g} s timeout"
+                raise LibraryTimeout(
+                    f"{what} ran past its {timeout:g} s timeout; the library's process was killed"
+                    f"{self._stderr_tail()}"
+                )
+            reply = self._replies.receive()
+        except (EOFError, BrokenPipeError):
+            raise self._died(what) from None
+        finally:
+            self._forward_output()
+        if reply[0] == "error":
+            raise ExecutionError(f"{what}: {reply[1]}: {reply[2]}")
+        return reply[1]
+
+    def _died(self, what: str) -> LibraryCrashed:
+        try:
+            status = self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            status = self.process.wait()
+        self._forward_output()
+        if status < 0:
+            name = _signal_name(-status)
+            cause = " (stack overflow)" if -status in _FAULTS and _STACK_MARKER in self._stderr_text else ""
+            summary = f"crashed: killed by {name}{cause}"
+        elif _EXIT_MARKER in self._stderr_text:
+            summary = f"called exit({status})"
+        else:
+            summary = f"called _exit({status})"
+        self.ended = f"{what} {summary}"
+        return LibraryCrashed(f"{what} {summary}; the library's process ended{self._stderr_tail()}")
+
+    def _forward_output(self) -> None:
+        """Pass on what library code printed since the last look, as if it had printed it here."""
+        for n, (fd, to) in enumerate(self._outputs):
+            size = os.fstat(fd).st_size
+            if size == self._seen[n]:
+                continue
+            data = os.pread(fd, size - self._seen[n], self._seen[n])
+            self._seen[n] += len(data)
+            if to == 2:
+                self._stderr_text = (self._stderr_text + data)[-16384:]
+                data = data.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b"")
+            if data:
+                with contextlib.suppress(OSError):
+                    os.write(to, data)
+
+    def _stderr_tail(self) -> str:
+        text = self._stderr_text.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b"").decode(errors="replace")
+        text = text.strip("\n")
+        return f"\n--- stderr (last lines) ---\n{text[-4000:]}" if text else ""
+
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.wait()
+
+    def close(self) -> None:
+        """End the process (if it still runs) and remove its files."""
+        if self.ended is None:
+            self.ended = "closed"
+            with contextlib.suppress(OSError):
+                self._requests.send(("exit",))
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        if self.process.returncode is None:
+            self._kill()
+        for channel in (self._requests, self._replies):
+            channel.close()
+            for fd in (channel.memory_fd, channel.pipe_fd):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        for fd, _ in self._outputs:
+            os.close(fd)
+        self._dir.cleanup()
+
+    def __del__(self) -> None:
+        if getattr(self, "process", None) is not None and self.process.returncode is None:
+            with contextlib.suppress(Exception):
+                self.close()
+
+
+class HostPool:
+    """Hands out fresh host processes, starting the next one ahead so that a test rarely waits."""
+
+    def __init__(self, guard: Callable[[], Path | None]) -> None:
+        self._guard = guard
+        self._guard_path: Path | None = None
+        self._spare: HostProcess | None = None
+
+    def _start(self) -> HostProcess:
+        if self._guard_path is None:
+            self._guard_path = self._guard()
+        return HostProcess(self._guard_path)
+
+    def take(self) -> HostProcess:
+        """A host that has served nobody yet."""
+        host = self._spare if self._spare is not None and self._spare.process.poll() is None else self._start()
+        self._spare = self._start()
+        return host
+
+    def close(self) -> None:
+        """Stop the spare host."""
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
+
+
+_default_pool: HostPool | None = None
+
+
+def default_pool() -> HostPool:
+    """A pool for libraries loaded without one, with the default toolchain and cache."""
+    global _default_pool
+    if _default_pool is None:
+        _default_pool = HostPool(lambda: guard_library(find_toolchain(None), Cache(default_cache_dir())))
+    return _default_pool

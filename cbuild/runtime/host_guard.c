@@ -1,0 +1,87 @@
+/* Loaded into the library host process before any library under test.
+ *
+ * It tells the test process how the host ended when a library call ended it:
+ * a SIGSEGV/SIGBUS whose fault address lies in the main thread's stack region
+ * (below its top, within the stack limit) is a stack overflow, and a call of
+ * exit() (as opposed to _exit()) runs an atexit handler. Each writes one marker
+ * line to stderr; the test process reads the tail of stderr after the host died.
+ * The host never calls exit() itself (it ends with _exit), so the exit marker only
+ * appears when code under test called exit().
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static uintptr_t stack_low, stack_high;
+static char alt_stack[64 * 1024];
+
+static void say(const char *text) {
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t w = write(2, text, n);
+        if (w <= 0) return;
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+static void on_fault(int sig, siginfo_t *info, void *context) {
+    uintptr_t at = (uintptr_t)info->si_addr;
+    (void)context;
+    if (stack_high != 0 && at >= stack_low && at < stack_high) say("\ninstrbudget-host: stack overflow\n");
+    /* SA_RESETHAND restored the default action: returning re-runs the faulting
+     * instruction, which now ends the process with the original signal. */
+    (void)sig;
+}
+
+static void on_exit_called(void) { say("\ninstrbudget-host: exit called\n"); }
+
+/* The range the main thread's stack may grow into: from the top of the [stack]
+ * mapping down by the stack limit (or 8 MiB when unlimited), with a page of slack. */
+static void find_stack(void) {
+    char line[512];
+    FILE *maps = fopen("/proc/self/maps", "r");
+    struct rlimit limit;
+    uintptr_t lo = 0, hi = 0, size = 8u << 20;
+    if (maps == NULL) return;
+    while (fgets(line, sizeof line, maps) != NULL) {
+        if (strstr(line, "[stack]") != NULL) {
+            unsigned long a, b;
+            if (sscanf(line, "%lx-%lx", &a, &b) == 2) {
+                lo = a;
+                hi = b;
+            }
+            break;
+        }
+    }
+    fclose(maps);
+    if (hi == 0) return;
+    if (getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) size = limit.rlim_cur;
+    stack_high = hi;
+    stack_low = (hi - lo > size ? lo : hi - size) - 65536;
+}
+
+__attribute__((visibility("default"))) int instrbudget_host_guard(void) {
+    static const int faults[] = {SIGSEGV, SIGBUS};
+    stack_t ss;
+    size_t i;
+    find_stack();
+    memset(&ss, 0, sizeof ss);
+    ss.ss_sp = alt_stack;
+    ss.ss_size = sizeof alt_stack;
+    if (sigaltstack(&ss, NULL) != 0) return -1;
+    for (i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(faults[i], &sa, NULL) != 0) return -1;
+    }
+    return atexit(on_exit_called);
+}

@@ -1,0 +1,179 @@
+"""Library code that crashes, exits or hangs fails its own test only (real pytest sessions)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+CRASH_C = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+long work(long n) {
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return s;
+}
+
+static void say(const char *what) { fprintf(stderr, "about to %s\n", what); }
+
+int segv(int *p) { say("segfault"); return *p + 1; }
+void do_abort(void) { say("abort"); abort(); }
+void do_exit(int status) { say("exit"); exit(status); }
+void do__exit(int status) { _exit(status); }
+void spin(void) { for (volatile int forever = 1; forever;) { } }
+int divide(int a, int b) { return a / b; }
+void trap(void) { __builtin_trap(); }
+void bus(void) { raise(SIGBUS); }
+long recurse(long n) {
+    volatile char frame[512];
+    frame[n % 512] = (char)n;
+    return recurse(n + 1) + frame[0];
+}
+"""
+
+#: (test name, the call, what the failure must say)
+CASES = [
+    ("segv", "lib.segv(None)", r"segv\(\) crashed: killed by SIGSEGV.*about to segfault"),
+    ("abort", "lib.do_abort()", r"do_abort\(\) crashed: killed by SIGABRT.*about to abort"),
+    ("exit0", "lib.do_exit(0)", r"do_exit\(\) called exit\(0\).*about to exit"),
+    ("exit3", "lib.do_exit(3)", r"do_exit\(\) called exit\(3\)"),
+    ("underscore_exit", "lib.do__exit(5)", r"do__exit\(\) called _exit\(5\)"),
+    ("hang", "lib.spin()", r"spin\(\) ran past its 1 s timeout"),
+    ("recursion", "lib.recurse(0)", r"recurse\(\) crashed: killed by SIGSEGV \(stack overflow\)"),
+    ("fpe", "lib.divide(1, 0)", r"divide\(\) crashed: killed by SIGFPE"),
+    ("ill", "lib.trap()", r"trap\(\) crashed: killed by SIGILL"),
+    ("bus", "lib.bus()", r"bus\(\) crashed: killed by SIGBUS"),
+]
+
+
+def _session_tests() -> str:
+    lines = [
+        "import pytest",
+        "",
+        "@pytest.fixture",
+        "def lib(cbuild):",
+        "    return cbuild.library('crash.c')",
+        "",
+        "@pytest.mark.budget(max_instr=100_000)",
+        "def test_00_before(lib):",
+        "    assert lib.work(10) == 45",
+    ]
+    for n, (name, call, _) in enumerate(CASES, start=1):
+        lines += [
+            "",
+            "@pytest.mark.budget(max_instr=100_000, timeout=1)",
+            f"def test_{n:02}_{name}(lib):",
+            "    assert lib.work(3) == 3",
+            f"    {call}",
+            "",
+            "@pytest.mark.budget(max_instr=100_000)",
+            f"def test_{n:02}_{name}_after(lib):",
+            f"    assert lib.work({n}) == {n * (n - 1) // 2}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def crashing(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".c", crash=CRASH_C)
+    pytester.makepyfile(test_crash=_session_tests())
+    pytester.makepyprojecttoml("[tool.instrbudget]\nopt_level = '1'\n")
+    return pytester
+
+
+def _baseline(pytester: pytest.Pytester) -> dict[str, object]:
+    doc = json.loads((pytester.path / ".instrbudget" / "baseline.json").read_text())
+    return {key.split("::")[-1]: value for key, value in doc["tests"].items()}
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_crashes_fail_only_their_own_test(crashing: pytest.Pytester, workers: list[str]) -> None:
+    result = crashing.runpytest_subprocess("-p", "no:cacheprovider", "--instrbudget-update", "-rf", *workers)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == len(CASES), result.stdout.str()
+    assert outcomes.get("passed") == len(CASES) + 1
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    text = re.sub(r"\s+", " ", result.stdout.str())
+    assert "short test summary info" in text
+    for n, (name, _, message) in enumerate(CASES, start=1):
+        failure = re.search(rf"_+ test_{n:02}_{name} _+(.*?)(?:_{{5,}} test_|= short test summary)", text)
+        assert failure, f"no failure section for test_{n:02}_{name}"
+        assert re.search(message, failure.group(1)), failure.group(1)[-2000:]
+    measured = _baseline(crashing)
+    # Every test that ran to the end is measured; the crashed ones are not.
+    assert set(measured) == {"test_00_before"} | {f"test_{n:02}_{name}_after" for n, (name, _, _) in enumerate(CASES, 1)}
+
+
+def test_crashed_xdist_worker_keeps_results_of_finished_tests(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", crash=CRASH_C)
+    pytester.makepyfile(
+        test_worker="""
+import os
+import pytest
+
+@pytest.mark.budget(max_instr=100_000)
+@pytest.mark.parametrize("n", range(6))
+def test_work(cbuild, n):
+    assert cbuild.library("crash.c").work(n) == n * (n - 1) // 2
+
+def test_z_kills_its_worker():
+    os._exit(1)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-p", "no:randomly", "--instrbudget-update")
+    result.assert_outcomes(passed=6, failed=1)
+    assert "worker 'gw" in result.stdout.str() and "crashed while running" in result.stdout.str()
+    assert set(_baseline(pytester)) == {f"test_work[{n}]" for n in range(6)}
+
+
+POINTER_TABLE_C = r"""
+#include <stdint.h>
+#include <stdlib.h>
+
+/* A hash table keyed by the addresses of the nodes it holds: its work depends on where malloc put them. */
+struct node { struct node *next; long value; };
+static struct node *slots[61];
+
+long fill_and_probe(int n) {
+    struct node *all[256];
+    long probes = 0;
+    for (int i = 0; i < n; i++) {
+        all[i] = malloc(24 + (size_t)(i % 7) * 8);
+        all[i]->value = i;
+        size_t h = ((uintptr_t)all[i] >> 4) % 61;
+        all[i]->next = slots[h];
+        slots[h] = all[i];
+    }
+    for (int i = 0; i < n; i++) {
+        size_t h = ((uintptr_t)all[i] >> 4) % 61;
+        for (struct node *p = slots[h]; p != all[i]; p = p->next) probes++;
+    }
+    return probes;
+}
+"""
+
+
+def test_address_dependent_library_counts_identically_across_sessions(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", table=POINTER_TABLE_C)
+    pytester.makepyfile(
+        test_table="""
+import pytest
+
+@pytest.mark.budget(max_instr=10_000_000)
+def test_probe(cbuild):
+    assert cbuild.library("table.c").fill_and_probe(200) >= 0
+"""
+    )
+    totals = []
+    for run in range(3):
+        out = Path(pytester.path, f"run{run}.json")
+        pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--instrbudget-json={out}").assert_outcomes(passed=1)
+        (test,) = json.loads(out.read_text())["tests"].values()
+        totals.append(test["metrics"])
+    assert totals[0] == totals[1] == totals[2]

@@ -1,0 +1,172 @@
+"""Library calls see the C types the sources declare (taken from their debug info)."""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, CBuildError, Library, Pointer, SignatureError
+
+TYPES_C = r"""
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint8_t  neg8(uint8_t x)   { return (uint8_t)-x; }
+uint16_t neg16(uint16_t x) { return (uint16_t)-x; }
+uint32_t neg32(uint32_t x) { return (uint32_t)-x; }
+uint64_t neg64(uint64_t x) { return (uint64_t)-x; }
+int8_t   minus8(int8_t x)  { return (int8_t)-x; }
+int64_t  minus64(int64_t x) { return -x; }
+bool     is_even(uint32_t x) { return (x & 1) == 0; }
+bool     negate(bool b) { return !b; }
+
+enum color { RED, GREEN = 5, BLUE };
+enum color next_color(enum color c) { return c == RED ? GREEN : c == GREEN ? BLUE : RED; }
+
+typedef struct { uint64_t low64; uint64_t high64; } hash128;
+hash128 mix(uint64_t a, uint64_t b) { hash128 h = { a ^ b, a + b }; return h; }
+uint64_t fold(hash128 h) { return h.low64 ^ (h.high64 * 31u); }
+
+struct point { int32_t x; double y; };
+struct point shifted(struct point p, int32_t dx) { p.x += dx; p.y *= 2; return p; }
+
+const char *version(void) { return "v1.2.3"; }
+
+struct counter { uint64_t value; char name[16]; };
+struct counter *counter_new(const char *name) {
+    struct counter *c = calloc(1, sizeof *c);
+    strncpy(c->name, name, sizeof c->name - 1);
+    return c;
+}
+uint64_t counter_add(struct counter *c, uint64_t by) { return c->value += by; }
+const char *counter_name(const struct counter *c) { return c->name; }
+void counter_free(struct counter *c) { free(c); }
+
+size_t fill(uint8_t *out, size_t n, uint8_t start) {
+    for (size_t i = 0; i < n; i++) out[i] = (uint8_t)(start + i);
+    return n;
+}
+size_t length(const char *s) { return strlen(s); }
+"""
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory, builder: Builder) -> Iterator[Library]:
+    source = tmp_path_factory.mktemp("types") / "types.c"
+    source.write_text(TYPES_C)
+    with Library(builder.build([source], kind="library")) as library:
+        yield library
+
+
+@pytest.mark.parametrize(
+    ("name", "bits"),
+    [("neg8", 8), ("neg16", 16), ("neg32", 32), ("neg64", 64)],
+)
+def test_unsigned_results_are_non_negative(lib: Library, name: str, bits: int) -> None:
+    fn: Callable[[int], int] = lib.function(name)
+    assert fn(1) == (1 << bits) - 1
+    assert fn((1 << bits) - 1) == 1
+    assert fn(0) == 0
+    with pytest.raises(SignatureError, match=rf"{name}\(\) argument 1 \(uint{bits}_t\): -1 is out of range"):
+        fn(-1)
+    with pytest.raises(SignatureError, match=rf"{1 << bits} is out of range \[0, {(1 << bits) - 1}\]"):
+        fn(1 << bits)
+
+
+def test_uint64_has_its_full_range(lib: Library) -> None:
+    assert lib.neg64(3304406505380291936) == 15142337568329259680
+
+
+def test_signed_results(lib: Library) -> None:
+    assert lib.minus8(-128) == -128
+    assert lib.minus8(5) == -5
+    assert lib.minus64(-(1 << 63) + 1) == (1 << 63) - 1
+    with pytest.raises(SignatureError, match=r"minus8\(\) argument 1 \(int8_t\): 128 is out of range \[-128, 127\]"):
+        lib.minus8(128)
+
+
+def test_bool(lib: Library) -> None:
+    assert lib.is_even(4) is True
+    assert lib.is_even(5) is False
+    assert lib.negate(True) is False
+    assert lib.negate(False) is True
+
+
+def test_enum_values_come_back_named(lib: Library) -> None:
+    color = lib.c_type("color")
+    assert issubclass(color, enum.IntEnum)
+    assert {m.name: m.value for m in color} == {"RED": 0, "GREEN": 5, "BLUE": 6}
+    result = lib.next_color(color.GREEN)
+    assert result is color.BLUE
+    assert lib.next_color(0) == color.GREEN
+
+
+def test_struct_of_two_uint64_returned_and_passed_by_value(lib: Library) -> None:
+    h = lib.mix(1 << 63, 3)
+    assert type(h) is lib.c_type("hash128")
+    assert [name for name, *_ in h._fields_] == ["low64", "high64"]
+    assert (h.low64, h.high64) == ((1 << 63) ^ 3, (1 << 63) + 3)
+    assert lib.fold(h) == (h.low64 ^ (h.high64 * 31)) % (1 << 64)
+    assert lib.fold({"low64": 7, "high64": 1}) == 7 ^ 31
+    assert lib.fold((7, 1)) == 7 ^ 31
+    with pytest.raises(SignatureError, match=r"fold\(\) argument 1 \(hash128\): expected hash128"):
+        lib.fold(7)
+
+
+def test_struct_with_padding_by_value(lib: Library) -> None:
+    point = lib.c_type("point")
+    assert point.y.offset == 8
+    p = lib.shifted(point(x=1, y=1.5), 41)
+    assert (p.x, p.y) == (42, 3.0)
+
+
+def test_const_char_result_is_readable(lib: Library) -> None:
+    v = lib.version()
+    assert isinstance(v, Pointer)
+    assert v.c_type == "const char *"
+    assert bytes(v) == b"v1.2.3"
+    assert v.string() == b"v1.2.3"
+    assert (v + 1).read(3) == b"1.2"
+    with pytest.raises(TypeError, match="points into the library's process"):
+        ctypes.string_at(v)  # type: ignore[call-overload]
+
+
+def test_pointer_handle_passed_between_calls(lib: Library) -> None:
+    c = lib.counter_new(b"hits")
+    assert isinstance(c, Pointer)
+    assert lib.counter_add(c, 5) == 5
+    assert lib.counter_add(c, (1 << 64) - 1) == 4  # wraps as uint64_t does
+    assert lib.counter_name(c).string() == b"hits"
+    lib.counter_free(c)
+
+
+def test_buffers_are_written_back(lib: Library) -> None:
+    out = bytearray(5)
+    assert lib.fill(out, 5, 250) == 5
+    assert out == bytes([250, 251, 252, 253, 254])
+    arr = (ctypes.c_uint8 * 3)()
+    lib.fill(arr, 3, 7)
+    assert list(arr) == [7, 8, 9]
+    assert lib.length(b"four") == 4
+    with pytest.raises(SignatureError, match=r"length\(\) argument 1 \(const char \*\): got str"):
+        lib.length("four")
+
+
+def test_unknown_type_name(lib: Library) -> None:
+    with pytest.raises(CBuildError, match="declares no struct, union or enum 'nothing'"):
+        lib.c_type("nothing")
+
+
+def test_static_state_starts_from_zero_in_each_process(builder: Builder, tmp_path: Path) -> None:
+    source = tmp_path / "state.c"
+    source.write_text("static int calls;\nint bump(void) { return ++calls; }\n")
+    artifact = builder.build([source], kind="library")
+    for _ in range(2):
+        with Library(artifact) as library:
+            assert [library.bump() for _ in range(3)] == [1, 2, 3]
