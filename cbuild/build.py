@@ -22,6 +22,7 @@ from cbuild.errors import CBuildError, InstrumentError, LinkError
 from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.options import BuildOptions, language_of
+from cbuild.signatures import read_signatures
 from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 
 RUNTIME_SOURCE = Path(__file__).parent / "runtime" / "instrbudget_rt.c"
@@ -193,7 +194,7 @@ class Builder:
             self._link(obj, binary, kind=kind, cxx=cxx, options=options, extra=extra)
             sidecar = {
                 "table": result.table.to_json(),
-                "signatures": codegen.signatures(linked, linked_text),
+                "signatures": read_signatures(linked_text),
                 "models": analyses,
             }
             atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())

@@ -52,7 +52,7 @@ def compile_command(tc: Toolchain, source: Path, options: BuildOptions, out: Pat
         "-S",
         "-emit-llvm",
         f"-O{options.opt_level}",
-        "-gline-tables-only",
+        "-g",  # full debug info: the C types of the exported functions (cbuild.signatures)
         "-fno-verbose-asm",
         "-H",
         "-fdiagnostics-color=never",

@@ -50,6 +50,9 @@ class Channel:
         self._map = mmap.mmap(memory_fd, os.fstat(memory_fd).st_size)
         self._size = self._map.size()
         self._seq = 0
+        # Wake-ups are read into this: whether a side slept or spun leaves the heap the same,
+        # and so the addresses the library's allocations get.
+        self._doorbell = bytearray(4096)
 
     @staticmethod
     def memory() -> int:
@@ -93,7 +96,7 @@ class Channel:
             wait = None if end is None else max(0.0, end - time.monotonic())
             if not select.select([self.pipe_fd], [], [], wait)[0]:
                 return False
-            if not os.read(self.pipe_fd, 65536):
+            if not os.readv(self.pipe_fd, [self._doorbell]):
                 if _HEADER.unpack_from(self._map, 0)[0] != seq:
                     return True
                 raise EOFError
@@ -104,7 +107,8 @@ class Channel:
         seq, size = _HEADER.unpack_from(self._map, 0)
         self._fit(_HEADER.size + size)
         self._seq = seq
-        return marshal.loads(self._map[_HEADER.size : _HEADER.size + size])
+        with memoryview(self._map) as whole, whole[_HEADER.size : _HEADER.size + size] as payload:
+            return marshal.loads(payload)  # straight from the mailbox: no copy of the payload first
 
     def close(self) -> None:
         """Unmap the mailbox."""
@@ -157,7 +161,8 @@ class Host:
     def __init__(self, type_map: Any) -> None:
         self.type_map = type_map
         self.libraries: dict[int, _Loaded] = {}
-        #: Memory that lives as long as the test keeps the Python object it mirrors.
+        #: Copies of the test's buffers, by their address in the test process: C code that keeps a
+        #: pointer to one finds it again, updated, when the buffer is passed again. Kept for the test.
         self.slots: dict[int, Any] = {}
         self.libc = ctypes.CDLL(None)
         self.libc.fflush.argtypes = [ctypes.c_void_p]
@@ -168,7 +173,6 @@ class Host:
             "counts": self.counts,
             "read": self.read,
             "string": self.string,
-            "free": self.free,
         }
 
     def load(self, lib_id: int, path: str, types: dict[str, Any], functions: dict[str, Any]) -> None:
@@ -224,7 +228,7 @@ class Host:
                 if buf.value != before:
                     written.append((n, buf.value or 0, None if buf.value is None else ctypes.string_at(buf.value)))
             else:
-                written.append((n, buf.raw, None))
+                written.append((n, memoryview(buf).cast("B"), None))  # marshal copies it once, into the reply
         if ret is None:
             out: Any = ("v", None)
         elif ret is ctypes.c_void_p:
@@ -253,10 +257,6 @@ class Host:
     def string(self, address: int) -> bytes:
         data: bytes = ctypes.string_at(address)
         return data[:MAX_STRING]
-
-    def free(self, slots: list[int]) -> None:
-        for slot in slots:
-            self.slots.pop(slot, None)
 
     def serve(self, requests: Channel, replies: Channel) -> None:
         while True:

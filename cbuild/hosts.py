@@ -77,7 +77,7 @@ class HostProcess:
         self._stderr_text = b""
         env = {**DEFAULT_ENV, "PYTHONHASHSEED": "0"}
         fds = (request_box, requests_r, reply_box, replies_w)
-        argv = [sys.executable, "-S", str(HOST_SCRIPT), *map(str, fds), str(guard or "")]
+        argv = [sys.executable, "-S", str(HOST_SCRIPT), *(f"{fd:06}" for fd in fds), str(guard or "")]  # same length every run
         try:
             self.process = subprocess.Popen(
                 argv,

@@ -234,7 +234,7 @@ class Function:
                         f"process; pass a ctypes.c_void_p and read memory through the library's functions"
                     )
                 _check_shareable(self.name, index, type(obj))
-                return ("m", ctypes.addressof(obj), ctypes.string_at(ctypes.addressof(obj), ctypes.sizeof(obj)), back)
+                return ("m", ctypes.addressof(obj), memoryview(obj).cast("B"), back)
             try:
                 view = memoryview(value)
             except TypeError:
@@ -244,8 +244,10 @@ class Function:
                 ) from None
             if view.readonly:
                 return ("m", None, view.tobytes() + b"\0", False)
+            if not view.c_contiguous:
+                raise SignatureError(f"{where}: {_describe(value)} is not contiguous memory")
             buffer = (ctypes.c_char * view.nbytes).from_buffer(view)
-            return ("m", ctypes.addressof(buffer), view.tobytes(), back)
+            return ("m", ctypes.addressof(buffer), view.cast("B"), back)  # marshal copies it once, into the mailbox
 
         return pointer
 

@@ -133,7 +133,7 @@ def test_const_char_result_is_readable(lib: Library) -> None:
     assert bytes(v) == b"v1.2.3"
     assert v.string() == b"v1.2.3"
     assert (v + 1).read(3) == b"1.2"
-    with pytest.raises(TypeError, match="points into the library's process"):
+    with pytest.raises(ctypes.ArgumentError, match=r"points into the library's process.*\.string\(\)"):
         ctypes.string_at(v)  # type: ignore[call-overload]
 
 

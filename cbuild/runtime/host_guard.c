@@ -35,8 +35,9 @@ static void on_fault(int sig, siginfo_t *info, void *context) {
     (void)context;
     if (stack_high != 0 && at >= stack_low && at < stack_high) say("\ninstrbudget-host: stack overflow\n");
     /* SA_RESETHAND restored the default action: returning re-runs the faulting
-     * instruction, which now ends the process with the original signal. */
-    (void)sig;
+     * instruction, which now ends the process with the original signal. A signal
+     * sent (raise, kill) rather than caused has no instruction to re-run: send it again. */
+    if (info->si_code <= 0) raise(sig);
 }
 
 static void on_exit_called(void) { say("\ninstrbudget-host: exit called\n"); }
