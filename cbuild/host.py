@@ -39,7 +39,7 @@ class Channel:
     The sender copies a :mod:`marshal` payload into the mailbox, then bumps the
     sequence number, then writes one byte to the pipe. The receiver polls the
     sequence number for :data:`SPIN_SECONDS`, and otherwise sleeps reading the pipe
-    until the number moves. Stores reach the other process in program order (x86);
+    until the next number is there. Stores reach the other process in program order (x86);
     elsewhere the receiver does not poll, and the pipe orders them. Requests and replies
     alternate, so a mailbox is never written while its last message is unread.
     """
@@ -75,8 +75,8 @@ class Channel:
         self._fit(_HEADER.size + len(payload))
         self._map[_HEADER.size : _HEADER.size + len(payload)] = payload
         self._seq += 1
-        # The length first, then the sequence number as one aligned 8-byte store: a receiver
-        # that sees the new number sees the whole message.
+        # The payload and its length first, then the sequence number: a receiver that sees the
+        # whole new number sees the whole message.
         _WORD.pack_into(self._map, 8, len(payload))
         _WORD.pack_into(self._map, 0, self._seq)
         try:  # noqa: SIM105 - cheaper than contextlib.suppress on every message
@@ -86,27 +86,29 @@ class Channel:
 
     def ready(self, timeout: float | None) -> bool:
         """Wait until a message is there (at most ``timeout`` seconds); raises EOFError if the sender is gone."""
-        seq = self._seq
+        # The exact next number: a number caught half-written (the sender stores it byte by byte)
+        # never equals it, so a message counts as there only once its number is complete.
+        expected = self._seq + 1
         deadline = time.perf_counter() + SPIN_SECONDS
         while time.perf_counter() < deadline:
-            if _HEADER.unpack_from(self._map, 0)[0] != seq:
+            if _HEADER.unpack_from(self._map, 0)[0] == expected:
                 return True
         end = None if timeout is None else time.monotonic() + timeout
-        while _HEADER.unpack_from(self._map, 0)[0] == seq:
+        while _HEADER.unpack_from(self._map, 0)[0] != expected:
             wait = None if end is None else max(0.0, end - time.monotonic())
             if not select.select([self.pipe_fd], [], [], wait)[0]:
                 return False
             if not os.readv(self.pipe_fd, [self._doorbell]):
-                if _HEADER.unpack_from(self._map, 0)[0] != seq:
+                if _HEADER.unpack_from(self._map, 0)[0] == expected:
                     return True
                 raise EOFError
         return True
 
     def receive(self) -> Any:
         """The message :meth:`ready` found."""
-        seq, size = _HEADER.unpack_from(self._map, 0)
+        size = _HEADER.unpack_from(self._map, 0)[1]
         self._fit(_HEADER.size + size)
-        self._seq = seq
+        self._seq += 1
         with memoryview(self._map) as whole, whole[_HEADER.size : _HEADER.size + size] as payload:
             return marshal.loads(payload)  # straight from the mailbox: no copy of the payload first
 

@@ -322,7 +322,8 @@ class _Reader:
             return self._all.get(n)
         k = bisect.bisect_right(self._sample_ids, n) - 1
         if k < 0:
-            return None
+            self._all = self._index_all()
+            return self._all.get(n)
         text = self.text
         if self._sample_ids[k] == n:
             start = self._sample_at[k]
