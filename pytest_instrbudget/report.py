@@ -57,6 +57,8 @@ def table_lines(results: Iterable[TestResult]) -> list[str]:
             status = m.status
             if not result.budgeted and status in (REGRESSED, OVER_LIMIT):
                 status += " (no budget)"
+            if not result.completed:  # the test raised, or a library's process died: counts are partial
+                status += " (partial)"
             rows.append(
                 (
                     result.nodeid,
