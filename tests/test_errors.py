@@ -94,6 +94,7 @@ int64_t add64(int64_t a, int64_t b) { return a + b; }
 struct pair { long a, b, c; };
 long sum_pair(struct pair p) { return p.a + p.b + p.c; }
 int variadic(int n, ...) { return n; }
+long double widen(double x) { return x; }
 """
 
 
@@ -102,7 +103,7 @@ def sigs(builder: Builder, write, tmp_path: Path) -> Library:  # type: ignore[no
     return Library(builder.build([write("sigs.c", SIGS)], kind="library"))
 
 
-def test_library_types_follow_the_ir_signature(sigs: Library) -> None:
+def test_library_types_follow_the_c_signature(sigs: Library) -> None:
     assert sigs.low_byte(0x1FF) == 255
     assert sigs.neg(5) == -5
     assert sigs.scale(2.5, 2) == 5.0
@@ -114,24 +115,27 @@ def test_library_types_follow_the_ir_signature(sigs: Library) -> None:
     sigs.fill(arr, 3, 9)
     assert list(arr) == [9, 9, 9]
     assert sigs.add64(2**40, 1) == 2**40 + 1
+    assert sigs.sum_pair({"a": 1, "b": 2, "c": 3}) == 6
 
 
 def test_library_wrong_argument_types_are_clear(sigs: Library) -> None:
-    with pytest.raises(SignatureError, match=r"count_a\(\) argument 1 \(ptr\): got str 'banana'; pass bytes"):
+    with pytest.raises(SignatureError, match=r"count_a\(\) argument 1 \(const char \*\): got str 'banana'; pass bytes"):
         sigs.count_a("banana", 6)
-    with pytest.raises(SignatureError, match=r"add64\(\) argument 2 \(i64\): expected int, got float 1.5"):
+    with pytest.raises(SignatureError, match=r"add64\(\) argument 2 \(int64_t\): expected int, got float 1.5"):
         sigs.add64(1, 1.5)
     with pytest.raises(SignatureError, match=r"add64\(\) takes 2 arguments, 1 given"):
         sigs.add64(1)
-    with pytest.raises(SignatureError, match=r"low_byte\(\) argument 1 \(i32\): 4294967296 does not fit in 32 bits"):
+    with pytest.raises(SignatureError, match=r"low_byte\(\) argument 1 \(unsigned int\): 4294967296 is out of range \[0, 4294967295\]"):
         sigs.low_byte(2**32)
-    with pytest.raises(SignatureError, match=r"fill\(\) argument 1 \(ptr\): expected bytes, a writable buffer"):
+    with pytest.raises(SignatureError, match=r"fill\(\) argument 1 \(uint8_t \*\): expected bytes, a writable buffer"):
         sigs.fill(1.5, 1, 1)
 
 
 def test_library_unsupported_signatures_say_why(sigs: Library) -> None:
-    with pytest.raises(SignatureError, match="sum_pair"):
+    with pytest.raises(SignatureError, match=r"sum_pair\(\) argument 1 \(struct pair\): expected struct pair"):
         sigs.sum_pair(1)
+    with pytest.raises(SignatureError, match=r"long double widen\(double x\): cannot be called from Python: its result \(long double\)"):
+        sigs.widen(1.0)
     with pytest.raises(SignatureError, match="variadic"):
         sigs.variadic(1)
 
