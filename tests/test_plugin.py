@@ -295,6 +295,7 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
         ("tolerance = 'lots'", "tolerance: expected a percentage such as 5 or \"5%\", got 'lots'"),
         ("models = ['wallclock']", "models: unknown cost model 'wallclock'; known models: ir-count"),
         ("timeout = -1", "timeout: expected a positive number of seconds, got -1"),
+        ("timeout = nan", "timeout: expected a positive number of seconds, got nan"),
     ],
 )
 def test_plugin_bad_config_is_a_usage_error_naming_the_key(pytester: pytest.Pytester, table: str, message: str) -> None:
@@ -315,6 +316,14 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
             "accepted: max_instr, regions, timeout, tolerance"
         ]
     )
+
+
+@pytest.mark.parametrize("value", ["float('nan')", "0", "'5'", "True"])
+def test_plugin_marker_timeout_must_be_positive_seconds(pytester: pytest.Pytester, value: str) -> None:
+    pytester.makepyfile(test_x=f"import pytest\n\n@pytest.mark.budget(timeout={value})\ndef test_x():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_x.py::test_x: budget(timeout=...) must be a positive number of seconds, got *"])
 
 
 def test_plugin_marker_registered_for_strict_markers(pytester: pytest.Pytester) -> None:
