@@ -121,6 +121,10 @@ class HostProcess:
             reply = self._replies.receive()
         except (EOFError, BrokenPipeError):
             raise self._died(what) from None
+        except BaseException:  # interrupted (Ctrl-C) mid-call: the process may be anywhere in it
+            self._kill()
+            self.ended = f"{what} was interrupted"
+            raise
         finally:
             self._forward_output()
         if reply[0] == "error":
