@@ -111,8 +111,9 @@ def suite(ref: str, repeat: int) -> None:
     example = ROOT / "example_project"
     with tempfile.TemporaryDirectory(prefix="instrbudget-ref-") as tmp:
         old = Path(tmp) / "ref"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), ref], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), ref], check=True, capture_output=True
+        )
         try:
             variants = {"this tree": (ROOT, example), f"in-process ({ref})": (old, old / "example_project")}
             best: dict[str, float] = {}
@@ -122,7 +123,11 @@ def suite(ref: str, repeat: int) -> None:
                     start = time.perf_counter()
                     proc = subprocess.run(
                         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                        cwd=project, env=env, capture_output=True, text=True, check=False,
+                        cwd=project,
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        check=False,
                     )
                     elapsed = time.perf_counter() - start
                     if proc.returncode != 0:

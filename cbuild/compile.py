@@ -100,7 +100,8 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOption
     if language_of(source) == "ir":
         # Textual IR goes straight to the instrumenter; its bytes are its identity.
         return CompiledUnit(source, source, digest("ir", str(source), src_hash))
-    cmd_key = digest(tc.identity, str(source), *options.key_parts())
+    # The whole command (the engine's own flags too), with a fixed name for the output.
+    cmd_key = digest(tc.identity, *compile_command(tc, source, options, Path("unit.ll")))
     manifest_path = cache.path("tu", cmd_key, ".json")
     hit = _lookup(cache, manifest_path, src_hash)
     if hit is not None:

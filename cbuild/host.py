@@ -224,7 +224,7 @@ class Host:
                 values.append(params[n].from_buffer_copy(rest[0]))
         result = raw(*values)
         self.libc.fflush(None)
-        written = []
+        written: list[tuple[int, Any, bytes | None]] = []
         for n, buf, before in back:
             if isinstance(buf, ctypes.c_void_p):
                 if buf.value != before:

@@ -77,7 +77,8 @@ class HostProcess:
         self._stderr_text = b""
         env = {**DEFAULT_ENV, "PYTHONHASHSEED": "0"}
         fds = (request_box, requests_r, reply_box, replies_w)
-        argv = [sys.executable, "-S", str(HOST_SCRIPT), *(f"{fd:06}" for fd in fds), str(guard or "")]  # same length every run
+        # Descriptor numbers zero-padded: the arguments have the same length every run.
+        argv = [sys.executable, "-S", str(HOST_SCRIPT), *(f"{fd:06}" for fd in fds), str(guard or "")]
         try:
             self.process = subprocess.Popen(
                 argv,
@@ -115,8 +116,7 @@ class HostProcess:
                 self._kill()
                 self.ended = f"{what} ran past its {timeout:g} s timeout"
                 raise LibraryTimeout(
-                    f"{what} ran past its {timeout:g} s timeout; the library's process was killed"
-                    f"{self._stderr_tail()}"
+                    f"{what} ran past its {timeout:g} s timeout; the library's process was killed{self._stderr_tail()}"
                 )
             reply = self._replies.receive()
         except (EOFError, BrokenPipeError):

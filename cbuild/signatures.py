@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["read_signatures"]
 
@@ -59,8 +59,7 @@ _POINTERS = {"DW_TAG_pointer_type": "*", "DW_TAG_reference_type": "&", "DW_TAG_r
 _SIGNED = frozenset({"DW_ATE_signed", "DW_ATE_signed_char"})
 _UNSIGNED = frozenset({"DW_ATE_unsigned", "DW_ATE_unsigned_char", "DW_ATE_UTF"})
 _BY_VALUE_WHY = (
-    "passes a struct by value; build with debug info (-g) so that its C type is known, "
-    "or pass it by pointer"
+    "passes a struct by value; build with debug info (-g) so that its C type is known, or pass it by pointer"
 )
 
 
@@ -69,22 +68,43 @@ class Ref(int):
 
 
 class Node:
-    """A parsed metadata node: ``kind`` (``DIBasicType``..., ``""`` for a tuple), fields, tuple items."""
+    """A parsed metadata node: ``kind`` (``DIBasicType``..., ``""`` for a tuple), fields, tuple items.
 
-    __slots__ = ("fields", "items", "kind")
+    Fields of the plain form (the usual one) are converted from their text when first read.
+    """
 
-    def __init__(self, kind: str, fields: dict[str, Any] | None = None, items: list[Any] | None = None) -> None:
+    __slots__ = ("_raw", "_values", "items", "kind")
+
+    def __init__(
+        self,
+        kind: str,
+        fields: dict[str, Any] | None = None,
+        items: list[Any] | None = None,
+        raw: dict[str, str] | None = None,
+    ) -> None:
         self.kind = kind
-        self.fields = fields or {}
+        self._values = fields or {}
+        self._raw = raw
         self.items = items or []
 
     def get(self, key: str, default: Any = None) -> Any:
         """The value of field ``key``."""
-        return self.fields.get(key, default)
+        values = self._values
+        if key in values:
+            return values[key]
+        raw = self._raw
+        if raw is not None and key in raw:
+            value = values[key] = _simple(raw[key])
+            return value
+        return default
+
+    def has(self, key: str) -> bool:
+        """Whether the node has field ``key``."""
+        return key in self._values or (self._raw is not None and key in self._raw)
 
     def flags(self, key: str = "flags") -> frozenset[str]:
         """The words of a flags field (``DIFlagA | DIFlagB``)."""
-        value = self.fields.get(key)
+        value = self.get(key)
         return frozenset(_FLAG_OR.split(value)) if isinstance(value, str) else frozenset()
 
 
@@ -218,7 +238,7 @@ def parse_node(body: str) -> Node | None:
     """A node from the text after ``!N = [distinct]``; None when it is not one this parser reads."""
     m = _FAST_NODE.fullmatch(body)
     if m is not None:
-        return Node(m.group(1), {k: _simple(v) for k, v in _FAST_FIELD.findall(m.group(2))})
+        return Node(m.group(1), raw=dict(_FAST_FIELD.findall(m.group(2))))
     m = _FAST_TUPLE.fullmatch(body)
     if m is not None:
         return Node("", items=[_simple(v) for v in m.group(1).split(", ")] if m.group(1) else [])
@@ -227,6 +247,20 @@ def parse_node(body: str) -> Node | None:
     except (MetadataError, IndexError):
         return None
     return value if isinstance(value, Node) else None
+
+
+def _parameter(text: str, start: int, end: int) -> tuple[int, int, str] | None:
+    """Scope, position and name of the parameter variable at ``text[start:end]``, if it is one."""
+    m = _ARG_FAST.match(text, start, end)
+    if m is not None:
+        return int(m.group(3)), int(m.group(2)), _unescape(m.group(1))
+    var = parse_node(text[start:end]) if "arg: " in text[start:end] else None
+    if var is None:
+        return None
+    scope, arg, name = var.get("scope"), var.get("arg"), var.get("name")
+    if isinstance(scope, Ref) and isinstance(arg, int) and isinstance(name, str):
+        return int(scope), arg, name
+    return None
 
 
 def _split_top(s: str, sep: str) -> list[str]:
@@ -247,6 +281,11 @@ def _split_top(s: str, sep: str) -> list[str]:
             start = i + 1
     parts.append(s[start:].strip())
     return [p for p in parts if p]
+
+
+def _number(value: Any) -> TypeGuard[int]:
+    """Whether a field value is an integer (not a node reference)."""
+    return isinstance(value, int) and not isinstance(value, Ref)
 
 
 def _join(base: str, declarator: str) -> str:
@@ -273,6 +312,8 @@ class _Reader:
         self._names: dict[tuple[int, bool], str] = {}
         self.cxx = False
         self.params: dict[tuple[int, int], str] = {}
+        self._pending: list[Any] = []
+        self._draining = False
         if self._start < 0:
             return
         pos, end = self._start, len(text)
@@ -299,21 +340,9 @@ class _Reader:
                 return
             end = text.find("\n", pos)
             end = len(text) if end < 0 else end
-            m = _ARG_FAST.match(text, pos, end)
-            if m is not None:
-                scope, arg, name = int(m.group(3)), int(m.group(2)), _unescape(m.group(1))
-            elif "arg: " in text[pos:end]:
-                var = parse_node(text[pos:end])
-                scope, arg, name = (var.get("scope"), var.get("arg"), var.get("name")) if var else (None, None, None)
-                if not (isinstance(scope, Ref) and isinstance(arg, int) and isinstance(name, str)):
-                    pos = end
-                    continue
-                scope = int(scope)
-            else:
-                pos = end
-                continue
-            if scope in scopes:
-                self.params.setdefault((scope, arg), name)
+            found = _parameter(text, pos, end)
+            if found is not None and found[0] in scopes:
+                self.params.setdefault((found[0], found[1]), found[2])
             pos = end
 
     def _body(self, n: int) -> str | None:
@@ -378,7 +407,7 @@ class _Reader:
         for _ in range(32):
             if scope is None or scope.kind not in ("DINamespace", "DICompositeType"):
                 break
-            if scope.kind == "DICompositeType" or "exportSymbols" not in scope.fields:  # std::__1 is inline
+            if scope.kind == "DICompositeType" or not scope.has("exportSymbols"):  # std::__1 is inline
                 name = f"{scope.get('name') or '(anonymous namespace)'}::{name}"
             scope = self.node(scope.get("scope"))
         return name
@@ -430,7 +459,7 @@ class _Reader:
             return _join(str(node.get("name") or tag or "?"), declarator)
         if kind == "DICompositeType":
             if tag == "DW_TAG_array_type":
-                dims = "".join(f"[{c}]" if c else "[]" for c in self._dims(node))
+                dims = "".join("[]" if c is None else f"[{c}]" for c in self._dims(node))
                 return self.spell(base, f"{declarator}{dims}", depth + 1)
             word = {"DW_TAG_enumeration_type": "enum", "DW_TAG_union_type": "union"}.get(tag, "struct")
             name = self.qualified(node)
@@ -445,11 +474,11 @@ class _Reader:
         for sub in self.items(node.get("elements")):
             sub_node = self.node(sub)
             count = sub_node.get("count") if sub_node is not None else None
-            if isinstance(count, int) and not isinstance(count, Ref):
+            if _number(count):
                 dims.append(count if count >= 0 else None)
-            elif sub_node is not None and isinstance(sub_node.get("upperBound"), int):
+            elif sub_node is not None and _number(sub_node.get("upperBound")):
                 lower = sub_node.get("lowerBound", 0)
-                dims.append(sub_node.get("upperBound") - (lower if isinstance(lower, int) else 0) + 1)
+                dims.append(sub_node.get("upperBound") - (lower if _number(lower) else 0) + 1)
             else:
                 dims.append(None)
         return dims
@@ -457,12 +486,30 @@ class _Reader:
     # -- descriptions -----------------------------------------------------------------
 
     def resolve(self, ref: Any) -> str | None:
-        """The type id of ``ref`` (None for void), describing it (and what it reaches) once."""
+        """The type id of ``ref`` (None for void), describing it and every type it reaches once.
+
+        What a pointer points to is described afterwards, from a work list: long chains of
+        records that point to one another do not deepen the recursion.
+        """
+        tid = self._describe_now(ref)
+        if not self._draining:
+            self._draining = True
+            try:
+                while self._pending:
+                    self._describe_now(self._pending.pop())
+            finally:
+                self._draining = False
+        return tid
+
+    def _type_id(self, ref: Any) -> str:
+        return f"!{int(ref)}" if isinstance(ref, Ref) else f"!inline{id(ref)}"
+
+    def _describe_now(self, ref: Any) -> str | None:
         if ref is None:
             return None
-        tid = f"!{int(ref)}" if isinstance(ref, Ref) else f"!inline{len(self.types)}"
+        tid = self._type_id(ref)
         if tid not in self.types:
-            self.types[tid] = desc = {}  # placeholder: a pointer back to a record in progress ends here
+            self.types[tid] = desc = {}  # placeholder until it is described
             desc.update(self._describe(ref, tid))
         return tid
 
@@ -491,7 +538,9 @@ class _Reader:
         if kind == "DIDerivedType" and tag in _POINTERS:
             base = core.get("baseType")
             target = self.node(self.strip(base))
-            to = self.resolve(base)
+            to = None if base is None else self._type_id(base)
+            if to is not None and to not in self.types:
+                self._pending.append(base)
             self._aligns[tid] = size or 8
             is_char = (
                 target is not None
@@ -541,7 +590,7 @@ class _Reader:
             return self._unsupported(tid, name, "an array of unknown shape")
         if any(d is None for d in dims[1:]) or any(isinstance(d, int) and d < 0 for d in dims):
             return self._unsupported(tid, name, "an array of variable length")
-        element = self.resolve(core.get("baseType"))
+        element = self._describe_now(core.get("baseType"))
         element_align = self._aligns.get(element, 1) if element is not None else 1
         of = element
         # int a[2][3]: an array of 2 arrays of 3; the inner ones get ids of their own.
@@ -559,7 +608,7 @@ class _Reader:
         flags = core.flags()
         kind = "union" if core.get("tag") == "DW_TAG_union_type" else "struct"
         tag_name = core.get("name") or None
-        if "DIFlagFwdDecl" in flags or ("elements" not in core.fields and "size" not in core.fields):
+        if "DIFlagFwdDecl" in flags or not (core.has("elements") or core.has("size")):
             self._aligns[tid] = 1
             return {"kind": "opaque", "name": name}
         if "DIFlagTypePassByReference" in flags:
@@ -577,7 +626,7 @@ class _Reader:
                 continue
             if "DIFlagVirtual" in member_flags:
                 return self._unsupported(tid, name, "a C++ class with a virtual base", size)
-            field_type = self.resolve(member.get("baseType"))
+            field_type = self._describe_now(member.get("baseType"))
             if field_type is None:
                 continue
             offset_bits = member.get("offset", 0)
@@ -612,7 +661,9 @@ class _Reader:
 
 def _ir_type(types: dict[str, dict[str, Any]], ir: str, attrs: list[str]) -> tuple[str | None, str]:
     """Type id and C spelling of an IR parameter or return type (registered in ``types``)."""
-    if any(a.startswith(("byval", "sret", "inalloca", "preallocated")) for a in attrs) or ir.startswith(("{", "[", "%")):
+    desc: dict[str, Any]
+    in_memory = any(a.startswith(("byval", "sret", "inalloca", "preallocated")) for a in attrs)
+    if in_memory or ir.startswith(("{", "[", "%")):
         tid, desc = "ir:by-value", {"kind": "unsupported", "name": "struct", "why": _BY_VALUE_WHY}
     elif ir == "void":
         return None, "void"

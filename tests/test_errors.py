@@ -125,7 +125,8 @@ def test_library_wrong_argument_types_are_clear(sigs: Library) -> None:
         sigs.add64(1, 1.5)
     with pytest.raises(SignatureError, match=r"add64\(\) takes 2 arguments, 1 given"):
         sigs.add64(1)
-    with pytest.raises(SignatureError, match=r"low_byte\(\) argument 1 \(unsigned int\): 4294967296 is out of range \[0, 4294967295\]"):
+    out_of_range = r"low_byte\(\) argument 1 \(unsigned int\): 4294967296 is out of range \[0, 4294967295\]"
+    with pytest.raises(SignatureError, match=out_of_range):
         sigs.low_byte(2**32)
     with pytest.raises(SignatureError, match=r"fill\(\) argument 1 \(uint8_t \*\): expected bytes, a writable buffer"):
         sigs.fill(1.5, 1, 1)
@@ -134,7 +135,8 @@ def test_library_wrong_argument_types_are_clear(sigs: Library) -> None:
 def test_library_unsupported_signatures_say_why(sigs: Library) -> None:
     with pytest.raises(SignatureError, match=r"sum_pair\(\) argument 1 \(struct pair\): expected struct pair"):
         sigs.sum_pair(1)
-    with pytest.raises(SignatureError, match=r"long double widen\(double x\): cannot be called from Python: its result \(long double\)"):
+    long_double = r"long double widen\(double x\): cannot be called from Python: its result \(long double\)"
+    with pytest.raises(SignatureError, match=long_double):
         sigs.widen(1.0)
     with pytest.raises(SignatureError, match="variadic"):
         sigs.variadic(1)

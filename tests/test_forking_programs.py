@@ -72,7 +72,7 @@ def test_forked_children_are_counted_per_loop_iteration(builder: Builder, write,
 def test_program_exiting_while_its_child_holds_stdout_is_not_a_timeout(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     source = write(
         "leave.c",
-        '#include <stdio.h>\n#include <unistd.h>\n'
+        "#include <stdio.h>\n#include <unistd.h>\n"
         'int main(void) { if (fork() == 0) { sleep(60); return 0; } puts("parent done"); return 0; }\n',
     )
     artifact = builder.build([source])
