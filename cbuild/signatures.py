@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeGuard
 
 __all__ = ["read_signatures"]
@@ -263,20 +263,31 @@ def _parameter(text: str, start: int, end: int) -> tuple[int, int, str] | None:
     return None
 
 
-def _split_top(s: str, sep: str) -> list[str]:
-    """``s`` split at ``sep`` outside brackets and quotes, parts stripped, empty ones dropped."""
-    parts, depth, start, quoted = [], 0, 0, False
-    for i, c in enumerate(s):
+def _outside_quotes(s: str, start: int = 0, depth: int = 0) -> Iterator[tuple[int, str, int]]:
+    """Each character of ``s`` from ``start`` outside double-quoted strings, with the
+    bracket depth once it is read (``depth`` before the first)."""
+    quoted = False
+    for i in range(start, len(s)):
+        c = s[i]
         if quoted:
             if c == '"' and s[i - 1] != "\\":
                 quoted = False
-        elif c == '"':
+            continue
+        if c == '"':
             quoted = True
-        elif c in "([{<":
+            continue
+        if c in "([{<":
             depth += 1
         elif c in ")]}>":
             depth -= 1
-        elif c == sep and depth == 0:
+        yield i, c, depth
+
+
+def _split_top(s: str, sep: str) -> list[str]:
+    """``s`` split at ``sep`` outside brackets and quotes, parts stripped, empty ones dropped."""
+    parts, start = [], 0
+    for i, c, depth in _outside_quotes(s):
+        if c == sep and depth == 0:
             parts.append(s[start:i].strip())
             start = i + 1
     parts.append(s[start:].strip())
@@ -808,18 +819,7 @@ def _first_node_line(text: str) -> int:
 
 def _closing_paren(line: str, start: int) -> int:
     """Index of the ``)`` closing the parameter list that opens before ``start``."""
-    depth, quoted = 1, False
-    for i in range(start, len(line)):
-        c = line[i]
-        if quoted:
-            if c == '"' and line[i - 1] != "\\":
-                quoted = False
-        elif c == '"':
-            quoted = True
-        elif c in "([{<":
-            depth += 1
-        elif c in ")]}>":
-            depth -= 1
-            if depth == 0:
-                return i
+    for i, _, depth in _outside_quotes(line, start, depth=1):
+        if depth == 0:
+            return i
     return len(line)
