@@ -10,7 +10,11 @@ belongs to the library's process and is never dereferenced by the test process.
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the host milliseconds
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _SIGNED = {1: ctypes.c_int8, 2: ctypes.c_int16, 4: ctypes.c_int32, 8: ctypes.c_int64}
 _UNSIGNED = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.c_uint64}

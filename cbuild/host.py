@@ -12,13 +12,16 @@ import ctypes
 import marshal
 import mmap
 import os
-import platform
 import select
 import struct
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the host milliseconds
+
+if TYPE_CHECKING:  # the host starts once per test: only what it needs at run time is imported
+    from collections.abc import Callable
+    from typing import Any
 
 #: Sequence number and payload length at the start of each shared-memory mailbox.
 _HEADER = struct.Struct("<QQ")
@@ -26,7 +29,7 @@ _WORD = struct.Struct("<Q")
 #: How long a side polls shared memory for the next message before it sleeps on its pipe.
 #: Waking a sleeping process costs tens of microseconds on virtual machines; a call
 #: made right after the previous one's reply is seen within a few.
-SPIN_SECONDS = 200e-6 if platform.machine() in ("x86_64", "AMD64", "i686") else 0.0
+SPIN_SECONDS = 200e-6 if os.uname().machine in ("x86_64", "i686") else 0.0
 #: Bytes reserved for one mailbox at first; a larger message grows its file.
 MAILBOX_BYTES = 1 << 20
 #: Bytes read from a returned ``char *`` at most, when the test asks for its string.
