@@ -20,7 +20,7 @@ import time
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the host milliseconds
 
 if TYPE_CHECKING:  # the host starts once per test: only what it needs at run time is imported
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 #: Sequence number and payload length at the start of each shared-memory mailbox.
@@ -56,6 +56,9 @@ class Channel:
         # Wake-ups are read into this: whether a side slept or spun leaves the heap the same,
         # and so the addresses the library's allocations get.
         self._doorbell = bytearray(4096)
+        self._base = 0
+        #: (offset, size) of each blob of the last message received.
+        self.blobs: list[tuple[int, int]] = []
 
     @staticmethod
     def memory() -> int:
@@ -71,12 +74,31 @@ class Channel:
             self._map.close()
             self._map = mmap.mmap(self.memory_fd, os.fstat(self.memory_fd).st_size)
             self._size = self._map.size()
+            self._base = 0
 
-    def send(self, message: Any) -> None:
-        """Post one message."""
-        payload = marshal.dumps(message)
-        self._fit(_HEADER.size + len(payload))
+    @property
+    def base(self) -> int:
+        """The mailbox's address in this process."""
+        if not self._base:
+            anchor = ctypes.c_char.from_buffer(self._map)  # released at once: the mapping stays
+            self._base = ctypes.addressof(anchor)
+            del anchor
+        return self._base
+
+    def send(self, message: Any, blobs: Sequence[Any] = ()) -> None:
+        """Post one message, and ``blobs`` (bytes-like) beside it, copied once each."""
+        sizes = [memoryview(blob).nbytes for blob in blobs]
+        payload = marshal.dumps((message, sizes))
+        at = _HEADER.size + len(payload)
+        spans = []
+        for size in sizes:
+            at = (at + 15) & ~15
+            spans.append((at, size))
+            at += size
+        self._fit(at)
         self._map[_HEADER.size : _HEADER.size + len(payload)] = payload
+        for (start, size), blob in zip(spans, blobs, strict=True):
+            self._map[start : start + size] = blob
         self._seq += 1
         # The payload and its length first, then the sequence number: a receiver that sees the
         # whole new number sees the whole message.
@@ -96,6 +118,7 @@ class Channel:
         while time.perf_counter() < deadline:
             if _HEADER.unpack_from(self._map, 0)[0] == expected:
                 return True
+            os.sched_yield()  # should the other side share this CPU, it runs now
         end = None if timeout is None else time.monotonic() + timeout
         while _HEADER.unpack_from(self._map, 0)[0] != expected:
             wait = None if end is None else max(0.0, end - time.monotonic())
@@ -108,12 +131,26 @@ class Channel:
         return True
 
     def receive(self) -> Any:
-        """The message :meth:`ready` found."""
+        """The message :meth:`ready` found; its blobs stay in the mailbox until the next one."""
         size = _HEADER.unpack_from(self._map, 0)[1]
         self._fit(_HEADER.size + size)
         self._seq += 1
         with memoryview(self._map) as whole, whole[_HEADER.size : _HEADER.size + size] as payload:
-            return marshal.loads(payload)  # straight from the mailbox: no copy of the payload first
+            message, sizes = marshal.loads(payload)  # straight from the mailbox: no copy of the payload first
+        at = _HEADER.size + size
+        self.blobs = []
+        for blob_size in sizes:
+            at = (at + 15) & ~15
+            self.blobs.append((at, blob_size))
+            at += blob_size
+        self._fit(at)
+        return message
+
+    def blob_into(self, index: int, address: int) -> int:
+        """Copy blob ``index`` of the last message to ``address``; returns its size."""
+        start, size = self.blobs[index]
+        ctypes.memmove(address, self.base + start, size)
+        return size
 
     def close(self) -> None:
         """Unmap the mailbox."""
@@ -163,8 +200,11 @@ class _Loaded:
 class Host:
     """Serves requests until told to stop (or until a library call ends the process)."""
 
-    def __init__(self, type_map: Any) -> None:
+    def __init__(self, type_map: Any, requests: Channel) -> None:
         self.type_map = type_map
+        self.requests = requests
+        #: Buffers to send back beside the reply being made.
+        self.blobs_out: list[Any] = []
         self.libraries: dict[int, _Loaded] = {}
         #: Copies of the test's buffers, by their address in the test process: C code that keeps a
         #: pointer to one finds it again, updated, when the buffer is passed again. Kept for the test.
@@ -183,15 +223,13 @@ class Host:
     def load(self, lib_id: int, path: str, types: dict[str, Any], functions: dict[str, Any]) -> None:
         self.libraries[lib_id] = _Loaded(path, types, functions, self.type_map)
 
-    def _memory(self, slot: int | None, data: bytes) -> Any:
-        """A buffer holding ``data``; a slot keeps its address for the object's lifetime."""
+    def _memory(self, slot: int | None, size: int) -> Any:
+        """A buffer of ``size`` bytes; a slot keeps its address for the test's buffer while its size holds."""
         if slot is None:
-            return ctypes.create_string_buffer(data, len(data))
+            return (ctypes.c_char * size)()
         buf = self.slots.get(slot)
-        if buf is None or len(buf) != len(data):
-            buf = self.slots[slot] = ctypes.create_string_buffer(data, len(data))
-        else:
-            ctypes.memmove(buf, data, len(data))
+        if buf is None or len(buf) != size:
+            buf = self.slots[slot] = (ctypes.c_char * size)()
         return buf
 
     def call(self, lib_id: int, name: str, args: list[Any]) -> tuple[Any, list[Any]]:
@@ -203,9 +241,10 @@ class Host:
         for n, (tag, *rest) in enumerate(args):
             if tag == "v":
                 values.append(rest[0])
-            elif tag == "m":  # memory: slot (None: this call only), bytes, whether to send it back
-                slot, data, send_back = rest
-                buf = self._memory(slot, data)
+            elif tag == "m":  # memory: slot (None: this call only), its blob, whether to send it back
+                slot, blob, send_back = rest
+                buf = self._memory(slot, self.requests.blobs[blob][1])
+                self.requests.blob_into(blob, ctypes.addressof(buf))
                 keep.append(buf)
                 values.append(ctypes.addressof(buf))
                 if send_back:
@@ -228,12 +267,14 @@ class Host:
         result = raw(*values)
         self.libc.fflush(None)
         written: list[tuple[int, Any, bytes | None]] = []
+        self.blobs_out = []
         for n, buf, before in back:
             if isinstance(buf, ctypes.c_void_p):
                 if buf.value != before:
                     written.append((n, buf.value or 0, None if buf.value is None else ctypes.string_at(buf.value)))
             else:
-                written.append((n, memoryview(buf).cast("B"), None))  # marshal copies it once, into the reply
+                written.append((n, len(self.blobs_out), None))
+                self.blobs_out.append(buf)
         if ret is None:
             out: Any = ("v", None)
         elif ret is ctypes.c_void_p:
@@ -263,17 +304,19 @@ class Host:
         data: bytes = ctypes.string_at(address)
         return data[:MAX_STRING]
 
-    def serve(self, requests: Channel, replies: Channel) -> None:
+    def serve(self, replies: Channel) -> None:
+        requests = self.requests
         while True:
             try:
                 requests.ready(None)
             except EOFError:
                 os._exit(0)
-            op, *args = requests.receive()
+            op, *args = requests.receive()  # memory arguments stay in the mailbox as blobs
             if op == "exit":
                 os._exit(0)
+            self.blobs_out = []
             try:
-                replies.send(("ok", self.ops[op](*args)))
+                replies.send(("ok", self.ops[op](*args)), self.blobs_out)
             except Exception as exc:  # reported to the test process, which raises it there
                 replies.send(("error", type(exc).__name__, str(exc)))
 
@@ -294,7 +337,7 @@ def _main() -> None:
     os.environ.pop("PYTHONHASHSEED", None)
     if guard:
         ctypes.CDLL(guard).instrbudget_host_guard()
-    Host(ctypes_map.TypeMap).serve(requests, replies)
+    Host(ctypes_map.TypeMap, requests).serve(replies)
 
 
 if __name__ == "__main__":

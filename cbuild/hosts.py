@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,20 +120,18 @@ class HostProcess:
         """True while the process can take requests."""
         return self.ended is None
 
-    def request(self, op: str, *args: Any, what: str, timeout: float | None = None) -> Any:
-        """Run ``op`` in the host; ``what`` names it in errors (``"mk_parse()"``)."""
+    def request(self, op: str, *args: Any, what: str, timeout: float | None = None, blobs: Sequence[Any] = ()) -> Any:
+        """Run ``op`` in the host; ``what`` names it in errors (``"mk_parse()"``).
+
+        ``blobs`` (bytes-like) travel beside the arguments, which refer to them by index;
+        the reply's blobs can be copied out with :meth:`reply_blob_into` until the next request.
+        """
         __tracebackhide__ = True
         if self.ended is not None:
             raise LibraryCrashed(f"{what}: the library's process ended earlier in this test ({self.ended})")
         try:
-            self._requests.send((op, *args))
-            if not self._replies.ready(timeout):
-                self._kill()
-                self.ended = f"{what} ran past its {timeout:g} s timeout"
-                raise LibraryTimeout(
-                    f"{what} ran past its {timeout:g} s timeout; the library's process was killed{self._stderr_tail()}"
-                )
-            reply = self._replies.receive()
+            self._requests.send((op, *args), blobs)
+            reply = self._replies.receive() if self._replies.ready(timeout) else None
         except (EOFError, BrokenPipeError):
             raise self._died(what) from None
         except BaseException:  # interrupted (Ctrl-C) mid-call: the process may be anywhere in it
@@ -142,9 +140,19 @@ class HostProcess:
             raise
         finally:
             self._forward_output()
+        if reply is None:
+            self._kill()
+            self.ended = f"{what} ran past its {timeout:g} s timeout"
+            raise LibraryTimeout(
+                f"{what} ran past its {timeout:g} s timeout; the library's process was killed{self._stderr_tail()}"
+            )
         if reply[0] == "error":
             raise ExecutionError(f"{what}: {reply[1]}: {reply[2]}")
         return reply[1]
+
+    def reply_blob_into(self, index: int, address: int) -> int:
+        """Copy blob ``index`` of the last reply to ``address`` (this process); returns its size."""
+        return self._replies.blob_into(index, address)
 
     def _died(self, what: str) -> LibraryCrashed:
         try:

@@ -261,19 +261,26 @@ class Function:
         if len(args) != len(params):
             raise SignatureError(f"{self.name}() takes {len(params)} arguments, {len(args)} given")
         wires = [convert(a) for convert, a in zip(self._converters, args, strict=True)]
+        blobs: list[Any] = []
+        for i, wire in enumerate(wires):
+            if wire[0] == "m":  # the memory travels beside the message, copied once
+                wires[i] = ("m", wire[1], len(blobs), wire[3])
+                blobs.append(wire[2])
         library = self._library
-        result, written = library.host.request(
-            "call", library.id, self.name, wires, what=f"{self.name}()", timeout=library.timeout
+        host = library.host
+        result, written = host.request(
+            "call", library.id, self.name, wires, what=f"{self.name}()", timeout=library.timeout, blobs=blobs
         )
-        for n, data, text in written:
+        for n, blob, text in written:
             target = args[n]
             obj = _ctypes_object(target)
             if isinstance(obj, ctypes.c_char_p):  # the library pointed it elsewhere: a copy of the string
                 obj.value = text
                 continue
             if obj is None:
-                obj = (ctypes.c_char * len(data)).from_buffer(memoryview(target))
-            ctypes.memmove(ctypes.addressof(obj), data, len(data))
+                view = memoryview(target)
+                obj = (ctypes.c_char * view.nbytes).from_buffer(view)
+            host.reply_blob_into(blob, ctypes.addressof(obj))
         return self._result(result)
 
     def _result(self, wire: Wire) -> Any:
