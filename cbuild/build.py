@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cbuild import codegen, dynamic
+from cbuild import dynamic, llvm_worker
 from cbuild.blocks import BlockTable
 from cbuild.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
 from cbuild.compile import compile_unit
-from cbuild.errors import CBuildError, InstrumentError, LinkError
+from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError
 from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.options import BuildOptions, language_of
@@ -128,6 +128,8 @@ class Builder:
             raise CBuildError("no source files given")
         paths = [Path(s) for s in sources]
         languages = {language_of(p) for p in paths}
+        # The LLVM worker (Python and llvmlite) starts while clang runs; once per process.
+        llvm_worker.prestart()
         # clang runs are independent processes: compile the translation units side by side.
         with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as pool:
             units = list(pool.map(lambda p: compile_unit(self.toolchain, self.cache, p, options), paths))
@@ -151,45 +153,39 @@ class Builder:
         with self.cache.lock("bin", key):
             if binary.exists() and table_path.exists():
                 return artifact
-            modules = [codegen.parse(u.ir_path.read_text(), name=str(u.source)) for u in units]
-            linked = codegen.link(modules)
-            linked_text = str(linked)
+            # LLVM runs in worker processes (cbuild.llvm_worker): an abort there fails this build only.
+            linked_text = llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
             active = list(models) if options.instrument else []
             events = frozenset(e for model in active for e in model.events)
-            result = instrument(
-                linked_text,
-                build_id=key,
-                counting=options.instrument,
-                placement=options.placement,
-                events=events,
-                calls=options.calls,
-            )
-            tm = codegen.target_machine(self.toolchain.triple, options.speed_level)
-            try:
-                module = codegen.parse(result.text, name="instrumented")
-            except InstrumentError:
-                if options.placement == "blocks":
-                    raise
-                # Edge counters need new blocks on some edges; should LLVM refuse one,
-                # one counter per block still counts the same.
+            placement = options.placement
+            while True:
                 result = instrument(
                     linked_text,
                     build_id=key,
                     counting=options.instrument,
-                    placement="blocks",
+                    placement=placement,
                     events=events,
                     calls=options.calls,
                 )
-                module = codegen.parse(result.text, name="instrumented")
-            analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, paths)
-            extra = []
-            if dynamic_phases:
-                # The models' hooks join the program's module, to be inlined where they are called.
-                module = codegen.link([module, codegen.parse(models_code.read_text(), name="cost models")])
-            else:
-                extra.append(models_code)  # only the (empty) results the runtime reads
-            codegen.optimise(module, tm, options.speed_level, inline_hooks=dynamic_phases)
-            obj = codegen.emit_object(module, tm)
+                analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, paths)
+                # With dynamic phases the models' hooks join the program's module, to be inlined
+                # where they are called; without, the models' object holds the (empty) results.
+                extra = [] if dynamic_phases else [models_code]
+                try:
+                    obj = llvm_worker.compile_module(
+                        result.text,
+                        models_code.read_text() if dynamic_phases else None,
+                        triple=self.toolchain.triple,
+                        speed_level=options.speed_level,
+                        sources=[str(p) for p in paths],
+                    )
+                    break
+                except InstrumentedIRRejected:
+                    if placement == "blocks":
+                        raise
+                    # Edge counters need new blocks on some edges; should LLVM refuse one,
+                    # one counter per block still counts the same.
+                    placement = "blocks"
             cxx = "c++" in languages
             self._link(obj, binary, kind=kind, cxx=cxx, options=options, extra=extra)
             sidecar = {
@@ -211,8 +207,7 @@ class Builder:
             toolchain = replace(self.toolchain, triple=triple)
             with ThreadPoolExecutor(max_workers=min(len(sources), os.cpu_count() or 1)) as pool:
                 units = list(pool.map(lambda p: compile_unit(toolchain, self.cache, p, options), sources))
-            modules = [codegen.parse(u.ir_path.read_text(), name=str(u.source)) for u in units]
-            return str(codegen.link(modules))
+            return llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
 
         view = BuildView(table, ir, opt_level=options.speed_level, twin=twin)
         analyses: dict[str, Any] = {}

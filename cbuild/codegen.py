@@ -1,13 +1,19 @@
-"""llvmlite behind one seam: parse and link IR, re-optimise, emit an object file."""
+"""llvmlite behind one seam: parse and link IR, re-optimise, emit an object file.
+
+A build runs :func:`link_units` and :func:`compile_module` in a worker process
+(:mod:`cbuild.llvm_worker`), where an abort inside LLVM cannot end the session.
+"""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from pathlib import Path
 
 from llvmlite import binding as llvm
 
 from cbuild.blocks import UNCOUNTED_INTRINSIC, BlockTable, region_marker
-from cbuild.errors import InstrumentError
+from cbuild.errors import InstrumentedIRRejected, InstrumentError
 
 
 @functools.cache
@@ -17,11 +23,11 @@ def initialise() -> None:
     llvm.initialize_native_asmparser()  # inline assembly is parsed while emitting objects
 
 
-def parse(text: str, *, name: str) -> llvm.ModuleRef:
-    """Parse and verify IR text; errors name the module."""
+def parse(text: str, *, name: str, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
+    """Parse and verify IR text (into llvmlite's global context unless given one); errors name the module."""
     initialise()
     try:
-        module = llvm.parse_assembly(text)
+        module = llvm.parse_assembly(text, context)
         module.verify()
     except RuntimeError as exc:
         raise InstrumentError(f"LLVM rejected the IR of {name}: {exc}") from exc
@@ -38,6 +44,36 @@ def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
         except RuntimeError as exc:
             raise InstrumentError(f"linking the IR of {other.name} into {first.name} failed: {exc}") from exc
     return first
+
+
+def link_units(paths: Sequence[str], names: Sequence[str]) -> str:
+    """The text of one module linking the IR files at ``paths`` in order; errors name each by ``names``.
+
+    A fresh context per call: struct type names (``%struct.s.3``) then depend on these
+    units alone, not on what the process parsed before.
+    """
+    context = llvm.create_context()
+    modules = [parse(Path(p).read_text(), name=n, context=context) for p, n in zip(paths, names, strict=True)]
+    return str(link(modules))
+
+
+def compile_module(text: str, models: str | None, *, triple: str, speed_level: int) -> bytes:
+    """Object code for the instrumented module ``text``.
+
+    ``models`` is the IR of the cost models' dynamic phases: linked in, and their hooks
+    inlined where the counting code calls them. LLVM refusing ``text`` itself raises
+    :class:`InstrumentedIRRejected`.
+    """
+    context = llvm.create_context()
+    try:
+        module = parse(text, name="instrumented", context=context)
+    except InstrumentError as exc:
+        raise InstrumentedIRRejected(str(exc)) from None
+    if models is not None:
+        module = link([module, parse(models, name="cost models", context=context)])
+    tm = target_machine(triple, speed_level)
+    optimise(module, tm, speed_level, inline_hooks=models is not None)
+    return emit_object(module, tm)
 
 
 def llvmlite_sizes(module: llvm.ModuleRef) -> list[tuple[str, int]]:

@@ -50,3 +50,15 @@ class LibraryCrashed(ExecutionError):
 
 class LibraryTimeout(ExecutionError):
     """A library call ran past its time limit; the library's process was killed."""
+
+
+class InstrumentedIRRejected(InstrumentError):
+    """LLVM refused the instrumented module; a build with edge counters retries with one counter per block."""
+
+
+class LLVMCrashed(CBuildError):
+    """LLVM ended the worker process running a build stage (an abort, a fatal error, a signal).
+
+    The message names the stage, the build's sources, how the process ended and
+    what it printed last (LLVM's own message, e.g. ``LLVM ERROR: ...``).
+    """
