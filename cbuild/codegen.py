@@ -7,6 +7,7 @@ A build runs :func:`link_units` and :func:`compile_module` in a worker process
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,6 +47,21 @@ def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
     return first
 
 
+_DEBUG_RECORD = re.compile(r"^[ \t]+#dbg_\w+\(.*\n", re.MULTILINE)
+_RETAINED_NODES = re.compile(r", retainedNodes: !\d+")
+
+
+def line_tables_only(text: str) -> str:
+    """``text`` with its debug information reduced to line tables (what ``-gline-tables-only`` keeps).
+
+    Sources are compiled with full DWARF so that :mod:`cbuild.signatures` can read
+    their C types; generating code for all of it would cost a quarter of a cold build,
+    and nothing reads it from the binary. Line tables stay for debuggers and profilers.
+    """
+    text = _RETAINED_NODES.sub("", _DEBUG_RECORD.sub("", text))
+    return text.replace("emissionKind: FullDebug", "emissionKind: LineTablesOnly")
+
+
 def link_units(paths: Sequence[str], names: Sequence[str]) -> str:
     """The text of one module linking the IR files at ``paths`` in order; errors name each by ``names``.
 
@@ -65,6 +81,7 @@ def compile_module(text: str, models: str | None, *, triple: str, speed_level: i
     :class:`InstrumentedIRRejected`.
     """
     context = llvm.create_context()
+    text = line_tables_only(text)
     try:
         module = parse(text, name="instrumented", context=context)
     except InstrumentError as exc:
@@ -110,6 +127,19 @@ def target_machine(triple: str, opt_level: int) -> llvm.TargetMachine:
     initialise()
     target = llvm.Target.from_triple(triple)
     return target.create_target_machine(opt=opt_level, reloc="pic", codemodel="default")
+
+
+def strip_debug_info(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    """Drop the debug information before code generation.
+
+    Sources are compiled with full DWARF so that :mod:`cbuild.signatures` reads their
+    C types from the IR; lowering all of it to machine code would cost a third of a
+    cold build's code generation and is not read from the binary.
+    """
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options())
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_strip_symbols_pass()
+    mpm.run(module, pb)
 
 
 def optimise(module: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int, *, inline_hooks: bool = False) -> None:

@@ -279,3 +279,25 @@ def test_a_worker_killed_during_a_request(write) -> None:  # type: ignore[no-unt
         assert [w.pid for w in pool.workers()] != [worker.pid]
     finally:
         pool.shutdown()
+
+
+def test_object_code_keeps_line_tables_but_not_variables(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """Sources carry full DWARF (for their C types); the binary only their line tables."""
+    src = write(
+        "debuginfo.c",
+        "struct point_of_interest { int abscissa_value; };\n"
+        "int sum_upto(int n) {\n"
+        "    int running_total_variable = 0;\n"
+        "    for (int i = 0; i < n; i++) running_total_variable += i;\n"
+        "    return running_total_variable;\n"
+        "}\n"
+        "int first(struct point_of_interest *p) { return p->abscissa_value; }\n",
+    )
+    artifact = builder.build([src], kind="library")
+    binary = artifact.path.read_bytes()
+    assert b".debug_line" in binary
+    assert b"debuginfo.c" in binary
+    for name in (b"running_total_variable", b"point_of_interest", b"abscissa_value"):
+        assert name not in binary
+    # The types were there for the signatures.
+    assert "abscissa_value" in str(artifact.metadata()["signatures"]["types"])
