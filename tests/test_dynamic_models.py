@@ -223,3 +223,17 @@ def test_zkvm_sees_atomic_accesses(builder: Builder, write) -> None:  # type: ig
     assert run.returncode == 0
     assert run.counts is not None
     assert zk_results(run.counts)["page_outs"] >= 1  # the counter's page was written
+
+
+def test_builds_leave_nothing_beside_the_sources(tmp_path: Path) -> None:
+    """All of a build's outputs, every model's included, go to the cache, none to the source tree."""
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "loop.c").write_text(LOOP_C)
+    before = sorted(p.name for p in sources.iterdir())
+    builder = Builder(cache_dir=tmp_path / "cache", progress=lambda message: None)
+    models = [default_registry().create(name, {}) for name in ("ir-count", "pipeline", "zkvm")]
+    artifact = builder.build([sources / "loop.c"], models=models)
+    assert run_program(artifact, [3], cwd=sources).counts is not None
+    assert sorted(p.name for p in sources.iterdir()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "src"]
