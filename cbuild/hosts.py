@@ -9,6 +9,7 @@ signal or exit status, and the tail of the process's stderr.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -198,16 +200,21 @@ class HostProcess:
         self.process.wait()
 
     def close(self) -> None:
-        """End the process (if it still runs) and remove its files."""
+        """End the process (if it still runs) and remove its files.
+
+        A host that was asked to exit is not waited for here: it is reaped when the next
+        host starts, or at exit (killed if it is still running 5 s after it was asked).
+        """
+        _reap(block=False)
         if self.ended is None:
             self.ended = "closed"
-            with contextlib.suppress(OSError):
-                self._requests.send(("exit",))
             try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
+                self._requests.send(("exit",))
+            except OSError:
                 self._kill()
-        if self.process.returncode is None:
+            else:
+                _exiting.append((time.monotonic() + EXIT_GRACE, self.process))
+        elif self.process.returncode is None:
             self._kill()
         for channel in (self._requests, self._replies):
             channel.close()
@@ -222,6 +229,33 @@ class HostProcess:
         if getattr(self, "process", None) is not None and self.process.returncode is None:
             with contextlib.suppress(Exception):
                 self.close()
+
+
+#: Seconds a closed host has to exit before it is killed.
+EXIT_GRACE = 5.0
+#: Hosts asked to exit and not yet reaped: (deadline, process).
+_exiting: list[tuple[float, subprocess.Popen[bytes]]] = []
+
+
+def _reap(*, block: bool) -> None:
+    """Collect hosts that have exited; kill those past their deadline (all of them, with ``block``)."""
+    now = time.monotonic()
+    still = []
+    for deadline, process in _exiting:
+        if process.poll() is not None:
+            continue
+        if block or now >= deadline:
+            try:
+                process.wait(timeout=max(0.0, deadline - now) if block else 0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            continue
+        still.append((deadline, process))
+    _exiting[:] = still
+
+
+atexit.register(_reap, block=True)
 
 
 class HostPool:

@@ -11,9 +11,7 @@ import ctypes
 import enum
 import itertools
 import math
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from cbuild.build import Artifact
@@ -369,14 +367,16 @@ class Library:
 
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:
         """Block counts since load, or since a :meth:`snapshot` (dynamic results likewise)."""
-        with tempfile.TemporaryDirectory(prefix="instrbudget-profile-") as tmp:
-            path = Path(tmp) / "profile"
+        path = self.host.scratch / f"profile-{self.id}"
+        try:
             counters, results, rc = self.host.request(
                 "counts", self.id, str(path), what=f"reading the counters of {self.artifact.name}"
             )
             if rc != 0:
                 raise CBuildError(f"{self.artifact.name}: the runtime could not write its region profile")
             profile = read_profile(path, clock_metrics(self._models), self.table.functions)
+        finally:
+            path.unlink(missing_ok=True)
         raw = self._raw(counters)
         if since is not None:
             raw = tuple(a - b for a, b in zip(raw, since, strict=True))

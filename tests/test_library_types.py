@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import os
+import signal
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -170,3 +173,29 @@ def test_static_state_starts_from_zero_in_each_process(builder: Builder, tmp_pat
     for _ in range(2):
         with Library(artifact) as library:
             assert [library.bump() for _ in range(3)] == [1, 2, 3]
+
+
+def test_closed_hosts_are_reaped_and_a_stuck_one_is_killed(
+    tmp_path: Path, builder: Builder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing does not wait for the host to exit; it is reaped later, or killed after its grace."""
+    from cbuild import hosts
+
+    source = tmp_path / "types.c"
+    source.write_text(TYPES_C)
+    artifact = builder.build([source], kind="library")
+    with Library(artifact) as library:
+        assert library.neg8(1) == 2**8 - 1
+        exiting = library.host.process
+    hosts._reap(block=True)
+    assert exiting.returncode == 0
+    assert all(process is not exiting for _, process in hosts._exiting)
+
+    monkeypatch.setattr(hosts, "EXIT_GRACE", 0.2)
+    with Library(artifact) as library:
+        stuck = library.host.process
+        os.kill(stuck.pid, signal.SIGSTOP)  # asked to exit, it cannot
+    started = time.monotonic()
+    hosts._reap(block=True)
+    assert stuck.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 5
