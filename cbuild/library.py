@@ -313,7 +313,12 @@ class Library:
     def __init__(self, artifact: Artifact, *, host: HostProcess | None = None, timeout: float | None = 60.0) -> None:
         if artifact.kind != "library":
             raise CBuildError(f"{artifact.path} is a {artifact.kind}, not a library")
-        if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
             raise CBuildError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.artifact = artifact
         self.table = artifact.table()

@@ -15,7 +15,12 @@ File layout (sorted keys, two-space indent, one trailing newline)::
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +33,16 @@ VERSION = 1
 
 class BaselineError(Exception):
     """The baseline file cannot be used; the message names the file."""
+
+
+def _no_constant(name: str) -> Any:
+    """JSON has no NaN or Infinity; Python's reader would accept them."""
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _count(value: object) -> bool:
+    """Whether ``value`` is a cost a baseline can hold: a non-negative integer."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @dataclass
@@ -45,10 +60,20 @@ class Baseline:
         if not path.exists():
             return cls(path)
         try:
-            doc = json.loads(path.read_text())
+            doc = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise BaselineError(
                 f"baseline {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                f"fix it, restore it from version control, or rewrite it with --instrbudget-update"
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise BaselineError(
+                f"baseline {path} is not valid JSON (byte {exc.start} is not UTF-8 text); "
+                f"fix it, restore it from version control, or rewrite it with --instrbudget-update"
+            ) from None
+        except ValueError as exc:  # NaN, Infinity
+            raise BaselineError(
+                f"baseline {path} is not valid JSON ({exc}); "
                 f"fix it, restore it from version control, or rewrite it with --instrbudget-update"
             ) from None
         except OSError as exc:
@@ -75,12 +100,12 @@ class Baseline:
                 total = value["total"]
                 functions = value.get("functions", {})
                 regions = value.get("regions", {})
-                if not all(isinstance(v, int) for v in regions.values()):
-                    raise ValueError(f"{nodeid} {metric}: region costs must be integers")
-                if not isinstance(total, int) or isinstance(total, bool):
-                    raise ValueError(f"{nodeid} {metric}: total {total!r} is not an integer")
-                if not all(isinstance(v, int) for v in functions.values()):
-                    raise ValueError(f"{nodeid} {metric}: function costs must be integers")
+                if not _count(total):
+                    raise ValueError(f"{nodeid} {metric}: total {total!r} is not a non-negative integer")
+                for kind, costs in (("function", functions), ("region", regions)):
+                    bad = next((f"{k} = {v!r}" for k, v in costs.items() if not _count(v)), None)
+                    if bad is not None:
+                        raise ValueError(f"{nodeid} {metric}: {kind} cost {bad} is not a non-negative integer")
                 entry[metric] = Cost(metric, total, dict(functions), dict(regions))
             tests[nodeid] = entry
         return cls(path, fingerprint, tests, exists=True)
@@ -104,6 +129,29 @@ class Baseline:
         }
 
     def save(self) -> None:
-        """Write atomically: readers see the old file or the new one, never a mix."""
+        """Write atomically: readers see the old file or the new one, never a mix.
+
+        A file that exists keeps its permissions (a read-only baseline stays read-only).
+        """
         text = json.dumps(self.to_doc(), indent=2, sort_keys=True) + "\n"
-        atomic_write(self.path, text.encode())
+        try:
+            mode = stat.S_IMODE(self.path.stat().st_mode)
+        except FileNotFoundError:
+            mode = 0o644
+        atomic_write(self.path, text.encode(), mode=mode)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the lock of the baseline at ``path`` (other sessions updating it wait).
+
+    The lock is on the baseline's directory, since the file itself is replaced on
+    every write; it is released when the process ends, however it ends.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

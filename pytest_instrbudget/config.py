@@ -32,7 +32,7 @@ def parse_percent(value: object, *, where: str) -> float:
             value = float(number)
         except ValueError:
             raise ConfigError(f'{where}: expected a percentage such as 5 or "5%", got {text!r}') from None
-    if not isinstance(value, (int, float)) or value < 0:
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ConfigError(f'{where}: expected a non-negative percentage such as 5 or "5%", got {value!r}')
     return float(value)
 

@@ -23,7 +23,7 @@ from pytest_instrbudget.marker import MARKER_HELP, Budget
 from pytest_instrbudget.measure import Meter, evaluate
 from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
-from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions
+from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions, describe_os_error
 
 SESSION = pytest.StashKey[BudgetSession]()
 OUTCOME = pytest.StashKey[Outcome]()
@@ -237,7 +237,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             result = session.evaluate(item.nodeid, budget, costs, completed=completed, region_problems=problems)
             item.stash[RESULT] = result
             if session.run.profile_dir is not None:
-                profiles.write(session.run.profile_dir, item.nodeid, costs)
+                try:
+                    profiles.write(session.run.profile_dir, item.nodeid, costs)
+                except OSError as exc:  # said at the end; the test's own outcome stands
+                    where = exc.filename or session.run.profile_dir
+                    session.output_errors.append(
+                        f"cannot write the profile of {item.nodeid} to {where}: {describe_os_error(exc)}"
+                    )
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
     return outcome
@@ -263,15 +269,30 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if hasattr(config, "workeroutput"):
         config.workeroutput[WORKER_KEY] = json.dumps(
-            {"results": [r.to_wire() for r in budget.results.values()], "collected": sorted(budget.collected)}
+            {
+                "results": [r.to_wire() for r in budget.results.values()],
+                "collected": sorted(budget.collected),
+                "errors": budget.output_errors,
+            }
         )
         return
-    config.stash[OUTCOME] = budget.finish()
+    outcome = budget.finish()
+    config.stash[OUTCOME] = outcome
+    outcome.errors[:0] = budget.output_errors
     if budget.run.json_path is not None:
         text = json.dumps(report.json_document(budget), indent=2, sort_keys=True) + "\n"
-        atomic_write(budget.run.json_path, text.encode())
+        _write_output(outcome, "the JSON report", budget.run.json_path, text)
     if budget.run.markdown_path is not None:
-        atomic_write(budget.run.markdown_path, report.markdown(budget).encode())
+        _write_output(outcome, "the markdown summary", budget.run.markdown_path, report.markdown(budget))
+    if outcome.errors and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _write_output(outcome: Outcome, what: str, path: Path, text: str) -> None:
+    try:
+        atomic_write(path, text.encode())
+    except OSError as exc:
+        outcome.errors.append(f"cannot write {what} {path}: {describe_os_error(exc)}")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -295,6 +316,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         return
     doc = json.loads(data)
     budget.collected.update(doc["collected"])
+    budget.output_errors.extend(doc.get("errors", []))
     for wire in doc["results"]:
         result = TestResult.from_wire(wire)
         budget.results[result.nodeid] = result

@@ -104,6 +104,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         )
     if outcome.refused:
         lines.append(f"baseline not written: {outcome.refused}")
+    lines.extend(f"error: {error}" for error in outcome.errors)
     if outcome.written:
         lines.append(
             f"baseline {session.baseline.path} written: {len(outcome.added)} added, "

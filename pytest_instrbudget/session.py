@@ -9,7 +9,7 @@ from cbuild.build import Builder
 from cbuild.costs import Cost
 from cbuild.demangle import demangle
 from cbuild.models import CostModel, ModelRegistry
-from pytest_instrbudget.baseline import Baseline
+from pytest_instrbudget.baseline import Baseline, BaselineError, locked
 from pytest_instrbudget.config import Settings
 from pytest_instrbudget.marker import Budget
 from pytest_instrbudget.results import (
@@ -57,6 +57,8 @@ class Outcome:
     #: Tests whose body failed: their partial cost is not written to the baseline.
     not_written: list[str] = field(default_factory=list)
     refused: str | None = None
+    #: Files the session could not write (baseline, reports), each naming the path and the reason.
+    errors: list[str] = field(default_factory=list)
 
 
 class BudgetSession:
@@ -86,6 +88,8 @@ class BudgetSession:
         self.collected: set[str] = set()
         #: Files named with a node id on the command line (``file.py::test``): partly collected.
         self.partial_files: set[str] = set()
+        #: Files that could not be written during the session (profiles), said at the end.
+        self.output_errors: list[str] = []
 
     @property
     def fingerprint(self) -> dict[str, str]:
@@ -185,6 +189,27 @@ class BudgetSession:
         outcome.stale = sorted(n for n in base.tests if self._is_stale(n))
         if not (self.run.update or self.run.prune) or self.builder is None or self.run.disable:
             return outcome
+        try:
+            with locked(base.path):
+                # Under the lock, apply this session's changes to the file as it is now:
+                # another session may have written it since this one started.
+                if base.path.exists():
+                    try:
+                        base = Baseline.load(base.path)
+                    except BaselineError as exc:
+                        if not self.run.update:
+                            outcome.refused = str(exc)
+                            return outcome
+                        base = Baseline(base.path)  # damaged: rewritten from this run, as at the start
+                return self._apply(base, outcome)
+        except OSError as exc:
+            outcome.written = False
+            outcome.errors.append(f"cannot write the baseline {base.path}: {describe_os_error(exc)}")
+            return outcome
+
+    def _apply(self, base: Baseline, outcome: Outcome) -> Outcome:
+        """Write this session's updates and prunes into ``base`` (read under the lock)."""
+        outcome.stale = sorted(n for n in base.tests if self._is_stale(n))
         fingerprint = self.fingerprint
         tests = dict(base.tests)
         if base.exists and base.fingerprint != fingerprint:
@@ -300,3 +325,10 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
         return []
     width = max(len(where) for where, _ in rows)
     return [f"  hottest lines of {demangle(function)}:", *(f"    {where:<{width}}  {value}" for where, value in rows)]
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``Permission denied``, ``Read-only file system``: the reason, without the path (the caller names it)."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
+        return f"{exc.filename} is not a directory"
+    return exc.strerror or str(exc)

@@ -199,3 +199,11 @@ def test_closed_hosts_are_reaped_and_a_stuck_one_is_killed(
     hosts._reap(block=True)
     assert stuck.returncode == -signal.SIGKILL
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("timeout", [True, float("nan"), float("inf"), 0, -1])
+def test_library_timeout_must_be_positive_seconds(tmp_path: Path, builder: Builder, timeout: float) -> None:
+    source = tmp_path / "types.c"
+    source.write_text(TYPES_C)
+    with pytest.raises(CBuildError, match="timeout must be a positive number of seconds"):
+        Library(builder.build([source], kind="library"), timeout=timeout)

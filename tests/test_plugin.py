@@ -266,7 +266,9 @@ def test_plugin_hand_edited_baseline_with_wrong_types_names_the_file(project: py
     path.write_text(json.dumps(doc))
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*baseline {path} does not have the expected layout*total 'lots' is not an integer*"])
+    result.stderr.fnmatch_lines(
+        [f"*baseline {path} does not have the expected layout*total 'lots' is not a non-negative integer*"]
+    )
 
 
 def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytester) -> None:
