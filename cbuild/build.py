@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import Any
 from cbuild import dynamic, llvm_worker
 from cbuild.blocks import BlockTable
 from cbuild.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
-from cbuild.compile import compile_unit
+from cbuild.compile import CompiledUnit, compile_unit
 from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError
 from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
@@ -51,6 +51,18 @@ def engine_digest() -> str:
     here = Path(__file__).parent
     files = [*here.rglob("*.py"), *here.glob("runtime/*.c"), *here.glob("machines/*.toml"), *here.glob("include/*.h")]
     return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
+
+
+def _sources_state(sources: Sequence[Path | str]) -> tuple[tuple[str, int, int], ...]:
+    """Each source's path, size and modification time (-1 when it cannot be read)."""
+    state = []
+    for source in sources:
+        try:
+            st = os.stat(source)
+            state.append((str(source), st.st_size, st.st_mtime_ns))
+        except OSError:
+            state.append((str(source), -1, -1))
+    return tuple(state)
 
 
 def _stderr_progress(message: str) -> None:
@@ -99,8 +111,9 @@ class Builder:
         progress: Progress | None = None,
     ) -> None:
         self.toolchain: Toolchain = find_toolchain(clang)
-        self.cache = Cache(cache_dir or default_cache_dir())
         self.progress: Progress = progress or _stderr_progress
+        self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress)
+        self._failed: dict[Hashable, CBuildError] = {}
 
     def build(
         self,
@@ -116,6 +129,20 @@ class Builder:
         linked into it (instrumented builds only).
         """
         options = options or BuildOptions()
+        # A build that failed fails the same way until a source changes: not retried by every test.
+        attempt = (_sources_state(sources), options, kind, tuple((m.name, tuple(m.key_params())) for m in models))
+        failed = self._failed.get(attempt)
+        if failed is not None:
+            raise failed.with_traceback(None)
+        try:
+            return self._build(sources, options, kind, models)
+        except CBuildError as exc:
+            self._failed[attempt] = exc
+            raise
+
+    def _build(
+        self, sources: Sequence[Path | str], options: BuildOptions, kind: str, models: Sequence[CostModel]
+    ) -> Artifact:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
             raise ModelError(f"each cost model can be active once, got {', '.join(names)}")
@@ -127,9 +154,18 @@ class Builder:
         if not sources:
             raise CBuildError("no source files given")
         paths = [Path(s) for s in sources]
+        for path in paths:
+            if path.is_dir():
+                raise CBuildError(f"{path} is a directory; name the source files in it")
+        seen: dict[Path, Path] = {}
+        for path in paths:
+            earlier = seen.setdefault(path.resolve(), path)
+            if earlier is not path:
+                raise CBuildError(f"{path} is listed twice among the sources (also as {earlier})")
         languages = {language_of(p) for p in paths}
         # The LLVM worker (Python and llvmlite) starts while clang runs; once per process.
         llvm_worker.prestart()
+        self.cache.ensure_writable()
         # clang runs are independent processes: compile the translation units side by side.
         with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as pool:
             units = list(pool.map(lambda p: compile_unit(self.toolchain, self.cache, p, options), paths))
@@ -148,53 +184,69 @@ class Builder:
         artifact = Artifact(
             binary, paths[0].name, kind, table_path, key, options.instrument, self.toolchain.fingerprint
         )
-        if binary.exists() and table_path.exists():
-            return artifact
-        with self.cache.lock("bin", key):
-            if binary.exists() and table_path.exists():
-                return artifact
-            # LLVM runs in worker processes (cbuild.llvm_worker): an abort there fails this build only.
-            linked_text = llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
-            active = list(models) if options.instrument else []
-            events = frozenset(e for model in active for e in model.events)
-            placement = options.placement
-            while True:
-                result = instrument(
-                    linked_text,
-                    build_id=key,
-                    counting=options.instrument,
-                    placement=placement,
-                    events=events,
-                    calls=options.calls,
-                )
-                analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, paths)
-                # With dynamic phases the models' hooks join the program's module, to be inlined
-                # where they are called; without, the models' object holds the (empty) results.
-                extra = [] if dynamic_phases else [models_code]
-                try:
-                    obj = llvm_worker.compile_module(
-                        result.text,
-                        models_code.read_text() if dynamic_phases else None,
-                        triple=self.toolchain.triple,
-                        speed_level=options.speed_level,
-                        sources=[str(p) for p in paths],
-                    )
-                    break
-                except InstrumentedIRRejected:
-                    if placement == "blocks":
-                        raise
-                    # Edge counters need new blocks on some edges; should LLVM refuse one,
-                    # one counter per block still counts the same.
-                    placement = "blocks"
-            cxx = "c++" in languages
-            self._link(obj, binary, kind=kind, cxx=cxx, options=options, extra=extra)
-            sidecar = {
-                "table": result.table.to_json(),
-                "signatures": read_signatures(linked_text),
-                "models": analyses,
-            }
-            atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
+        cxx = "c++" in languages
+
+        def make(files: list[Path]) -> None:
+            self._make(units, files[0], files[1], artifact, options=options, models=models, cxx=cxx, paths=paths)
+
+        self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
         return artifact
+
+    def _make(
+        self,
+        units: Sequence[CompiledUnit],
+        binary: Path,
+        table_path: Path,
+        artifact: Artifact,
+        *,
+        options: BuildOptions,
+        models: Sequence[CostModel],
+        cxx: bool,
+        paths: list[Path],
+    ) -> None:
+        """Link, instrument, analyse, generate code and link the binary; write it and its sidecar."""
+        key = artifact.key
+        kind = artifact.kind
+        # LLVM runs in worker processes (cbuild.llvm_worker): an abort there fails this build only.
+        linked_text = llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
+        active = list(models) if options.instrument else []
+        events = frozenset(e for model in active for e in model.events)
+        placement = options.placement
+        while True:
+            result = instrument(
+                linked_text,
+                build_id=key,
+                counting=options.instrument,
+                placement=placement,
+                events=events,
+                calls=options.calls,
+            )
+            analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, paths)
+            # With dynamic phases the models' hooks join the program's module, to be inlined
+            # where they are called; without, the models' object holds the (empty) results.
+            extra = [] if dynamic_phases else [models_code]
+            try:
+                obj = llvm_worker.compile_module(
+                    result.text,
+                    models_code.read_text() if dynamic_phases else None,
+                    triple=self.toolchain.triple,
+                    speed_level=options.speed_level,
+                    sources=[str(p) for p in paths],
+                )
+                break
+            except InstrumentedIRRejected:
+                if placement == "blocks":
+                    raise
+                # Edge counters need new blocks on some edges; should LLVM refuse one,
+                # one counter per block still counts the same.
+                placement = "blocks"
+        self._link(obj, binary, name=artifact.name, kind=kind, cxx=cxx, options=options, extra=extra)
+        sidecar = {
+            "table": result.table.to_json(),
+            "signatures": read_signatures(linked_text),
+            "models": analyses,
+        }
+        atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
 
     def _models(
         self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: list[Path]
@@ -237,36 +289,43 @@ class Builder:
     def _compile_c(self, code: str, what: str, *, ir: bool = False) -> Path:
         """An object file (or LLVM IR) for C source of the plugin's own (cached by content)."""
         key = digest(self.toolchain.identity, digest(code), "ir -g0" if ir else "obj")
-        obj = self.cache.path("rt", key, ".ll" if ir else ".o")
-        if obj.exists():
-            return obj
-        with self.cache.lock("rt", key), tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
-            if obj.exists():  # built by another process while we waited for the lock
-                return obj
-            src = Path(tmp) / f"{what}.c"
-            src.write_text(code)
-            out = Path(tmp) / f"{what}.o"
-            cmd = [
-                *self.toolchain.cc,
-                "-target",
-                self.toolchain.triple,
-                *(["-S", "-emit-llvm", "-g0"] if ir else ["-c"]),
-                "-O2",
-                "-fPIC",
-                "-std=c11",
-                "-D_POSIX_C_SOURCE=200809L",
-                str(src),
-                "-o",
-                str(out),
-            ]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise LinkError(f"compiling the instrbudget {what} failed:\n{proc.stderr}")
-            atomic_write(obj, out.read_bytes())
+
+        def make(files: list[Path]) -> None:
+            with tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
+                src = Path(tmp) / f"{what}.c"
+                src.write_text(code)
+                out = Path(tmp) / f"{what}.o"
+                cmd = [
+                    *self.toolchain.cc,
+                    "-target",
+                    self.toolchain.triple,
+                    *(["-S", "-emit-llvm", "-g0"] if ir else ["-c"]),
+                    "-O2",
+                    "-fPIC",
+                    "-std=c11",
+                    "-D_POSIX_C_SOURCE=200809L",
+                    str(src),
+                    "-o",
+                    str(out),
+                ]
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if proc.returncode != 0:
+                    raise LinkError(f"compiling the instrbudget {what} failed:\n{proc.stderr}")
+                atomic_write(files[0], out.read_bytes())
+
+        (obj,) = self.cache.entry("rt", key, [".ll" if ir else ".o"], make, name=f"the instrbudget {what}")
         return obj
 
     def _link(
-        self, obj: bytes, out: Path, *, kind: str, cxx: bool, options: BuildOptions, extra: Sequence[Path] = ()
+        self,
+        obj: bytes,
+        out: Path,
+        *,
+        name: str,
+        kind: str,
+        cxx: bool,
+        options: BuildOptions,
+        extra: Sequence[Path] = (),
     ) -> None:
         tc = self.toolchain
         runtime = self._runtime_object()
@@ -284,11 +343,13 @@ class Builder:
             driver = tc.cxx if cxx else tc.cc
             cmd = [*driver, "-target", tc.triple, str(obj_path), str(runtime), *map(str, extra), "-o", str(tmp_out)]
             if kind == "library":
-                cmd.append("-shared")
+                # A symbol nothing defines is a link error here, as for programs, not a failed load
+                # later (``-Wl,-z,undefs`` in ldflags allows it again, e.g. for symbols of a host).
+                cmd += ["-shared", "-Wl,--no-undefined"]
             cmd += ["-lm", *options.ldflags]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
-                raise LinkError(f"linking {out.name} failed:\n{proc.stderr.strip()}")
+                raise LinkError(f"linking the {kind} of {name} failed:\n{proc.stderr.strip()}")
             atomic_write(out, tmp_out.read_bytes(), mode=0o755)
         if first_cxx:
             atomic_write(marker, b"")

@@ -1,19 +1,31 @@
 """A content-addressed build cache that several processes can share.
 
-Entries are written to a temporary file in the same directory and renamed into
-place, so a reader sees a whole entry or none. A per-key lock file keeps two
-processes (pytest-xdist workers, two pytest runs) from building the same thing
-at once; the second waits and then finds the first one's result.
+Files are written to a temporary file in the same directory and renamed into
+place, so a reader never sees half a file. An entry (one or more files under one
+key) is complete when its *seal* is there: a small JSON file, written last, with
+the size and sha256 of each file. An entry whose files do not match their seal
+(truncated, zero-filled, deleted) or that has files but no seal (its builder was
+killed half-way) is damaged: it is reported once, removed and built again.
+
+A per-key lock file keeps two processes (pytest-xdist workers, two pytest runs)
+from building the same thing at once; the second waits and then finds the first
+one's result. The holder writes its pid into the lock file, so that a build kept
+waiting for a few seconds can say which process it waits for.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import IO
+
+from cbuild.errors import CBuildError, describe_os_error
 
 try:
     import fcntl
@@ -62,27 +74,186 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         raise
 
 
-class Cache:
-    """Entries under ``root/<kind>/<key[:2]>/<key><suffix>``."""
+#: Layout version of the entries below the cache root (entries without seals are older).
+LAYOUT = "v2"
+#: Seconds a build waits for another process's lock before saying which process it waits for.
+LOCK_NOTICE_AFTER = 3.0
+Notify = Callable[[str], None]
 
-    def __init__(self, root: Path) -> None:
+
+def _ignore(message: str) -> None:
+    pass
+
+
+def _holder(fh: IO[bytes]) -> str:
+    """Who holds a lock: the pid its holder wrote, with the command line where /proc has it."""
+    fh.seek(0)
+    text = fh.read(32).decode(errors="replace").strip()
+    if not text.isdigit():
+        return "another process"
+    try:
+        argv = Path(f"/proc/{text}/cmdline").read_bytes().split(b"\0")
+        command = " ".join(a.decode(errors="replace") for a in argv if a)
+    except OSError:
+        return f"process {text}"
+    if len(command) > 100:
+        command = command[:97] + "..."
+    return f"process {text} ({command})"
+
+
+class Cache:
+    """Entries under ``root/v2/<kind>/<key[:2]>/<key><suffix>``.
+
+    ``notify`` receives the one-line messages the cache has for the user: a damaged
+    entry that is being rebuilt, a build waiting for another process's lock.
+    """
+
+    def __init__(self, root: Path, *, notify: Notify | None = None) -> None:
         self.root = Path(root)
+        self.notify: Notify = notify or _ignore
+        #: Seal path -> (size, mtime, inode) of the seal and each file when last found whole.
+        self._verified: dict[Path, tuple[tuple[int, int, int], ...]] = {}
+        self._writable = False
 
     def path(self, kind: str, key: str, suffix: str = "") -> Path:
-        """Where the entry lives (it may not exist yet)."""
-        return self.root / kind / key[:2] / f"{key}{suffix}"
+        """Where a file of the entry lives (it may not exist yet)."""
+        return self.root / LAYOUT / kind / key[:2] / f"{key}{suffix}"
+
+    def ensure_writable(self) -> None:
+        """Raise :class:`CBuildError` naming the cache and ``INSTRBUDGET_CACHE_DIR`` if it cannot be written."""
+        if self._writable:
+            return
+        where = self.root / LAYOUT
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=where):
+                pass
+        except OSError as exc:
+            raise CBuildError(
+                f"the build cache {self.root} cannot be written ({exc.filename or where}: "
+                f"{exc.strerror or exc}); set INSTRBUDGET_CACHE_DIR to a writable directory"
+            ) from None
+        self._writable = True
+
+    def entry(
+        self, kind: str, key: str, suffixes: Sequence[str], build: Callable[[list[Path]], None], *, name: str
+    ) -> list[Path]:
+        """The files of an entry, built under the key's lock by ``build(paths)`` unless it is whole.
+
+        ``build`` writes each path (with :func:`atomic_write`); the seal follows. ``name``
+        says what the entry is for in messages (``lib.c``).
+        """
+        paths = [self.path(kind, key, suffix) for suffix in suffixes]
+        if self.problem(kind, key, paths) is None:
+            return paths
+        with self.lock(kind, key, name=name):
+            if self.check(kind, key, paths, name=name):
+                return paths
+            build(paths)
+            self.seal(kind, key, paths)
+        return paths
+
+    def check(self, kind: str, key: str, paths: Sequence[Path], *, name: str) -> bool:
+        """True when the entry is whole; a damaged one is reported, removed, and False returned.
+
+        Call it under the key's lock, or for entries nobody writes in place (a builder
+        that is still writing would otherwise look like damage).
+        """
+        problem = self.problem(kind, key, paths)
+        if problem is None:
+            return True
+        if problem:
+            self.notify(f"the cache entry for {name} was damaged ({problem}); rebuilding it")
+            self.discard(kind, key, paths)
+        return False
+
+    def problem(self, kind: str, key: str, paths: Sequence[Path]) -> str | None:
+        """``None`` when the entry is whole, ``""`` when none of it exists, else what is wrong."""
+        seal_path = self.path(kind, key, ".seal")
+        try:
+            stats = (seal_path.stat(), *(p.stat() for p in paths))
+        except FileNotFoundError:
+            if not seal_path.exists():
+                present = [p for p in paths if p.exists()]
+                return f"{present[0].name} has no seal: its build did not finish" if present else ""
+            return "a file of it is missing"
+        except OSError as exc:
+            return f"cannot read it: {describe_os_error(exc)}"
+        signature = tuple((st.st_size, st.st_mtime_ns, st.st_ino) for st in stats)
+        if self._verified.get(seal_path) == signature:
+            return None
+        try:
+            sealed = json.loads(seal_path.read_bytes())["files"]
+            if not isinstance(sealed, dict):
+                raise ValueError
+        except (OSError, ValueError, KeyError, TypeError):
+            return "its seal is unreadable"
+        if set(sealed) != {p.name for p in paths}:
+            return "its seal lists other files"
+        for path, st in zip(paths, stats[1:], strict=True):
+            expected = sealed[path.name]
+            if not isinstance(expected, dict):
+                return "its seal is unreadable"
+            if expected.get("size") != st.st_size:
+                return f"{path.name} has {st.st_size} bytes, not {expected.get('size')}"
+            try:
+                if file_digest(path) != expected.get("sha256"):
+                    return f"{path.name} does not match its digest"
+            except OSError as exc:
+                return f"cannot read {path.name}: {describe_os_error(exc)}"
+        self._verified[seal_path] = signature
+        return None
+
+    def seal(self, kind: str, key: str, paths: Sequence[Path]) -> None:
+        """Record the size and digest of each file: the entry is complete from now on."""
+        files = {p.name: {"size": p.stat().st_size, "sha256": file_digest(p)} for p in paths}
+        atomic_write(self.path(kind, key, ".seal"), json.dumps({"files": files}, sort_keys=True).encode())
+
+    def discard(self, kind: str, key: str, paths: Sequence[Path]) -> None:
+        """Remove an entry: its seal first, so that no one takes the rest for whole."""
+        self._verified.pop(self.path(kind, key, ".seal"), None)
+        for path in (self.path(kind, key, ".seal"), *paths):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     @contextlib.contextmanager
-    def lock(self, kind: str, key: str) -> Iterator[None]:
+    def lock(self, kind: str, key: str, *, name: str = "") -> Iterator[None]:
         """Hold an exclusive lock on one key while it is being built."""
         lock_path = self.path(kind, key, ".lock")
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        if fcntl is None:  # pragma: no cover
-            yield
-            return
-        with open(lock_path, "a+b") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(lock_path, "a+b")  # noqa: SIM115 - closed below, after the lock is released
+        except OSError as exc:
+            raise CBuildError(
+                f"the build cache {self.root} cannot be written ({exc.filename or lock_path}: "
+                f"{exc.strerror or exc}); set INSTRBUDGET_CACHE_DIR to a writable directory"
+            ) from None
+        with fh:
+            if fcntl is None:  # pragma: no cover
+                yield
+                return
+            self._acquire(fh, name or f"{kind}/{key}")
             try:
+                fh.truncate(0)
+                fh.write(f"{os.getpid()}\n".encode())
+                fh.flush()
                 yield
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def _acquire(self, fh: IO[bytes], what: str) -> None:
+        """Take the lock, saying once which process holds it when that takes a while."""
+        notice_at = time.monotonic() + LOCK_NOTICE_AFTER
+        noticed = False
+        delay = 0.002
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            if not noticed and time.monotonic() >= notice_at:
+                self.notify(f"waiting for {_holder(fh)} to finish building {what}")
+                noticed = True
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)

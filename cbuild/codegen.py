@@ -14,7 +14,7 @@ from pathlib import Path
 from llvmlite import binding as llvm
 
 from cbuild.blocks import UNCOUNTED_INTRINSIC, BlockTable, region_marker
-from cbuild.errors import InstrumentedIRRejected, InstrumentError
+from cbuild.errors import InstrumentedIRRejected, InstrumentError, LinkError
 
 
 @functools.cache
@@ -36,14 +36,39 @@ def parse(text: str, *, name: str, context: llvm.ContextRef | None = None) -> ll
     return module
 
 
+_MULTIPLY_DEFINED = re.compile(r"Linking globals named '([^']*)': symbol multiply defined")
+
+
+def _definitions(module: llvm.ModuleRef) -> set[str]:
+    """Names of the symbols ``module`` defines for other modules to use."""
+    local = (llvm.Linkage.internal, llvm.Linkage.private)
+    symbols = [*module.functions, *module.global_variables]
+    return {s.name for s in symbols if not s.is_declaration and s.linkage not in local}
+
+
 def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
-    """Link translation units into one module (internal symbols are renamed apart)."""
+    """Link translation units into one module (internal symbols are renamed apart).
+
+    A symbol two units define raises :class:`LinkError` naming the symbol and both units.
+    """
     first, *rest = modules
+    # Who defined what so far: ``link_in`` consumes the module it links, even when it fails.
+    defined_by = dict.fromkeys(_definitions(first), first.name)
     for other in rest:
+        name = other.name
+        mine = _definitions(other)
         try:
             first.link_in(other)
         except RuntimeError as exc:
-            raise InstrumentError(f"linking the IR of {other.name} into {first.name} failed: {exc}") from exc
+            m = _MULTIPLY_DEFINED.search(str(exc))
+            if m and m.group(1) in defined_by:
+                symbol = m.group(1)
+                raise LinkError(
+                    f"symbol {symbol!r} is defined in both {defined_by[symbol]} and {name} (LLVM: {str(exc).strip()})"
+                ) from None
+            raise LinkError(f"linking the IR of {name} into the build failed: {exc}") from None
+        for symbol in mine:
+            defined_by.setdefault(symbol, name)
     return first
 
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cbuild.cache import Cache, atomic_write, digest, file_digest
-from cbuild.errors import CompileError
+from cbuild.errors import CompileError, ToolchainError
 from cbuild.options import BuildOptions, language_of
-from cbuild.toolchain import Toolchain
+from cbuild.toolchain import Toolchain, zig_cache_problem
 
 _HEADER_LINE = re.compile(r"^\.+ (.+)$")
 _GUARD_NOTE = "Multiple include guards may be useful for:"
@@ -103,7 +103,7 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOption
     # The whole command (the engine's own flags too), with a fixed name for the output.
     cmd_key = digest(tc.identity, *compile_command(tc, source, options, Path("unit.ll")))
     manifest_path = cache.path("tu", cmd_key, ".json")
-    hit = _lookup(cache, manifest_path, src_hash)
+    hit = _lookup(cache, manifest_path, src_hash, source.name)
     if hit is not None:
         return CompiledUnit(source, *hit)
     started = time.time()
@@ -112,6 +112,9 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOption
         proc = subprocess.run(compile_command(tc, source, options, out), capture_output=True, text=True, check=False)
         headers, diagnostics = _split_stderr(proc.stderr, tc.system_root)
         if proc.returncode != 0 or not out.exists():
+            problem = zig_cache_problem(proc.stderr)
+            if problem is not None:
+                raise ToolchainError(problem)
             raise CompileError(str(source), diagnostics or f"clang exited with status {proc.returncode}")
         ir = out.read_bytes()
     deps = {str(h): file_digest(h) for h in headers if h.is_file()}
@@ -125,15 +128,19 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOption
         return CompiledUnit(source, ir_path, ir_key)
     ir_path = cache.path("ir", ir_key, ".ll")
     atomic_write(ir_path, ir)
+    cache.seal("ir", ir_key, [ir_path])  # the IR, then its seal, then the manifest that finds them
     manifest = {"source_sha256": src_hash, "deps": deps, "ir": ir_key, "warnings": diagnostics}
     atomic_write(manifest_path, json.dumps(manifest, sort_keys=True).encode())
     return CompiledUnit(source, ir_path, ir_key)
 
 
-def _lookup(cache: Cache, manifest_path: Path, src_hash: str) -> tuple[Path, str] | None:
+def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str) -> tuple[Path, str] | None:
     try:
         manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError):
+        ir_key = manifest["ir"]
+        if not isinstance(ir_key, str):
+            raise TypeError
+    except (OSError, ValueError, KeyError, TypeError):
         return None
     if manifest.get("source_sha256") != src_hash:
         return None
@@ -143,7 +150,7 @@ def _lookup(cache: Cache, manifest_path: Path, src_hash: str) -> tuple[Path, str
                 return None
         except OSError:
             return None
-    ir_path = cache.path("ir", manifest["ir"], ".ll")
-    if not ir_path.exists():
+    ir_path = cache.path("ir", ir_key, ".ll")
+    if not cache.check("ir", ir_key, [ir_path], name=f"the IR of {name}"):
         return None
-    return ir_path, manifest["ir"]
+    return ir_path, ir_key

@@ -100,6 +100,12 @@ class Cost:
         return sorted(self.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
 
 
+def line_label(where: str) -> str:
+    """``file:line`` for people: line 0 (code the compiler made up, with no source line) says so."""
+    file, _, line = where.rpartition(":")
+    return f"{file} (no source line)" if line == "0" else where
+
+
 def line_costs(counts: BlockCounts) -> dict[str, dict[str, int]]:
     """Executed IR instructions per function and source line (from the blocks' debug locations)."""
     out: dict[str, dict[str, int]] = {}

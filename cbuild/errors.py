@@ -62,3 +62,10 @@ class LLVMCrashed(CBuildError):
     The message names the stage, the build's sources, how the process ended and
     what it printed last (LLVM's own message, e.g. ``LLVM ERROR: ...``).
     """
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``Permission denied``, ``Read-only file system``: the reason, without the path (the caller names it)."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
+        return f"{exc.filename} is not a directory"
+    return exc.strerror or str(exc)

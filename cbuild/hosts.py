@@ -52,19 +52,18 @@ def guard_library(toolchain: Toolchain, cache: Cache) -> Path:
     """The host's crash guard (``runtime/host_guard.c``) as a shared library, built once per toolchain."""
     code = GUARD_SOURCE.read_bytes()
     key = digest(toolchain.identity, code, "host guard")
-    out = cache.path("rt", key, ".so")
-    if out.exists():
-        return out
-    with cache.lock("rt", key), tempfile.TemporaryDirectory(prefix="instrbudget-guard-") as tmp:
-        if out.exists():
-            return out
-        built = Path(tmp) / "guard.so"
-        cmd = [*toolchain.cc, "-target", toolchain.triple, "-shared", "-fPIC", "-O2", str(GUARD_SOURCE)]
-        cmd += ["-o", str(built)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise LinkError(f"building the library host's crash guard failed:\n{proc.stderr}")
-        atomic_write(out, built.read_bytes(), mode=0o755)
+
+    def make(files: list[Path]) -> None:
+        with tempfile.TemporaryDirectory(prefix="instrbudget-guard-") as tmp:
+            built = Path(tmp) / "guard.so"
+            cmd = [*toolchain.cc, "-target", toolchain.triple, "-shared", "-fPIC", "-O2", str(GUARD_SOURCE)]
+            cmd += ["-o", str(built)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise LinkError(f"building the library host's crash guard failed:\n{proc.stderr}")
+            atomic_write(files[0], built.read_bytes(), mode=0o755)
+
+    (out,) = cache.entry("rt", key, [".so"], make, name="the library host's crash guard")
     return out
 
 
@@ -116,6 +115,7 @@ class HostProcess:
         self._replies = Channel(reply_box, replies_r)
         #: Why the process is gone, once it is.
         self.ended: str | None = None
+        self._closed = False
 
     @property
     def alive(self) -> bool:
@@ -206,6 +206,9 @@ class HostProcess:
         host starts, or at exit (killed if it is still running 5 s after it was asked).
         """
         _reap(block=False)
+        if self._closed:
+            return  # its descriptors' numbers may belong to someone else by now
+        self._closed = True
         if self.ended is None:
             self.ended = "closed"
             try:
@@ -226,7 +229,7 @@ class HostProcess:
         self._dir.cleanup()
 
     def __del__(self) -> None:
-        if getattr(self, "process", None) is not None and self.process.returncode is None:
+        if getattr(self, "process", None) is not None and not self._closed:
             with contextlib.suppress(Exception):
                 self.close()
 

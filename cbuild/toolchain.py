@@ -99,11 +99,35 @@ def _zig_binary() -> str:
     return str(zig)
 
 
+_ZIG_CACHE_ERRORS = (
+    "unable to resolve zig cache directory",
+    "unable to open global cache directory",
+    "failed to create output directory",
+)
+
+
+def zig_cache_problem(output: str) -> str | None:
+    """A message for zig failing to find or write its cache directory, if ``output`` shows that."""
+    if not any(marker in output for marker in _ZIG_CACHE_ERRORS):
+        return None
+    if "HOME" not in os.environ and "ZIG_GLOBAL_CACHE_DIR" not in os.environ:
+        where = "HOME is not set"
+    else:
+        where = f"zig said: {output.strip().splitlines()[0]}"
+    return (
+        f"zig (the ziglang wheel's clang) needs a writable cache directory and has none ({where}); "
+        "set HOME to a writable directory, or ZIG_GLOBAL_CACHE_DIR to one"
+    )
+
+
 def _clang_version(cmd: tuple[str, ...]) -> str:
     try:
         out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, check=False, timeout=60)
     except OSError as exc:
         raise ToolchainError(f"cannot run {' '.join(cmd)}: {exc}") from exc
+    problem = zig_cache_problem(out.stderr)
+    if problem is not None:
+        raise ToolchainError(problem)
     match = re.search(r"clang version (\d+\.\d+\.\d+)", out.stdout + out.stderr)
     if not match:
         raise ToolchainError(f"`{' '.join(cmd)} --version` did not print a clang version:\n{out.stdout}{out.stderr}")

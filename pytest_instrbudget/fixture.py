@@ -25,6 +25,8 @@ class ProgramRun:
     stderr: bytes
     #: Metric name -> cost of this run (empty when instrumentation is disabled).
     costs: dict[str, Cost]
+    #: False with ``--instrbudget-disable``: nothing was counted.
+    measured: bool = True
 
     @property
     def text(self) -> str:
@@ -32,7 +34,12 @@ class ProgramRun:
         return self.stdout.decode()
 
     def cost(self, metric: str = "ir_instructions") -> int:
-        """Total of one metric for this run."""
+        """Total of one metric for this run; 0 when instrumentation is disabled (``--instrbudget-disable``)."""
+        if not self.measured:
+            return 0
+        if metric not in self.costs:
+            known = ", ".join(sorted(self.costs)) or "none"
+            raise LookupError(f"this run has no metric {metric!r}; the active models measure: {known}")
         return self.costs[metric].total
 
 
@@ -68,8 +75,9 @@ class Program:
             table=self._table,
         )
         self._meter.add_run(result.counts)
+        measured = self.artifact.instrumented and result.counts is not None
         costs = evaluate(self._models, [result.counts]) if result.counts is not None else {}
-        return ProgramRun(result.returncode, result.stdout, result.stderr, costs)
+        return ProgramRun(result.returncode, result.stdout, result.stderr, costs, measured)
 
 
 class CBuild:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable, Generator, Iterator
@@ -12,7 +13,7 @@ import pytest
 
 from cbuild.build import Builder
 from cbuild.cache import atomic_write
-from cbuild.errors import CBuildError, CompileError, LinkError, ToolchainError
+from cbuild.errors import CBuildError, describe_os_error
 from cbuild.hosts import HostPool, guard_library
 from cbuild.models import default_registry
 from pytest_instrbudget import profiles, report
@@ -23,7 +24,7 @@ from pytest_instrbudget.marker import MARKER_HELP, Budget
 from pytest_instrbudget.measure import Meter, evaluate
 from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
-from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions, describe_os_error
+from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions
 
 SESSION = pytest.StashKey[BudgetSession]()
 OUTCOME = pytest.StashKey[Outcome]()
@@ -32,7 +33,6 @@ BUDGET = pytest.StashKey["Budget | None"]()
 RESULT = pytest.StashKey[TestResult]()
 HOSTS = pytest.StashKey[HostPool]()
 WORKER_KEY = "instrbudget"
-BUILD_ERRORS = (CompileError, LinkError, ToolchainError)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -107,13 +107,15 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
     """Show long-running build steps at once, past output capturing."""
 
     def emit(message: str) -> None:
+        line = f"instrbudget: {message}"
         capman = config.pluginmanager.getplugin("capturemanager")
         reporter = config.pluginmanager.getplugin("terminalreporter")
-        if capman is None or reporter is None:
-            print(f"instrbudget: {message}", file=sys.stderr, flush=True)
-            return
-        with capman.global_and_fixture_disabled():
-            reporter.write_line(f"instrbudget: {message}")
+        with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+            if reporter is not None and not hasattr(config, "workerinput"):
+                reporter.write_line(line)
+            else:
+                # An xdist worker's own stderr is the terminal pytest was started from.
+                print(line, file=sys.stderr, flush=True)
 
     return emit
 
@@ -256,10 +258,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when == "call" and result is not None and hasattr(item.config, "workerinput"):
         # Travels with the report to the xdist controller, so a worker that dies later loses nothing.
         rep.instrbudget_result = json.dumps(result.to_wire())
-    # A build error's message is clang's or the linker's diagnostic: a traceback adds nothing.
-    if call.excinfo is not None and call.excinfo.errisinstance(BUILD_ERRORS) and rep.failed:
-        rep.longrepr = f"{item.nodeid}: {call.excinfo.typename}: {call.excinfo.value}"
+    # The engine's errors say what and where (clang's or the linker's diagnostic, the crashed
+    # function, the model): the test's line and the message, no traceback through the engine.
+    if call.excinfo is not None and call.excinfo.errisinstance(CBuildError) and rep.failed:
+        rep.longrepr = _short_failure(item, call.excinfo)
     return rep
+
+
+def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    """``file:line: Type: message`` with the innermost line of the test's own file."""
+    where = item.nodeid
+    path = getattr(item, "path", None)
+    for entry in reversed(excinfo.traceback):
+        if path is not None and Path(entry.path) == path:
+            where = f"{item.location[0]}:{entry.lineno + 1}"
+            break
+    return f"{where}: {excinfo.typename}: {excinfo.value}"
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -17,7 +17,8 @@ JSON schema (``version`` 1)::
             "<metric>": {
               "value": int, "limit": int | null, "baseline": int | null,
               "change_percent": float | null, "tolerance_percent": float,
-              "status": "ok" | "new" | "improved" | "regressed" | "over limit" | "not comparable",
+              "status": "ok" | "new" | "improved" | "regressed" | "over limit" | "not comparable"
+                        | "error",          # the test raised or a library's process died: partial counts
               "functions": {"<function>": int},  # exclusive cost per function
               "regions": {"<region path>": int}, # inclusive cost between the markers
               "region_limits": {"<region path>": int},
@@ -36,8 +37,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cbuild.costs import line_label
 from cbuild.demangle import demangle
-from pytest_instrbudget.results import IMPROVED, NEW, NOT_COMPARABLE, OVER_LIMIT, REGRESSED, TestResult
+from pytest_instrbudget.results import ERROR, IMPROVED, NEW, NOT_COMPARABLE, OVER_LIMIT, REGRESSED, TestResult
 from pytest_instrbudget.session import BudgetSession, Outcome
 
 #: Breakdowns ``--instrbudget-report`` prints.
@@ -57,13 +59,13 @@ def table_lines(results: Iterable[TestResult]) -> list[str]:
             status = m.status
             if not result.budgeted and status in (REGRESSED, OVER_LIMIT):
                 status += " (no budget)"
-            if not result.completed:  # the test raised, or a library's process died: counts are partial
+            if not result.completed and status != ERROR:  # over its limit even with partial counts
                 status += " (partial)"
             rows.append(
                 (
                     result.nodeid,
                     m.metric,
-                    str(m.value),
+                    "-" if status == ERROR and not m.value else str(m.value),
                     "" if m.limit is None else str(m.limit),
                     "" if m.baseline is None else str(m.baseline),
                     _fmt_change(m.change),
@@ -95,7 +97,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             f"baseline {session.baseline.path} was made with another toolchain or other models "
             f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update)"
         )
-    improved = [r.nodeid for r in results if any(m.status == IMPROVED for m in r.metrics)]
+    improved = [r.nodeid for r in results if r.improved]
     if improved and not session.run.update:
         lines.append(
             f"{len(improved)} test(s) improved on the baseline; record it with --instrbudget-update: "
@@ -150,7 +152,7 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10) -> 
                 block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top))
                 continue
             elif kind == "lines":
-                rows = [(f"{where}  ({demangle(f)})", v) for f, where, v in m.lines]
+                rows = [(f"{line_label(where)}  ({demangle(f)})", v) for f, where, v in m.lines]
             else:
                 rows = sorted(m.regions.items())
             rows = rows[:top]
@@ -176,13 +178,13 @@ def markdown(session: BudgetSession) -> str:
         (r, m)
         for r in results
         for m in r.metrics
-        if m.status in (REGRESSED, OVER_LIMIT, IMPROVED, NEW, NOT_COMPARABLE) or m.change not in (None, 0.0)
+        if m.status in (REGRESSED, OVER_LIMIT, IMPROVED, NEW, NOT_COMPARABLE, ERROR) or m.change not in (None, 0.0)
     ]
     failed = [r for r in results if r.failure]
     lines = ["## instrbudget", ""]
     lines.append(
         f"{len(results)} test(s) measured, {len(failed)} over budget, "
-        f"{sum(1 for r, m in rows if m.status == IMPROVED)} metric(s) improved."
+        f"{sum(1 for r, m in rows if m.status == IMPROVED and r.improved)} metric(s) improved."
     )
     lines.append("")
     if rows:

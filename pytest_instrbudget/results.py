@@ -15,6 +15,8 @@ IMPROVED = "improved"
 REGRESSED = "regressed"
 OVER_LIMIT = "over limit"
 NOT_COMPARABLE = "not comparable"
+#: The test raised, or a library's process died: its counts are partial, compared with nothing.
+ERROR = "error"
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,14 @@ class TestResult:
     @property
     def status(self) -> str:
         """The worst metric status."""
-        order = [OVER_LIMIT, REGRESSED, NOT_COMPARABLE, NEW, IMPROVED, OK]
+        order = [OVER_LIMIT, REGRESSED, ERROR, NOT_COMPARABLE, NEW, IMPROVED, OK]
         statuses = {m.status for m in self.metrics}
         return next((s for s in order if s in statuses), OK)
+
+    @property
+    def improved(self) -> bool:
+        """A metric fell below the baseline and the test passed: worth recording with ``--instrbudget-update``."""
+        return self.completed and self.failure is None and any(m.status == IMPROVED for m in self.metrics)
 
     def costs(self) -> dict[str, Cost]:
         """The measured values as costs, for the baseline."""

@@ -6,13 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cbuild.build import Builder
-from cbuild.costs import Cost
+from cbuild.costs import Cost, line_label
 from cbuild.demangle import demangle
+from cbuild.errors import describe_os_error
 from cbuild.models import CostModel, ModelRegistry
 from pytest_instrbudget.baseline import Baseline, BaselineError, locked
 from pytest_instrbudget.config import Settings
 from pytest_instrbudget.marker import Budget
 from pytest_instrbudget.results import (
+    ERROR,
     IMPROVED,
     NEW,
     NOT_COMPARABLE,
@@ -146,6 +148,8 @@ class BudgetSession:
                 status = IMPROVED
             else:
                 status = OK
+            if not completed and status != REGRESSED:
+                status = ERROR  # partial counts: "new" or "improved" would say what was not measured
             if limit is not None and cost.total > limit:
                 status = OVER_LIMIT
             region_limits = {
@@ -323,12 +327,6 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
     rows = [(where, value) for f, where, value in m.lines if f == function][:n]
     if function is None or not rows:
         return []
-    width = max(len(where) for where, _ in rows)
-    return [f"  hottest lines of {demangle(function)}:", *(f"    {where:<{width}}  {value}" for where, value in rows)]
-
-
-def describe_os_error(exc: OSError) -> str:
-    """``Permission denied``, ``Read-only file system``: the reason, without the path (the caller names it)."""
-    if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
-        return f"{exc.filename} is not a directory"
-    return exc.strerror or str(exc)
+    labels = [(line_label(where), value) for where, value in rows]
+    width = max(len(label) for label, _ in labels)
+    return [f"  hottest lines of {demangle(function)}:", *(f"    {label:<{width}}  {value}" for label, value in labels)]

@@ -207,3 +207,33 @@ def test_library_timeout_must_be_positive_seconds(tmp_path: Path, builder: Build
     source.write_text(TYPES_C)
     with pytest.raises(CBuildError, match="timeout must be a positive number of seconds"):
         Library(builder.build([source], kind="library"), timeout=timeout)
+
+
+def test_closing_a_host_twice_leaves_other_descriptors_alone(
+    tmp_path: Path, builder: Builder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host closed, then collected while it is still exiting, must not close numbers reused meanwhile."""
+    import gc
+
+    from cbuild import hosts
+
+    monkeypatch.setattr(hosts, "EXIT_GRACE", 0.2)
+    source = tmp_path / "types.c"
+    source.write_text(TYPES_C)
+    artifact = builder.build([source], kind="library")
+    library = Library(artifact)
+    host = library.host
+    os.kill(host.process.pid, signal.SIGSTOP)  # still running when collected below
+    library.close()
+    # The lowest free numbers: those the host's channels and outputs just gave back.
+    reused = [os.open(os.devnull, os.O_RDONLY) for _ in range(8)]
+    try:
+        host.close()
+        del library, host
+        gc.collect()
+        for fd in reused:
+            os.fstat(fd)  # EBADF if the host closed it
+    finally:
+        for fd in reused:
+            os.close(fd)
+        hosts._reap(block=True)

@@ -1,0 +1,164 @@
+"""User errors in builds: link errors where they belong, short messages, failures not retried."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, CBuildError, LinkError, ToolchainError
+from cbuild import toolchain as toolchain_mod
+
+TWICE_A = "int twice(int x) { return 2 * x; }\n"
+TWICE_B = "int twice(int x) { return x + x; }\nint main(void) { return twice(0); }\n"
+
+
+def test_library_with_an_undefined_symbol_is_a_link_error(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("lib.c", "int missing(int);\nint f(int x) {\n    return missing(x) + 1;\n}\n")
+    with pytest.raises(LinkError) as info:
+        builder.build([src], kind="library")
+    message = str(info.value)
+    assert message.startswith("linking the library of lib.c failed:")
+    assert "undefined symbol: missing" in message
+    assert f"({src}:3)" in message  # the file:line of the reference
+
+
+def test_library_may_allow_undefined_symbols_with_ldflags(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    from cbuild import BuildOptions
+
+    src = write("hosted.c", "int provided_by_host(int);\nint f(int x) { return provided_by_host(x); }\n")
+    artifact = builder.build([src], kind="library", options=BuildOptions(ldflags=("-Wl,-z,undefs",)))
+    assert artifact.path.exists()
+
+
+def test_symbol_defined_in_two_sources_names_the_symbol_and_both_files(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    a, b = write("a.c", TWICE_A), write("b.c", TWICE_B)
+    with pytest.raises(LinkError) as info:
+        builder.build([a, b])
+    message = str(info.value)
+    assert f"symbol 'twice' is defined in both {a.resolve()} and {b.resolve()}" in message
+    assert "symbol multiply defined" in message
+
+
+def test_the_same_source_listed_twice_is_named(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    b = write("b.c", TWICE_B)
+    again = tmp_path / "sub" / ".." / "b.c"
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(CBuildError, match=r"b\.c is listed twice among the sources \(also as .*b\.c\)"):
+        builder.build([b, again])
+
+
+def test_a_directory_as_a_source_is_named(builder: Builder, tmp_path: Path) -> None:
+    with pytest.raises(CBuildError, match=rf"{tmp_path} is a directory; name the source files in it"):
+        builder.build([tmp_path])
+
+
+def test_a_failed_build_is_not_retried_until_a_source_changes(
+    shared_cache: Path,
+    write,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    import cbuild.compile
+
+    clang_runs: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counting_run(cmd, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if "-emit-llvm" in cmd:
+            clang_runs.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(cbuild.compile.subprocess, "run", counting_run)
+    builder = Builder(cache_dir=shared_cache, progress=lambda message: None)
+    src = write("bad.c", "int f(void) { return nope; }\n")
+    with pytest.raises(CBuildError) as first:
+        builder.build([src], kind="library")
+    assert len(clang_runs) == 1
+    with pytest.raises(CBuildError) as second:
+        builder.build([src], kind="library")
+    assert len(clang_runs) == 1
+    assert str(second.value) == str(first.value)
+    # An edit is a new attempt.
+    src.write_text("int f(void) { return 1; }\n")
+    later = time.time_ns() + 10**9
+    os.utime(src, ns=(later, later))
+    assert builder.build([src], kind="library").path.exists()
+    assert len(clang_runs) == 2
+
+
+def test_zig_without_a_home_names_home_and_zig_global_cache_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.delenv("ZIG_GLOBAL_CACHE_DIR", raising=False)
+    toolchain_mod._zig_clang_version.cache_clear()
+    try:
+        with pytest.raises(ToolchainError) as info:
+            toolchain_mod.find_toolchain()
+    finally:
+        toolchain_mod._zig_clang_version.cache_clear()
+    message = str(info.value)
+    assert "needs a writable cache directory" in message
+    assert "HOME is not set" in message
+    assert "ZIG_GLOBAL_CACHE_DIR" in message
+
+
+def test_zig_with_an_unusable_home_says_so(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]
+    blocker = write("not-a-dir", "")
+    src = write("ok.c", "int main(void) { return 0; }\n")
+    env = {k: v for k, v in os.environ.items() if k != "ZIG_GLOBAL_CACHE_DIR"}
+    env["HOME"] = str(blocker / "home")  # below a regular file: unusable, for root too
+    proc = subprocess.run(
+        [sys.executable, "-m", "cbuild", "build", str(src), "-o", str(tmp_path / "ok")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert "needs a writable cache directory" in proc.stderr
+    assert "ZIG_GLOBAL_CACHE_DIR" in proc.stderr
+
+
+MODEL_ERROR_TEST = """\
+def test_one(cbuild):
+    cbuild.library("broken.c")
+
+def test_two(cbuild):
+    cbuild.library("broken.c")
+"""
+
+
+def test_engine_errors_in_tests_are_short(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", broken="int f(void) {\n    return nope;\n}\n")
+    pytester.makefile(".c", dup_a=TWICE_A, dup_b=TWICE_B)
+    # Compiles for the host, not for the zkvm model's 32-bit twin: an error of the model's static phase.
+    pytester.makefile(".c", wide='_Static_assert(sizeof(void *) == 8, "64-bit only");\nint g(int x) { return x; }\n')
+    pytester.makepyfile(
+        test_short=MODEL_ERROR_TEST
+        + "\ndef test_dir(cbuild):\n    cbuild.program('.')\n"
+        + "\ndef test_dup(cbuild):\n    cbuild.program('dup_a.c', 'dup_b.c')\n"
+        + "\ndef test_model(cbuild):\n    cbuild.library('wide.c')\n"
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\nmodels = ['ir-count', 'zkvm']\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=5)
+    out = result.stdout.str()
+    assert "Traceback" not in out
+    assert "cbuild/" not in out  # no frames of the engine
+    result.stdout.fnmatch_lines(
+        [
+            "test_short.py:2: CompileError: compiling *broken.c failed:",
+            "*broken.c:2:12: error: use of undeclared identifier 'nope'",
+            "test_short.py:5: CompileError: compiling *broken.c failed:",
+            "test_short.py:8: CBuildError: * is a directory; name the source files in it",
+            "test_short.py:11: LinkError: symbol 'twice' is defined in both *dup_a.c and *dup_b.c*",
+            "test_short.py:14: ModelError: cost model 'zkvm': compiling *wide.c failed:",
+            "*wide.c:1:*error: static assertion failed*64-bit only*",
+        ],
+        consecutive=False,
+    )
+    assert len(out.splitlines()) < 80

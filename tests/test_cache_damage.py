@@ -1,0 +1,209 @@
+"""A damaged build cache is found, reported once and rebuilt; a build waiting on a lock says for whom."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, CBuildError, run_program
+from cbuild import cache as cache_mod
+from cbuild.hosts import HostPool, guard_library
+from cbuild.library import Library
+
+LIB_C = "int work(int n) {\n    int s = 0;\n    for (int i = 0; i < n; i++) s += i;\n    return s;\n}\n"
+PROG_C = '#include <stdio.h>\nint main(void) { puts("hello"); return 3; }\n'
+
+
+def _damage(how: str, path: Path) -> None:
+    size = path.stat().st_size
+    if how == "truncated":
+        path.write_bytes(path.read_bytes()[: size // 2])
+    elif how == "zero-filled":
+        path.write_bytes(bytes(size))
+    elif how == "empty":
+        path.write_bytes(b"")
+    else:  # "deleted"
+        path.unlink()
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Callable[[], tuple[Builder, list[str]]]:
+    """A new builder on one private cache each call (no memory of earlier checks), and its messages."""
+    cache_dir = tmp_path / "cache"
+
+    def make() -> tuple[Builder, list[str]]:
+        messages: list[str] = []
+        return Builder(cache_dir=cache_dir, progress=messages.append), messages
+
+    return make
+
+
+def _entry(builder: Builder, kind: str, suffix: str) -> Path:
+    (found,) = (builder.cache.root / cache_mod.LAYOUT / kind).rglob(f"*{suffix}")
+    return found
+
+
+@pytest.mark.parametrize("how", ["truncated", "zero-filled", "empty"])
+def test_a_damaged_library_is_rebuilt_and_reported_once(fresh, write, how: str) -> None:  # type: ignore[no-untyped-def]
+    src = write("lib.c", LIB_C)
+    builder, _ = fresh()
+    artifact = builder.build([src], kind="library")
+    good = artifact.path.read_bytes()
+    _damage(how, artifact.path)
+    builder, messages = fresh()
+    again = builder.build([src], kind="library")
+    assert again.path == artifact.path
+    assert again.path.read_bytes() == good
+    assert len(messages) == 1
+    assert messages[0].startswith("the cache entry for lib.c was damaged (")
+    assert messages[0].endswith("); rebuilding it")
+    hosts = HostPool(lambda: guard_library(builder.toolchain, builder.cache))
+    try:
+        assert Library(again, host=hosts.take(), timeout=30).work(10) == 45
+    finally:
+        hosts.close()
+    builder, messages = fresh()
+    builder.build([src], kind="library")
+    assert messages == []  # once: the rebuilt entry is whole
+
+
+@pytest.mark.parametrize("how", ["truncated", "zero-filled", "deleted"])
+def test_a_damaged_program_is_rebuilt(fresh, write, how: str) -> None:  # type: ignore[no-untyped-def]
+    src = write("prog.c", PROG_C)
+    builder, _ = fresh()
+    artifact = builder.build([src])
+    _damage(how, artifact.path)
+    builder, messages = fresh()
+    result = run_program(builder.build([src]), timeout=30)
+    assert (result.returncode, result.stdout) == (3, b"hello\n")
+    assert [m.split(" (")[0] for m in messages] == ["the cache entry for prog.c was damaged"]
+
+
+def test_a_damaged_sidecar_is_rebuilt(fresh, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("prog.c", PROG_C)
+    builder, _ = fresh()
+    artifact = builder.build([src])
+    expected = run_program(artifact, timeout=30).counts
+    artifact.table_path.write_text('{"table": [1, 2')
+    builder, messages = fresh()
+    rebuilt = builder.build([src])
+    assert "blocks.json" in messages[0]
+    assert run_program(rebuilt, timeout=30).counts == expected
+
+
+def test_a_build_killed_before_its_seal_is_rebuilt(fresh, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("prog.c", PROG_C)
+    builder, _ = fresh()
+    binary = builder.build([src]).path
+    _entry(builder, "bin", ".seal").unlink()
+    builder, messages = fresh()
+    builder.build([src])
+    assert messages == [
+        f"the cache entry for prog.c was damaged ({binary.name} has no seal: its build did not finish); rebuilding it"
+    ]
+
+
+def test_truncated_ir_is_recompiled_not_blamed_on_the_source(fresh, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("lib.c", LIB_C)
+    builder, _ = fresh()
+    builder.build([src], kind="library")
+    ir = _entry(builder, "ir", ".ll")
+    size = ir.stat().st_size
+    _damage("truncated", ir)
+    # A different build of the same translation unit reads the cached IR.
+    for entry in (builder.cache.root / cache_mod.LAYOUT / "bin").rglob("*"):
+        if entry.is_file():
+            entry.unlink()
+    builder, messages = fresh()
+    artifact = builder.build([src], kind="library")
+    assert artifact.path.exists()
+    assert messages == [
+        f"the cache entry for the IR of lib.c was damaged ({ir.name} has {size // 2} bytes, not {size}); rebuilding it"
+    ]
+
+
+def test_empty_runtime_objects_are_rebuilt_not_linked(fresh, write) -> None:  # type: ignore[no-untyped-def]
+    src = write("prog.c", PROG_C)
+    builder, _ = fresh()
+    builder.build([src])
+    objects = sorted((builder.cache.root / cache_mod.LAYOUT / "rt").rglob("*.o"))  # the runtime, the models' results
+    sizes = {o.name: o.stat().st_size for o in objects}
+    for obj in objects:
+        _damage("empty", obj)
+    for entry in (builder.cache.root / cache_mod.LAYOUT / "bin").rglob("*"):
+        if entry.is_file():
+            entry.unlink()
+    builder, messages = fresh()
+    result = run_program(builder.build([src]), timeout=30)
+    assert result.returncode == 3
+    assert sorted(messages) == sorted(
+        f"the cache entry for the instrbudget {what} was damaged ({name} has 0 bytes, not {size}); rebuilding it"
+        for what, (name, size) in zip(("models", "runtime"), sorted(sizes.items(), key=lambda kv: kv[1]), strict=True)
+    )
+
+
+HOLD_LOCK = """\
+import fcntl, os, sys, time
+fh = open(sys.argv[1], "a+b")
+fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+fh.truncate(0); fh.write(f"{os.getpid()}\\n".encode()); fh.flush()
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
+    fresh,
+    write,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setattr(cache_mod, "LOCK_NOTICE_AFTER", 0.3)
+    src = write("lib.c", LIB_C)
+    builder, messages = fresh()
+    builder.build([src], kind="library")
+    seal = _entry(builder, "bin", ".seal")
+    seal.unlink()  # the next build must take the lock
+    lock = seal.with_suffix(".lock")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), "1.5"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "locked\n"
+        started = time.monotonic()
+        builder, messages = fresh()
+        builder.build([src], kind="library")
+        assert time.monotonic() - started >= 1.0  # it did wait for the holder
+    finally:
+        holder.kill()
+        holder.wait()
+    assert messages[0].startswith(f"waiting for process {holder.pid} (")
+    assert messages[0].endswith(") to finish building lib.c")
+    assert sys.executable.split("/")[-1] in messages[0]
+
+
+def test_an_unwritable_cache_is_named(write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    blocker = write("file", "")
+    builder = Builder(cache_dir=blocker / "cache", progress=lambda message: None)
+    with pytest.raises(CBuildError) as info:
+        builder.build([write("prog.c", PROG_C)])
+    message = str(info.value)
+    assert message.startswith(f"the build cache {blocker / 'cache'} cannot be written (")
+    assert message.endswith("set INSTRBUDGET_CACHE_DIR to a writable directory")
+
+
+def test_a_cache_damaged_under_pytest_is_reported_and_the_tests_pass(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makefile(".c", lib=LIB_C)
+    pytester.makepyfile(test_lib="def test_work(cbuild):\n    assert cbuild.library('lib.c').work(10) == 45\n")
+    cache_dir = tmp_path / "private-cache"
+    pytester.makepyprojecttoml(f"[tool.instrbudget]\ncache_dir = '{cache_dir}'\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    (library,) = (cache_dir / cache_mod.LAYOUT / "bin").rglob("*.so")
+    _damage("zero-filled", library)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["instrbudget: the cache entry for lib.c was damaged (*); rebuilding it"])
+    assert "Exec format error" not in result.stdout.str()
