@@ -18,6 +18,7 @@ from cbuild import dynamic, llvm_worker
 from cbuild.blocks import BlockTable
 from cbuild.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
 from cbuild.compile import CompiledUnit, compile_unit
+from cbuild.cpu import canonical_cpu
 from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError
 from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
@@ -26,6 +27,7 @@ from cbuild.signatures import read_signatures
 from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 
 RUNTIME_SOURCE = Path(__file__).parent / "runtime" / "instrbudget_rt.c"
+CPU_SOURCE = Path(__file__).parent / "runtime" / "canonical_cpu.c"
 Progress = Callable[[str], None]
 
 
@@ -209,6 +211,8 @@ class Builder:
         kind = artifact.kind
         # LLVM runs in worker processes (cbuild.llvm_worker): an abort there fails this build only.
         linked_text = llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
+        if self.toolchain.triple.startswith("x86_64"):
+            linked_text = canonical_cpu(linked_text, options.cpu)
         active = list(models) if options.instrument else []
         events = frozenset(e for model in active for e in model.events)
         placement = options.placement
@@ -283,8 +287,11 @@ class Builder:
             return analyses, self._compile_c(code, "models"), False
         return analyses, self._compile_c(code, "models", ir=True), True
 
-    def _runtime_object(self) -> Path:
-        return self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")
+    def _runtime_objects(self) -> list[Path]:
+        objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")]
+        if self.toolchain.triple.startswith("x86_64"):
+            objects.append(self._compile_c(CPU_SOURCE.read_text(), "canonical-cpu"))
+        return objects
 
     def _compile_c(self, code: str, what: str, *, ir: bool = False) -> Path:
         """An object file (or LLVM IR) for C source of the plugin's own (cached by content)."""
@@ -328,7 +335,7 @@ class Builder:
         extra: Sequence[Path] = (),
     ) -> None:
         tc = self.toolchain
-        runtime = self._runtime_object()
+        runtime = self._runtime_objects()
         marker = self.cache.root / f"libcxx-ready-{digest(tc.identity)}"
         first_cxx = cxx and tc.is_zig and not marker.exists()
         if first_cxx:
@@ -341,7 +348,16 @@ class Builder:
             obj_path.write_bytes(obj)
             tmp_out = Path(tmp) / ("out.so" if kind == "library" else "out")
             driver = tc.cxx if cxx else tc.cc
-            cmd = [*driver, "-target", tc.triple, str(obj_path), str(runtime), *map(str, extra), "-o", str(tmp_out)]
+            cmd = [
+                *driver,
+                "-target",
+                tc.triple,
+                str(obj_path),
+                *map(str, runtime),
+                *map(str, extra),
+                "-o",
+                str(tmp_out),
+            ]
             if kind == "library":
                 # A symbol nothing defines is a link error here, as for programs, not a failed load
                 # later (``-Wl,-z,undefs`` in ldflags allows it again, e.g. for symbols of a host).

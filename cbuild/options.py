@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cbuild.cpu import DEFAULT_CPU, cpu_level
 from cbuild.errors import CBuildError
 
 OPT_LEVELS = ("0", "1", "2", "3", "s", "z")
@@ -33,10 +34,14 @@ class BuildOptions:
     #: Report function entries and returns: inclusive costs, call counts and call-path
     #: profiles (a little slower; the counts are the same).
     calls: bool = False
+    #: The x86-64 level programs are told they run on (cbuild.cpu): ``x86-64``, ``x86-64-v2``,
+    #: ``x86-64-v3`` or ``x86-64-v4``, whatever the host.
+    cpu: str = DEFAULT_CPU
 
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
             raise CBuildError(f"optimisation level {self.opt_level!r} is not one of {', '.join(OPT_LEVELS)}")
+        cpu_level(self.cpu)
 
     @property
     def speed_level(self) -> int:
@@ -56,6 +61,7 @@ class BuildOptions:
             f"placement={self.placement}",
             "\0".join(f"{k}={v}" for k, v in self.model_params),
             f"calls={self.calls}",
+            f"cpu={self.cpu}",
         ]
 
 

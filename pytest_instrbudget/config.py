@@ -14,6 +14,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from cbuild.cpu import CPU_LEVELS
 from cbuild.options import OPT_LEVELS, BuildOptions
 
 
@@ -90,6 +91,7 @@ _KEYS = {
     "models": "list of cost model names",
     "clang": "path or command of a clang driver",
     "timeout": "seconds a program run or a library call may take",
+    "cpu": "the x86-64 level programs see: one of " + ", ".join(CPU_LEVELS),
 }
 
 
@@ -133,6 +135,10 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
             if len(set(names)) != len(names):
                 raise ConfigError(f"{where}: a cost model is listed twice in {list(names)}")
             kwargs[key] = names
+        elif key == "cpu":
+            if value not in CPU_LEVELS:
+                raise ConfigError(f"{where}: expected one of {', '.join(CPU_LEVELS)}, got {value!r}")
+            build[key] = value
         elif key == "clang":
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: expected a path or command, got {value!r}")

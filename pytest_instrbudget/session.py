@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cbuild.build import Builder
 from cbuild.costs import Cost, line_label
+from cbuild.cpu import DEFAULT_CPU
 from cbuild.demangle import demangle
 from cbuild.errors import describe_os_error
 from cbuild.models import CostModel, ModelRegistry
@@ -102,16 +103,26 @@ class BudgetSession:
             " ".join([model.name, *(f"{k.split('.', 1)[1]}={v}" for k, v in model.key_params())])
             for model in self.models
         )
-        return {**self.builder.toolchain.fingerprint, "models": models}
+        fingerprint = {**self.builder.toolchain.fingerprint, "models": models}
+        if fingerprint["target"].startswith("x86_64"):
+            fingerprint["cpu"] = self.settings.build.cpu
+        return fingerprint
 
     @property
     def comparable(self) -> bool:
         """False when the baseline was made with another toolchain or other models."""
         if self.builder is None or not self.baseline.exists:
             return True
-        old = dict(self.baseline.fingerprint)
+        return self._matches(self.baseline.fingerprint)
+
+    def _matches(self, recorded: dict[str, str]) -> bool:
+        """Whether a baseline's fingerprint is this session's (older baselines lack some fields)."""
+        old = dict(recorded)
         # Baselines from before cost models were configurable measured ir-count alone.
         old.setdefault("models", "ir-count version=1")
+        # Baselines from before the canonical CPU: counts of code that asks no CPU questions.
+        if "cpu" in self.fingerprint:
+            old.setdefault("cpu", DEFAULT_CPU)
         return old == self.fingerprint
 
     def evaluate(
@@ -216,7 +227,7 @@ class BudgetSession:
         outcome.stale = sorted(n for n in base.tests if self._is_stale(n))
         fingerprint = self.fingerprint
         tests = dict(base.tests)
-        if base.exists and base.fingerprint != fingerprint:
+        if base.exists and not self._matches(base.fingerprint):
             missing = sorted(set(tests) - set(self.results))
             if missing and not self.run.prune:
                 outcome.refused = (

@@ -1,0 +1,184 @@
+"""Programs see one canonical x86-64 CPU, whatever the host: CPUID, XGETBV, __builtin_cpu_supports, target_clones."""
+
+from __future__ import annotations
+
+import platform
+import re
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, BuildOptions, CBuildError, ExecutionError, run_program
+from cbuild.cpu import CPU_LEVELS, DEFAULT_CPU
+
+pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64 only")
+
+#: The ways libraries ask: <cpuid.h>, a plain asm with all four outputs, asm statements that read
+#: back only some registers (as zstd's do), XGETBV as asm and as the intrinsic, the compiler-rt
+#: builtins, and function multiversioning.
+PROBE_C = r"""
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdio.h>
+
+static void plain_cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+    __asm__ __volatile__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "0"(leaf), "2"(sub));
+}
+static unsigned max_leaf(void) { unsigned n; __asm__("cpuid" : "=a"(n) : "a"(0) : "ebx", "ecx", "edx"); return n; }
+static unsigned leaf7_ebx(void) {
+    unsigned a, b, c;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c) : "a"(7), "c"(0) : "edx");
+    return b;
+}
+__attribute__((target("xsave"))) static unsigned long long xcr0_intrinsic(void) { return _xgetbv(0); }
+__attribute__((target("avx512f"))) const char *kernel(void) { return "avx512f"; }
+__attribute__((target("avx2"))) const char *kernel(void) { return "avx2"; }
+__attribute__((target("sse4.2"))) const char *kernel(void) { return "sse4.2"; }
+__attribute__((target("default"))) const char *kernel(void) { return "default"; }
+__attribute__((target_clones("avx2", "default"))) int cloned(int x) { return x + 1; }
+
+int main(void) {
+    unsigned a, b, c, d, r[4];
+    __cpuid_count(7, 0, a, b, c, d);
+    printf("cpuid.h leaf7 ebx %08x\n", b);
+    __get_cpuid(1, &a, &b, &c, &d);
+    printf("cpuid.h leaf1 ecx %08x edx %08x\n", c, d);
+    plain_cpuid(0, 0, r);
+    printf("vendor %.4s%.4s%.4s max %u\n", (char *)&r[1], (char *)&r[3], (char *)&r[2], max_leaf());
+    printf("asm leaf7 ebx %08x\n", leaf7_ebx());
+    plain_cpuid(0x80000001, 0, r);
+    printf("leaf 80000001 ecx %08x\n", r[2]);
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    printf("xcr0 %x %llx\n", lo, (unsigned long long)(c >> 27 & 1 ? xcr0_intrinsic() : lo));
+    __builtin_cpu_init();
+    printf("builtin sse4.2=%d avx2=%d bmi2=%d avx512f=%d v2=%d v3=%d v4=%d\n", !!__builtin_cpu_supports("sse4.2"),
+           !!__builtin_cpu_supports("avx2"), !!__builtin_cpu_supports("bmi2"), !!__builtin_cpu_supports("avx512f"),
+           !!__builtin_cpu_supports("x86-64-v2"), !!__builtin_cpu_supports("x86-64-v3"),
+           !!__builtin_cpu_supports("x86-64-v4"));
+    printf("kernel %s %d\n", kernel(), cloned(1));
+    return 0;
+}
+"""
+
+#: What each level answers (CPUID bits from the Intel SDM; the psABI's levels).
+EXPECTED = {
+    "x86-64": {"leaf7": 0, "leaf1_ecx": 0, "ext_ecx": 0, "xcr0": 3, "builtin": "0 0 0 0 0 0 0", "kernel": "default"},
+    "x86-64-v2": {
+        "leaf7": 0,
+        "leaf1_ecx": 0x00982201,
+        "ext_ecx": 1,
+        "xcr0": 3,
+        "builtin": "1 0 0 0 1 0 0",
+        "kernel": "sse4.2",
+    },
+    "x86-64-v3": {
+        "leaf7": 0x128,
+        "leaf1_ecx": 0x3CD83201,
+        "ext_ecx": 0x21,
+        "xcr0": 7,
+        "builtin": "1 1 1 0 1 1 0",
+        "kernel": "avx2",
+    },
+}
+
+
+def _host_has(flag: str) -> bool:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return bool(re.search(rf"^flags\s*:.*\b{flag}\b", text, re.MULTILINE))
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cpu") / "probe.c"
+    path.write_text(PROBE_C)
+    return path
+
+
+@pytest.mark.parametrize("cpu", list(EXPECTED))
+def test_every_way_of_asking_gets_the_canonical_answer(builder: Builder, probe: Path, cpu: str) -> None:
+    if cpu == "x86-64-v3" and not _host_has("avx2"):
+        pytest.skip("the host lacks AVX2: an x86-64-v3 build stops at start-up (tested below)")
+    result = run_program(builder.build([probe], options=BuildOptions(cpu=cpu)), timeout=60)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    want = EXPECTED[cpu]
+    assert f"cpuid.h leaf7 ebx {want['leaf7']:08x}" in out
+    assert f"asm leaf7 ebx {want['leaf7']:08x}" in out
+    assert f"cpuid.h leaf1 ecx {want['leaf1_ecx']:08x} edx 07888111" in out
+    assert "vendor GenuineIntel max 13" in out
+    assert f"leaf 80000001 ecx {want['ext_ecx']:08x}" in out
+    assert f"xcr0 {want['xcr0']:x} {want['xcr0']:x}" in out
+    flags = [int(v) for v in re.findall(r"=(\d)", out.split("builtin ")[1].splitlines()[0])]
+    assert " ".join(map(str, flags)) == want["builtin"]
+    assert f"kernel {want['kernel']} 2" in out  # function multiversioning resolves for the level
+
+
+def test_avx512_is_what_the_canonical_cpu_has_not_what_the_host_has(builder: Builder, probe: Path) -> None:
+    """The default level says "no AVX-512" on an AVX-512 host too; the count is the same on both."""
+    runs = [run_program(builder.build([probe]), timeout=60) for _ in range(2)]
+    out = runs[0].stdout.decode()
+    assert "cpuid.h leaf7 ebx 00000000" in out  # no AVX512F (bit 16), no AVX2 (bit 5) at x86-64-v2
+    assert "avx512f=0" in out
+    assert runs[0].counts is not None
+    assert runs[1].counts is not None
+    assert runs[0].counts.counts == runs[1].counts.counts
+    assert DEFAULT_CPU == "x86-64-v2"
+
+
+def test_builtin_cpu_supports_bits_match_clangs_numbering(builder: Builder, tmp_path: Path) -> None:
+    """Every feature name the levels cover, as clang encodes it, reads what the level has."""
+    levels = {
+        "x86-64": ["cmov", "mmx", "sse", "sse2", "x86-64"],
+        "x86-64-v2": ["popcnt", "sse3", "ssse3", "sse4.1", "sse4.2", "cx16", "sahf", "x86-64-v2"],
+        "x86-64-v3": ["avx", "avx2", "bmi", "bmi2", "fma", "f16c", "lzcnt", "movbe", "xsave", "x86-64-v3"],
+        "x86-64-v4": ["avx512f", "avx512bw", "avx512dq", "avx512cd", "avx512vl", "x86-64-v4"],
+    }
+    names = [n for group in levels.values() for n in group]
+    src = tmp_path / "supports.c"
+    body = "".join(f'    printf("%d", !!__builtin_cpu_supports("{n}"));\n' for n in names)
+    src.write_text(f"#include <stdio.h>\nint main(void) {{\n    __builtin_cpu_init();\n{body}    return 0;\n}}\n")
+    for cpu in ("x86-64", "x86-64-v2"):
+        upto = list(CPU_LEVELS).index(cpu)
+        expected = "".join("1" if list(levels).index(level) <= upto else "0" for level, g in levels.items() for _ in g)
+        result = run_program(builder.build([src], options=BuildOptions(cpu=cpu)), timeout=60)
+        assert result.stdout.decode() == expected, cpu
+
+
+@pytest.mark.skipif(_host_has("avx512f"), reason="the host has AVX-512: an x86-64-v4 build runs")
+def test_a_level_the_host_cannot_run_stops_at_start_up_naming_the_feature(builder: Builder, probe: Path) -> None:
+    with pytest.raises(ExecutionError) as info:
+        run_program(builder.build([probe], options=BuildOptions(cpu="x86-64-v4")), timeout=60)
+    assert "this machine's CPU lacks AVX512F, which the canonical CPU x86-64-v4 has" in str(info.value)
+
+
+def test_an_unknown_level_names_the_accepted_ones() -> None:
+    with pytest.raises(CBuildError, match="unknown cpu 'haswell'; accepted: x86-64, x86-64-v2, x86-64-v3, x86-64-v4"):
+        BuildOptions(cpu="haswell")
+
+
+def test_a_cpuid_statement_the_rewrite_cannot_answer_is_named(builder: Builder, tmp_path: Path) -> None:
+    src = tmp_path / "odd.c"
+    src.write_text(
+        "unsigned long long odd(void) {\n"
+        '    unsigned long long a; __asm__("cpuid" : "=a"(a) : "a"(0) : "ebx", "ecx", "edx"); return a;\n'
+        "}\nint main(void) { return (int)odd(); }\n"
+    )
+    with pytest.raises(CBuildError, match=r"odd: inline assembly with `cpuid` in a form the canonical CPU cannot"):
+        builder.build([src])
+
+
+def test_the_cpu_is_in_the_baseline_fingerprint_and_config(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", prog='int main(void) { return __builtin_cpu_supports("avx2") ? 7 : 3; }\n')
+    pytester.makepyfile(test_prog="def test_run(cbuild):\n    assert cbuild.program('prog.c').run().returncode == 3\n")
+    pytester.makepyprojecttoml("[tool.instrbudget]\ncpu = 'x86-64'\n")
+    pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").assert_outcomes(passed=1)
+    baseline = (pytester.path / ".instrbudget" / "baseline.json").read_text()
+    assert '"cpu": "x86-64"' in baseline
+    pytester.makepyprojecttoml("[tool.instrbudget]\ncpu = 'x86-64-v9'\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]tool.instrbudget] cpu: expected one of x86-64, x86-64-v2, x86-64-v3, x86-64-v4*"])
