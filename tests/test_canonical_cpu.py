@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -182,3 +185,28 @@ def test_the_cpu_is_in_the_baseline_fingerprint_and_config(pytester: pytest.Pyte
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*[[]tool.instrbudget] cpu: expected one of x86-64, x86-64-v2, x86-64-v3, x86-64-v4*"])
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64") is None, reason="needs qemu-user (apt-get install qemu-user)")
+@pytest.mark.parametrize("other_cpu", ["Nehalem", "Haswell"])
+def test_the_same_counts_on_another_cpu_under_qemu(
+    builder: Builder, probe: Path, tmp_path: Path, other_cpu: str
+) -> None:
+    """An independent check: the same binary on an emulated CPU with other features counts the same."""
+    artifact = builder.build([probe])
+    outputs = []
+    for runner in ([], ["qemu-x86_64", "-cpu", other_cpu]):
+        counts = tmp_path / f"counts-{len(runner)}.bin"
+        env = {"PATH": os.environ.get("PATH", ""), "INSTRBUDGET_COUNTS": str(counts)}
+        proc = subprocess.run([*runner, str(artifact.path)], env=env, capture_output=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append((proc.stdout, counts.read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64") is None, reason="needs qemu-user (apt-get install qemu-user)")
+def test_a_host_below_the_level_stops_under_qemu(builder: Builder, probe: Path) -> None:
+    artifact = builder.build([probe])  # x86-64-v2
+    proc = subprocess.run(["qemu-x86_64", "-cpu", "core2duo", str(artifact.path)], capture_output=True, check=False)
+    assert proc.returncode == 125
+    assert b"this machine's CPU lacks SSE4.1, which the canonical CPU x86-64-v2 has" in proc.stderr
