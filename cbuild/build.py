@@ -14,11 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cbuild import dynamic, llvm_worker
+from cbuild import cpu, dynamic, llvm_worker
 from cbuild.blocks import BlockTable
 from cbuild.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
-from cbuild.compile import CompiledUnit, compile_unit
-from cbuild.cpu import canonical_cpu
+from cbuild.compile import CompiledUnit, compile_own, compile_unit
 from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError
 from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
@@ -211,8 +210,8 @@ class Builder:
         kind = artifact.kind
         # LLVM runs in worker processes (cbuild.llvm_worker): an abort there fails this build only.
         linked_text = llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
-        if self.toolchain.triple.startswith("x86_64"):
-            linked_text = canonical_cpu(linked_text, options.cpu)
+        if cpu.applies(self.toolchain.triple):
+            linked_text = cpu.canonical_cpu(linked_text, options.cpu)
         active = list(models) if options.instrument else []
         events = frozenset(e for model in active for e in model.events)
         placement = options.placement
@@ -289,39 +288,28 @@ class Builder:
 
     def _runtime_objects(self) -> list[Path]:
         objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")]
-        if self.toolchain.triple.startswith("x86_64"):
+        if cpu.applies(self.toolchain.triple):
             objects.append(self._compile_c(CPU_SOURCE.read_text(), "canonical-cpu"))
         return objects
 
     def _compile_c(self, code: str, what: str, *, ir: bool = False) -> Path:
         """An object file (or LLVM IR) for C source of the plugin's own (cached by content)."""
-        key = digest(self.toolchain.identity, digest(code), "ir -g0" if ir else "obj")
-
-        def make(files: list[Path]) -> None:
-            with tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
-                src = Path(tmp) / f"{what}.c"
-                src.write_text(code)
-                out = Path(tmp) / f"{what}.o"
-                cmd = [
-                    *self.toolchain.cc,
-                    "-target",
-                    self.toolchain.triple,
-                    *(["-S", "-emit-llvm", "-g0"] if ir else ["-c"]),
-                    "-O2",
-                    "-fPIC",
-                    "-std=c11",
-                    "-D_POSIX_C_SOURCE=200809L",
-                    str(src),
-                    "-o",
-                    str(out),
-                ]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                if proc.returncode != 0:
-                    raise LinkError(f"compiling the instrbudget {what} failed:\n{proc.stderr}")
-                atomic_write(files[0], out.read_bytes())
-
-        (obj,) = self.cache.entry("rt", key, [".ll" if ir else ".o"], make, name=f"the instrbudget {what}")
-        return obj
+        flags = [
+            *(["-S", "-emit-llvm", "-g0"] if ir else ["-c"]),
+            "-O2",
+            "-fPIC",
+            "-std=c11",
+            "-D_POSIX_C_SOURCE=200809L",
+        ]
+        return compile_own(
+            self.toolchain,
+            self.cache,
+            code,
+            what=f"the instrbudget {what}",
+            stem=what,
+            flags=flags,
+            suffix=".ll" if ir else ".o",
+        )
 
     def _link(
         self,

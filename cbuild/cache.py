@@ -85,6 +85,13 @@ def _ignore(message: str) -> None:
     pass
 
 
+def _unwritable(root: Path, exc: OSError, where: Path) -> CBuildError:
+    return CBuildError(
+        f"the build cache {root} cannot be written ({exc.filename or where}: {exc.strerror or exc}); "
+        "set INSTRBUDGET_CACHE_DIR to a writable directory"
+    )
+
+
 def _holder(fh: IO[bytes]) -> str:
     """Who holds a lock: the pid its holder wrote, with the command line where /proc has it."""
     fh.seek(0)
@@ -99,6 +106,11 @@ def _holder(fh: IO[bytes]) -> str:
     if len(command) > 100:
         command = command[:97] + "..."
     return f"process {text} ({command})"
+
+
+def _signature(stats: Sequence[os.stat_result]) -> tuple[tuple[int, int, int], ...]:
+    """Size, modification time and inode of each file: what changes when a file is rewritten."""
+    return tuple((st.st_size, st.st_mtime_ns, st.st_ino) for st in stats)
 
 
 class Cache:
@@ -129,10 +141,7 @@ class Cache:
             with tempfile.TemporaryFile(dir=where):
                 pass
         except OSError as exc:
-            raise CBuildError(
-                f"the build cache {self.root} cannot be written ({exc.filename or where}: "
-                f"{exc.strerror or exc}); set INSTRBUDGET_CACHE_DIR to a writable directory"
-            ) from None
+            raise _unwritable(self.root, exc, where) from None
         self._writable = True
 
     def entry(
@@ -179,7 +188,7 @@ class Cache:
             return "a file of it is missing"
         except OSError as exc:
             return f"cannot read it: {describe_os_error(exc)}"
-        signature = tuple((st.st_size, st.st_mtime_ns, st.st_ino) for st in stats)
+        signature = _signature(stats)
         if self._verified.get(seal_path) == signature:
             return None
         try:
@@ -205,9 +214,14 @@ class Cache:
         return None
 
     def seal(self, kind: str, key: str, paths: Sequence[Path]) -> None:
-        """Record the size and digest of each file: the entry is complete from now on."""
+        """Record the size and digest of each file: the entry is complete from now on.
+
+        This process knows the files are whole: it does not read them again on use.
+        """
         files = {p.name: {"size": p.stat().st_size, "sha256": file_digest(p)} for p in paths}
-        atomic_write(self.path(kind, key, ".seal"), json.dumps({"files": files}, sort_keys=True).encode())
+        seal_path = self.path(kind, key, ".seal")
+        atomic_write(seal_path, json.dumps({"files": files}, sort_keys=True).encode())
+        self._verified[seal_path] = _signature([seal_path.stat(), *(p.stat() for p in paths)])
 
     def discard(self, kind: str, key: str, paths: Sequence[Path]) -> None:
         """Remove an entry: its seal first, so that no one takes the rest for whole."""
@@ -224,10 +238,7 @@ class Cache:
             lock_path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(lock_path, "a+b")  # noqa: SIM115 - closed below, after the lock is released
         except OSError as exc:
-            raise CBuildError(
-                f"the build cache {self.root} cannot be written ({exc.filename or lock_path}: "
-                f"{exc.strerror or exc}); set INSTRBUDGET_CACHE_DIR to a writable directory"
-            ) from None
+            raise _unwritable(self.root, exc, lock_path) from None
         with fh:
             if fcntl is None:  # pragma: no cover
                 yield

@@ -154,19 +154,6 @@ def target_machine(triple: str, opt_level: int) -> llvm.TargetMachine:
     return target.create_target_machine(opt=opt_level, reloc="pic", codemodel="default")
 
 
-def strip_debug_info(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-    """Drop the debug information before code generation.
-
-    Sources are compiled with full DWARF so that :mod:`cbuild.signatures` reads their
-    C types from the IR; lowering all of it to machine code would cost a third of a
-    cold build's code generation and is not read from the binary.
-    """
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options())
-    mpm = llvm.create_new_module_pass_manager()
-    mpm.add_strip_symbols_pass()
-    mpm.run(module, pb)
-
-
 def optimise(module: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int, *, inline_hooks: bool = False) -> None:
     """Clean up after instrumentation; counts stay exact since counters are memory effects.
 

@@ -1,4 +1,4 @@
-"""C and C++ sources to LLVM IR with clang, cached in direct mode.
+"""C and C++ sources to LLVM IR with clang, cached in direct mode; and the engine's own C.
 
 clang's ``-H`` output (one line per opened header, in the same invocation as the
 compile) gives the headers a translation unit read. The cache keeps, per source
@@ -14,11 +14,12 @@ import re
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cbuild.cache import Cache, atomic_write, digest, file_digest
-from cbuild.errors import CompileError, ToolchainError
+from cbuild.errors import CompileError, LinkError, ToolchainError
 from cbuild.options import BuildOptions, language_of
 from cbuild.toolchain import Toolchain, zig_cache_problem
 
@@ -154,3 +155,32 @@ def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str) -> tupl
     if not cache.check("ir", ir_key, [ir_path], name=f"the IR of {name}"):
         return None
     return ir_path, ir_key
+
+
+def compile_own(
+    tc: Toolchain,
+    cache: Cache,
+    code: str,
+    *,
+    what: str,
+    stem: str,
+    flags: Sequence[str],
+    suffix: str,
+    mode: int = 0o644,
+) -> Path:
+    """Build C source of the engine's own (the runtime, the models' code, the host guard) with
+    ``flags`` into one cache entry ending in ``suffix``; ``what`` names it in messages."""
+    key = digest(tc.identity, code, *flags)
+
+    def make(files: list[Path]) -> None:
+        with tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
+            src, out = Path(tmp) / f"{stem}.c", Path(tmp) / f"{stem}{suffix}"
+            src.write_text(code)
+            cmd = [*tc.cc, "-target", tc.triple, *flags, str(src), "-o", str(out)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise LinkError(f"building {what} failed:\n{proc.stderr}")
+            atomic_write(files[0], out.read_bytes(), mode=mode)
+
+    (path,) = cache.entry("rt", key, [suffix], make, name=what)
+    return path

@@ -47,6 +47,11 @@ _INPUTS = {"cpuid": ("a", "c"), "xgetbv": ("c",)}
 _OUTPUTS = {"cpuid": "abcd", "xgetbv": "ad"}
 
 
+def applies(triple: str) -> bool:
+    """Whether builds for ``triple`` get the canonical CPU (x86-64; other targets keep theirs)."""
+    return triple.startswith("x86_64")
+
+
 def cpu_level(name: str) -> int:
     """The runtime's number for a level name; ``CBuildError`` naming the accepted ones."""
     if name not in CPU_LEVELS:
@@ -76,12 +81,12 @@ def _registers(asm: str, constraints: str) -> tuple[list[str], list[str]]:
 def _glue(kind: str, regs: str, ret: str) -> str:
     """A function returning the registers ``regs`` of ``kind`` as the asm statement did."""
     size = len(_OUTPUTS[kind])
+    # The parameters, passed on as they are.
     params = ", ".join(f"i32 %{r}" for r in ("level", *_INPUTS[kind]))
-    args = ", ".join(f"i32 %{r}" for r in ("level", *_INPUTS[kind]))
     lines = [
         f"define internal {ret} @__instrbudget_{kind}_{regs}({params}) nounwind alwaysinline {{",
         f"  %out = alloca [{size} x i32], align 4",
-        f"  call void @__instrbudget_{kind}_into({args}, ptr %out)",
+        f"  call void @__instrbudget_{kind}_into({params}, ptr %out)",
     ]
     for n, reg in enumerate(regs):
         lines.append(f"  %p{n} = getelementptr inbounds i32, ptr %out, i64 {_OUTPUTS[kind].index(reg)}")
@@ -101,7 +106,7 @@ def _glue(kind: str, regs: str, ret: str) -> str:
 def canonical_cpu(text: str, cpu: str) -> str:
     """``text`` (a linked module) asking the runtime, not the processor, about the CPU."""
     level = cpu_level(cpu)
-    shapes: dict[str, str] = {}  # function name -> its definition
+    shapes: dict[tuple[str, str], str] = {}  # (instruction, registers read back) -> the glue function
     function = "?"
     lines = text.split("\n")
     for i, line in enumerate(lines):
@@ -134,17 +139,18 @@ def canonical_cpu(text: str, cpu: str) -> str:
         call_args = [f"i32 {level}", *(given.get(r, "i32 0") for r in _INPUTS[kind])]
         if any(not a.startswith("i32 ") for a in call_args):
             raise InstrumentError(f"{function}: `{kind}` inline assembly with operands other than i32: {m.group(0)}")
-        name = f"__instrbudget_{kind}_{regs}"
-        shapes.setdefault(name, _glue(kind, regs, ret))
-        lines[i] = line[: m.start()] + f"{m.group('head')}@{name}({', '.join(call_args)})" + line[m.end() :]
+        shapes.setdefault((kind, regs), _glue(kind, regs, ret))
+        call = f"{m.group('head')}@__instrbudget_{kind}_{regs}({', '.join(call_args)})"
+        lines[i] = line[: m.start()] + call + line[m.end() :]
     text = "\n".join(lines)
     if _XGETBV_CALL.search(text):
         text = _XGETBV_CALL.sub(f"call i64 @__instrbudget_xgetbv64(i32 {level}, ", text)
         text = _XGETBV_DECLARE.sub(r"declare \1i64 @__instrbudget_xgetbv64(i32, i32)", text)
-    for pattern, replacement in _RENAMES:
-        text = pattern.sub(replacement.format(level=level), text)
-    extra = [shapes[name] for name in sorted(shapes)]
-    kinds = {name.split("_")[3] for name in shapes}
-    extra += [f"declare void @__instrbudget_{k}_into(i32, {'i32, ' * len(_INPUTS[k])}ptr)" for k in sorted(kinds)]
+    if "@__cpu_" in text:
+        for pattern, replacement in _RENAMES:
+            text = pattern.sub(replacement.format(level=level), text)
+    extra = [shapes[shape] for shape in sorted(shapes)]
+    kinds = sorted({kind for kind, _ in shapes})
+    extra += [f"declare void @__instrbudget_{k}_into(i32, {'i32, ' * len(_INPUTS[k])}ptr)" for k in kinds]
     extra.append(f"@__instrbudget_cpu_level = dso_local constant i32 {level}")
     return text.rstrip("\n") + "\n\n" + "\n\n".join(extra) + "\n"

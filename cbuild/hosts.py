@@ -23,8 +23,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cbuild.cache import Cache, atomic_write, default_cache_dir, digest
-from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout, LinkError
+from cbuild.cache import Cache, default_cache_dir
+from cbuild.compile import compile_own
+from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout
 from cbuild.execute import DEFAULT_ENV
 from cbuild.execute import _disable_aslr as disable_aslr
 from cbuild.host import Channel
@@ -50,21 +51,16 @@ def _setarch() -> list[str]:
 
 def guard_library(toolchain: Toolchain, cache: Cache) -> Path:
     """The host's crash guard (``runtime/host_guard.c``) as a shared library, built once per toolchain."""
-    code = GUARD_SOURCE.read_bytes()
-    key = digest(toolchain.identity, code, "host guard")
-
-    def make(files: list[Path]) -> None:
-        with tempfile.TemporaryDirectory(prefix="instrbudget-guard-") as tmp:
-            built = Path(tmp) / "guard.so"
-            cmd = [*toolchain.cc, "-target", toolchain.triple, "-shared", "-fPIC", "-O2", str(GUARD_SOURCE)]
-            cmd += ["-o", str(built)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise LinkError(f"building the library host's crash guard failed:\n{proc.stderr}")
-            atomic_write(files[0], built.read_bytes(), mode=0o755)
-
-    (out,) = cache.entry("rt", key, [".so"], make, name="the library host's crash guard")
-    return out
+    return compile_own(
+        toolchain,
+        cache,
+        GUARD_SOURCE.read_text(),
+        what="the library host's crash guard",
+        stem="host_guard",
+        flags=["-shared", "-fPIC", "-O2"],
+        suffix=".so",
+        mode=0o755,
+    )
 
 
 def _signal_name(number: int) -> str:

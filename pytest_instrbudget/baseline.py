@@ -61,19 +61,15 @@ class Baseline:
             return cls(path)
         try:
             doc = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # bad JSON, bytes that are not UTF-8, NaN or Infinity
+            if isinstance(exc, json.JSONDecodeError):
+                why = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            elif isinstance(exc, UnicodeDecodeError):
+                why = f"byte {exc.start} is not UTF-8 text"
+            else:
+                why = str(exc)
             raise BaselineError(
-                f"baseline {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                f"fix it, restore it from version control, or rewrite it with --instrbudget-update"
-            ) from None
-        except UnicodeDecodeError as exc:
-            raise BaselineError(
-                f"baseline {path} is not valid JSON (byte {exc.start} is not UTF-8 text); "
-                f"fix it, restore it from version control, or rewrite it with --instrbudget-update"
-            ) from None
-        except ValueError as exc:  # NaN, Infinity
-            raise BaselineError(
-                f"baseline {path} is not valid JSON ({exc}); "
+                f"baseline {path} is not valid JSON ({why}); "
                 f"fix it, restore it from version control, or rewrite it with --instrbudget-update"
             ) from None
         except OSError as exc:

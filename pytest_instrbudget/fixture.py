@@ -25,8 +25,6 @@ class ProgramRun:
     stderr: bytes
     #: Metric name -> cost of this run (empty when instrumentation is disabled).
     costs: dict[str, Cost]
-    #: False with ``--instrbudget-disable``: nothing was counted.
-    measured: bool = True
 
     @property
     def text(self) -> str:
@@ -35,7 +33,7 @@ class ProgramRun:
 
     def cost(self, metric: str = "ir_instructions") -> int:
         """Total of one metric for this run; 0 when instrumentation is disabled (``--instrbudget-disable``)."""
-        if not self.measured:
+        if not self.costs:  # built without counters: nothing was counted
             return 0
         if metric not in self.costs:
             known = ", ".join(sorted(self.costs)) or "none"
@@ -75,9 +73,8 @@ class Program:
             table=self._table,
         )
         self._meter.add_run(result.counts)
-        measured = self.artifact.instrumented and result.counts is not None
         costs = evaluate(self._models, [result.counts]) if result.counts is not None else {}
-        return ProgramRun(result.returncode, result.stdout, result.stderr, costs, measured)
+        return ProgramRun(result.returncode, result.stdout, result.stderr, costs)
 
 
 class CBuild:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cbuild import cpu
 from cbuild.build import Builder
 from cbuild.costs import Cost, line_label
-from cbuild.cpu import DEFAULT_CPU
 from cbuild.demangle import demangle
 from cbuild.errors import describe_os_error
 from cbuild.models import CostModel, ModelRegistry
@@ -104,7 +104,7 @@ class BudgetSession:
             for model in self.models
         )
         fingerprint = {**self.builder.toolchain.fingerprint, "models": models}
-        if fingerprint["target"].startswith("x86_64"):
+        if cpu.applies(fingerprint["target"]):
             fingerprint["cpu"] = self.settings.build.cpu
         return fingerprint
 
@@ -117,13 +117,14 @@ class BudgetSession:
 
     def _matches(self, recorded: dict[str, str]) -> bool:
         """Whether a baseline's fingerprint is this session's (older baselines lack some fields)."""
+        current = self.fingerprint
         old = dict(recorded)
         # Baselines from before cost models were configurable measured ir-count alone.
         old.setdefault("models", "ir-count version=1")
         # Baselines from before the canonical CPU: counts of code that asks no CPU questions.
-        if "cpu" in self.fingerprint:
-            old.setdefault("cpu", DEFAULT_CPU)
-        return old == self.fingerprint
+        if "cpu" in current:
+            old.setdefault("cpu", cpu.DEFAULT_CPU)
+        return old == current
 
     def evaluate(
         self,

@@ -81,29 +81,39 @@ def _check_next_build_works(builder: Builder, write, name: str) -> None:  # type
     assert sum(result.counts.counts) > 0
 
 
-def test_llvm_abort_in_code_generation_is_a_build_error(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    if not builder.toolchain.triple.startswith("x86_64"):
+@pytest.mark.parametrize(
+    ("name", "ir", "how", "llvm_says"),
+    [
+        pytest.param(
+            "avx512",
+            AVX512_IR,
+            "was killed by SIGABRT",
+            "LLVM ERROR: Do not know how to split the result of this operator!",
+            id="abort",
+        ),
+        pytest.param(
+            "badreg",
+            BAD_REGISTER_IR,
+            "exited with status 1",
+            "couldn't allocate output register for constraint '{nosuchreg}'",
+            id="exit",
+        ),
+    ],
+)
+def test_llvm_ending_its_process_in_code_generation_is_a_build_error(  # type: ignore[no-untyped-def]
+    builder: Builder, write, name: str, ir: str, how: str, llvm_says: str
+) -> None:
+    if ir is AVX512_IR and not builder.toolchain.triple.startswith("x86_64"):
         pytest.skip("an x86 intrinsic")
-    src = write("avx512.ll", AVX512_IR)
+    src = write(f"{name}.ll", ir)
     with pytest.raises(LLVMCrashed) as info:
         builder.build([src], kind="library")
     message = str(info.value)
     assert message.startswith(f"generating code for {src.resolve()} failed: ")
-    assert "the LLVM worker process was killed by SIGABRT" in message
-    assert "LLVM ERROR: Do not know how to split the result of this operator!" in message
+    assert f"the LLVM worker process {how}" in message
+    assert llvm_says in message
     # The session goes on: the next build starts a new worker.
-    _check_next_build_works(builder, write, "after_abort.c")
-
-
-def test_llvm_exit_in_code_generation_is_a_build_error(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    src = write("badreg.ll", BAD_REGISTER_IR)
-    with pytest.raises(LLVMCrashed) as info:
-        builder.build([src], kind="library")
-    message = str(info.value)
-    assert message.startswith(f"generating code for {src.resolve()} failed: ")
-    assert "the LLVM worker process exited with status 1" in message
-    assert "couldn't allocate output register for constraint '{nosuchreg}'" in message
-    _check_next_build_works(builder, write, "after_exit.c")
+    _check_next_build_works(builder, write, f"after_{name}.c")
 
 
 def test_a_worker_killed_between_builds_is_replaced(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]

@@ -27,26 +27,33 @@
 /* The build's level, defined by the instrumented module (absent in other objects). */
 extern const int32_t __instrbudget_cpu_level __attribute__((weak));
 
-struct leaf1 {
-    uint32_t ecx, edx;
-};
-
-/* CPUID.1:EDX of every level: FPU TSC CX8 CMOV CLFSH MMX FXSR SSE SSE2. */
+/* CPUID.1:EDX and CPUID.80000001h:EDX of every level, what every x86-64 processor has:
+ * FPU TSC CX8 CMOV CLFSH MMX FXSR SSE SSE2; SYSCALL NX LM. */
 #define EDX1 ((1u << 0) | (1u << 4) | (1u << 8) | (1u << 15) | (1u << 19) | (1u << 23) | (1u << 24) | (1u << 25) | (1u << 26))
-/* CPUID.1:ECX, v2: SSE3 SSSE3 CX16 SSE4.1 SSE4.2 POPCNT; v3 adds FMA MOVBE XSAVE OSXSAVE AVX F16C. */
-#define ECX1_V2 ((1u << 0) | (1u << 9) | (1u << 13) | (1u << 19) | (1u << 20) | (1u << 23))
-#define ECX1_V3 (ECX1_V2 | (1u << 12) | (1u << 22) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 29))
-/* CPUID.(7,0):EBX, v3: BMI1 AVX2 BMI2; v4 adds AVX512F AVX512DQ AVX512CD AVX512BW AVX512VL. */
-#define EBX7_V3 ((1u << 3) | (1u << 5) | (1u << 8))
-#define EBX7_V4 (EBX7_V3 | (1u << 16) | (1u << 17) | (1u << 28) | (1u << 30) | (1u << 31))
-/* CPUID.80000001h:ECX, v2: LAHF-SAHF; v3 adds LZCNT. EDX: SYSCALL NX LM. */
-#define ECX81_V2 (1u << 0)
-#define ECX81_V3 (ECX81_V2 | (1u << 5))
 #define EDX81 ((1u << 11) | (1u << 20) | (1u << 29))
 
-static const uint32_t ecx1[LEVELS + 1] = {0, 0, ECX1_V2, ECX1_V3, ECX1_V3};
-static const uint32_t ebx7[LEVELS + 1] = {0, 0, 0, EBX7_V3, EBX7_V4};
-static const uint32_t ecx81[LEVELS + 1] = {0, 0, ECX81_V2, ECX81_V3, ECX81_V3};
+/* Each feature bit above the baseline and the lowest level that has it: the answers
+ * to CPUID below, and what the host is checked for at start-up. */
+struct feature {
+    const char *name;
+    uint32_t leaf, subleaf;
+    int reg; /* 0 eax, 1 ebx, 2 ecx, 3 edx */
+    int bit, level;
+};
+
+static const struct feature features[] = {
+    {"SSE3", 1, 0, 2, 0, 2},      {"SSSE3", 1, 0, 2, 9, 2},      {"CMPXCHG16B", 1, 0, 2, 13, 2},
+    {"SSE4.1", 1, 0, 2, 19, 2},   {"SSE4.2", 1, 0, 2, 20, 2},    {"POPCNT", 1, 0, 2, 23, 2},
+    {"LAHF-SAHF", 0x80000001, 0, 2, 0, 2},
+    {"FMA", 1, 0, 2, 12, 3},      {"MOVBE", 1, 0, 2, 22, 3},     {"XSAVE", 1, 0, 2, 26, 3},
+    {"OSXSAVE", 1, 0, 2, 27, 3},  {"AVX", 1, 0, 2, 28, 3},       {"F16C", 1, 0, 2, 29, 3},
+    {"BMI1", 7, 0, 1, 3, 3},      {"AVX2", 7, 0, 1, 5, 3},       {"BMI2", 7, 0, 1, 8, 3},
+    {"LZCNT", 0x80000001, 0, 2, 5, 3},
+    {"AVX512F", 7, 0, 1, 16, 4},  {"AVX512DQ", 7, 0, 1, 17, 4},  {"AVX512CD", 7, 0, 1, 28, 4},
+    {"AVX512BW", 7, 0, 1, 30, 4}, {"AVX512VL", 7, 0, 1, 31, 4},
+};
+#define NFEATURES (sizeof features / sizeof features[0])
+
 /* XCR0: x87 and SSE state; v3 adds AVX, v4 the AVX-512 opmask and ZMM state. */
 static const uint32_t xcr0[LEVELS + 1] = {0, 0x3, 0x3, 0x7, 0xe7};
 /* CPUID.(0Dh,0):EBX/ECX, the XSAVE area for those states (no XSAVE below v3). */
@@ -54,50 +61,46 @@ static const uint32_t xsave_size[LEVELS + 1] = {0, 0, 0, 0x340, 0xa80};
 
 static int clamp(int32_t level) { return level < 1 ? 1 : level > LEVELS ? LEVELS : level; }
 
-struct cpuid_result {
-    uint32_t eax, ebx, ecx, edx;
-};
+/* Leaves whose answer depends on ECX; the others ignore it, as processors do. */
+static int has_subleaves(uint32_t leaf) { return leaf == 7 || leaf == 0xd; }
 
 /* EAX, EBX, ECX, EDX into out[0..3]. */
 void __instrbudget_cpuid_into(int32_t level, uint32_t leaf, uint32_t subleaf, uint32_t out[4]) {
     int n = clamp(level);
-    struct cpuid_result r = {0, 0, 0, 0};
+    uint32_t r[4] = {0, 0, 0, 0};
     switch (leaf) {
     case 0: /* highest basic leaf, "GenuineIntel" */
-        r.eax = 0xd;
-        memcpy(&r.ebx, "Genu", 4);
-        memcpy(&r.edx, "ineI", 4);
-        memcpy(&r.ecx, "ntel", 4);
+        r[0] = 0xd;
+        memcpy(&r[1], "Genu", 4);
+        memcpy(&r[3], "ineI", 4);
+        memcpy(&r[2], "ntel", 4);
         break;
     case 1: /* family 6; one logical processor, 64-byte cache lines */
-        r.eax = 0x000906ea;
-        r.ebx = 0x00010800;
-        r.ecx = ecx1[n];
-        r.edx = EDX1;
-        break;
-    case 7:
-        if (subleaf == 0) r.ebx = ebx7[n];
+        r[0] = 0x000906ea;
+        r[1] = 0x00010800;
+        r[3] = EDX1;
         break;
     case 0xd:
         if (n >= 3 && subleaf == 0) {
-            r.eax = xcr0[n];
-            r.ebx = r.ecx = xsave_size[n];
+            r[0] = xcr0[n];
+            r[1] = r[2] = xsave_size[n];
         }
         break;
     case 0x80000000:
-        r.eax = 0x80000001;
+        r[0] = 0x80000001;
         break;
     case 0x80000001:
-        r.ecx = ecx81[n];
-        r.edx = EDX81;
+        r[3] = EDX81;
         break;
     default:
         break;
     }
-    out[0] = r.eax;
-    out[1] = r.ebx;
-    out[2] = r.ecx;
-    out[3] = r.edx;
+    for (size_t i = 0; i < NFEATURES; i++) {
+        const struct feature *f = &features[i];
+        if (f->level <= n && f->leaf == leaf && (!has_subleaves(leaf) || f->subleaf == subleaf))
+            r[f->reg] |= 1u << f->bit;
+    }
+    memcpy(out, r, sizeof r);
 }
 
 /* EAX, EDX of XGETBV into out[0..1]. */
@@ -142,26 +145,6 @@ const uint32_t __instrbudget_cpu_features2_4[3] = {W1_V3, W2_V3, F(96) | F(97) |
 /* The tables are constant: there is nothing to detect. */
 int __instrbudget_cpu_indicator_init(void) { return 0; }
 
-/* The host check: each feature of the level, where the real CPU reports it. */
-struct feature {
-    const char *name;
-    uint32_t leaf, subleaf;
-    int reg; /* 0 eax, 1 ebx, 2 ecx, 3 edx */
-    int bit, level;
-};
-
-static const struct feature features[] = {
-    {"SSE3", 1, 0, 2, 0, 2},      {"SSSE3", 1, 0, 2, 9, 2},      {"CMPXCHG16B", 1, 0, 2, 13, 2},
-    {"SSE4.1", 1, 0, 2, 19, 2},   {"SSE4.2", 1, 0, 2, 20, 2},    {"POPCNT", 1, 0, 2, 23, 2},
-    {"LAHF-SAHF", 0x80000001, 0, 2, 0, 2},
-    {"FMA", 1, 0, 2, 12, 3},      {"MOVBE", 1, 0, 2, 22, 3},     {"XSAVE", 1, 0, 2, 26, 3},
-    {"OSXSAVE", 1, 0, 2, 27, 3},  {"AVX", 1, 0, 2, 28, 3},       {"F16C", 1, 0, 2, 29, 3},
-    {"BMI1", 7, 0, 1, 3, 3},      {"AVX2", 7, 0, 1, 5, 3},       {"BMI2", 7, 0, 1, 8, 3},
-    {"LZCNT", 0x80000001, 0, 2, 5, 3},
-    {"AVX512F", 7, 0, 1, 16, 4},  {"AVX512DQ", 7, 0, 1, 17, 4},  {"AVX512CD", 7, 0, 1, 28, 4},
-    {"AVX512BW", 7, 0, 1, 30, 4}, {"AVX512VL", 7, 0, 1, 31, 4},
-};
-
 static void host_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
     __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "0"(leaf), "2"(subleaf));
 }
@@ -186,7 +169,7 @@ __attribute__((constructor(100))) static void check_host(void) {
     uint32_t max_extended = r[0];
     host_cpuid(0, 0, r);
     uint32_t max_basic = r[0];
-    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++) {
+    for (size_t i = 0; i < NFEATURES; i++) {
         const struct feature *f = &features[i];
         if (f->level > level) continue;
         int known = f->leaf >= 0x80000000 ? f->leaf <= max_extended : f->leaf <= max_basic;
