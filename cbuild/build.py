@@ -83,6 +83,8 @@ class Artifact:
     key: str
     instrumented: bool
     fingerprint: dict[str, str]
+    #: Built with cut-off checks (``BuildOptions.cutoff``): runs can be given limits.
+    cutoff: bool = False
 
     def models(self) -> dict[str, Any]:
         """Model name -> {"analysis": static document, "results": [offset, count]} for this build."""
@@ -183,7 +185,14 @@ class Builder:
         binary = self.cache.path("bin", key, suffix)
         table_path = self.cache.path("bin", key, ".blocks.json")
         artifact = Artifact(
-            binary, paths[0].name, kind, table_path, key, options.instrument, self.toolchain.fingerprint
+            binary,
+            paths[0].name,
+            kind,
+            table_path,
+            key,
+            options.instrument,
+            self.toolchain.fingerprint,
+            options.cutoff and options.instrument,
         )
         cxx = "c++" in languages
 
@@ -223,6 +232,7 @@ class Builder:
                 placement=placement,
                 events=events,
                 calls=options.calls,
+                cutoff=options.cutoff,
             )
             analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, paths)
             # With dynamic phases the models' hooks join the program's module, to be inlined
@@ -276,13 +286,14 @@ class Builder:
             analyses[model.name] = {"analysis": analysis}
             if runtime is not None:
                 runtimes.append((model.name, runtime, model.events))
-        code, layout = dynamic.source(runtimes, len(table))
+        cutoff = options.cutoff and options.instrument
+        code, layout = dynamic.source(runtimes, len(table), cutoff=cutoff)
         for name, slot in layout.slots.items():
             analyses[name]["results"] = list(slot)
         metric_of = {model.name: model.metrics[0].name for model in models}
         for n, name in enumerate(layout.clocks, start=1):
             analyses[name]["clock"] = [n, metric_of[name]]
-        if not runtimes:
+        if not runtimes and not cutoff:
             return analyses, self._compile_c(code, "models"), False
         return analyses, self._compile_c(code, "models", ir=True), True
 

@@ -42,11 +42,29 @@ class Layout:
         return sum(n for _, n in self.slots.values())
 
 
-def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int) -> tuple[str, Layout]:
+_CUTOFF = """
+/* Cut-off builds: the runtime's limits (instrbudget_rt.c) and where code stops. */
+extern int64_t __instrbudget_limit;
+extern uint32_t __instrbudget_clocks_armed;
+extern int64_t __instrbudget_clock_limits[];
+__attribute__((noreturn, cold)) void __instrbudget_stop(uint32_t clock, uint32_t block, int64_t before);
+/* At a function entry or loop head: stop before the block when it would take the total past the limit. */
+HOOK void __instrbudget_check(int64_t now, int64_t offset, int64_t size, uint32_t block) {
+    int64_t before = now + offset;
+    if (__builtin_expect(before + size > __instrbudget_limit, 0)) __instrbudget_stop(0, block, before);
+}
+"""
+
+
+def source(
+    runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int, *, cutoff: bool = False
+) -> tuple[str, Layout]:
     """C source joining ``(model name, runtime, events)``, and the layout of their results.
 
     Block events call one hook per block (``__instrbudget_block_N``); clang compiles
     each with the block number as a constant, so the models' tables fold away.
+    ``cutoff`` adds the check the instrumented code calls at loop heads and function
+    entries, and, while a limit on a model's clock is set, a check of that clock at every block.
     """
     parts = [_HEADER]
     slots: dict[str, tuple[int, int]] = {}
@@ -61,6 +79,10 @@ def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int
         offset += runtime.results
     parts.append(f"\nHIDDEN uint64_t __instrbudget_results[{max(offset, 1)}];\n")
     parts.append(f"HIDDEN const uint64_t __instrbudget_nresults = {offset};\n")
+    if cutoff:
+        parts.append(_CUTOFF)
+    # The runtime keeps the IR total and three model clocks; later models' regions go unmeasured.
+    clocks = [i for i, (_, r, _) in enumerate(runtimes) if r.clock][:MAX_MODEL_CLOCKS]
     blocks = [i for i, (_, _, e) in enumerate(runtimes) if BLOCKS in e]
     memory = [i for i, (_, _, e) in enumerate(runtimes) if MEMORY in e]
     for i in blocks:
@@ -70,6 +92,10 @@ def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int
             )
     if blocks:
         calls = " ".join(f"ib_m{i}_{'block' if runtimes[i][1].specialise else 'shared'}(N);" for i in blocks)
+        checked = [(n, i) for n, i in enumerate(clocks, start=1) if i in blocks]
+        if cutoff and checked:
+            parts.append(_checked_block(blocks, checked))
+            calls = f"if (__builtin_expect(__instrbudget_clocks_armed, 0)) ib_checked_block(N); else {{ {calls} }}"
         parts.append(f"#define IB_BLOCK(N) HOOK void __instrbudget_block_##N(void) {{ {calls} }}\n")
         parts.extend(f"IB_BLOCK({n})\n" for n in range(nblocks))
     if memory:
@@ -82,10 +108,19 @@ def source(runtimes: Sequence[tuple[str, Runtime, frozenset[str]]], nblocks: int
         f"ib_m{i}_finish(__instrbudget_results + {slots[name][0]});" for i, (name, _, _) in enumerate(runtimes)
     )
     parts.append(f"HIDDEN void __instrbudget_models_reset(uint32_t in_process) {{ {resets} }}\n")
-    # The runtime keeps the IR total and three model clocks; later models' regions go unmeasured.
-    clocks = [i for i, (_, r, _) in enumerate(runtimes) if r.clock][:MAX_MODEL_CLOCKS]
     reads = " ".join(f"out[{n}] = ib_m{i}_now();" for n, i in enumerate(clocks))
     parts.append(f"HIDDEN const uint64_t __instrbudget_nclocks = {len(clocks)};\n")
     parts.append(f"HIDDEN void __instrbudget_clocks(uint64_t *out) {{ (void)out; {reads} }}\n")
     parts.append(f"HIDDEN void __instrbudget_models_finish(void) {{ {finishes} }}\n")
     return "".join(parts), Layout(slots, [runtimes[i][0] for i in clocks])
+
+
+def _checked_block(blocks: list[int], checked: list[tuple[int, int]]) -> str:
+    """The block hook while a model clock has a limit: stop before a block that takes a clock past it."""
+    before = " ".join(f"uint64_t b{n} = ib_m{i}_now();" for n, i in checked)
+    calls = " ".join(f"ib_m{i}_block(block);" for i in blocks)
+    tests = " ".join(
+        f"if (ib_m{i}_now() > (uint64_t)__instrbudget_clock_limits[{n}]) __instrbudget_stop({n}, block, (int64_t)b{n});"
+        for n, i in checked
+    )
+    return f"__attribute__((noinline)) static void ib_checked_block(uint32_t block) {{ {before} {calls} {tests} }}\n"

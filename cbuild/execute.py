@@ -23,6 +23,7 @@ from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
 from cbuild.profile import Profile, clock_metrics, read_profile
+from cbuild.stops import IR_METRIC, CodeStopped, clock_limits, read_stop
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
 #: The environment programs get unless the caller passes one. Its size moves the
@@ -213,8 +214,14 @@ def run_program(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     table: BlockTable | None = None,
+    max_instr: int | None = None,
+    limits: Mapping[str, int] | None = None,
 ) -> RunResult:
     """Run ``artifact`` with ASLR off (Linux); crashes and timeouts raise with stderr attached.
+
+    ``max_instr`` (IR instructions) and ``limits`` (metric -> limit, for the IR total and
+    the cost models' clocks) stop the program before it passes them, raising
+    :class:`~cbuild.stops.CodeStopped`; the artifact must be a cut-off build.
 
     The program sees ``env`` (default :data:`DEFAULT_ENV`) and its source name as ``argv[0]``.
     It runs in a process group of its own: the run ends when the program's own process exits
@@ -222,8 +229,14 @@ def run_program(
     over the program and the children it forked that exited before it.
     """
     argv = [Path(artifact.name).stem, *map(str, args)]
+    wanted = dict(limits or {})
+    if max_instr is not None:
+        wanted[IR_METRIC] = max_instr
+    clocks = clock_limits(artifact, wanted)
     with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
         counts_path = Path(tmp) / "counts"
+        if clocks:
+            counts_path.with_name("counts.limits").write_text("".join(f"{c} {v}\n" for c, v in clocks.items()))
         child_env = dict(DEFAULT_ENV if env is None else env)
         child_env[COUNTS_ENV] = str(counts_path)
         stdin_path, stdout_path, stderr_path = (Path(tmp) / name for name in ("stdin", "stdout", "stderr"))
@@ -245,6 +258,10 @@ def run_program(
         finally:
             _end_group(proc)
         out, err = stdout_path.read_bytes(), stderr_path.read_bytes()
+        stop_path = counts_path.with_name("counts.stop")
+        if exited and stop_path.exists():
+            stop = read_stop(stop_path, binary=artifact.path, table=table or artifact.table(), models=artifact.models())
+            raise CodeStopped(f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'})", stop, out, err)
         if not exited:
             raise ProgramTimeout(
                 f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'}) ran past its {timeout} s "

@@ -160,7 +160,15 @@ class Channel:
 class _Loaded:
     """One loaded library: its functions (typed on first use) and its counters."""
 
-    def __init__(self, path: str, types: dict[str, Any], functions: dict[str, Any], type_map: Any) -> None:
+    def __init__(
+        self,
+        path: str,
+        types: dict[str, Any],
+        functions: dict[str, Any],
+        type_map: Any,
+        clocks: dict[str, int],
+        stop_file: str,
+    ) -> None:
         # A memory file gives each load its own inode, hence its own copy of the library
         # (static state and counters from zero), under a path that is the same every run.
         fd = os.memfd_create("instrbudget-lib", 0)
@@ -183,6 +191,24 @@ class _Loaded:
         nresults = int(dll.instrbudget_nresults())
         self.results = (ctypes.c_char * (8 * nresults)).from_address(dll.instrbudget_results())
         dll.instrbudget_models_reset(1)
+        #: Metric -> the runtime's clock number, for cut-offs (empty: built without checks).
+        self.clocks = clocks
+        self.now = (ctypes.c_uint64 * 8)()
+        if clocks:
+            dll.instrbudget_set_limit.argtypes = [ctypes.c_uint32, ctypes.c_int64]
+            dll.instrbudget_clocks.argtypes = [ctypes.c_void_p]
+            dll.instrbudget_set_stop_file.argtypes = [ctypes.c_char_p]
+            dll.instrbudget_set_stop_file(stop_file.encode())
+
+    def clock_values(self) -> dict[str, int]:
+        """Every limited metric's clock now."""
+        self.dll.instrbudget_clocks(ctypes.addressof(self.now))
+        return {metric: int(self.now[c]) for metric, c in self.clocks.items()}
+
+    def set_limits(self, limits: dict[str, int]) -> None:
+        """Stop before passing ``limits`` (absolute clock values); clocks not named get none."""
+        for metric, clock in self.clocks.items():
+            self.dll.instrbudget_set_limit(clock, limits.get(metric, -1))
 
     def function(self, name: str) -> tuple[Any, list[Any], Any]:
         """The ctypes function, its parameter types and its return type."""
@@ -218,10 +244,45 @@ class Host:
             "counts": self.counts,
             "read": self.read,
             "string": self.string,
+            "limits": self.limits,
+            "remaining": self.remaining,
         }
+        #: Metric -> what library code may still execute before it is stopped (None: no cut-off).
+        self.left: dict[str, int] | None = None
 
-    def load(self, lib_id: int, path: str, types: dict[str, Any], functions: dict[str, Any]) -> None:
-        self.libraries[lib_id] = _Loaded(path, types, functions, self.type_map)
+    def load(
+        self,
+        lib_id: int,
+        path: str,
+        types: dict[str, Any],
+        functions: dict[str, Any],
+        clocks: dict[str, int],
+        stop_file: str,
+    ) -> None:
+        self.libraries[lib_id] = _Loaded(path, types, functions, self.type_map, clocks, stop_file)
+
+    def limits(self, left: dict[str, int]) -> None:
+        self.left = dict(left) if left else None
+        if self.left is None:
+            for lib in self.libraries.values():
+                if lib.clocks:
+                    lib.set_limits({})
+
+    def remaining(self) -> dict[str, int]:
+        return dict(self.left or {})
+
+    def _run(self, lib: _Loaded, raw: Any, values: list[Any]) -> Any:
+        """Call ``raw``, with the remaining cut-off in force when there is one."""
+        left = self.left
+        if left is None or not lib.clocks:
+            return raw(*values)
+        before = lib.clock_values()
+        lib.set_limits({m: before[m] + max(n, 0) for m, n in left.items() if m in before})
+        try:
+            return raw(*values)
+        finally:
+            after = lib.clock_values()
+            self.left = {m: n - (after[m] - before[m]) if m in before else n for m, n in left.items()}
 
     def _memory(self, slot: int | None, size: int) -> Any:
         """A buffer of ``size`` bytes; a slot keeps its address for the test's buffer while its size holds."""
@@ -264,7 +325,7 @@ class Host:
                 values.append(ctypes.addressof(array))
             else:  # "s": a structure by value, as its bytes
                 values.append(params[n].from_buffer_copy(rest[0]))
-        result = raw(*values)
+        result = self._run(lib, raw, values)
         self.libc.fflush(None)
         written: list[tuple[int, Any, bytes | None]] = []
         self.blobs_out = []

@@ -29,6 +29,7 @@ from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout
 from cbuild.execute import DEFAULT_ENV
 from cbuild.execute import _disable_aslr as disable_aslr
 from cbuild.host import Channel
+from cbuild.stops import STOP_STATUS
 from cbuild.toolchain import Toolchain, find_toolchain
 
 HOST_SCRIPT = Path(__file__).with_name("host.py")
@@ -109,6 +110,8 @@ class HostProcess:
         os.set_blocking(requests_w, False)
         self._requests = Channel(request_box, requests_w)
         self._replies = Channel(reply_box, replies_r)
+        #: Where library code stopped at a cut-off writes its stop record.
+        self.stop_file = self.scratch / "stop"
         #: Why the process is gone, once it is.
         self.ended: str | None = None
         self._closed = False
@@ -159,7 +162,9 @@ class HostProcess:
             self._kill()
             status = self.process.wait()
         self._forward_output()
-        if status < 0:
+        if status == STOP_STATUS and self.stop_file.exists():
+            summary = "was stopped at its cut-off"
+        elif status < 0:
             name = _signal_name(-status)
             cause = " (stack overflow)" if -status in _FAULTS and _STACK_MARKER in self._stderr_text else ""
             summary = f"crashed: killed by {name}{cause}"

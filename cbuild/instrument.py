@@ -28,6 +28,7 @@ from cbuild.blocks import (
     parse_module,
     region_marker,
 )
+from cbuild.checks import CheckPoint, check_points
 from cbuild.errors import InstrumentError
 from cbuild.placement import END, START, Placement, place, place_per_block
 
@@ -44,6 +45,9 @@ REGION_HOOK = "__instrbudget_region"
 ENTER_HOOK = "__instrbudget_enter"
 LEAVE_HOOK = "__instrbudget_leave"
 FUNCTIONS = "__instrbudget_nfunctions"
+#: Compares the running total with the cut-off limit (defined with the models' hooks, inlined).
+CHECK_HOOK = "__instrbudget_check"
+_FRAME_POINTER = re.compile(r'\s*"frame-pointer"="[^"]*"')
 _FRAME = "%__ib.frame"
 #: Region marker kinds, as the runtime numbers them.
 REGION_KINDS = {"start": 0, "next": 1, "stop": 2}
@@ -98,7 +102,7 @@ class Instrumented:
     table: BlockTable
 
 
-def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int) -> list[str]:
+def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int, cutoff: bool) -> list[str]:
     data = build_id.encode()
     out = [
         f"@{COUNTERS} = hidden global [{max(n, 1)} x i64] zeroinitializer, align 64",
@@ -111,6 +115,36 @@ def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int) -> lis
     if "memory" in events:
         out.append(f"declare hidden void @{ACCESS_HOOK}(ptr, i64, i32) {_HOOK_ATTRS}")
     out.append(f"declare hidden void @{REGION_HOOK}(i32, ptr, ptr, i32) nounwind willreturn")
+    if cutoff:
+        out.append(f"declare hidden void @{CHECK_HOOK}(i64, i64, i64, i32) nounwind")
+    return out
+
+
+def _check_code(point: CheckPoint, size: int, local: bool) -> list[str]:
+    """Compare the running total (corrected by the block's offset) with the limit before the block runs."""
+    v = f"{_PREFIX}k{point.block}"
+    code = [f"  {v}.t = load i64, ptr @{TOTAL}, align 8"]
+    now = f"{v}.t"
+    if local:
+        code += [f"  {v}.a = load i64, ptr {_ACC}, align 8", f"  {v}.s = add i64 {v}.t, {v}.a"]
+        now = f"{v}.s"
+    code.append(f"  call void @{CHECK_HOOK}(i64 {now}, i64 {-point.offset}, i64 {size}, i32 {point.block})")
+    return code
+
+
+def _with_frame_pointers(lines: list[str]) -> list[str]:
+    """Defined functions keep frame pointers, so that a stop can name the callers of the stopped code."""
+    groups: set[str] = set()
+    for line in lines:
+        if line.startswith("define "):
+            groups.update(GROUP_REF.findall(line[line.rfind(")") :]))
+    out = []
+    for line in lines:
+        m = ATTRIBUTE_GROUP.match(line)
+        if m and m.group(1) in groups:
+            body = _FRAME_POINTER.sub("", m.group(2)).strip()
+            line = f'attributes #{m.group(1)} = {{ {body} "frame-pointer"="all" }}'
+        out.append(line)
     return out
 
 
@@ -433,6 +467,7 @@ def instrument(
     placement: str = "edges",
     events: frozenset[str] = frozenset(),
     calls: bool = False,
+    cutoff: bool = False,
 ) -> Instrumented:
     """Add counting code to ``text`` (LLVM's printing of a whole program's module).
 
@@ -443,6 +478,8 @@ def instrument(
     ``calls`` reports every function entry and return (with the frame address, so
     that frames left by longjmp or an exception are recognised) for inclusive
     costs and call-path profiles; functions are numbered in table order.
+    ``cutoff`` adds a check of the running total against the run's limit at every
+    function entry and loop head (:mod:`cbuild.checks`); the counts are the same.
     """
     unknown = set(events) - set(EVENTS)
     if unknown:
@@ -469,6 +506,11 @@ def instrument(
     accesses = _access_plan(parsed) if "memory" in events else {}
     n = len(plan.sites)
     lines = _drop_stale_claims(parsed.lines) if counting else parsed.lines
+    cutoff = cutoff and counting
+    checks: dict[int, CheckPoint] = {}
+    if cutoff:
+        lines = _with_frame_pointers(lines)
+        checks = {blocks[p.block].insert_at: p for p in check_points(blocks, plan)}
     in_memory = _setjmp_functions(lines)
     starts: dict[int, list[int]] = {}
     ends: dict[int, list[int]] = {}
@@ -502,7 +544,7 @@ def instrument(
     previous = ""
     for index, line in enumerate(lines):
         if index == first_define:
-            out.extend(_globals(n, build_id, events, len(blocks)))
+            out.extend(_globals(n, build_id, events, len(blocks), cutoff))
             if calls:
                 out.extend(_call_declarations(len(firsts), "@llvm.frameaddress.p0(" not in text))
             out.append("")
@@ -519,6 +561,9 @@ def instrument(
             out.append(f"  call void @{ENTER_HOOK}(i32 {function_ids[function]}, ptr {_FRAME})")
         for counter in starts.get(index, ()):
             out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
+        if index in checks:
+            point = checks[index]
+            out.extend(_check_code(point, blocks[point.block].size, local))
         for number in block_events.get(index, ()):
             out.append(f"  call void @{BLOCK_HOOK}{number}()")
         for counter in ends.get(index, ()):
@@ -549,5 +594,5 @@ def instrument(
             previous = line
         out.append(line)
     if first_define == len(lines):
-        out.extend(_globals(n, build_id, events, len(blocks)))
+        out.extend(_globals(n, build_id, events, len(blocks), cutoff))
     return Instrumented("\n".join(out), table)

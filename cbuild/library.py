@@ -17,10 +17,11 @@ from typing import Any
 from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
 from cbuild.ctypes_map import TypeMap, UnsupportedType
-from cbuild.errors import CBuildError, SignatureError
+from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
 from cbuild.execute import split_results
 from cbuild.hosts import HostProcess, default_pool
 from cbuild.profile import clock_metrics, read_profile
+from cbuild.stops import IR_METRIC, CodeStopped, clock_limits, read_stop
 
 _ids = itertools.count(1)
 _BYREF = type(ctypes.byref(ctypes.c_int()))
@@ -266,9 +267,18 @@ class Function:
                 blobs.append(wire[2])
         library = self._library
         host = library.host
-        result, written = host.request(
-            "call", library.id, self.name, wires, what=f"{self.name}()", timeout=library.timeout, blobs=blobs
-        )
+        try:
+            result, written = host.request(
+                "call", library.id, self.name, wires, what=f"{self.name}()", timeout=library.timeout, blobs=blobs
+            )
+        except LibraryCrashed:
+            if host.stop_file.exists():  # the call reached its cut-off
+                stop = read_stop(
+                    host.stop_file, binary=library.artifact.path, table=library.table, models=library._models
+                )
+                host.stop_file.unlink()
+                raise CodeStopped(f"{self.name}()", stop) from None
+            raise
         for n, blob, text in written:
             target = args[n]
             obj = _ctypes_object(target)
@@ -307,10 +317,21 @@ class Library:
 
     ``host`` is the process to load it into (several libraries of one test share one);
     without it the library gets a process of its own, ended by :meth:`close`.
-    ``timeout`` limits each call, in seconds.
+    ``timeout`` limits each call, in seconds. ``max_instr`` (IR instructions) and ``limits``
+    (metric -> limit, for the IR total and the cost models' clocks) stop library code before its
+    calls together pass them, raising :class:`~cbuild.stops.CodeStopped` (a cut-off build, and
+    a process of its own, are needed).
     """
 
-    def __init__(self, artifact: Artifact, *, host: HostProcess | None = None, timeout: float | None = 60.0) -> None:
+    def __init__(
+        self,
+        artifact: Artifact,
+        *,
+        host: HostProcess | None = None,
+        timeout: float | None = 60.0,
+        max_instr: int | None = None,
+        limits: dict[str, int] | None = None,
+    ) -> None:
         if artifact.kind != "library":
             raise CBuildError(f"{artifact.path} is a {artifact.kind}, not a library")
         if timeout is not None and (
@@ -332,9 +353,27 @@ class Library:
         self._models = artifact.models()
         self._functions: dict[str, Function] = {}
         self._enums: dict[str, type[enum.IntEnum]] = {}
-        self.host.request(
-            "load", self.id, str(artifact.path), doc["types"], self._signatures, what=f"loading {artifact.path.name}"
+        wanted = dict(limits or {})
+        if max_instr is not None:
+            wanted[IR_METRIC] = max_instr
+        clock_limits(artifact, wanted)  # checked before anything starts
+        if wanted and not self._own_host:
+            raise CBuildError("a library sharing a process cannot set its own cut-off; the process's owner sets it")
+        clocks = (
+            {metric: n for n, metric in enumerate(clock_metrics(self._models)) if metric} if artifact.cutoff else {}
         )
+        self.host.request(
+            "load",
+            self.id,
+            str(artifact.path),
+            doc["types"],
+            self._signatures,
+            clocks,
+            str(self.host.stop_file),
+            what=f"loading {artifact.path.name}",
+        )
+        if wanted:
+            self.host.request("limits", wanted, what="setting the cut-off")
 
     @property
     def function_names(self) -> list[str]:

@@ -37,6 +37,9 @@ class BuildOptions:
     #: The x86-64 level programs are told they run on (cbuild.cpu): ``x86-64``, ``x86-64-v2``,
     #: ``x86-64-v3`` or ``x86-64-v4``, whatever the host.
     cpu: str = DEFAULT_CPU
+    #: Check the running total at every function entry and loop head, so that code can be
+    #: stopped at a limit set when it runs (cbuild.checks); the counts are the same.
+    cutoff: bool = False
 
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
@@ -62,6 +65,7 @@ class BuildOptions:
             "\0".join(f"{k}={v}" for k, v in self.model_params),
             f"calls={self.calls}",
             f"cpu={self.cpu}",
+            f"cutoff={self.cutoff}",
         ]
 
 

@@ -68,14 +68,21 @@ class Settings:
     models: tuple[str, ...] = ("ir-count",)
     clang: str | None = None
     timeout: float = 60.0
+    #: Stop a budgeted test's code at this many times its headline limit (else its baseline); None: off.
+    cutoff: float | None = None
     #: Per-model parameter tables, ``[tool.instrbudget.<model>]``.
     model_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def build_options(
-        self, *, instrument: bool, model_params: tuple[tuple[str, str], ...] = (), calls: bool = False
+        self,
+        *,
+        instrument: bool,
+        model_params: tuple[tuple[str, str], ...] = (),
+        calls: bool = False,
+        cutoff: bool = False,
     ) -> BuildOptions:
         """Project-wide build options (a fixture call may add to them)."""
-        return replace(self.build, instrument=instrument, model_params=model_params, calls=calls)
+        return replace(self.build, instrument=instrument, model_params=model_params, calls=calls, cutoff=cutoff)
 
 
 _KEYS = {
@@ -91,6 +98,7 @@ _KEYS = {
     "models": "list of cost model names",
     "clang": "path or command of a clang driver",
     "timeout": "seconds a program run or a library call may take",
+    "cutoff": "factor (at least 1) of a budgeted test's limit, else its baseline, at which its code is stopped",
     "cpu": "the x86-64 level programs see: one of " + ", ".join(CPU_LEVELS),
 }
 
@@ -143,6 +151,10 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: expected a path or command, got {value!r}")
             kwargs[key] = value
+        elif key == "cutoff":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value < math.inf:
+                raise ConfigError(f"{where}: expected a factor of at least 1 (such as 10), got {value!r}")
+            kwargs[key] = float(value)
         elif key == "timeout":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise ConfigError(f"{where}: expected a positive number of seconds, got {value!r}")

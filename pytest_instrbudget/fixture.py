@@ -71,9 +71,11 @@ class Program:
             env=env,
             cwd=cwd,
             table=self._table,
+            limits=self._meter.program_limits() if self.artifact.cutoff else None,
         )
         self._meter.add_run(result.counts)
         costs = evaluate(self._models, [result.counts]) if result.counts is not None else {}
+        self._meter.program_ran({metric: cost.total for metric, cost in costs.items()})
         return ProgramRun(result.returncode, result.stdout, result.stderr, costs)
 
 
@@ -147,6 +149,7 @@ class CBuild:
         artifact = self._build(sources, "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level)
         if self._host is None:
             self._host = self._hosts.take()
+            self._meter.attach_host(self._host)
         library = Library(artifact, host=self._host, timeout=timeout if timeout is not None else self._timeout)
         self._meter.add_library(library)
         return library

@@ -12,10 +12,39 @@ from pytest_instrbudget.config import ConfigError, parse_percent
 
 MARKER = "budget"
 MARKER_HELP = (
-    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}, timeout=SECONDS): fail when the test's instrumented "
-    "C/C++ code executes more than N IR instructions (or a region more than its N), or more than its baseline "
-    "plus PCT percent; library calls and program runs may take SECONDS each"
+    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}, timeout=SECONDS, stop_at=M): fail when the test's "
+    "instrumented C/C++ code executes more than N IR instructions (or a region more than its N), or more than its "
+    "baseline plus PCT percent; library calls and program runs may take SECONDS each; code that would pass M "
+    'instructions (or "10x" max_instr) is stopped there'
 )
+#: The cut-off keyword of the IR instruction total; a model's clock metric ``max_K`` has ``stop_at_K``.
+STOP_AT = "stop_at"
+
+
+def stop_keyword(metric_keyword: str) -> str:
+    """``max_instr`` -> ``stop_at``; ``max_zkcycles`` -> ``stop_at_zkcycles``."""
+    return STOP_AT if metric_keyword == "max_instr" else f"{STOP_AT}_{metric_keyword.removeprefix('max_')}"
+
+
+def cutoff_value(where: str, value: object, limit: int | None, limit_keyword: str) -> int:
+    """An absolute cut-off, or a factor of the metric's limit (``"10x"``)."""
+    if isinstance(value, str) and value.endswith("x"):
+        try:
+            factor = float(value[:-1])
+        except ValueError:
+            factor = math.nan
+        if not math.isfinite(factor) or factor < 1:
+            raise ConfigError(
+                f'{where}: a factor must be a number of at least 1 followed by x, such as "10x"; got {value!r}'
+            )
+        if limit is None:
+            raise ConfigError(f"{where}: {value!r} is a factor of {limit_keyword}, which this test does not set")
+        return math.ceil(limit * factor)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value >= 2**63:
+        raise ConfigError(f'{where}: expected a number of instructions or a factor such as "10x", got {value!r}')
+    if limit is not None and value < limit:
+        raise ConfigError(f"{where}: {value} is below {limit_keyword}={limit}; code within its budget would be stopped")
+    return value
 
 
 @dataclass(frozen=True)
@@ -28,6 +57,10 @@ class Budget:
     regions: dict[str, dict[str, int]] = field(default_factory=dict)
     #: Seconds a program run or a library call of this test may take (overrides the config).
     timeout: float | None = None
+    #: Metric name -> cut-off: the measured code stops before it would pass it.
+    stops: dict[str, int] = field(default_factory=dict)
+    #: Metric name -> how the cut-off was given (``stop_at=100000``, ``10x max_instr``), for messages.
+    stop_labels: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_item(cls, item: pytest.Item, models: list[CostModel], all_keywords: dict[str, str]) -> Budget | None:
@@ -44,6 +77,8 @@ class Budget:
         tolerance: float | None = None
         timeout: float | None = None
         regions: dict[str, dict[str, int]] = {}
+        stops_given: dict[str, object] = {}
+        cutoffs = {stop_keyword(m.keyword): m for model in models for m in model.metrics[:1]}
         headline = models[0].metrics[0].name if models else "ir_instructions"
         # The closest marker wins for each keyword (function over class over module).
         for mark in reversed(marks):
@@ -60,6 +95,8 @@ class Budget:
                     timeout = float(value)
                 elif key == "regions":
                     regions.update(_region_limits(item.nodeid, value, active, headline))
+                elif key in cutoffs:
+                    stops_given[key] = value
                 elif key in active:
                     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                         raise ConfigError(
@@ -73,11 +110,18 @@ class Budget:
                         f"[tool.instrbudget] or pass --instrbudget-model={all_keywords[key]}"
                     )
                 else:
-                    accepted = ", ".join(sorted([*active, "regions", "timeout", "tolerance"]))
+                    accepted = ", ".join(sorted([*active, *cutoffs, "regions", "timeout", "tolerance"]))
                     raise ConfigError(
                         f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget; accepted: {accepted}"
                     )
-        return cls(limits, tolerance, regions, timeout)
+        stops: dict[str, int] = {}
+        labels: dict[str, str] = {}
+        for key, value in stops_given.items():
+            metric = cutoffs[key]
+            where = f"{item.nodeid}: budget({key}=...)"
+            stops[metric.name] = cutoff_value(where, value, limits.get(metric.name), metric.keyword)
+            labels[metric.name] = f"{value} {metric.keyword}" if isinstance(value, str) else f"{key}={value:,}"
+        return cls(limits, tolerance, regions, timeout, stops, labels)
 
 
 def _limit(nodeid: str, where: str, value: object) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cbuild.attribution import attributed
 from cbuild.costs import BlockCounts
+from cbuild.hosts import HostProcess
 from cbuild.library import Library
 
 #: Every model's costs summed over several artifacts' counts, with regions and source lines.
@@ -23,6 +24,33 @@ class Meter:
         self.used = False
         self._libraries: list[tuple[Library, tuple[int, ...] | None]] = []
         self._runs: list[BlockCounts] = []
+        #: Metric -> cut-off for the whole call phase (library calls and program runs together).
+        self.limits: dict[str, int] = {}
+        self._remaining: dict[str, int] | None = None
+        self._host: HostProcess | None = None
+
+    def attach_host(self, host: HostProcess) -> None:
+        """The test's library process: it keeps the remaining cut-off while library code runs."""
+        self._host = host
+        self._push()
+
+    def _push(self) -> None:
+        if self.active and self._remaining is not None and self._host is not None and self._host.alive:
+            self._host.request("limits", self._remaining, what="setting the cut-off")
+
+    def program_limits(self) -> dict[str, int]:
+        """What a program run may still execute, per limited metric (empty: no cut-off)."""
+        if not self.active or self._remaining is None:
+            return {}
+        if self._host is not None and self._host.alive:
+            self._remaining = dict(self._host.request("remaining", what="reading the cut-off"))
+        return {metric: max(left, 0) for metric, left in self._remaining.items()}
+
+    def program_ran(self, costs: dict[str, int]) -> None:
+        """A program run executed ``costs`` (metric -> total): less remains."""
+        if self.active and self._remaining is not None:
+            self._remaining = {m: left - costs.get(m, 0) for m, left in self._remaining.items()}
+            self._push()
 
     def add_library(self, library: Library) -> None:
         """Register a library loaded for this test."""
@@ -40,11 +68,15 @@ class Meter:
         """The call phase begins: snapshot what is loaded already."""
         self._libraries = [(lib, lib.snapshot()) for lib, _ in self._libraries]
         self.active = True
+        self._remaining = dict(self.limits) if self.limits else None
+        self._push()
         self.used = self.used or bool(self._libraries)
 
     def stop(self) -> tuple[list[BlockCounts], list[str]]:
         """The call phase ended: counts executed during it, per artifact, and why any were lost
         (a library whose process a call ended)."""
+        if self._remaining is not None and self._host is not None and self._host.alive:
+            self._host.request("limits", {}, what="clearing the cut-off")
         self.active = False
         out, lost = [], []
         for lib, since in self._libraries:

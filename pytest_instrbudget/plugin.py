@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Generator, Iterator
@@ -16,6 +17,7 @@ from cbuild.cache import atomic_write
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.hosts import HostPool, guard_library
 from cbuild.models import default_registry
+from cbuild.stops import CodeStopped
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
@@ -196,12 +198,14 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
     assert session.builder is not None
     meter = request.node.stash.setdefault(METER, Meter())
     budget = request.node.stash.get(BUDGET, None)
+    meter.limits, _ = session.cutoffs(request.node.nodeid, budget)
     builds = CBuild(
         builder=session.builder,
         options=session.settings.build_options(
             instrument=not session.run.disable,
             model_params=tuple(p for model in session.models for p in model.key_params()),
             calls=session.run.wants_calls,
+            cutoff=bool(meter.limits),
         ),
         meter=meter,
         models=session.models,
@@ -273,7 +277,19 @@ def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
         if path is not None and Path(entry.path) == path:
             where = f"{item.location[0]}:{entry.lineno + 1}"
             break
-    return f"{where}: {excinfo.typename}: {excinfo.value}"
+    error = excinfo.value
+    if isinstance(error, CodeStopped):
+        session = item.config.stash[SESSION]
+        stops, labels = session.cutoffs(item.nodeid, item.stash.get(BUDGET, None))
+        stop = error.stop
+        if stop.metric in stops:  # the run's own limit was what the test had left: count for the whole test
+            whole = stops[stop.metric]
+            stop = dataclasses.replace(stop, count=whole - (stop.limit - stop.count), limit=whole)
+        units = {m.name: m.unit for model in session.models for m in model.metrics}
+        notes = [note for model in session.models if (note := model.describe_stop(stop.results.get(model.name, ())))]
+        text = stop.describe(units.get(stop.metric), labels.get(stop.metric), notes)
+        return f"{where}: {error.what}: {text}"
+    return f"{where}: {excinfo.typename}: {error}"
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,6 +127,26 @@ class BudgetSession:
             old.setdefault("cpu", cpu.DEFAULT_CPU)
         return old == current
 
+    def cutoffs(self, nodeid: str, budget: Budget | None) -> tuple[dict[str, int], dict[str, str]]:
+        """Where a test's code stops (metric -> count) and how each was given: the marker's ``stop_at``
+        keywords, else the config's ``cutoff`` times the headline limit, else times its baseline."""
+        if budget is None:
+            return {}, {}
+        stops, labels = dict(budget.stops), dict(budget.stop_labels)
+        factor = self.settings.cutoff
+        if factor is None or not self.models:
+            return stops, labels
+        headline = self.models[0].metrics[0]
+        if headline.name in stops:
+            return stops, labels
+        limit = budget.limits.get(headline.name)
+        old = self.baseline.tests.get(nodeid, {}).get(headline.name) if self.comparable else None
+        base, what = (limit, headline.keyword) if limit is not None else (old.total if old else None, "its baseline")
+        if base:
+            stops[headline.name] = math.ceil(base * factor)
+            labels[headline.name] = f"cutoff = {factor:g}x {what}"
+        return stops, labels
+
     def evaluate(
         self,
         nodeid: str,
@@ -148,7 +169,8 @@ class BudgetSession:
         metrics: list[MetricResult] = []
         failures: list[str] = []
         for name, cost in costs.items():
-            limit = budget.limits.get(name) if budget is not None else None
+            # A cut-off without a limit is one: code that finished past it (after the last check) fails too.
+            limit = budget.limits.get(name, budget.stops.get(name)) if budget is not None else None
             old = entry.get(name)
             if not self.comparable:
                 status = NOT_COMPARABLE

@@ -174,6 +174,11 @@ class CostModel:
         """An additive model's cost per block, in table order."""
         raise NotImplementedError(f"cost model {self.name!r} implements neither block_costs nor evaluate")
 
+    def describe_stop(self, results: Sequence[int]) -> str:
+        """What the model can add about where code stopped at a cut-off, from its dynamic results
+        at that point (empty: nothing); for instance the segment it was in."""
+        return ""
+
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
         """Costs of an execution, one per metric (additive models need only :meth:`block_costs`)."""
         costs = self.block_costs(counts.table, counts.analysis(self.name))

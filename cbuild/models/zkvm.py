@@ -10,7 +10,7 @@ RISC Zero's circuit v2/v3 values (docs/cost-models.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -91,6 +91,12 @@ class ZkvmModel(CostModel):
             ]
         )
         return Runtime(source, results=len(RESULTS), clock=True)
+
+    def describe_stop(self, results: Sequence[int]) -> str:
+        if len(results) != len(RESULTS):
+            return ""
+        found = dict(zip(RESULTS, results, strict=True))
+        return f"zkVM segment {found['segments']} (po2 {self.config['po2']})"
 
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
         results = dict(zip(RESULTS, counts.results_of(self.name), strict=True))

@@ -21,7 +21,7 @@
  * children share the parent's memory until exec or _exit: they never write.
  */
 #if defined(__linux__)
-#define _DEFAULT_SOURCE 1 /* syscall() */
+#define _GNU_SOURCE 1 /* syscall(), pthread_getattr_np() */
 #endif
 #include <errno.h>
 #include <fcntl.h>
@@ -541,6 +541,143 @@ __attribute__((visibility("hidden"), noreturn)) void _exit(int status) {
 __attribute__((visibility("hidden"), noreturn)) void _Exit(int status) { _exit(status); }
 #endif
 
+/* ---- Cut-off --------------------------------------------------------------------------------
+ * Cut-off builds check the running total against __instrbudget_limit at every function entry
+ * and loop head, and model clocks against their limits at every block while a limit is set
+ * (cbuild/checks.py, cbuild/dynamic.py). Code that would pass a limit stops there: the
+ * runtime writes a stop record and ends the process with IB_STOP_STATUS, writing no counts
+ * (between two calls they are not exact). The record names the limit's clock, the block
+ * that would have passed it, the exact count before that block, the model results and the
+ * return addresses of the callers, found through the frame pointers the build keeps; the
+ * engine turns them into functions and lines (cbuild/stops.py).
+ *
+ * Text, one field per line: "instrbudget-stop 1", "clock C", "block B", "count N", "limit L",
+ * "base HEX" (where the binary's ELF header is loaded), "results R0 R1 ..", "depth D" (frames
+ * walked), "frames HEX HEX .." (return addresses from the stop outwards, at most IB_STOP_FRAMES). */
+#define IB_STOP_STATUS 86
+#define IB_STOP_FRAMES 256
+__attribute__((visibility("hidden"))) int64_t __instrbudget_limit = INT64_MAX;
+__attribute__((visibility("hidden"))) uint32_t __instrbudget_clocks_armed;
+__attribute__((visibility("hidden"))) int64_t __instrbudget_clock_limits[IB_CLOCKS] = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+extern const char __ehdr_start[] __attribute__((weak, visibility("hidden")));
+static char ib_stop_path[4096];
+
+/* Limit of clock C (0: the IR total; the models' clocks after it); negative: none. */
+EXPORT void instrbudget_set_limit(uint32_t clock, int64_t value) {
+    uint32_t c;
+    if (value < 0) value = INT64_MAX;
+    if (clock == 0) __instrbudget_limit = value;
+    else if (clock < IB_CLOCKS) __instrbudget_clock_limits[clock] = value;
+    __instrbudget_clocks_armed = 0;
+    for (c = 1; c < IB_CLOCKS; c++)
+        if (__instrbudget_clock_limits[c] != INT64_MAX) __instrbudget_clocks_armed = 1;
+}
+
+/* Every clock now: the IR total, then the models' (IB_CLOCKS values). */
+EXPORT void instrbudget_clocks(uint64_t *out) { ib_now(out); }
+
+EXPORT void instrbudget_set_stop_file(const char *path) {
+    if (!ib_join(ib_stop_path, sizeof ib_stop_path, path, NULL, NULL)) ib_stop_path[0] = '\0';
+}
+
+static size_t ib_put_hex(char *buf, size_t at, size_t cap, uint64_t v) {
+    char tmp[17];
+    int n = 0, i;
+    do { tmp[n++] = "0123456789abcdef"[v & 15]; v >>= 4; } while (v);
+    for (i = 0; i < n / 2; i++) { char t = tmp[i]; tmp[i] = tmp[n - 1 - i]; tmp[n - 1 - i] = t; }
+    tmp[n] = '\0';
+    return ib_put(buf, at, cap, tmp);
+}
+
+static int ib_write_stop(const uintptr_t *fp, uint32_t clock, uint32_t block, int64_t before) {
+    static char buf[1 << 13], part[4096 + 32];
+    uintptr_t hi = (uintptr_t)fp + ((uintptr_t)64 << 20), frames[IB_STOP_FRAMES];
+    uint64_t depth = 0, i, limit = (uint64_t)(clock == 0 ? __instrbudget_limit : __instrbudget_clock_limits[clock]);
+    size_t at = 0, cap = sizeof buf;
+    pthread_attr_t attr;
+    void *stack;
+    size_t size;
+    int fd, ok;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (pthread_attr_getstack(&attr, &stack, &size) == 0) hi = (uintptr_t)stack + size;
+        pthread_attr_destroy(&attr);
+    }
+    /* From the caller of __instrbudget_stop outwards (the engine skips the hooks and the stopped function). */
+    while (fp != NULL && depth < 100000000) {
+        uintptr_t next = fp[0];
+        if (depth < IB_STOP_FRAMES) frames[depth] = fp[1];
+        depth++;
+        if (next <= (uintptr_t)fp || next >= hi || (next & 7)) break;
+        fp = (const uintptr_t *)next;
+    }
+    __instrbudget_models_finish();
+    at = ib_put(buf, at, cap, "instrbudget-stop 1\nclock ");
+    at = ib_put_u64(buf, at, cap, clock);
+    at = ib_put(buf, at, cap, "\nblock ");
+    at = ib_put_u64(buf, at, cap, block);
+    at = ib_put(buf, at, cap, "\ncount ");
+    at = ib_put_u64(buf, at, cap, (uint64_t)before);
+    at = ib_put(buf, at, cap, "\nlimit ");
+    at = ib_put_u64(buf, at, cap, limit);
+    at = ib_put(buf, at, cap, "\nbase ");
+    at = ib_put_hex(buf, at, cap, (uintptr_t)__ehdr_start);
+    at = ib_put(buf, at, cap, "\nresults");
+    for (i = 0; i < __instrbudget_nresults; i++) {
+        at = ib_put(buf, at, cap, " ");
+        at = ib_put_u64(buf, at, cap, __instrbudget_results[i]);
+    }
+    at = ib_put(buf, at, cap, "\ndepth ");
+    at = ib_put_u64(buf, at, cap, depth);
+    at = ib_put(buf, at, cap, "\nframes");
+    for (i = 0; i < depth && i < IB_STOP_FRAMES; i++) {
+        at = ib_put(buf, at, cap, " ");
+        at = ib_put_hex(buf, at, cap, frames[i]);
+    }
+    at = ib_put(buf, at, cap, "\n");
+    if (at >= cap || ib_stop_path[0] == '\0' || !ib_join(part, sizeof part, ib_stop_path, ".part", NULL)) return -1;
+    fd = open(part, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return -1;
+    ok = write_all(fd, buf, at) == 0;
+    close(fd);
+    return ok && rename(part, ib_stop_path) == 0 ? 0 : -1;
+}
+
+/* Code about to pass a limit: record where, and end the process. */
+__attribute__((visibility("hidden"), noreturn, noinline, cold)) void __instrbudget_stop(uint32_t clock, uint32_t block, int64_t before) {
+    ib_write_stop((const uintptr_t *)__builtin_frame_address(0), clock, block, before);
+    dumped = 1; /* the counts are not exact between two calls: none are written */
+    fflush(NULL);
+#if defined(__linux__)
+    for (;;) syscall(SYS_exit_group, IB_STOP_STATUS);
+#else
+    _exit(IB_STOP_STATUS);
+#endif
+}
+
+/* A program's limits: "CLOCK VALUE" lines in $INSTRBUDGET_COUNTS.limits, when that file exists. */
+static void ib_read_limits(void) {
+    char path[4096 + 16], text[512];
+    ssize_t n;
+    int fd;
+    char *p;
+    if (!ib_join(path, sizeof path, dump_path, ".limits", NULL)) return;
+    fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) return;
+    text[n] = '\0';
+    for (p = text; *p;) {
+        uint64_t clock = 0, value = 0;
+        while (*p >= '0' && *p <= '9') clock = clock * 10 + (uint64_t)(*p++ - '0');
+        while (*p == ' ') p++;
+        while (*p >= '0' && *p <= '9') value = value * 10 + (uint64_t)(*p++ - '0');
+        if (clock < IB_CLOCKS && value <= (uint64_t)INT64_MAX) instrbudget_set_limit((uint32_t)clock, (int64_t)value);
+        while (*p && *p != '\n') p++;
+        if (*p) p++;
+    }
+}
+
 static void on_fatal(int sig) {
     dump();
     signal(sig, SIG_DFL);
@@ -563,6 +700,8 @@ __attribute__((constructor(101))) static void instrbudget_init(int argc, char **
     /* The string stays where it is; programs this one execs or spawns do not inherit it. */
     unsetenv("INSTRBUDGET_COUNTS");
     ib_pid = getpid();
+    if (ib_join(ib_stop_path, sizeof ib_stop_path, dump_path, ".stop", NULL)) ib_read_limits();
+    else ib_stop_path[0] = '\0';
     pthread_atfork(NULL, NULL, ib_child_after_fork);
     atexit(dump);
     for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {

@@ -1,0 +1,102 @@
+"""Where a cut-off build compares the running total with its limit, and how it does so exactly.
+
+Code can run unboundedly only through a loop or a call, so a check at the entry of
+every function and at the head of every loop (the target of a retreating edge of a
+depth-first search, which every cycle of a control-flow graph contains, reducible or
+not) is reached at least once per iteration and per call.
+
+The running total is exact only at calls and exits (:mod:`cbuild.placement`): in the
+middle of a function, edge counters have added what some blocks *will* cost and not
+yet what others did. The difference is a constant per block: for any two paths from
+the entry to a block, their difference is a circulation, on which the counters'
+weights are exact. So ``offset[v]``, the weights added minus the instructions executed
+on one path from the entry up to the check in ``v``, corrects the total on every path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cbuild.blocks import ParsedBlock
+from cbuild.errors import InstrumentError
+from cbuild.placement import END, SPLIT, START, Placement
+
+
+@dataclass(frozen=True)
+class CheckPoint:
+    """A check at the start of a block (after its own counting code)."""
+
+    block: int
+    #: Weights counted minus instructions executed before the block, in this activation.
+    offset: int
+
+
+def _retreating_targets(succ: dict[int, list[int]], entry: int) -> set[int]:
+    """Heads of the back edges of a depth-first search from ``entry``."""
+    heads: set[int] = set()
+    state = {entry: 1}  # 1 on the stack, 2 done
+    stack = [(entry, iter(succ[entry]))]
+    while stack:
+        node, it = stack[-1]
+        nxt = next(it, None)
+        if nxt is None:
+            state[node] = 2
+            stack.pop()
+        elif state.get(nxt) == 1:
+            heads.add(nxt)
+        elif nxt not in state:
+            state[nxt] = 1
+            stack.append((nxt, iter(succ[nxt])))
+    return heads
+
+
+def check_points(blocks: Sequence[ParsedBlock], plan: Placement) -> list[CheckPoint]:
+    """The checks of a module, in block order: function entries and loop heads."""
+    start_w: dict[int, int] = {}
+    end_w: dict[int, int] = {}
+    split_w: dict[tuple[int, int], int] = {}
+    for counter, site in enumerate(plan.sites):
+        weight = plan.weights[counter]
+        if site.kind == START:
+            start_w[site.block] = start_w.get(site.block, 0) + weight
+        elif site.kind == END:
+            end_w[site.block] = end_w.get(site.block, 0) + weight
+        elif site.kind == SPLIT:
+            split_w[site.block, site.target] = split_w.get((site.block, site.target), 0) + weight
+    out: list[CheckPoint] = []
+    first = 0
+    while first < len(blocks):
+        last = first
+        while last < len(blocks) and blocks[last].function == blocks[first].function:
+            last += 1
+        index = {blocks[i].label: i for i in range(first, last)}
+        succ = {
+            i: [index[s] for s in (*blocks[i].successors, *blocks[i].fixed_successors) if s in index]
+            for i in range(first, last)
+        }
+        offsets = {first: start_w.get(first, 0)}
+        work = [first]
+        while work:  # every path gives the same offsets: any traversal will do
+            u = work.pop()
+            for v in succ[u]:
+                if v not in offsets:
+                    offsets[v] = (
+                        offsets[u] + end_w.get(u, 0) + split_w.get((u, v), 0) + start_w.get(v, 0) - blocks[u].size
+                    )
+                    work.append(v)
+        for u, targets in succ.items():  # the property the checks rest on, verified
+            for v in targets:
+                if (
+                    u in offsets
+                    and offsets[v]
+                    != offsets[u] + end_w.get(u, 0) + split_w.get((u, v), 0) + start_w.get(v, 0) - blocks[u].size
+                ):
+                    raise InstrumentError(
+                        f"{blocks[u].function}: the running total's offset differs between paths to block "
+                        f"{blocks[v].label}; a cut-off could not be exact there"
+                    )
+        heads = _retreating_targets(succ, first) | {first}
+        out.extend(CheckPoint(b, offsets[b]) for b in sorted(heads))
+        first = last
+    return out
