@@ -80,6 +80,51 @@ def fetch_yyjson(dest: Path) -> Path | None:
     return found.parent if found else None
 
 
+Workload = tuple[str, list[Path], tuple[Path, ...], list[str]]
+
+
+def make_workloads(yy: Path | None, *, quick: bool) -> list[Workload]:
+    """The four CPU-heavy workloads: (name, sources, include dirs, arguments); yyjson when its sdist came."""
+    include = (MINIKIT / "include").resolve()
+    lib = [MINIKIT / "src" / f for f in ("json.c", "hashmap.c", "sort.c", "ringbuf.c")]
+    workloads: list[Workload] = [
+        (
+            "sort 6M ints (minikit)",
+            [HERE / "workloads" / "sort_bench.c", *lib],
+            (include,),
+            ["1000000" if quick else "6000000"],
+        ),
+        (
+            "json tokenise 1 MiB x200 (minikit)",
+            [HERE / "workloads" / "json_bench.c", *lib],
+            (include,),
+            ["40" if quick else "200"],
+        ),
+        (
+            "wordfreq 4.4M words (minikit)",
+            [MINIKIT / "src" / "wordfreq.c", MINIKIT / "src" / "hashmap.c"],
+            (include,),
+            ["10"],
+        ),
+    ]
+    if yy is not None:
+        workloads.append(
+            (
+                "yyjson read 1 MiB x150",
+                [HERE / "workloads" / "yyjson_bench.c", yy / "yyjson.c"],
+                (yy,),
+                ["30" if quick else "150"],
+            )
+        )
+    return workloads
+
+
+def stdin_words(*, quick: bool) -> bytes:
+    """The wordfreq workload's input."""
+    words = b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 400000
+    return words[: len(words) // 4] if quick else words
+
+
 def time_command(cmd: list[str], stdin: bytes, env: dict[str, str] | None = None) -> float:
     """Wall time of one run of ``cmd``."""
     start = time.perf_counter()
@@ -96,40 +141,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="instrbudget-bench-"))
     builder = Builder(cache_dir=work / "cache")
     yy = fetch_yyjson(work / "yyjson")
-    include = (MINIKIT / "include").resolve()
-    lib = [MINIKIT / "src" / f for f in ("json.c", "hashmap.c", "sort.c", "ringbuf.c")]
-    workloads: list[tuple[str, list[Path], tuple[Path, ...], list[str]]] = [
-        (
-            "sort 6M ints (minikit)",
-            [HERE / "workloads" / "sort_bench.c", *lib],
-            (include,),
-            ["1000000" if args.quick else "6000000"],
-        ),
-        (
-            "json tokenise 1 MiB x200 (minikit)",
-            [HERE / "workloads" / "json_bench.c", *lib],
-            (include,),
-            ["40" if args.quick else "200"],
-        ),
-        (
-            "wordfreq 4.4M words (minikit)",
-            [MINIKIT / "src" / "wordfreq.c", MINIKIT / "src" / "hashmap.c"],
-            (include,),
-            ["10"],
-        ),
-    ]
-    if yy is not None:
-        workloads.append(
-            (
-                "yyjson read 1 MiB x150",
-                [HERE / "workloads" / "yyjson_bench.c", yy / "yyjson.c"],
-                (yy,),
-                ["30" if args.quick else "150"],
-            )
-        )
-    words = b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 400000
-    if args.quick:
-        words = words[: len(words) // 4]
+    workloads = make_workloads(yy, quick=args.quick)
+    words = stdin_words(quick=args.quick)
 
     valgrind = shutil.which("valgrind")
     print("\n== Run time: instrumented vs the same pipeline without counters ==")

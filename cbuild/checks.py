@@ -1,9 +1,11 @@
 """Where a cut-off build compares the running total with its limit, and how it does so exactly.
 
 Code can run unboundedly only through a loop or a call, so a check at the entry of
-every function and at the head of every loop (the target of a retreating edge of a
-depth-first search, which every cycle of a control-flow graph contains, reducible or
-not) is reached at least once per iteration and per call.
+every function that calls another and at the head of every loop (the target of a
+retreating edge of a depth-first search, which every cycle of a control-flow graph
+contains, reducible or not) is reached at least once per iteration and per recursive
+call. A function that calls nothing (calls that surely return, such as intrinsics,
+do not count) runs on only through its own loops.
 
 The running total is exact only at calls and exits (:mod:`cbuild.placement`): in the
 middle of a function, edge counters have added what some blocks *will* cost and not
@@ -52,7 +54,7 @@ def _retreating_targets(succ: dict[int, list[int]], entry: int) -> set[int]:
 
 
 def check_points(blocks: Sequence[ParsedBlock], plan: Placement) -> list[CheckPoint]:
-    """The checks of a module, in block order: function entries and loop heads."""
+    """The checks of a module, in block order: entries of functions that call, and loop heads."""
     start_w: dict[int, int] = {}
     end_w: dict[int, int] = {}
     split_w: dict[tuple[int, int], int] = {}
@@ -96,7 +98,9 @@ def check_points(blocks: Sequence[ParsedBlock], plan: Placement) -> list[CheckPo
                         f"{blocks[u].function}: the running total's offset differs between paths to block "
                         f"{blocks[v].label}; a cut-off could not be exact there"
                     )
-        heads = _retreating_targets(succ, first) | {first}
+        heads = _retreating_targets(succ, first)
+        if any(blocks[i].calls for i in range(first, last)):
+            heads.add(first)  # a function without calls cannot recurse: its loops are its only way to run on
         out.extend(CheckPoint(b, offsets[b]) for b in sorted(heads))
         first = last
     return out

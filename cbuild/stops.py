@@ -98,50 +98,48 @@ class CodeStopped(ExecutionError):
 
 
 class _Symbols:
-    """Functions and source lines of a binary's addresses (symbol table and DWARF line tables)."""
+    """Functions and source lines of a binary's addresses (symbol table and DWARF line tables).
+
+    Line tables are decoded per compilation unit, only for the units holding addresses asked for
+    (found through ``.debug_aranges`` where the binary has it).
+    """
 
     def __init__(self, path: Path) -> None:
-        self.starts: list[int] = []
-        self.functions: list[tuple[int, str]] = []  # (end, name), by start
-        self.rows: list[int] = []
-        self.places: list[tuple[str, int] | None] = []  # per row; None after an end of sequence
-        self.link_base = 0
-        with path.open("rb") as fh:
-            elf = ELFFile(fh)
-            loads = [seg for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
-            self.link_base = min((seg["p_vaddr"] - seg["p_offset"] for seg in loads), default=0)
-            symtab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
-            found = []
-            if symtab is not None:
-                for sym in symtab.iter_symbols():  # type: ignore[attr-defined]
-                    if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0:
-                        found.append((sym["st_value"], sym["st_value"] + sym["st_size"], sym.name))
-            found.sort()
-            self.starts = [start for start, _, _ in found]
-            self.functions = [(end, name) for _, end, name in found]
-            if elf.has_dwarf_info():
-                self._read_lines(elf)
+        self._file = path.open("rb")
+        self.elf = ELFFile(self._file)
+        loads = [seg for seg in self.elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
+        self.link_base = min((seg["p_vaddr"] - seg["p_offset"] for seg in loads), default=0)
+        symtab = self.elf.get_section_by_name(".symtab") or self.elf.get_section_by_name(".dynsym")
+        found = []
+        if symtab is not None:
+            for sym in symtab.iter_symbols():  # type: ignore[attr-defined]
+                if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0:
+                    found.append((sym["st_value"], sym["st_value"] + sym["st_size"], sym.name))
+        found.sort()
+        self.starts: list[int] = [start for start, _, _ in found]
+        self.functions: list[tuple[int, str]] = [(end, str(name)) for _, end, name in found]
+        self.dwarf = self.elf.get_dwarf_info() if self.elf.has_dwarf_info() else None
+        self.aranges = self.dwarf.get_aranges() if self.dwarf is not None else None
+        self._units: dict[int, tuple[list[int], list[tuple[str, int] | None]]] = {}
 
-    def _read_lines(self, elf: ELFFile) -> None:
+    def _rows(self, cu: Any) -> tuple[list[int], list[tuple[str, int] | None]]:
+        if cu.cu_offset in self._units:
+            return self._units[cu.cu_offset]
         rows: list[tuple[int, tuple[str, int] | None]] = []
-        dwarf = elf.get_dwarf_info()
-        for cu in dwarf.iter_CUs():
-            program = dwarf.line_program_for_CU(cu)
-            if program is None:
-                continue
+        program = self.dwarf.line_program_for_CU(cu) if self.dwarf is not None else None
+        if program is not None:
             comp_dir = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
             names = _file_names(program.header, comp_dir.value.decode(errors="replace") if comp_dir else "")
             for entry in program.get_entries():
                 state = entry.state
                 if state is None:
                     continue
-                if state.end_sequence:
-                    rows.append((state.address, None))
-                else:
-                    rows.append((state.address, (names.get(state.file, "?"), state.line)))
+                place = None if state.end_sequence else (names.get(state.file, "?"), state.line)
+                rows.append((state.address, place))
         rows.sort(key=lambda r: (r[0], r[1] is not None))
-        self.rows = [address for address, _ in rows]
-        self.places = [place for _, place in rows]
+        unit = ([address for address, _ in rows], [place for _, place in rows])
+        self._units[cu.cu_offset] = unit
+        return unit
 
     def function(self, address: int) -> str | None:
         i = bisect.bisect_right(self.starts, address) - 1
@@ -150,8 +148,16 @@ class _Symbols:
         return self.functions[i][1]
 
     def place(self, address: int) -> tuple[str, int] | None:
-        i = bisect.bisect_right(self.rows, address) - 1
-        return self.places[i] if i >= 0 else None
+        if self.dwarf is None:
+            return None
+        offset = self.aranges.cu_offset_at_addr(address) if self.aranges is not None else None
+        units = [self.dwarf.get_CU_at(offset)] if offset is not None else list(self.dwarf.iter_CUs())
+        for cu in units:
+            addresses, places = self._rows(cu)
+            i = bisect.bisect_right(addresses, address) - 1
+            if i >= 0 and places[i] is not None:
+                return places[i]
+        return None
 
 
 def _file_names(header: Any, comp_dir: str) -> dict[int, str]:

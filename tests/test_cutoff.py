@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -91,7 +90,8 @@ def test_a_stop_is_the_same_on_every_run(programs, args, where, caller) -> None:
 def test_recursion_is_stopped_before_the_stack_runs_out(programs) -> None:  # type: ignore[no-untyped-def]
     cutoff, _ = programs
     stop = _stop(cutoff, "recurse", limit=200_000)
-    assert stop.depth is not None and stop.depth > 256  # deeper than the frames the runtime records
+    assert stop.depth is not None
+    assert stop.depth > 256  # deeper than the frames the runtime records
     assert "calls deep" in stop.stack()
     assert re.search(r"deeper \(stops\.c:\d+\) x \d+", stop.stack())
 
@@ -122,7 +122,9 @@ def test_a_cutoff_build_counts_what_an_ordinary_build_counts(programs) -> None: 
         plain = run_program(ordinary, args).counts
         checked = run_program(cutoff, args).counts
         limited = run_program(cutoff, args, max_instr=10**12).counts
-        assert plain is not None and checked is not None and limited is not None
+        assert plain is not None
+        assert checked is not None
+        assert limited is not None
         assert plain.counts == checked.counts == limited.counts
 
 
@@ -258,7 +260,8 @@ def test_stops_in_sessions_are_identical_serial_and_under_xdist(pytester: pytest
         r"spin\(\): stopped after 4\d,\d\d\d IR instructions \(cut-off 50,000, cutoff = 5x max_instr\) in ", text
     )
     assert re.search(
-        r"stopped after [\d,]+ cycles \(zk_cycles\) \(cut-off 30,000, 3x max_zkcycles\) in spin \(lib\.c:13\); zkVM segment 1 \(po2 20\)",
+        r"stopped after [\d,]+ cycles \(zk_cycles\) \(cut-off 30,000, 3x max_zkcycles\) in spin \(lib\.c:13\); "
+        r"zkVM segment 1 \(po2 20\)",
         text,
     ), text
 
