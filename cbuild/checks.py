@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from cbuild.blocks import ParsedBlock
 from cbuild.errors import InstrumentError
-from cbuild.placement import END, SPLIT, START, Placement
+from cbuild.placement import END, SPLIT, START, Placement, back_edges
 
 
 @dataclass(frozen=True)
@@ -32,25 +32,6 @@ class CheckPoint:
     block: int
     #: Weights counted minus instructions executed before the block, in this activation.
     offset: int
-
-
-def _retreating_targets(succ: dict[int, list[int]], entry: int) -> set[int]:
-    """Heads of the back edges of a depth-first search from ``entry``."""
-    heads: set[int] = set()
-    state = {entry: 1}  # 1 on the stack, 2 done
-    stack = [(entry, iter(succ[entry]))]
-    while stack:
-        node, it = stack[-1]
-        nxt = next(it, None)
-        if nxt is None:
-            state[node] = 2
-            stack.pop()
-        elif state.get(nxt) == 1:
-            heads.add(nxt)
-        elif nxt not in state:
-            state[nxt] = 1
-            stack.append((nxt, iter(succ[nxt])))
-    return heads
 
 
 def check_points(blocks: Sequence[ParsedBlock], plan: Placement) -> list[CheckPoint]:
@@ -98,7 +79,7 @@ def check_points(blocks: Sequence[ParsedBlock], plan: Placement) -> list[CheckPo
                         f"{blocks[u].function}: the running total's offset differs between paths to block "
                         f"{blocks[v].label}; a cut-off could not be exact there"
                     )
-        heads = _retreating_targets(succ, first)
+        heads = {head for _, head in back_edges(succ, first)}
         if any(blocks[i].calls for i in range(first, last)):
             heads.add(first)  # a function without calls cannot recurse: its loops are its only way to run on
         out.extend(CheckPoint(b, offsets[b]) for b in sorted(heads))

@@ -65,17 +65,11 @@ class _Edge:
     counter: int | None = None
 
 
-def _loop_depth(nodes: Sequence[int], succ: dict[int, list[int]], entry: int) -> dict[int, int]:
-    """How many natural loops contain each node (back edges found by depth-first search)."""
-    depth = dict.fromkeys(nodes, 0)
-    pred: dict[int, list[int]] = {n: [] for n in nodes}
-    for u in nodes:
-        for v in succ[u]:
-            pred[v].append(u)
-    state: dict[int, int] = {}  # 1 on stack, 2 done
+def back_edges(succ: dict[int, list[int]], entry: int) -> list[tuple[int, int]]:
+    """The back edges (tail, head) of a depth-first search of ``succ`` from ``entry``: every cycle has one."""
+    state: dict[int, int] = {entry: 1}  # 1 on the stack, 2 done
     back: list[tuple[int, int]] = []
     stack = [(entry, iter(succ[entry]))]
-    state[entry] = 1
     while stack:
         node, it = stack[-1]
         nxt = next(it, None)
@@ -87,6 +81,17 @@ def _loop_depth(nodes: Sequence[int], succ: dict[int, list[int]], entry: int) ->
         elif nxt not in state:
             state[nxt] = 1
             stack.append((nxt, iter(succ[nxt])))
+    return back
+
+
+def _loop_depth(nodes: Sequence[int], succ: dict[int, list[int]], entry: int) -> dict[int, int]:
+    """How many natural loops contain each node (back edges found by depth-first search)."""
+    depth = dict.fromkeys(nodes, 0)
+    pred: dict[int, list[int]] = {n: [] for n in nodes}
+    for u in nodes:
+        for v in succ[u]:
+            pred[v].append(u)
+    back = back_edges(succ, entry)
     for tail, head in back:
         body = {head, tail}
         work = [tail]
