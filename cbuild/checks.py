@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from cbuild.blocks import ParsedBlock
 from cbuild.errors import InstrumentError
-from cbuild.placement import END, SPLIT, START, Placement, back_edges
+from cbuild.placement import END, SPLIT, START, Placement, back_edges, function_spans
 
 
 @dataclass(frozen=True)
@@ -48,33 +48,28 @@ def check_points(blocks: Sequence[ParsedBlock], plan: Placement) -> list[CheckPo
         elif site.kind == SPLIT:
             split_w[site.block, site.target] = split_w.get((site.block, site.target), 0) + weight
     out: list[CheckPoint] = []
-    first = 0
-    while first < len(blocks):
-        last = first
-        while last < len(blocks) and blocks[last].function == blocks[first].function:
-            last += 1
+    for first, last in function_spans(blocks):
         index = {blocks[i].label: i for i in range(first, last)}
         succ = {
             i: [index[s] for s in (*blocks[i].successors, *blocks[i].fixed_successors) if s in index]
             for i in range(first, last)
         }
+
+        def step(u: int, v: int) -> int:
+            """What the offset gains from the check in ``u`` to the check in its successor ``v``."""
+            return end_w.get(u, 0) + split_w.get((u, v), 0) + start_w.get(v, 0) - blocks[u].size
+
         offsets = {first: start_w.get(first, 0)}
         work = [first]
         while work:  # every path gives the same offsets: any traversal will do
             u = work.pop()
             for v in succ[u]:
                 if v not in offsets:
-                    offsets[v] = (
-                        offsets[u] + end_w.get(u, 0) + split_w.get((u, v), 0) + start_w.get(v, 0) - blocks[u].size
-                    )
+                    offsets[v] = offsets[u] + step(u, v)
                     work.append(v)
         for u, targets in succ.items():  # the property the checks rest on, verified
             for v in targets:
-                if (
-                    u in offsets
-                    and offsets[v]
-                    != offsets[u] + end_w.get(u, 0) + split_w.get((u, v), 0) + start_w.get(v, 0) - blocks[u].size
-                ):
+                if u in offsets and offsets[v] != offsets[u] + step(u, v):
                     raise InstrumentError(
                         f"{blocks[u].function}: the running total's offset differs between paths to block "
                         f"{blocks[v].label}; a cut-off could not be exact there"
@@ -83,5 +78,4 @@ def check_points(blocks: Sequence[ParsedBlock], plan: Placement) -> list[CheckPo
         if any(blocks[i].calls for i in range(first, last)):
             heads.add(first)  # a function without calls cannot recurse: its loops are its only way to run on
         out.extend(CheckPoint(b, offsets[b]) for b in sorted(heads))
-        first = last
     return out

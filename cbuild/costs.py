@@ -129,3 +129,14 @@ def weighted_cost(metric: str, counts: BlockCounts, block_costs: Sequence[int]) 
             total += value
             functions[block.function] = functions.get(block.function, 0) + value
     return Cost(metric, total, functions)
+
+
+def split_results(models: Mapping[str, Any], raw: Sequence[int]) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
+    """Each model's static document and its slice of the dynamic phases' results."""
+    analyses = {name: doc.get("analysis", {}) for name, doc in models.items()}
+    results = {}
+    for name, doc in models.items():
+        if "results" in doc:
+            offset, count = doc["results"]
+            results[name] = tuple(raw[offset : offset + count])
+    return analyses, results

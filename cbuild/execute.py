@@ -20,10 +20,10 @@ from typing import Any
 
 from cbuild.blocks import BlockTable
 from cbuild.build import Artifact
-from cbuild.costs import BlockCounts
+from cbuild.costs import BlockCounts, split_results
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
 from cbuild.profile import Profile, clock_metrics, read_profile
-from cbuild.stops import IR_METRIC, CodeStopped, clock_limits, read_stop
+from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
 #: The environment programs get unless the caller passes one. Its size moves the
@@ -46,17 +46,6 @@ def _start_program() -> None:  # pragma: no cover - runs in the child between fo
     os.setpgid(0, 0)
     if sys.platform.startswith("linux"):
         _disable_aslr()
-
-
-def split_results(models: Mapping[str, Any], raw: Sequence[int]) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
-    """Each model's static document and its slice of the dynamic phases' results."""
-    analyses = {name: doc.get("analysis", {}) for name, doc in models.items()}
-    results = {}
-    for name, doc in models.items():
-        if "results" in doc:
-            offset, count = doc["results"]
-            results[name] = tuple(raw[offset : offset + count])
-    return analyses, results
 
 
 def read_counts(
@@ -229,10 +218,7 @@ def run_program(
     over the program and the children it forked that exited before it.
     """
     argv = [Path(artifact.name).stem, *map(str, args)]
-    wanted = dict(limits or {})
-    if max_instr is not None:
-        wanted[IR_METRIC] = max_instr
-    clocks = clock_limits(artifact, wanted)
+    clocks = clock_limits(artifact, requested(max_instr, limits))
     with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
         counts_path = Path(tmp) / "counts"
         if clocks:

@@ -157,6 +157,10 @@ class Channel:
         self._map.close()
 
 
+#: Clocks the runtime keeps (IB_CLOCKS in runtime/instrbudget_rt.c): the IR total and three models'.
+_CLOCKS = 4
+
+
 class _Loaded:
     """One loaded library: its functions (typed on first use) and its counters."""
 
@@ -193,7 +197,7 @@ class _Loaded:
         dll.instrbudget_models_reset(1)
         #: Metric -> the runtime's clock number, for cut-offs (empty: built without checks).
         self.clocks = clocks
-        self.now = (ctypes.c_uint64 * 8)()
+        self.now = (ctypes.c_uint64 * _CLOCKS)()
         if clocks:
             dll.instrbudget_set_limit.argtypes = [ctypes.c_uint32, ctypes.c_int64]
             dll.instrbudget_clocks.argtypes = [ctypes.c_void_p]

@@ -15,13 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from cbuild.build import Artifact
-from cbuild.costs import BlockCounts
+from cbuild.costs import BlockCounts, split_results
 from cbuild.ctypes_map import TypeMap, UnsupportedType
 from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
-from cbuild.execute import split_results
 from cbuild.hosts import HostProcess, default_pool
-from cbuild.profile import clock_metrics, read_profile
-from cbuild.stops import IR_METRIC, CodeStopped, clock_limits, read_stop
+from cbuild.profile import clock_metrics, clock_numbers, read_profile
+from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
 _ids = itertools.count(1)
 _BYREF = type(ctypes.byref(ctypes.c_int()))
@@ -341,6 +340,10 @@ class Library:
             or timeout <= 0
         ):
             raise CBuildError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        wanted = requested(max_instr, limits)
+        clock_limits(artifact, wanted)  # checked before a process is taken
+        if wanted and host is not None:
+            raise CBuildError("a library sharing a process cannot set its own cut-off; the process's owner sets it")
         self.artifact = artifact
         self.table = artifact.table()
         self.timeout = timeout
@@ -353,15 +356,7 @@ class Library:
         self._models = artifact.models()
         self._functions: dict[str, Function] = {}
         self._enums: dict[str, type[enum.IntEnum]] = {}
-        wanted = dict(limits or {})
-        if max_instr is not None:
-            wanted[IR_METRIC] = max_instr
-        clock_limits(artifact, wanted)  # checked before anything starts
-        if wanted and not self._own_host:
-            raise CBuildError("a library sharing a process cannot set its own cut-off; the process's owner sets it")
-        clocks = (
-            {metric: n for n, metric in enumerate(clock_metrics(self._models)) if metric} if artifact.cutoff else {}
-        )
+        clocks = clock_numbers(self._models) if artifact.cutoff else {}
         self.host.request(
             "load",
             self.id,

@@ -27,7 +27,7 @@ otherwise in a new block placed on the edge.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from cbuild.blocks import ParsedBlock
@@ -238,14 +238,21 @@ def _solve(edges: list[_Edge], base: int) -> list[dict[int, int]]:
     return [v for v in values if v is not None]
 
 
-def place(blocks: list[ParsedBlock]) -> Placement:
-    """Counters for every function of a module (blocks in module order)."""
-    plan = Placement(derive=[[] for _ in blocks])
+def function_spans(blocks: Sequence[ParsedBlock]) -> Iterator[tuple[int, int]]:
+    """(first, one past the last) block of each function, blocks being in module order."""
     start = 0
     while start < len(blocks):
         end = start
         while end < len(blocks) and blocks[end].function == blocks[start].function:
             end += 1
+        yield start, end
+        start = end
+
+
+def place(blocks: list[ParsedBlock]) -> Placement:
+    """Counters for every function of a module (blocks in module order)."""
+    plan = Placement(derive=[[] for _ in blocks])
+    for start, end in function_spans(blocks):
         fn_blocks = blocks[start:end]
         planned = _plan_function(fn_blocks, start)
         base = len(plan.sites)
@@ -265,7 +272,6 @@ def place(blocks: list[ParsedBlock]) -> Placement:
                         acc[c] = acc.get(c, 0) + k
             for i in range(start, end):
                 plan.derive[i] = sorted((c, k) for c, k in counts[i].items() if k)
-        start = end
     plan.weights = [0] * len(plan.sites)
     for b, terms in zip(blocks, plan.derive, strict=True):
         for c, k in terms:

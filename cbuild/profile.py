@@ -129,12 +129,21 @@ def read_profile(path: Path, metrics: list[str], functions: list[str] | None = N
     return parse_profile(text, metrics, where=str(path), functions=functions)
 
 
+#: The metric of clock 0, the running total of IR instructions every instrumented build keeps.
+IR_METRIC = "ir_instructions"
+
+
 def clock_metrics(models: dict[str, object]) -> list[str]:
     """Metric of each clock, from an artifact's model metadata: the IR total first."""
-    clocks = ["ir_instructions"]
+    clocks = [IR_METRIC]
     for doc in models.values():
         if isinstance(doc, dict) and "clock" in doc:
             index, metric = doc["clock"]
             clocks.extend([""] * (index + 1 - len(clocks)))
             clocks[index] = metric
     return clocks
+
+
+def clock_numbers(models: dict[str, object]) -> dict[str, int]:
+    """Metric -> the runtime's clock number, from an artifact's model metadata."""
+    return {metric: n for n, metric in enumerate(clock_metrics(models)) if metric}

@@ -22,13 +22,14 @@ from elftools.elf.elffile import ELFFile
 
 from cbuild.blocks import BlockTable
 from cbuild.build import Artifact
+from cbuild.costs import split_results
 from cbuild.demangle import demangle
 from cbuild.errors import CBuildError, ExecutionError
+from cbuild.profile import IR_METRIC, clock_metrics, clock_numbers
 
 #: Exit status of a process the runtime stopped at a limit.
 STOP_STATUS = 86
 _MAGIC = "instrbudget-stop 1"
-IR_METRIC = "ir_instructions"
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,14 @@ def _symbols(path: Path, mtime_ns: int) -> _Symbols:
     return _Symbols(path)
 
 
+def requested(max_instr: int | None, limits: Mapping[str, int] | None) -> dict[str, int]:
+    """Limits by metric from the ``max_instr`` and ``limits`` arguments of a run or a library."""
+    wanted = dict(limits or {})
+    if max_instr is not None:
+        wanted[IR_METRIC] = max_instr
+    return wanted
+
+
 def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> dict[int, int]:
     """The runtime's clock numbers for limits by metric (``ir_instructions`` or a model clock's metric)."""
     if not limits:
@@ -187,10 +196,7 @@ def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> dict[int, int
             f"{artifact.name} was built without cut-off checks; build it with BuildOptions(cutoff=True) "
             f"to give its runs a limit"
         )
-    clocks = {IR_METRIC: 0}
-    for doc in artifact.models().values():
-        if "clock" in doc:
-            clocks[str(doc["clock"][1])] = int(doc["clock"][0])
+    clocks = clock_numbers(artifact.models())
     out = {}
     for metric, value in limits.items():
         if metric not in clocks:
@@ -230,19 +236,15 @@ def read_stop(path: Path, *, binary: Path, table: BlockTable, models: Mapping[st
         raise ExecutionError(f"{path}: malformed stop record:\n{text[:500]}") from None
     if not 0 <= block < len(table.blocks):
         raise ExecutionError(f"{path}: block {block} is not in the table of {binary.name}")
-    metric = IR_METRIC
-    per_model: dict[str, tuple[int, ...]] = {}
-    for name, doc in models.items():
-        if "clock" in doc and doc["clock"][0] == clock:
-            metric = str(doc["clock"][1])
-        if "results" in doc:
-            offset, n = doc["results"]
-            per_model[name] = tuple(results[offset : offset + n])
+    metrics = clock_metrics(dict(models))
+    if not 0 <= clock < len(metrics) or not metrics[clock]:
+        raise ExecutionError(f"{path}: clock {clock} is not one of {binary.name}'s")
+    _, per_model = split_results(models, results)
     b = table.blocks[block]
     where = Frame(demangle(b.function), b.file, b.line)
     callers = _callers(binary, table, base, frames)
     deep = depth if depth > len(frames) and len(callers) >= len(frames) - 2 else None
-    return Stop(metric, count, limit, where, callers, per_model, deep)
+    return Stop(metrics[clock], count, limit, where, callers, per_model, deep)
 
 
 def _callers(binary: Path, table: BlockTable, base: int, frames: Sequence[int]) -> tuple[Frame, ...]:

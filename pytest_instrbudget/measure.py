@@ -26,6 +26,8 @@ class Meter:
         self._runs: list[BlockCounts] = []
         #: Metric -> cut-off for the whole call phase (library calls and program runs together).
         self.limits: dict[str, int] = {}
+        #: Metric -> how its cut-off was given, for messages.
+        self.limit_labels: dict[str, str] = {}
         self._remaining: dict[str, int] | None = None
         self._host: HostProcess | None = None
 

@@ -198,7 +198,7 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
     assert session.builder is not None
     meter = request.node.stash.setdefault(METER, Meter())
     budget = request.node.stash.get(BUDGET, None)
-    meter.limits, _ = session.cutoffs(request.node.nodeid, budget)
+    meter.limits, meter.limit_labels = session.cutoffs(request.node.nodeid, budget)
     builds = CBuild(
         builder=session.builder,
         options=session.settings.build_options(
@@ -280,7 +280,8 @@ def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
     error = excinfo.value
     if isinstance(error, CodeStopped):
         session = item.config.stash[SESSION]
-        stops, labels = session.cutoffs(item.nodeid, item.stash.get(BUDGET, None))
+        meter = item.stash.get(METER, None)
+        stops, labels = (meter.limits, meter.limit_labels) if meter is not None else ({}, {})
         stop = error.stop
         if stop.metric in stops:  # the run's own limit was what the test had left: count for the whole test
             whole = stops[stop.metric]
