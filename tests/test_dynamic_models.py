@@ -237,3 +237,44 @@ def test_builds_leave_nothing_beside_the_sources(tmp_path: Path) -> None:
     assert run_program(artifact, [3], cwd=sources).counts is not None
     assert sorted(p.name for p in sources.iterdir()) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "src"]
+
+
+HEAP_C = """
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (int i = 0; i < atoi(argv[1]); i++) {
+        if (len + 100 > cap) buf = realloc(buf, cap *= 2); /* past 128 KiB: where glibc would map blocks */
+        for (int j = 0; j < 100; j++) buf[len++] = (char)(i + j);
+    }
+    unsigned sum = 0;
+    for (size_t k = 0; k < len; k += 64) sum += (unsigned char)buf[k];
+    free(buf);
+    return (int)(sum & 1);
+}
+"""
+
+
+def test_zkvm_paging_does_not_depend_on_where_the_kernel_maps_memory(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """The stack's size limit moves the kernel's mappings (beyond 128 MiB it sets their base; kernels
+    differ too): a program's large blocks must cost the same paging wherever the kernel would map them."""
+    import resource
+
+    artifact = builder.build([write("heap.c", HEAP_C)], models=[default_registry().create("zkvm")])
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    results = []
+    for limit in (8 << 20, 3000 << 20, 3333 << 20):
+        if hard != resource.RLIM_INFINITY and limit > hard:
+            pytest.skip(f"the stack's hard limit ({hard} bytes) is below {limit}")
+        resource.setrlimit(resource.RLIMIT_STACK, (limit, hard))
+        try:
+            run = run_program(artifact, ["5000"])  # half a megabyte of buffer
+        finally:
+            resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
+        assert run.counts is not None
+        results.append(zk_results(run.counts))
+    assert results[0]["page_ins"] > 500  # the buffer's pages were paged
+    assert results[1] == results[0]
+    assert results[2] == results[0]

@@ -11,14 +11,21 @@
  * distance from it as from the stack pointer when the process started (so the
  * length of the environment or of the program's path does not matter). The
  * arguments, environment and auxiliary vector above that point are the process's
- * inputs, which a zkVM guest receives by other means: they are not paged. Other
- * host addresses are taken modulo 4 GiB. In an in-process library (the Python process's heap and
+ * inputs, which a zkVM guest receives by other means: they are not paged. The heap
+ * is placed right after the program's image, at the same distance from it as from
+ * the start of the process's heap, and a program's allocations all come from that
+ * heap (glibc's malloc is told not to map large blocks elsewhere): where the kernel
+ * puts the heap and its mappings (which depends on the kernel and on the stack's
+ * size limit) does not matter. Other host addresses are taken modulo 4 GiB. In an in-process library (the Python process's heap and
  * stack are not reproducible) data accesses are not paged: code paging only.
  * Segments: before a block whose cycles would take the segment past
  * 2^po2 - ZK_MAX_INSN_CYCLES, the segment closes: page sets reset, the segment is
  * padded to 2^po2. The last segment is padded to the next power of two.
  */
+#include <fcntl.h>
+#include <malloc.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define ZK_NODES (2u << ZK_DEPTH)
 #define ZK_PAGE_MASK ((1u << ZK_DEPTH) - 1u)
@@ -41,6 +48,31 @@ static uintptr_t zk_stack_lo = 0, zk_stack_delta = 0;
 extern uintptr_t __instrbudget_initial_sp;
 #define ZK_STACK_TOP 0xC0000000u
 #define ZK_STACK_SPAN ((uintptr_t)64 << 20)
+/* Addresses in [zk_heap_lo, zk_heap_lo + ZK_HEAP_SPAN) are on the heap and move by zk_heap_delta. */
+static uintptr_t zk_heap_lo = 0, zk_heap_delta = 0;
+extern char _end[] __attribute__((weak)); /* the end of the program's image, from the linker */
+#define ZK_HEAP_SPAN ((uintptr_t)1 << 30)
+#define ZK_HOST_PAGE ((uintptr_t)4096)
+
+/* Where the process's heap starts (start_brk, field 47 of /proc/self/stat); 0 if unknown. */
+static uintptr_t zk_start_brk(void) {
+    char buf[1024];
+    ssize_t n;
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field = 2;
+    uintptr_t value = 0;
+    char *p;
+    if (fd < 0) return 0;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    for (p = buf + n; p > buf && p[-1] != ')'; p--) /* the command name may hold spaces and parentheses */
+        ;
+    for (; *p != '\0' && field < 47; p++)
+        if (*p == ' ') field++;
+    for (; *p >= '0' && *p <= '9'; p++) value = value * 10 + (uintptr_t)(*p - '0');
+    return field == 47 ? value : 0;
+}
 
 static void zk_forget(void) {
     uint32_t i;
@@ -128,7 +160,7 @@ static inline __attribute__((always_inline)) void model_block(uint32_t block) {
         zk_fetch(zk_code_first[block], zk_code_last[block]);
 }
 
-/* Slow path of an access; ``address`` is already moved if on the stack. */
+/* Slow path of an access; ``address`` is already moved if on the stack or the heap. */
 __attribute__((noinline)) static void zk_access_pages(uintptr_t host, uintptr_t address, uint64_t size, uint32_t is_store) {
     uint32_t first, last, page;
     if (size == 0) return;
@@ -142,7 +174,8 @@ __attribute__((noinline)) static void zk_access_pages(uintptr_t host, uintptr_t 
 }
 
 static inline __attribute__((always_inline)) void model_access(uintptr_t address, uint64_t size, uint32_t is_store) {
-    uintptr_t moved = address + (address - zk_stack_lo < 2 * ZK_STACK_SPAN ? zk_stack_delta : 0);
+    uintptr_t moved = address + (address - zk_stack_lo < 2 * ZK_STACK_SPAN ? zk_stack_delta : 0) +
+                      (address - zk_heap_lo < ZK_HEAP_SPAN ? zk_heap_delta : 0);
     uint32_t page = (uint32_t)(moved >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     if (zk_seen[is_store != 0][page % ZK_SEEN] == page && (moved & ((1u << ZK_PAGE_BITS) - 1)) + size <= (1u << ZK_PAGE_BITS))
         return;
@@ -154,6 +187,12 @@ static void model_reset(uint32_t in_process) {
     zk_stack_base = in_process ? 0 : __instrbudget_initial_sp;
     zk_stack_lo = zk_stack_base != 0 ? zk_stack_base - ZK_STACK_SPAN : 0;
     zk_stack_delta = zk_stack_base != 0 ? (uintptr_t)ZK_STACK_TOP - zk_stack_base : 0;
+    zk_heap_lo = zk_heap_delta = 0;
+    if (!in_process && _end != NULL) {
+        mallopt(M_MMAP_MAX, 0); /* every allocation from the heap, none from mappings placed by the kernel */
+        zk_heap_lo = zk_start_brk();
+        if (zk_heap_lo != 0) zk_heap_delta = (((uintptr_t)_end + ZK_HOST_PAGE - 1) & ~(ZK_HOST_PAGE - 1)) - zk_heap_lo;
+    }
     zk_seg_paging = 0;
     zk_left = ZK_LIMIT;
     zk_user_total = zk_paging_total = zk_closed = zk_closed_padded = zk_page_ins = zk_page_outs = 0;
