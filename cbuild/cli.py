@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cbuild.build import Builder
 from cbuild.compile import INCLUDE_DIR
-from cbuild.demangle import demangle
+from cbuild.demangle import demangle, demangled_keys
 from cbuild.diff import changes, load_run, only_in, render_markdown, render_text
 from cbuild.errors import CBuildError
 from cbuild.execute import run_program
@@ -170,16 +170,16 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         return result.returncode
     costs = [cost for model in models for cost in model.evaluate(result.counts)]
     if args.json:
+        tables, symbols = demangled_keys(*(cost.functions for cost in costs))
         doc = {
             "returncode": result.returncode,
             "fingerprint": artifact.fingerprint,
-            # The first model's headline metric, then every metric.
+            # The first model's headline metric, then every metric; functions by demangled name.
             "metric": costs[0].metric,
             "total": costs[0].total,
-            "functions": dict(sorted(costs[0].functions.items())),
-            "metrics": {
-                cost.metric: {"total": cost.total, "functions": dict(sorted(cost.functions.items()))} for cost in costs
-            },
+            "functions": tables[0],
+            "metrics": {c.metric: {"total": c.total, "functions": t} for c, t in zip(costs, tables, strict=True)},
+            "symbols": symbols,
         }
         print(json.dumps(doc, indent=2))
         return result.returncode

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -40,3 +41,21 @@ def demangle(symbol: str) -> str:
         return ctypes.string_at(address).decode(errors="replace")
     finally:
         ctypes.CDLL(None).free(ctypes.c_void_p(address))
+
+
+def demangled_keys(*tables: Mapping[str, int]) -> tuple[list[dict[str, int]], dict[str, str]]:
+    """Tables keyed by symbol, re-keyed by demangled name, and the symbol of each name that differs.
+
+    All tables get the same key for a symbol. Two symbols that demangle alike (rare: internal
+    functions renamed by the linker) keep apart: the second is keyed ``name [symbol]``.
+    """
+    names: dict[str, str] = {}  # symbol -> key
+    taken: set[str] = set()
+    for symbol in sorted({s for table in tables for s in table}):
+        key = demangle(symbol)
+        if key in taken:
+            key = f"{key} [{symbol}]"
+        names[symbol] = key
+        taken.add(key)
+    symbols = {key: symbol for symbol, key in names.items() if key != symbol}
+    return [{names[s]: v for s, v in sorted(table.items(), key=lambda kv: names[kv[0]])} for table in tables], symbols

@@ -75,6 +75,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(flamegraph.pl, inferno)",
     )
     group.addoption(
+        "--instrbudget-html",
+        metavar="PATH",
+        help="write a self-contained HTML report: sortable table, charts, flame graphs of changed tests",
+    )
+    group.addoption(
+        "--instrbudget-table",
+        choices=("changed", "all"),
+        default=None,
+        help="rows of the summary table: tests that failed, changed or are new (default), or all (also with -v)",
+    )
+    group.addoption(
         "--instrbudget-markdown",
         metavar="PATH",
         help="write a markdown summary of changes against the baseline (e.g. $GITHUB_STEP_SUMMARY)",
@@ -94,6 +105,8 @@ def _run_options(config: pytest.Config) -> RunOptions:
         reports=_reports(config.getoption("instrbudget_report")),
         markdown_path=Path(md) if (md := config.getoption("instrbudget_markdown")) else None,
         profile_dir=Path(pd) if (pd := config.getoption("instrbudget_profile_dir")) else None,
+        html_path=Path(h) if (h := config.getoption("instrbudget_html")) else None,
+        table=config.getoption("instrbudget_table") or ("all" if config.option.verbose > 0 else "changed"),
     )
 
 
@@ -360,11 +373,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     outcome = config.stash.get(OUTCOME, Outcome())
     if budget.results:
         terminalreporter.section("instrbudget")
-        for line in report.table_lines(budget.results.values()):
+        width = config.get_terminal_writer().fullwidth
+        for line in report.table_lines(budget.results.values(), width=width, show_all=budget.run.table == "all"):
             terminalreporter.write_line(line)
         for kind in budget.run.reports:
             terminalreporter.section(f"instrbudget {kind}", sep="-")
-            for line in report.breakdown_lines(budget.results.values(), kind):
+            for line in report.breakdown_lines(budget.results.values(), kind, width=width):
                 terminalreporter.write_line(line)
     for line in report.summary_lines(budget, outcome):
         terminalreporter.write_line(f"instrbudget: {line}")

@@ -1,9 +1,9 @@
 """Rendering results: the terminal summary table and the ``--instrbudget-json`` document.
 
-JSON schema (``version`` 1)::
+JSON schema (``version`` 2: function names demangled, their symbols beside them)::
 
     {
-      "version": 1,
+      "version": 2,
       "fingerprint": {"clang": str, "llvm": str, "target": str, "pipeline": str, "models": str},
       "models": [str, ...],
       "baseline": str,                      # path of the baseline file
@@ -19,7 +19,8 @@ JSON schema (``version`` 1)::
               "change_percent": float | null, "tolerance_percent": float,
               "status": "ok" | "new" | "improved" | "regressed" | "over limit" | "not comparable"
                         | "error",          # the test raised or a library's process died: partial counts
-              "functions": {"<function>": int},  # exclusive cost per function
+              "functions": {"<function>": int},  # exclusive cost per function (demangled name)
+              "symbols": {"<function>": str},    # the symbol of each function whose name differs from it
               "regions": {"<region path>": int}, # inclusive cost between the markers
               "region_limits": {"<region path>": int},
               "lines": [["<function>", "<file>:<line>", int], ...],  # costliest source lines
@@ -34,12 +35,23 @@ JSON schema (``version`` 1)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from cbuild import texttable
 from cbuild.costs import line_label
 from cbuild.demangle import demangle
-from pytest_instrbudget.results import ERROR, IMPROVED, NEW, NOT_COMPARABLE, OVER_LIMIT, REGRESSED, TestResult
+from pytest_instrbudget.results import (
+    ERROR,
+    IMPROVED,
+    NEW,
+    NOT_COMPARABLE,
+    OK,
+    OVER_LIMIT,
+    REGRESSED,
+    MetricResult,
+    TestResult,
+)
 from pytest_instrbudget.session import BudgetSession, Outcome
 
 #: Breakdowns ``--instrbudget-report`` prints.
@@ -50,36 +62,75 @@ def _fmt_change(change: float | None) -> str:
     return "" if change is None else f"{change:+.2f}%"
 
 
-def table_lines(results: Iterable[TestResult]) -> list[str]:
-    """The summary table: test, metric, value, limit, baseline, change, status."""
-    header = ("test", "metric", "value", "limit", "baseline", "change", "status")
-    rows: list[tuple[str, ...]] = []
-    for result in sorted(results, key=lambda r: r.nodeid):
-        for m in result.metrics:
-            status = m.status
-            if not result.budgeted and status in (REGRESSED, OVER_LIMIT):
-                status += " (no budget)"
-            if not result.completed and status != ERROR:  # over its limit even with partial counts
-                status += " (partial)"
-            rows.append(
-                (
-                    result.nodeid,
-                    m.metric,
-                    "-" if status == ERROR and not m.value else str(m.value),
-                    "" if m.limit is None else str(m.limit),
-                    "" if m.baseline is None else str(m.baseline),
-                    _fmt_change(m.change),
-                    status,
-                )
-            )
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    numeric = {2, 3, 4, 5}
+def _status(result: TestResult, metric: MetricResult | None = None) -> str:
+    """A test's (or one metric's) status, with what qualifies it."""
+    status = result.status if metric is None else metric.status
+    if not result.budgeted and status in (REGRESSED, OVER_LIMIT):
+        status += " (no budget)"
+    if not result.completed and status != ERROR:  # over its limit even with partial counts
+        status += " (partial)"
+    return status
 
-    def fmt(row: tuple[str, ...]) -> str:
-        cells = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        return "  ".join(cells).rstrip()
 
-    return [fmt(header), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows)]
+def notable(result: TestResult) -> bool:
+    """Worth a row in the compact table: failed, changed against the baseline, new or in error."""
+    return bool(result.failure) or result.status != OK or any(m.change not in (None, 0.0) for m in result.metrics)
+
+
+def _metric_names(results: Sequence[TestResult]) -> list[str]:
+    """Every metric measured, in the order the models report them."""
+    return list(dict.fromkeys(m.metric for r in results for m in r.metrics))
+
+
+def table_lines(results: Iterable[TestResult], *, width: int | None = None, show_all: bool = False) -> list[str]:
+    """The summary table: one row per test, each metric's value and change, then the status.
+
+    Without ``show_all`` only :func:`notable` tests get a row, and a line counts the others.
+    Test names are elided in the middle to fit ``width``; metric columns that still do not
+    fit are left out, and a line names them.
+    """
+    everything = sorted(results, key=lambda r: r.nodeid)
+    shown = everything if show_all else [r for r in everything if notable(r)]
+    metrics = _metric_names(everything)
+    out: list[str] = []
+    if shown:
+        by_test = [{m.metric: m for m in r.metrics} for r in shown]
+        # A change column only where some shown test has a change to show.
+        changed = {name for row in by_test for name, m in row.items() if m.change not in (None, 0.0)}
+
+        def columns(names: list[str]) -> tuple[list[str], list[list[str]]]:
+            header = ["test"]
+            for name in names:
+                header += [name, "change"] if name in changed else [name]
+            header.append("status")
+            rows = []
+            for result, row in zip(shown, by_test, strict=True):
+                cells = [result.nodeid]
+                for name in names:
+                    m = row.get(name)
+                    value = "" if m is None else "-" if m.status == ERROR and not m.value else f"{m.value:,}"
+                    cells.append(value)
+                    if name in changed:
+                        cells.append("" if m is None or m.change in (None, 0.0) else _fmt_change(m.change))
+                cells.append(_status(result))
+                rows.append(cells)
+            return header, rows
+
+        names = list(metrics)
+        header, rows = columns(names)
+        if width is not None:
+            while len(names) > 1 and len(texttable.render(header, rows, flex=0, width=0, min_flex=0)[0]) + 24 > width:
+                names.pop()
+                header, rows = columns(names)
+        right = set(range(1, len(header) - 1))
+        out += texttable.render(header, rows, right=right, width=width, flex=0, min_flex=12)
+        left_out = metrics[len(names) :]
+        if left_out:
+            out.append(f"not shown for lack of width: {', '.join(left_out)} (--instrbudget-json has every metric)")
+    hidden = len(everything) - len(shown)
+    if hidden:
+        out.append(f"{hidden} unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)")
+    return out
 
 
 def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
@@ -134,7 +185,7 @@ def json_document(session: BudgetSession) -> dict[str, Any]:
     """The ``--instrbudget-json`` document."""
     fingerprint = session.fingerprint
     return {
-        "version": 1,
+        "version": 2,
         "fingerprint": fingerprint,
         "models": [m.name for m in session.models],
         "baseline": str(session.baseline.path),
@@ -142,20 +193,24 @@ def json_document(session: BudgetSession) -> dict[str, Any]:
     }
 
 
-def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10) -> list[str]:
-    """Per measured test and metric, its costliest functions, source lines or its regions."""
+def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, width: int | None = None) -> list[str]:
+    """Per measured test and metric, its costliest functions, source lines or its regions.
+
+    Names longer than ``width`` leaves room for are elided in the middle.
+    """
+    room = 10**6 if width is None else max(24, width - 4 - 2 - 12 - 2 - 6)
     out: list[str] = []
     for result in sorted(results, key=lambda r: r.nodeid):
         block: list[str] = []
         for m in result.metrics:
             if kind == "functions":
-                block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top))
+                block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top, room - 11))
                 continue
             elif kind == "lines":
                 rows = [(f"{line_label(where)}  ({demangle(f)})", v) for f, where, v in m.lines]
             else:
                 rows = sorted(m.regions.items())
-            rows = rows[:top]
+            rows = [(texttable.elide(name, room), value) for name, value in rows[:top]]
             if not rows:
                 continue
             block.append(f"  {m.metric}  (total {m.value})")
@@ -206,14 +261,20 @@ def markdown(session: BudgetSession) -> str:
 
 
 def _function_rows(
-    metric: str, total: int, exclusive: dict[str, int], inclusive: dict[str, int], calls: dict[str, int], top: int
+    metric: str,
+    total: int,
+    exclusive: dict[str, int],
+    inclusive: dict[str, int],
+    calls: dict[str, int],
+    top: int,
+    room: int,
 ) -> list[str]:
     """Functions by exclusive cost, with inclusive cost and calls where the build reported calls."""
     names = sorted(set(exclusive) | set(inclusive), key=lambda f: (-exclusive.get(f, 0), -inclusive.get(f, 0), f))
     names = names[:top]
     if not names:
         return []
-    shown = {f: demangle(f) for f in names}
+    shown = {f: texttable.elide(demangle(f), room) for f in names}
     width = max(len(s) for s in shown.values())
     out = [
         f"  {metric}  (total {total})",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cbuild.costs import Cost
+from cbuild.demangle import demangle, demangled_keys
 from cbuild.diff import deltas
 
 OK = "ok"
@@ -41,6 +42,8 @@ class MetricResult:
     #: In builds made for profiles: inclusive cost and calls per function.
     inclusive: dict[str, int] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
+    #: Call paths ("main;parse;next") -> exclusive cost, kept for the HTML report's flame graphs.
+    stacks: dict[str, int] = field(default_factory=dict)
 
     @property
     def change(self) -> float | None:
@@ -58,6 +61,7 @@ class MetricResult:
         return deltas(self.baseline_regions, self.regions, n)
 
     def to_json(self) -> dict[str, Any]:
+        (functions, inclusive, calls), symbols = demangled_keys(self.functions, self.inclusive, self.calls)
         return {
             "value": self.value,
             "limit": self.limit,
@@ -65,12 +69,13 @@ class MetricResult:
             "change_percent": None if self.change is None else round(self.change, 4),
             "tolerance_percent": self.tolerance,
             "status": self.status,
-            "functions": dict(sorted(self.functions.items())),
+            "functions": functions,
+            "symbols": symbols,
             "regions": dict(sorted(self.regions.items())),
             "region_limits": dict(sorted(self.region_limits.items())),
-            "lines": self.lines,
-            "inclusive": dict(sorted(self.inclusive.items())),
-            "calls": dict(sorted(self.calls.items())),
+            "lines": [[demangle(f), where, value] for f, where, value in self.lines],
+            "inclusive": inclusive,
+            "calls": calls,
         }
 
 

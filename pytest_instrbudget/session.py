@@ -42,11 +42,15 @@ class RunOptions:
     reports: tuple[str, ...] = ()
     markdown_path: Path | None = None
     profile_dir: Path | None = None
+    html_path: Path | None = None
+    #: The summary table's rows: "changed" (failed, changed or new tests) or "all".
+    table: str = "changed"
 
     @property
     def wants_calls(self) -> bool:
-        """Builds must report calls: for profiles, and for inclusive costs in the functions report."""
-        return self.profile_dir is not None or "functions" in self.reports
+        """Builds must report calls: for profiles and the HTML report's flame graphs, and for
+        inclusive costs in the functions report."""
+        return self.profile_dir is not None or self.html_path is not None or "functions" in self.reports
 
 
 @dataclass
@@ -207,6 +211,7 @@ class BudgetSession:
                 lines=[[f, _relative(where, self.settings.root), v] for f, where, v in cost.top_lines(50)],
                 inclusive=dict(cost.inclusive),
                 calls=dict(cost.calls),
+                stacks=dict(cost.stacks) if self.run.html_path is not None else {},
             )
             metrics.append(metric_result)
             if budget is not None and status in (OVER_LIMIT, REGRESSED):

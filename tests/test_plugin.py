@@ -76,7 +76,7 @@ def test_plugin_summary_table_and_new_entries(project: pytest.Pytester) -> None:
         ]
     )
     assert not baseline_path(project).exists()  # nothing written without --instrbudget-update
-    assert doc["version"] == 1
+    assert doc["version"] == 2
     assert doc["models"] == ["ir-count"]
     work = doc["tests"]["test_budget.py::test_work"]
     assert work["budgeted"] is True

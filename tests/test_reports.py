@@ -1,0 +1,139 @@
+"""The summary table, JSON names and the markdown summary, on results made here and in real sessions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_instrbudget import report
+from pytest_instrbudget.results import IMPROVED, NEW, OK, REGRESSED, MetricResult
+from pytest_instrbudget.results import TestResult as Result
+
+
+def metric(name: str, value: int, baseline: int | None, status: str = OK, **extra: object) -> MetricResult:
+    return MetricResult(name, "", value, None, baseline, 0.0, status, **extra)  # type: ignore[arg-type]
+
+
+def result(nodeid: str, *metrics: MetricResult, failure: str | None = None) -> Result:
+    return Result(nodeid, True, list(metrics), failure)
+
+
+RESULTS = [
+    result(
+        "tests/test_parse.py::test_parse_a_very_long_parametrized_name[input-of-considerable-length-0]",
+        metric("ir_instructions", 120_500, 100_000, REGRESSED),
+        metric("zk_cycles", 262_144, 262_144),
+        failure="over budget",
+    ),
+    result("tests/test_parse.py::test_small", metric("ir_instructions", 91, 91), metric("zk_cycles", 8192, 8192)),
+    result(
+        "tests/test_new.py::test_fresh",
+        metric("ir_instructions", 5_000, None, NEW),
+        metric("zk_cycles", 8192, None, NEW),
+    ),
+    result(
+        "tests/test_sort.py::test_sort",
+        metric("ir_instructions", 900, 1_000, IMPROVED),
+        metric("zk_cycles", 8192, 8192),
+    ),
+]
+
+
+def test_table_wide_terminal_one_row_per_changed_test() -> None:
+    assert report.table_lines(RESULTS, width=200) == [
+        "test                                                                                           "
+        "ir_instructions   change  zk_cycles  status",
+        "---------------------------------------------------------------------------------------------  "
+        "---------------  -------  ---------  ---------",
+        "tests/test_new.py::test_fresh                                                                  "
+        "          5,000               8,192  new",
+        "tests/test_parse.py::test_parse_a_very_long_parametrized_name[input-of-considerable-length-0]  "
+        "        120,500  +20.50%    262,144  regressed",
+        "tests/test_sort.py::test_sort                                                                  "
+        "            900  -10.00%      8,192  improved",
+        "1 unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)",
+    ]
+
+
+def test_table_narrow_terminal_elides_names_in_the_middle_never_wraps() -> None:
+    lines = report.table_lines(RESULTS, width=80)
+    assert lines == [
+        "test                              ir_instructions   change  zk_cycles  status",
+        "--------------------------------  ---------------  -------  ---------  ---------",
+        "tests/test_new.py::test_fresh               5,000               8,192  new",
+        "tests/test_parse…rable-length-0]          120,500  +20.50%    262,144  regressed",
+        "tests/test_sort.py::test_sort                 900  -10.00%      8,192  improved",
+        "1 unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)",
+    ]
+    assert all(len(line) <= 80 for line in lines[:-1])
+
+
+def test_table_too_narrow_for_every_metric_names_the_ones_left_out() -> None:
+    lines = report.table_lines(RESULTS, width=60, show_all=True)
+    assert lines[0].split() == ["test", "ir_instructions", "change", "status"]
+    assert len(lines) == 2 + 4 + 1
+    assert lines[-1] == "not shown for lack of width: zk_cycles (--instrbudget-json has every metric)"
+    assert all(len(line) <= 60 for line in lines[:-1])
+
+
+def test_table_all_rows_with_show_all_and_nothing_hidden() -> None:
+    lines = report.table_lines(RESULTS, width=200, show_all=True)
+    assert len(lines) == 2 + 4
+    assert any(line.startswith("tests/test_parse.py::test_small ") and line.endswith("  ok") for line in lines)
+
+
+def test_json_names_are_demangled_and_keep_their_symbols() -> None:
+    m = metric(
+        "ir_instructions",
+        10,
+        None,
+        functions={"_ZN2ns5parseEPKc": 7, "main": 3},
+        inclusive={"_ZN2ns5parseEPKc": 7, "main": 10},
+        calls={"_ZN2ns5parseEPKc": 2},
+        lines=[["_ZN2ns5parseEPKc", "p.cc:3", 7]],
+    )
+    doc = m.to_json()
+    assert doc["functions"] == {"main": 3, "ns::parse(char const*)": 7}
+    assert doc["inclusive"] == {"main": 10, "ns::parse(char const*)": 7}
+    assert doc["calls"] == {"ns::parse(char const*)": 2}
+    assert doc["symbols"] == {"ns::parse(char const*)": "_ZN2ns5parseEPKc"}
+    assert doc["lines"] == [["ns::parse(char const*)", "p.cc:3", 7]]
+
+
+CXX = """\
+namespace geo {
+struct Point { long x, y; };
+long dist2(const Point &a, const Point &b) { long dx = a.x - b.x, dy = a.y - b.y; return dx * dx + dy * dy; }
+}
+extern "C" long far_points(long n) {
+    long total = 0;
+    for (long i = 0; i < n; i++) total += geo::dist2(geo::Point{i, 0}, geo::Point{0, i});
+    return total;
+}
+"""
+
+CXX_TEST = """\
+import pytest
+
+@pytest.mark.budget(max_instr=100_000)
+def test_far(cbuild):
+    lib = cbuild.library("geo.cc", opt_level="0")
+    assert lib.far_points(10) == 570
+"""
+
+
+def test_session_json_and_table_with_cxx_names(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".cc", geo=CXX)
+    pytester.makepyfile(test_geo=CXX_TEST)
+    out = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-json=out.json", "-v")
+    out.assert_outcomes(passed=1)
+    doc = json.loads((pytester.path / "out.json").read_text())
+    m = doc["tests"]["test_geo.py::test_far"]["metrics"]["ir_instructions"]
+    name = "geo::dist2(geo::Point const&, geo::Point const&)"
+    assert name in m["functions"]
+    assert m["symbols"][name] == "_ZN3geo5dist2ERKNS_5PointES2_"
+    assert all(not f.startswith("_Z") for f in m["functions"])
+    table = out.stdout.str().split("= instrbudget =", 1)[1]
+    row = next(line for line in table.splitlines() if line.startswith("test_geo.py::test_far "))
+    assert row.endswith(" new")
