@@ -43,9 +43,6 @@ from cbuild.costs import line_label
 from cbuild.demangle import demangle
 from pytest_instrbudget.results import (
     ERROR,
-    IMPROVED,
-    NEW,
-    NOT_COMPARABLE,
     OK,
     OVER_LIMIT,
     REGRESSED,
@@ -226,38 +223,99 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
     return out
 
 
-def markdown(session: BudgetSession) -> str:
+#: GitHub refuses a job step's summary over 1 MiB; the markdown summary stays under it.
+MARKDOWN_LIMIT = 1024 * 1024 - 4096
+
+
+def markdown(session: BudgetSession, limit: int = MARKDOWN_LIMIT) -> str:
     """A markdown summary for a CI job page: what changed against the baseline, and failures."""
-    results = sorted(session.results.values(), key=lambda r: r.nodeid)
-    rows = [
-        (r, m)
-        for r in results
-        for m in r.metrics
-        if m.status in (REGRESSED, OVER_LIMIT, IMPROVED, NEW, NOT_COMPARABLE, ERROR) or m.change not in (None, 0.0)
-    ]
+    return markdown_text(list(session.results.values()), limit)
+
+
+def markdown_text(results: list[TestResult], limit: int = MARKDOWN_LIMIT) -> str:
+    """The markdown summary of ``results``: one table row per notable test, then for each
+    failure its message with the functions that grew most and its costliest lines.
+
+    At most ``limit`` bytes of UTF-8: what does not fit is counted, not cut mid-way.
+    """
+    results = sorted(results, key=lambda r: r.nodeid)
+    shown = [r for r in results if notable(r)]
     failed = [r for r in results if r.failure]
-    lines = ["## instrbudget", ""]
-    lines.append(
-        f"{len(results)} test(s) measured, {len(failed)} over budget, "
-        f"{sum(1 for r, m in rows if m.status == IMPROVED and r.improved)} metric(s) improved."
-    )
-    lines.append("")
-    if rows:
-        lines += ["| test | metric | baseline | value | change | status |", "|---|---|---:|---:|---:|---|"]
-        for r, m in rows:
-            base = "" if m.baseline is None else f"{m.baseline:,}"
-            lines.append(f"| `{r.nodeid}` | {m.metric} | {base} | {m.value:,} | {_fmt_change(m.change)} | {m.status} |")
-        lines.append("")
+    improved = sum(1 for r in results if r.improved)
+    head = [
+        "## instrbudget",
+        "",
+        f"{len(results)} test(s) measured, {len(failed)} over budget, {improved} improved, "
+        f"{len(results) - len(shown)} unchanged.",
+        "",
+    ]
+    body: list[str] = []
+    size = sum(len(line.encode()) + 1 for line in head)
+    reserve = 512  # for the closing note
+
+    def fits(lines: list[str]) -> bool:
+        nonlocal size
+        more = sum(len(line.encode()) + 1 for line in lines)
+        if size + more > limit - reserve:
+            return False
+        body.extend(lines)
+        size += more
+        return True
+
+    left_out: list[str] = []
+    if not shown:
+        fits(["No cost changed against the baseline.", ""])
     else:
-        lines += ["No cost changed against the baseline.", ""]
+        metrics = _metric_names(shown)
+        fits(["| test | " + " | ".join(metrics) + " | status |", "|---|" + "---:|" * len(metrics) + "---|"])
+        for r in shown:
+            by_name = {m.metric: m for m in r.metrics}
+            cells = [_markdown_cell(by_name.get(name)) for name in metrics]
+            if not fits([f"| `{r.nodeid}` | " + " | ".join(cells) + f" | {_status(r)} |"]):
+                left_out.append(r.nodeid)
+        fits([""])
     for r in failed:
-        lines += [f"<details><summary>{r.nodeid}</summary>", "", "```text", r.failure or "", "```", "</details>", ""]
+        if r.nodeid in left_out or not fits(_markdown_failure(r)):
+            left_out.append(r.nodeid)
     problems = [(r.nodeid, p) for r in results for p in r.region_problems]
-    if problems:
-        lines += ["Unbalanced region markers:", ""]
-        lines += [f"- `{nodeid}`: {p}" for nodeid, p in problems]
-        lines.append("")
-    return "\n".join(lines)
+    if problems and not fits(["Unbalanced region markers:", "", *(f"- `{n}`: {p}" for n, p in problems), ""]):
+        left_out.append("unbalanced region markers")
+    if left_out:
+        body.append(
+            f"*{len(set(left_out))} more item(s) not shown: the summary stays under GitHub's "
+            f"{limit // 1024} KiB limit; --instrbudget-json or --instrbudget-html has everything.*"
+        )
+    return "\n".join(head + body) + "\n"
+
+
+def _markdown_cell(m: MetricResult | None) -> str:
+    if m is None:
+        return ""
+    change = "" if m.change in (None, 0.0) else f" ({_fmt_change(m.change)})"
+    return f"{m.value:,}{change}"
+
+
+def _markdown_failure(r: TestResult) -> list[str]:
+    """A failed test's details: its message, the functions that grew, its costliest lines."""
+    out = [f"<details><summary>{r.nodeid}</summary>", "", "```text", r.failure or "", "```", ""]
+    for m in r.metrics:
+        if m.status not in (REGRESSED, OVER_LIMIT):
+            continue
+        grown = m.function_deltas(5)
+        if grown:
+            out += [
+                f"Functions that grew ({m.metric}):",
+                "",
+                "| function | baseline | now | change |",
+                "|---|---:|---:|---:|",
+            ]
+            out += [f"| `{demangle(f)}` | {old:,} | {new:,} | {new - old:+,} |" for f, old, new in grown]
+            out.append("")
+        if m.lines:
+            out += [f"Costliest lines ({m.metric}):", "", "| line | function | cost |", "|---|---|---:|"]
+            out += [f"| {line_label(where)} | `{demangle(f)}` | {v:,} |" for f, where, v in m.lines[:5]]
+            out.append("")
+    return [*out, "</details>", ""]
 
 
 def _function_rows(

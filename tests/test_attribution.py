@@ -126,7 +126,8 @@ def test_diff_and_markdown(pytester: pytest.Pytester) -> None:
     assert (same.returncode, same.stdout) == (0, "no differences\n")
     summary = (pytester.path / "summary.md").read_text()
     assert summary.startswith("## instrbudget")
-    assert "| `test_d.py::test_calls[6]` | ir_instructions |" in summary
+    assert summary.splitlines()[4] == "| test | ir_instructions | status |"
+    assert re.search(r"^\| `test_d.py::test_calls\[6\]` \| [\d,]+ \| new \|$", summary, re.M)
 
 
 def test_report_functions_shows_inclusive_costs_and_calls(pytester: pytest.Pytester) -> None:

@@ -137,3 +137,36 @@ def test_session_json_and_table_with_cxx_names(pytester: pytest.Pytester) -> Non
     table = out.stdout.str().split("= instrbudget =", 1)[1]
     row = next(line for line in table.splitlines() if line.startswith("test_geo.py::test_far "))
     assert row.endswith(" new")
+
+
+def regressed(i: int, n_functions: int = 40) -> Result:
+    functions = {f"_ZN6module8functionILi{k}EEEvv": 1_000 * (k + 1) + i for k in range(n_functions)}
+    old = {f: v - 10 * (k % 7) for k, (f, v) in enumerate(functions.items())}
+    lines = [[f, f"src/module_{i}.cc:{k + 1}", 500 - k] for k, f in enumerate(functions)]
+    m = metric("ir_instructions", sum(functions.values()), sum(old.values()), REGRESSED)
+    m = MetricResult(
+        **{**m.__dict__, "functions": functions, "baseline_functions": old, "lines": lines, "limit": 10}  # type: ignore[arg-type]
+    )
+    return result(f"tests/test_suite_{i // 100}.py::test_case_with_a_long_descriptive_name[{i}]", m, failure="x" * 400)
+
+
+def test_markdown_regression_lists_grown_functions_and_lines() -> None:
+    text = report.markdown_text([regressed(1, n_functions=8), RESULTS[1]])
+    assert text.startswith("## instrbudget\n\n2 test(s) measured, 1 over budget, 0 improved, 1 unchanged.\n")
+    assert "| test | ir_instructions | status |" in text
+    assert "Functions that grew (ir_instructions):" in text
+    assert "| `void module::function<6>()` | 6,941 | 7,001 | +60 |" in text
+    assert "| src/module_1.cc:1 | `void module::function<0>()` | 500 |" in text
+    assert "test_small" not in text  # unchanged
+
+
+def test_markdown_of_1000_regressions_stays_under_githubs_limit() -> None:
+    results = [regressed(i) for i in range(1000)]
+    text = report.markdown_text(results)
+    assert len(text.encode()) <= 1024 * 1024
+    assert text.count("\n| `tests/test_suite_") == 1000  # every test has its table row
+    shown = text.count("<details>")
+    assert 0 < shown < 1000
+    assert text.rstrip().endswith("--instrbudget-json or --instrbudget-html has everything.*")
+    assert f"*{1000 - shown} more item(s) not shown" in text
+    assert text.count("<details>") == text.count("</details>")  # nothing cut mid-way
