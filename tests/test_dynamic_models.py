@@ -278,3 +278,17 @@ def test_zkvm_paging_does_not_depend_on_where_the_kernel_maps_memory(builder: Bu
     assert results[0]["page_ins"] > 500  # the buffer's pages were paged
     assert results[1] == results[0]
     assert results[2] == results[0]
+
+
+def test_zkvm_costs_the_same_in_builds_made_for_profiles(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """Call tracking (for flame graphs and the functions report) must not move the program's data:
+    the runtime's own tables do not come from the program's heap."""
+    source = write("heap.c", HEAP_C)
+    model = default_registry().create("zkvm")
+    runs = []
+    for calls in (False, True):
+        artifact = builder.build([source], options=BuildOptions(calls=calls), models=[model])
+        run = run_program(artifact, ["300"])
+        assert run.counts is not None
+        runs.append(zk_results(run.counts))
+    assert runs[1] == runs[0]

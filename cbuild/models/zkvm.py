@@ -28,7 +28,7 @@ class ZkvmModel(CostModel):
     """Cycles a RISC Zero prover pays for the executed code: user, paging, reserved, padded total."""
 
     name = "zkvm"
-    #: 2: the heap placed after the image and every allocation on it (paging no longer depends on the kernel).
+    #: 2: every allocation on the heap, placed at a fixed address (paging no longer depends on the kernel).
     version = "2"
     # The modelled RISC-V machines have no vector unit: vector code would be costed as scalar copies.
     compile_flags = ("-fno-vectorize", "-fno-slp-vectorize")

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 #if defined(__linux__)
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #endif
 
@@ -215,14 +216,21 @@ static uint32_t ib_path(uint32_t parent, uint32_t fid) {
     return id;
 }
 
+/* Zeroed memory of the runtime's own, mapped apart from the program's heap: allocating it with
+ * malloc would move the program's later allocations, and with them what cost models see. */
+static void *ib_zeroed(size_t size) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) abort();
+    return p;
+}
+
 static int ib_calls_ready(void) {
     uint64_t n = &__instrbudget_nfunctions ? __instrbudget_nfunctions : 0;
     if (ib_fn_calls == NULL && n) {
-        ib_fn_calls = (uint64_t *)calloc(n, sizeof(uint64_t));
-        ib_fn_incl = (uint64_t *)calloc(n * IB_CLOCKS, sizeof(uint64_t));
-        ib_fn_entry = (uint64_t *)calloc(n * IB_CLOCKS, sizeof(uint64_t));
-        ib_fn_active = (uint32_t *)calloc(n, sizeof(uint32_t));
-        if (!ib_fn_calls || !ib_fn_incl || !ib_fn_entry || !ib_fn_active) abort();
+        ib_fn_incl = (uint64_t *)ib_zeroed(n * IB_CLOCKS * sizeof(uint64_t));
+        ib_fn_entry = (uint64_t *)ib_zeroed(n * IB_CLOCKS * sizeof(uint64_t));
+        ib_fn_active = (uint32_t *)ib_zeroed(n * sizeof(uint32_t));
+        ib_fn_calls = (uint64_t *)ib_zeroed(n * sizeof(uint64_t)); /* last: the tables are ready */
     }
     return ib_fn_calls != NULL;
 }

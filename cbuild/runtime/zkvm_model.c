@@ -11,9 +11,10 @@
  * distance from it as from the stack pointer when the process started (so the
  * length of the environment or of the program's path does not matter). The
  * arguments, environment and auxiliary vector above that point are the process's
- * inputs, which a zkVM guest receives by other means: they are not paged. The heap
- * is placed right after the program's image, at the same distance from it as from
- * the start of the process's heap, and a program's allocations all come from that
+ * inputs, which a zkVM guest receives by other means: they are not paged. Heap
+ * addresses are placed from ZK_HEAP_GUEST, at their distance from the start of the
+ * process's heap (so neither the image's size, which the runtime's own data changes
+ * with the build, nor the kernel moves them), and a program's allocations all come from that
  * heap (glibc's malloc is told not to map large blocks elsewhere): where the kernel
  * puts the heap and its mappings (which depends on the kernel and on the stack's
  * size limit) does not matter. Other host addresses are taken modulo 4 GiB. In an in-process library (the Python process's heap and
@@ -50,9 +51,8 @@ extern uintptr_t __instrbudget_initial_sp;
 #define ZK_STACK_SPAN ((uintptr_t)64 << 20)
 /* Addresses in [zk_heap_lo, zk_heap_lo + ZK_HEAP_SPAN) are on the heap and move by zk_heap_delta. */
 static uintptr_t zk_heap_lo = 0, zk_heap_delta = 0;
-extern char _end[] __attribute__((weak)); /* the end of the program's image, from the linker */
+#define ZK_HEAP_GUEST 0x60000000u /* above the image (host addresses modulo 4 GiB), below the stack */
 #define ZK_HEAP_SPAN ((uintptr_t)1 << 30)
-#define ZK_HOST_PAGE ((uintptr_t)4096)
 
 /* Where the process's heap starts (start_brk, field 47 of /proc/self/stat); 0 if unknown. */
 static uintptr_t zk_start_brk(void) {
@@ -188,10 +188,10 @@ static void model_reset(uint32_t in_process) {
     zk_stack_lo = zk_stack_base != 0 ? zk_stack_base - ZK_STACK_SPAN : 0;
     zk_stack_delta = zk_stack_base != 0 ? (uintptr_t)ZK_STACK_TOP - zk_stack_base : 0;
     zk_heap_lo = zk_heap_delta = 0;
-    if (!in_process && _end != NULL) {
+    if (!in_process) {
         mallopt(M_MMAP_MAX, 0); /* every allocation from the heap, none from mappings placed by the kernel */
         zk_heap_lo = zk_start_brk();
-        if (zk_heap_lo != 0) zk_heap_delta = (((uintptr_t)_end + ZK_HOST_PAGE - 1) & ~(ZK_HOST_PAGE - 1)) - zk_heap_lo;
+        if (zk_heap_lo != 0) zk_heap_delta = (uintptr_t)ZK_HEAP_GUEST - zk_heap_lo;
     }
     zk_seg_paging = 0;
     zk_left = ZK_LIMIT;
