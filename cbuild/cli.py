@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -16,11 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cbuild.build import Builder
+from cbuild.cache import atomic_write
 from cbuild.compile import INCLUDE_DIR
 from cbuild.demangle import demangle, demangled_keys
 from cbuild.diff import changes, load_run, only_in, render_markdown, render_text
-from cbuild.errors import CBuildError
+from cbuild.errors import CBuildError, describe_os_error
 from cbuild.execute import run_program
+from cbuild.history import default_baseline, read_history
+from cbuild.history import render_text as render_history
+from cbuild.html import render as render_page
 from cbuild.machine import builtin_machines, load_machine
 from cbuild.models import CostModel, default_registry
 from cbuild.options import OPT_LEVELS, BuildOptions
@@ -85,6 +90,25 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("--markdown", action="store_true", help="a markdown table (e.g. for $GITHUB_STEP_SUMMARY)")
     diff.add_argument("--top", type=int, default=5, help="functions and regions to list per change (default 5)")
     sub.add_parser("include-dir", help="print the directory of instrbudget.h (to build the sources without the plugin)")
+    history = sub.add_parser("history", help="how each test's costs changed over the baseline's git history")
+    history.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="baseline file (default: [tool.instrbudget] baseline of the nearest pyproject.toml, "
+        "else .instrbudget/baseline.json)",
+    )
+    history.add_argument(
+        "-k",
+        dest="keyword",
+        default=None,
+        metavar="PATTERN",
+        help="tests whose node id contains PATTERN (as pytest -k)",
+    )
+    history.add_argument("--metric", default=None, metavar="NAME", help="only this metric")
+    history.add_argument("--width", type=int, default=None, metavar="N", help="line width (default: the terminal's)")
+    history.add_argument("--html", type=Path, default=None, metavar="OUT", help="write an HTML report with charts")
     return top
 
 
@@ -98,6 +122,27 @@ def _cmd_diff(args: argparse.Namespace) -> int:
             shown = ", ".join(tests[:5]) + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
             print(f"{len(tests)} test(s) {label} {where}: {shown}", file=sys.stderr)
     return 1 if found else 0
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    baseline = args.baseline if args.baseline is not None else Path(os.path.relpath(default_baseline()))
+    history = read_history(baseline)
+    chosen = history.select(args.keyword, args.metric)
+    if args.html is not None:
+        page = render_page("history", f"instrbudget history: {baseline}", chosen.to_json())
+        try:
+            atomic_write(args.html, page.encode())
+        except OSError as exc:
+            raise CBuildError(f"cannot write the HTML report {args.html}: {describe_os_error(exc)}") from None
+        print(f"wrote {args.html}: {len(chosen.series)} series over {history.commits_seen} commit(s)", file=sys.stderr)
+    width = args.width if args.width is not None else shutil.get_terminal_size().columns
+    asked = [f"-k {args.keyword!r}"] if args.keyword else []
+    asked += [f"--metric {args.metric}"] if args.metric else []
+    empty = f"no test matches {' and '.join(asked)}" if asked and history.series else "no series to show"
+    if args.metric and args.metric not in history.metrics:
+        empty += f" (metrics in the history: {', '.join(history.metrics) or 'none'})"
+    sys.stdout.write(render_history(chosen, width, empty=empty))
+    return 0
 
 
 def _cmd_pipeline(args: argparse.Namespace) -> int:
@@ -206,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_pipeline(args)
         if args.command == "diff":
             return _cmd_diff(args)
+        if args.command == "history":
+            return _cmd_history(args)
         if args.command == "include-dir":
             print(INCLUDE_DIR)
             return 0

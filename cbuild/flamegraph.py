@@ -64,3 +64,35 @@ def speedscope(name: str, profiles: Mapping[str, Mapping[str, int]], *, exporter
         "activeProfileIndex": 0,
         "exporter": exporter,
     }
+
+
+def flame_tree(
+    stacks: Mapping[str, int], functions: Mapping[str, int], baseline: Mapping[str, int] | None = None
+) -> dict[str, Any]:
+    """A call tree for d3-flame-graph: nodes ``{name, value, delta, children}`` where ``value`` is
+    the node's own (exclusive) cost on that path.
+
+    Baselines keep costs per function, not per path: a function's change against ``baseline``
+    (exclusive, from ``functions``) is shared among its paths in proportion to their cost there,
+    so the graph shows which functions grew or shrank, wherever they ran.
+    """
+    root: dict[str, Any] = {"name": "all", "value": 0, "delta": 0, "children": []}
+    index: dict[tuple[str, ...], dict[str, Any]] = {(): root}
+    for path, value in sorted(stacks.items()):
+        if value <= 0:
+            continue
+        frames = tuple(path.split(";"))
+        for depth in range(1, len(frames) + 1):
+            key = frames[:depth]
+            if key not in index:
+                node: dict[str, Any] = {"name": demangle(key[-1]), "value": 0, "delta": 0, "children": []}
+                index[key[:-1]]["children"].append(node)
+                index[key] = node
+        index[frames]["value"] += value
+    if baseline is not None:
+        for key, node in index.items():
+            if key and node["value"]:
+                now = functions.get(key[-1], 0)
+                change = now - baseline.get(key[-1], 0)
+                node["delta"] = round(change * node["value"] / now) if now else 0
+    return root

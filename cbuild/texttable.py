@@ -12,15 +12,22 @@ from collections.abc import Collection, Sequence
 ELLIPSIS = "…"
 
 
-def elide(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters by replacing its middle with an ellipsis."""
+def elide(text: str, width: int, *, head: float = 0.5) -> str:
+    """``text`` cut to ``width`` characters by replacing a part with an ellipsis; ``head`` is the
+    share of the kept characters taken from the start (the rest come from the end)."""
     if len(text) <= width:
         return text
     if width <= 1:
-        return ELLIPSIS[:width]
-    tail = (width - 1) // 2
-    head = width - 1 - tail
-    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+        return ELLIPSIS[: max(width, 0)]
+    tail = int((width - 1) * (1 - head))
+    start = width - 1 - tail
+    return text[:start] + ELLIPSIS + (text[-tail:] if tail else "")
+
+
+def width_without(header: Sequence[str], rows: Sequence[Sequence[str]], column: int) -> int:
+    """The width of a rendered table's lines but for ``column``'s cells (separators included)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return sum(w for i, w in enumerate(widths) if i != column) + 2 * (len(widths) - 1)
 
 
 def render(
@@ -40,7 +47,7 @@ def render(
     """
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     if width is not None:
-        others = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(widths) - 1)
+        others = width_without(header, rows, flex)
         widths[flex] = max(min(widths[flex], width - others), min(min_flex, widths[flex]))
 
     def line(row: Sequence[str]) -> str:

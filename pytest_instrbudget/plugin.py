@@ -326,6 +326,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if budget.run.json_path is not None:
         text = json.dumps(report.json_document(budget), indent=2, sort_keys=True) + "\n"
         _write_output(outcome, "the JSON report", budget.run.json_path, text)
+    if budget.run.html_path is not None:
+        _write_output(outcome, "the HTML report", budget.run.html_path, report.html_report(budget))
     if budget.run.markdown_path is not None:
         _write_output(outcome, "the markdown summary", budget.run.markdown_path, report.markdown(budget))
     if outcome.errors and session.exitstatus == pytest.ExitCode.OK:

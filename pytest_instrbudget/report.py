@@ -41,6 +41,8 @@ from typing import Any
 from cbuild import texttable
 from cbuild.costs import line_label
 from cbuild.demangle import demangle
+from cbuild.flamegraph import flame_tree
+from cbuild.html import render
 from pytest_instrbudget.results import (
     ERROR,
     OK,
@@ -116,7 +118,8 @@ def table_lines(results: Iterable[TestResult], *, width: int | None = None, show
         names = list(metrics)
         header, rows = columns(names)
         if width is not None:
-            while len(names) > 1 and len(texttable.render(header, rows, flex=0, width=0, min_flex=0)[0]) + 24 > width:
+            # Metrics from the right give way until the test names can keep 24 characters.
+            while len(names) > 1 and texttable.width_without(header, rows, 0) + 24 > width:
                 names.pop()
                 header, rows = columns(names)
         right = set(range(1, len(header) - 1))
@@ -343,3 +346,62 @@ def _function_rows(
         count = str(calls[f]) if f in calls else "-"
         out.append(f"    {shown[f]:<{width}}  {exclusive.get(f, 0):>12}  {incl:>12}  {count:>9}")
     return out
+
+
+def html_report(session: BudgetSession) -> str:
+    """The ``--instrbudget-html`` page (see :mod:`cbuild.html.page`)."""
+    return html_page(list(session.results.values()), session.fingerprint, str(session.baseline.path))
+
+
+def html_page(results: list[TestResult], fingerprint: dict[str, str], baseline: str, top: int = 15) -> str:
+    """The HTML report of ``results``: every test in the table, and for each its metrics,
+    regions, costliest functions and, where it failed or changed and call paths were recorded,
+    a flame graph against the baseline."""
+    results = sorted(results, key=lambda r: r.nodeid)
+    tests = []
+    for r in results:
+        changed = notable(r)
+        has_baseline = any(m.baseline is not None for m in r.metrics)
+        tests.append(
+            {
+                "nodeid": r.nodeid,
+                "status": _status(r),
+                "notable": changed,
+                "failure": r.failure,
+                "has_baseline": has_baseline,
+                "metrics": {
+                    m.metric: {
+                        "value": m.value,
+                        "limit": m.limit,
+                        "baseline": m.baseline,
+                        "change": None if m.change is None else round(m.change, 4),
+                        "status": m.status,
+                    }
+                    for m in r.metrics
+                },
+                "regions": {m.metric: m.regions for m in r.metrics if m.regions},
+                "region_limits": {m.metric: m.region_limits for m in r.metrics if m.region_limits},
+                "functions": {
+                    m.metric: [
+                        [demangle(f), v, m.baseline_functions.get(f) if m.baseline is not None else None]
+                        for f, v in sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+                    ]
+                    for m in r.metrics
+                    if m.functions
+                },
+                "flames": {
+                    m.metric: flame_tree(m.stacks, m.functions, None if m.baseline is None else m.baseline_functions)
+                    for m in r.metrics
+                    if changed and m.stacks
+                },
+            }
+        )
+    fingerprint_text = ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()) if k != "models")
+    data = {
+        "tests": tests,
+        "metrics": _metric_names(results),
+        "baseline": baseline,
+        "fingerprint": fingerprint,
+        "fingerprint_text": fingerprint_text,
+    }
+    return render("results", "instrbudget report", data)
