@@ -147,6 +147,7 @@ def test_unwritable_outputs_are_errors_naming_the_path(project: pytest.Pytester)
         "--instrbudget-update",
         f"--instrbudget-json={blocked / 'r.json'}",
         f"--instrbudget-markdown={blocked / 'r.md'}",
+        f"--instrbudget-html={blocked / 'r.html'}",
         f"--instrbudget-profile-dir={blocked}",
     )
     result.assert_outcomes(passed=1)
@@ -156,10 +157,11 @@ def test_unwritable_outputs_are_errors_naming_the_path(project: pytest.Pytester)
     assert "INTERNALERROR" not in out
     result.stdout.fnmatch_lines(
         [
-            "*test_budget.py::test_work*ir_instructions*",  # the table is still printed
+            "test_budget.py::test_work * new",  # the table is still printed
             f"instrbudget: error: cannot write the profile of test_budget.py::test_work to {blocked}*",
             f"instrbudget: error: cannot write the baseline {blocked / 'baseline.json'}: *",
             f"instrbudget: error: cannot write the JSON report {blocked / 'r.json'}: *",
+            f"instrbudget: error: cannot write the HTML report {blocked / 'r.html'}: *",
             f"instrbudget: error: cannot write the markdown summary {blocked / 'r.md'}: *",
         ]
     )
