@@ -62,11 +62,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from cbuild.errors import CBuildError
-from cbuild.snapshot import Snapshot, SnapshotError, decode
+from cbuild.snapshot import DEFAULT_PATH, Snapshot, SnapshotError, decode, differing_keys
 from cbuild.sparkline import BREAK, sparkline
 from cbuild.texttable import ELLIPSIS, elide
-
-DEFAULT_BASELINE = Path(".instrbudget/baseline.json")
 
 
 @dataclass(frozen=True)
@@ -231,11 +229,11 @@ def default_baseline(start: Path | None = None) -> Path:
         nearest = nearest or directory
         table = doc.get("tool", {}).get("instrbudget")
         if isinstance(table, dict):
-            value = table.get("baseline", str(DEFAULT_BASELINE))
+            value = table.get("baseline", str(DEFAULT_PATH))
             if not isinstance(value, str) or not value:
                 raise CBuildError(f"{path}: [tool.instrbudget] baseline: expected a path string, got {value!r}")
             return directory / value
-    return (nearest or start) / DEFAULT_BASELINE
+    return (nearest or start) / DEFAULT_PATH
 
 
 # -- reading git ----------------------------------------------------------------------------
@@ -366,10 +364,6 @@ def read_history(baseline: str | os.PathLike[str]) -> History:
 # -- series ---------------------------------------------------------------------------------
 
 
-def _differing(a: dict[str, str], b: dict[str, str]) -> tuple[str, ...]:
-    return tuple(sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k)))
-
-
 def _totals(snapshot: Snapshot, test: str) -> tuple[tuple[str, int], ...] | None:
     metrics = snapshot.tests[test]
     return tuple(sorted((m, c.total) for m, c in metrics.items())) or None
@@ -415,7 +409,7 @@ def build_series(versions: Sequence[Version]) -> tuple[list[Series], list[Finger
     for index, version in enumerate(versions):
         snap, short = version.snapshot, version.commit.short
         if previous is not None and snap.fingerprint != previous.fingerprint:
-            changes.append(FingerprintChange(version.commit, _differing(previous.fingerprint, snap.fingerprint)))
+            changes.append(FingerprintChange(version.commit, differing_keys(previous.fingerprint, snap.fingerprint)))
         if previous is not None:
             gone = [t for t in active if t not in snap.tests]
             new = [t for t in snap.tests if t not in active]
@@ -441,7 +435,7 @@ def build_series(versions: Sequence[Version]) -> tuple[list[Series], list[Finger
                 )
                 last = s.segments[-1]
                 if last.fingerprint != snap.fingerprint:
-                    changed = _differing(last.fingerprint, snap.fingerprint)
+                    changed = differing_keys(last.fingerprint, snap.fingerprint)
                     s.segments.append(Segment(dict(snap.fingerprint), changed=changed))
                 s.segments[-1].points.append(Point(index, short, cost.total))
         previous = snap

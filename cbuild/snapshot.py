@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cbuild.costs import Cost
 
 VERSION = 1
+#: Where a project keeps its baseline unless ``[tool.instrbudget] baseline`` says otherwise.
+DEFAULT_PATH = Path(".instrbudget/baseline.json")
 
 
 class SnapshotError(ValueError):
@@ -57,6 +60,11 @@ class Snapshot:
     def dumps(self) -> str:
         """The file's text."""
         return json.dumps(self.to_doc(), indent=2, sort_keys=True) + "\n"
+
+
+def differing_keys(old: dict[str, str], new: dict[str, str]) -> tuple[str, ...]:
+    """The fingerprint keys whose values differ between two snapshots (sorted)."""
+    return tuple(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
 
 
 def _no_constant(name: str) -> Any:

@@ -16,6 +16,7 @@ else:  # pragma: no cover
 
 from cbuild.cpu import CPU_LEVELS
 from cbuild.options import OPT_LEVELS, BuildOptions
+from cbuild.snapshot import DEFAULT_PATH
 
 
 class ConfigError(Exception):
@@ -62,7 +63,7 @@ class Settings:
     root: Path
     #: opt_level, cflags, cxxflags, include_dirs, defines, ldflags.
     build: BuildOptions = field(default_factory=BuildOptions)
-    baseline: Path = Path(".instrbudget/baseline.json")
+    baseline: Path = DEFAULT_PATH
     tolerance: float = 0.0
     cache_dir: Path | None = None
     models: tuple[str, ...] = ("ir-count",)

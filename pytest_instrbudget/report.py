@@ -43,6 +43,7 @@ from cbuild.costs import line_label
 from cbuild.demangle import demangle
 from cbuild.flamegraph import flame_tree
 from cbuild.html import render
+from cbuild.snapshot import differing_keys
 from pytest_instrbudget.results import (
     ERROR,
     OK,
@@ -61,9 +62,9 @@ def _fmt_change(change: float | None) -> str:
     return "" if change is None else f"{change:+.2f}%"
 
 
-def _status(result: TestResult, metric: MetricResult | None = None) -> str:
-    """A test's (or one metric's) status, with what qualifies it."""
-    status = result.status if metric is None else metric.status
+def _status(result: TestResult) -> str:
+    """A test's status, with what qualifies it."""
+    status = result.status
     if not result.budgeted and status in (REGRESSED, OVER_LIMIT):
         status += " (no budget)"
     if not result.completed and status != ERROR:  # over its limit even with partial counts
@@ -143,7 +144,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
     if session.baseline.exists and not session.comparable:
         old, new = session.baseline.fingerprint, session.fingerprint
-        differs = ", ".join(k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))
+        differs = ", ".join(differing_keys(old, new))
         lines.append(
             f"baseline {session.baseline.path} was made with another toolchain or other models "
             f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update)"
@@ -198,13 +199,15 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
 
     Names longer than ``width`` leaves room for are elided in the middle.
     """
-    room = 10**6 if width is None else max(24, width - 4 - 2 - 12 - 2 - 6)
+    # Rows are "    NAME  VALUE(12)  SHARE%(6)", function rows "    NAME  EXCL(12)  INCL(12)  CALLS(9)".
+    room = 10**6 if width is None else max(24, width - 26)
+    function_room = 10**6 if width is None else max(24, width - 43)
     out: list[str] = []
     for result in sorted(results, key=lambda r: r.nodeid):
         block: list[str] = []
         for m in result.metrics:
             if kind == "functions":
-                block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top, room - 11))
+                block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top, function_room))
                 continue
             elif kind == "lines":
                 rows = [(f"{line_label(where)}  ({demangle(f)})", v) for f, where, v in m.lines]
