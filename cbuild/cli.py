@@ -27,7 +27,7 @@ from cbuild.history import default_baseline, read_history
 from cbuild.history import render_text as render_history
 from cbuild.html import render as render_page
 from cbuild.machine import builtin_machines, load_machine
-from cbuild.models import CostModel, default_registry
+from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.options import OPT_LEVELS, BuildOptions
 from cbuild.riscv import parse_assembly
 
@@ -43,6 +43,16 @@ def _add_build_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-instrument", action="store_true", help="same pipeline, no counting code")
     p.add_argument("--clang", default=None, help="a clang driver to use instead of the ziglang wheel's")
     p.add_argument("--cache-dir", type=Path, default=None, help="build cache (default ~/.cache/instrbudget)")
+
+
+def _add_model_flag(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME[:KEY=VALUE,...]",
+        help=f"{what} (repeatable; default ir-count), e.g. --model pipeline:machine=rocket",
+    )
 
 
 def _options(args: argparse.Namespace) -> BuildOptions:
@@ -65,18 +75,13 @@ def parser() -> argparse.ArgumentParser:
     _add_build_flags(build)
     build.add_argument("-o", dest="output", type=Path, required=True, help="output file")
     build.add_argument("--shared", action="store_true", help="build a shared library")
+    _add_model_flag(build, "cost model whose run-time part to build in")
     run = sub.add_parser("run", help="build (cached), run, and print the program's cost")
     _add_build_flags(run)
     run.add_argument("--json", action="store_true", help="print a JSON document instead of the summary")
     run.add_argument("--top", type=int, default=10, help="functions to list (default 10)")
     run.add_argument("--timeout", type=float, default=None, help="seconds before the program is killed")
-    run.add_argument(
-        "--model",
-        action="append",
-        default=[],
-        metavar="NAME[:KEY=VALUE,...]",
-        help="cost model to report (repeatable; default ir-count), e.g. --model pipeline:machine=rocket",
-    )
+    _add_model_flag(run, "cost model to report")
     pipe = sub.add_parser(
         "pipeline",
         help="estimate the cycles of one straight-line block of RISC-V assembly with a pipeline machine",
@@ -166,15 +171,17 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
-    artifact = builder.build(args.sources, options=_options(args), kind="library" if args.shared else "program")
+    models = _models(args.model)
+    kind = "library" if args.shared else "program"
+    artifact = builder.build(args.sources, options=_options(args), kind=kind, models=models)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(artifact.path, args.output)
     shutil.copymode(artifact.path, args.output)
     sidecar = args.output.with_name(args.output.name + ".instrbudget.json")
     shutil.copyfile(artifact.table_path, sidecar)
     print(
-        f"built {args.output} ({'instrumented' if artifact.instrumented else 'not instrumented'}); "
-        f"block table {sidecar}",
+        f"built {args.output} ({'instrumented' if artifact.instrumented else 'not instrumented'}; "
+        f"models {', '.join(model.name for model in models)}); block table {sidecar}",
         file=sys.stderr,
     )
     return 0
@@ -197,7 +204,10 @@ def _models(specs: list[str]) -> list[CostModel]:
                 params[key] = tomllib.loads(f"v = {value}")["v"]
             except tomllib.TOMLDecodeError:
                 params[key] = value
-        out.append(registry.create(name, params, root=Path.cwd()))
+        try:
+            out.append(registry.create(name, params, root=Path.cwd()))
+        except ModelError as exc:  # said of the command line, not of a pyproject table
+            raise CBuildError(str(exc).replace(f"[tool.instrbudget.{name}]", f"--model {spec}:", 1)) from None
     return out
 
 

@@ -50,6 +50,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PCT",
         help="allowed growth over the baseline, in percent (default: config, else 0)",
     )
+    group.addoption(
+        "--instrbudget-baseline",
+        metavar="PATH",
+        help="baseline file to compare with and update (default: config 'baseline', else .instrbudget/baseline.json)",
+    )
     group.addoption("--instrbudget-json", metavar="PATH", help="write all results to a JSON file")
     group.addoption(
         "--instrbudget-disable", action="store_true", help="build without instrumentation; measure and check nothing"
@@ -141,6 +146,9 @@ def pytest_configure(config: pytest.Config) -> None:
         registry = default_registry()
         run = _run_options(config)
         settings = load_settings(config.rootpath, known_models=registry.names)
+        if chosen := config.getoption("instrbudget_baseline"):
+            # Relative to where pytest was started, as pytest's own path options are.
+            settings = dataclasses.replace(settings, baseline=config.invocation_params.dir / chosen)
         for name in run.models:
             registry.model_class(name)
         note = None

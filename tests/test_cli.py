@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cbuild.blocks import BlockTable
 from cbuild.execute import read_counts
+from cbuild.models import default_registry
 
 PROGRAM = """\
 #include <stdio.h>
@@ -60,6 +61,35 @@ def test_cli_build_writes_program_table_and_counts(tmp_path: Path) -> None:
     header = (tmp_path / "counts.bin").read_bytes().split(b"\n", 1)[0].decode().split()
     counts, total = read_counts(tmp_path / "counts.bin", build_id=header[2], table=table)
     assert total == sum(c * b.size for c, b in zip(counts.counts, table.blocks, strict=True)) > 0
+
+
+def test_cli_build_with_a_model_builds_its_run_time_part_in(tmp_path: Path) -> None:
+    """`build --model` as on `run`: the binary's own counts give the same zkvm cycles as `run`."""
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    out = cli("build", "prog.c", "-o", "prog", "--model", "zkvm:po2=16", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    assert b"models zkvm)" in out.stderr
+    sidecar = json.loads((tmp_path / "prog.instrbudget.json").read_text())
+    assert set(sidecar["models"]) == {"zkvm"}
+    env = dict(os.environ, INSTRBUDGET_COUNTS=str(tmp_path / "counts.bin"))
+    subprocess.run([str(tmp_path / "prog"), "50"], capture_output=True, env=env, check=True)
+    table = BlockTable.from_json(sidecar["table"])
+    header = (tmp_path / "counts.bin").read_bytes().split(b"\n", 1)[0].decode().split()
+    counts, _ = read_counts(tmp_path / "counts.bin", build_id=header[2], table=table, models=sidecar["models"])
+    model = default_registry().create("zkvm", {"po2": 16})
+    built = {cost.metric: cost.total for cost in model.evaluate(counts)}
+    ran = cli("run", "prog.c", "--model", "zkvm:po2=16", "--json", "--", "50", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr.decode()
+    doc = json.loads(ran.stdout.decode().split("\n", 1)[1])
+    assert built == {metric: m["total"] for metric, m in doc["metrics"].items()}
+    assert built["zk_cycles"] > built["zk_user_cycles"] > 0
+
+    bad = cli("build", "prog.c", "-o", "prog", "--model", "nope", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert b"unknown cost model 'nope'; known models: ir-count, pipeline, zkvm" in bad.stderr
+    bad = cli("build", "prog.c", "-o", "prog", "--model", "zkvm:segment=16", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert b"--model zkvm:segment=16: has an unknown key 'segment'; accepted: max_insn_cycles," in bad.stderr
 
 
 def test_cli_build_without_instrumentation_runs_plainly(tmp_path: Path) -> None:

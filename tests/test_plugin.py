@@ -499,3 +499,30 @@ def test_addr(cbuild, i):
     pytester.runpytest_subprocess("-n", "2", f"--instrbudget-json={parallel}").assert_outcomes(passed=4)
     values = {json.dumps(t["metrics"]) for p in (serial, parallel) for t in json.loads(p.read_text())["tests"].values()}
     assert len(values) == 1
+
+
+def test_plugin_second_baseline_file_from_the_command_line(project: pytest.Pytester) -> None:
+    """--instrbudget-baseline selects the file compared with and updated; the default stays as it was."""
+    result, _ = results(project, "--instrbudget-update")
+    result.assert_outcomes(passed=3)
+    default = baseline_path(project).read_text()
+
+    (project.path / "work.c").write_text(SLOWER_WORK_C)
+    second = project.path / "configs" / "slow.json"
+    result, _ = results(project, "--instrbudget-update", "--instrbudget-baseline=configs/slow.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([f"*baseline {second} written: 3 added, 0 changed, 0 pruned"])
+    assert baseline_path(project).read_text() == default
+
+    # Each file judges against its own numbers: the slower code matches the second one only.
+    result, doc = results(project, "--instrbudget-baseline=configs/slow.json")
+    result.assert_outcomes(passed=3)
+    assert {t["status"] for t in doc["tests"].values()} == {"ok"}
+    result, _ = results(project)
+    result.assert_outcomes(failed=2, passed=1)
+
+    # A damaged second file is named as such.
+    second.write_text("{")
+    result, _ = results(project, "--instrbudget-baseline=configs/slow.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{second}*"])
