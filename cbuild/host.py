@@ -227,6 +227,48 @@ class _Loaded:
         return self._typed[name]
 
 
+#: Types whose values travel to the test as copies; other objects stay here, behind handles.
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset, range,
+          slice, type(Ellipsis), type(NotImplemented))  # fmt: skip
+
+
+_SCALARS = frozenset((type(None), bool, int, float, str, bytes))
+_OPS: dict[str, Callable[..., Any]] = {}
+
+
+def _python_ops() -> dict[str, Callable[..., Any]]:
+    """Operations on a Python object the test asks for by name (cbuild.extension.RemoteObject)."""
+    if not _OPS:
+        import operator
+
+        _OPS.update(
+            getattr=getattr, setattr=setattr, repr=repr, str=str, len=len, getitem=operator.getitem,
+            setitem=operator.setitem, contains=operator.contains, bool=bool, eq=operator.eq, ne=operator.ne,
+            hash=hash, dir=dir, list=list,
+        )  # fmt: skip
+    return _OPS
+
+
+def _shared(obj: Any) -> bool:
+    """Whether ``obj`` is known to the test process too: built-in and standard-library classes and
+    functions (pickled by name), and values of their types (copied)."""
+    named = obj if isinstance(obj, type) or callable(obj) else type(obj)
+    module = getattr(named, "__module__", None)
+    return isinstance(module, str) and (module == "builtins" or module.partition(".")[0] in sys.stdlib_module_names)
+
+
+def _label(obj: Any) -> str:
+    """What an object is, for messages: ``mmh3.hash128``, ``mmh3.mmh3_x64_128 object``."""
+    if isinstance(obj, type(sys)):
+        return str(obj.__name__)
+    name = getattr(obj, "__qualname__", None) if callable(obj) else None
+    if isinstance(name, str):
+        module = getattr(obj, "__module__", None)
+        return f"{module}.{name}" if isinstance(module, str) else name
+    cls = type(obj)
+    return f"{cls.__module__}.{cls.__qualname__} object"
+
+
 class Host:
     """Serves requests until told to stop (or until a library call ends the process)."""
 
@@ -250,7 +292,11 @@ class Host:
             "string": self.string,
             "limits": self.limits,
             "remaining": self.remaining,
+            "import": self.import_module,
+            "py": self.python,
         }
+        #: Python objects the test holds handles to (extension modules and what they made), by handle.
+        self.objects: list[Any] = []
         #: Metric -> what library code may still execute before it is stopped (None: no cut-off).
         self.left: dict[str, int] | None = None
 
@@ -349,6 +395,75 @@ class Host:
         else:
             out = ("v", result)
         return out, written
+
+    def import_module(self, lib_id: int, name: str) -> tuple[int, str]:
+        """Import loaded library ``lib_id`` as the extension module ``name``; its handle and label."""
+        import importlib.machinery
+        import importlib.util
+
+        path = self.libraries[lib_id].dll._name  # the same file, so the same loaded copy
+        loader = importlib.machinery.ExtensionFileLoader(name, path)
+        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)  # PyInit_<name> runs here
+        sys.modules[name] = module
+        loader.exec_module(module)
+        self.objects.append(module)
+        return len(self.objects) - 1, name
+
+    def python(self, lib_id: int, handle: int, op: str, payload: bytes) -> tuple[bool, Any]:
+        """Apply ``op`` to object ``handle`` with the pickled ``(args, kwargs)``: (True, pickled
+        result), or (False, the exception) when it raised."""
+        import io  # the extension modules' imports: libraries' tests never pay for them
+        import pickle
+
+        from_test = pickle.Unpickler(io.BytesIO(payload))
+        from_test.persistent_load = self.objects.__getitem__  # type: ignore[method-assign]
+        args, kwargs = from_test.load()
+        target = self.objects[handle]
+        if op == "call":
+            action, values = target, args
+        else:
+            action, values = _python_ops()[op], (target, *args)
+        try:
+            result = self._run(self.libraries[lib_id], lambda: action(*values, **kwargs), [])
+        except Exception as exc:
+            self.libc.fflush(None)
+            if type(exc).__module__ == "builtins":
+                return False, ("value", self._pickled(exc))
+            base = next(c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins")
+            return False, ("foreign", f"{type(exc).__module__}.{type(exc).__qualname__}", base, str(exc))
+        self.libc.fflush(None)
+        return True, self._pickled(result)
+
+    def _pickled(self, value: Any) -> bytes:
+        """``value`` pickled, with every object that is not plain data kept here and sent as a handle."""
+        import io
+        import pickle
+
+        if type(value) in _SCALARS:
+            return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        kept = len(self.objects)
+
+        def handle(obj: Any) -> Any:
+            if type(obj) in _PLAIN or (copies and _shared(obj)):
+                return None
+            self.objects.append(obj)
+            return len(self.objects) - 1, _label(obj)
+
+        # Values of standard-library types are copied too, unless one of them cannot be.
+        for copies in (True, False):
+            out = io.BytesIO()
+            to_test = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+            to_test.persistent_id = handle  # type: ignore[method-assign]
+            try:
+                to_test.dump(value)
+                break
+            except (pickle.PicklingError, TypeError, AttributeError):
+                if not copies:
+                    raise
+                del self.objects[kept:]
+        return out.getvalue()
 
     def snapshot(self, lib_id: int) -> bytes:
         lib = self.libraries[lib_id]

@@ -54,10 +54,10 @@ class Meter:
             self._remaining = {m: left - costs.get(m, 0) for m, left in self._remaining.items()}
             self._push()
 
-    def add_library(self, library: Library) -> None:
-        """Register a library loaded for this test."""
+    def add_library(self, library: Library, since: tuple[int, ...] | None = None) -> None:
+        """Register a library loaded for this test; it counts from ``since`` (a snapshot), else from its load."""
         if library.artifact.instrumented:
-            self._libraries.append((library, None))
+            self._libraries.append((library, since))
             self.used = self.used or self.active
 
     def add_run(self, counts: BlockCounts | None) -> None:

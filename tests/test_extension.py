@@ -1,0 +1,236 @@
+"""CPython extension modules through the instrumenting pipeline (cbuild.extension), run in a library host."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import mmh3
+import pytest
+
+from cbuild import Builder, BuildOptions, CBuildError, LibraryCrashed
+from cbuild.extension import Extension, ExtensionError, RemoteObject, extension_options
+from tests.sdists import sdist
+
+DEMO_C = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+
+static PyObject *DemoError;
+
+/* Work that depends on the argument's hash: one loop turn per set bit. */
+static PyObject *hash_bits(PyObject *self, PyObject *arg) {
+    Py_hash_t h = PyObject_Hash(arg);
+    if (h == -1) return NULL;
+    unsigned long long v = (unsigned long long)h;
+    long bits = 0;
+    while (v) { bits += (long)(v & 1); v >>= 1; }
+    return Py_BuildValue("(nl)", h, bits);
+}
+
+/* The sum of 0..n-1, one loop turn each. */
+static PyObject *triangle(PyObject *self, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0) { PyErr_SetString(DemoError, "n must not be negative"); return NULL; }
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return PyLong_FromLong(s);
+}
+
+static PyObject *boom(PyObject *self, PyObject *arg) { *(volatile int *)0 = 1; Py_RETURN_NONE; }
+static PyObject *quit(PyObject *self, PyObject *arg) { exit(0); }
+
+static PyMethodDef methods[] = {
+    {"hash_bits", hash_bits, METH_O, NULL},
+    {"triangle", triangle, METH_O, NULL},
+    {"boom", boom, METH_NOARGS, NULL},
+    {"quit", quit, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "demo", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_demo(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    DemoError = PyErr_NewException("demo.Error", PyExc_ValueError, NULL);
+    PyModule_AddObject(m, "Error", DemoError);
+    PyModule_AddIntConstant(m, "answer", 42);
+    return m;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mmh3_sources() -> list[Path]:
+    root = sdist("mmh3", "5.3.1") / "src" / "mmh3"
+    return [root / "mmh3module.c", root / "murmurhash3.c"]
+
+
+@pytest.fixture(scope="module")
+def mmh3_artifact(builder: Builder, mmh3_sources: list[Path]):  # type: ignore[no-untyped-def]
+    return builder.build(mmh3_sources, options=extension_options(BuildOptions()), kind="library")
+
+
+@pytest.fixture
+def built_mmh3(mmh3_artifact) -> Iterator[Extension]:  # type: ignore[no-untyped-def]
+    with Extension(mmh3_artifact, "mmh3") as module:
+        yield module
+
+
+@pytest.fixture(scope="module")
+def demo_artifact(builder: Builder, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    source = tmp_path_factory.mktemp("demo") / "demo.c"
+    source.write_text(DEMO_C)
+    return builder.build([source], options=extension_options(BuildOptions(opt_level="1")), kind="library")
+
+
+def total(module: Extension) -> int:
+    """IR instructions the module's code executed since it was imported."""
+    counts = module._library.counts(module._origin)
+    return sum(count * block.size for count, block in zip(counts.counts, counts.table.blocks, strict=True))
+
+
+def test_mmh3_from_its_sdist_agrees_with_the_official_wheel(built_mmh3: Extension) -> None:
+    rng = random.Random(5)
+    for size in [0, 1, 3, 4, 15, 16, 17, 31, 64, 100, 1000]:
+        data = rng.randbytes(size)
+        seed = rng.randrange(2**32)
+        assert built_mmh3.hash(data, seed) == mmh3.hash(data, seed)
+        assert built_mmh3.hash(data, seed, signed=False) == mmh3.hash(data, seed, signed=False)
+        assert built_mmh3.hash64(data, seed) == mmh3.hash64(data, seed)
+        assert built_mmh3.hash128(data, seed, x64arch=False) == mmh3.hash128(data, seed, x64arch=False)
+        assert built_mmh3.hash_bytes(data, seed) == mmh3.hash_bytes(data, seed)
+        assert built_mmh3.mmh3_32_digest(data, seed) == mmh3.mmh3_32_digest(data, seed)
+        assert built_mmh3.mmh3_x64_128_sintdigest(data, seed) == mmh3.mmh3_x64_128_sintdigest(data, seed)
+    assert built_mmh3.hash("unicode ✓ text") == mmh3.hash("unicode ✓ text")
+
+
+def test_objects_the_module_makes_stay_in_its_process(built_mmh3: Extension) -> None:
+    hasher = built_mmh3.mmh3_x64_128(seed=7)
+    assert isinstance(hasher, RemoteObject)
+    reference = mmh3.mmh3_x64_128(seed=7)
+    for chunk in [b"abc", b"", b"0123456789abcdef" * 3, b"tail"]:
+        hasher.update(chunk)
+        reference.update(chunk)
+    assert hasher.digest() == reference.digest()
+    assert hasher.sintdigest() == reference.sintdigest()
+    assert hasher.copy().utupledigest() == reference.copy().utupledigest()
+    assert repr(hasher).startswith("<mmh3.mmh3_x64_128 object at ")
+    assert hasher.name == "mmh3_x64_128"
+    assert hasher.digest_size == 16
+
+
+def test_errors_are_the_wheels_errors(built_mmh3: Extension) -> None:
+    for call in [lambda m: m.hash(1.5), lambda m: m.hash(b"x", seed=2**70), lambda m: m.hash(b"x", nope=1)]:
+        with pytest.raises((TypeError, ValueError)) as expected:
+            call(mmh3)
+        with pytest.raises(expected.type) as got:
+            call(built_mmh3)
+        assert str(got.value) == str(expected.value)
+    with pytest.raises(AttributeError, match="no_such_function"):
+        built_mmh3.no_such_function  # noqa: B018
+
+
+def test_counts_are_the_modules_own_code_and_grow_with_the_input(mmh3_artifact) -> None:  # type: ignore[no-untyped-def]
+    totals = []
+    for blocks in (4, 5, 6, 7):
+        with Extension(mmh3_artifact, "mmh3") as module:
+            assert total(module) == 0  # importing (PyInit_mmh3) is not counted
+            module.hash128(bytes(16 * blocks), 42)
+            totals.append(total(module))
+    steps = {b - a for a, b in itertools.pairwise(totals)}
+    assert len(steps) == 1  # one more 16-byte block, the same number of instructions each time
+    assert steps.pop() > 0
+
+
+def test_counts_repeat_in_fresh_processes(mmh3_artifact) -> None:  # type: ignore[no-untyped-def]
+    seen = set()
+    for _ in range(3):
+        with Extension(mmh3_artifact, "mmh3") as module:
+            hasher = module.mmh3_x64_128(seed=1)
+            for n in range(20):
+                hasher.update(bytes(range(n)))
+                module.hash(str(n) * n)
+            seen.add(total(module))
+    assert len(seen) == 1
+
+
+def test_string_hashes_are_fixed_in_the_modules_process(demo_artifact) -> None:  # type: ignore[no-untyped-def]
+    """Code whose work follows str hashes counts the same every run: the host fixes PYTHONHASHSEED."""
+    fixed = subprocess.run(
+        [sys.executable, "-c", "print(hash('instrbudget'))"],
+        env={"PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    results = set()
+    for _ in range(3):
+        with Extension(demo_artifact, "demo") as demo:
+            h, bits = demo.hash_bits("instrbudget")
+            results.add((h, bits, total(demo)))
+    assert len(results) == 1
+    h, bits, _ = results.pop()
+    assert h == int(fixed.stdout)
+    assert bits == bin(h & (2**64 - 1)).count("1")
+
+
+def test_exact_count_follows_the_loop(demo_artifact) -> None:  # type: ignore[no-untyped-def]
+    totals = []
+    for n in (80, 160, 240):  # multiples of 8: the optimiser unrolls the loop by 4 at -O1
+        with Extension(demo_artifact, "demo") as demo:
+            assert demo.triangle(n) == n * (n - 1) // 2
+            totals.append(total(demo))
+    assert totals[2] - totals[1] == totals[1] - totals[0] > 0
+    with Extension(demo_artifact, "demo") as demo:
+        assert demo.answer == 42
+
+
+def test_the_modules_own_exception_types(demo_artifact) -> None:  # type: ignore[no-untyped-def]
+    with Extension(demo_artifact, "demo") as demo:
+        with pytest.raises(ValueError, match=r"demo\.Error: n must not be negative") as raised:
+            demo.triangle(-1)
+        assert isinstance(raised.value, ExtensionError)
+        assert raised.value.type_name == "demo.Error"
+        with pytest.raises(OverflowError):
+            demo.triangle(2**80)
+
+
+def test_a_crash_in_the_module_ends_its_process_only(demo_artifact) -> None:  # type: ignore[no-untyped-def]
+    for name in ("boom", "quit"):
+        with Extension(demo_artifact, "demo") as demo:
+            with pytest.raises(LibraryCrashed, match=rf"demo\.{name}\(\)"):
+                getattr(demo, name)()
+            with pytest.raises(LibraryCrashed, match="ended earlier"):
+                demo.triangle(3)
+    with Extension(demo_artifact, "demo") as demo:
+        assert demo.triangle(4) == 6
+
+
+def test_arguments_the_host_could_not_rebuild_are_refused(demo_artifact) -> None:  # type: ignore[no-untyped-def]
+    class Local:
+        pass
+
+    with Extension(demo_artifact, "demo") as demo:
+        with pytest.raises(CBuildError, match=r"demo\.triangle\(\): an argument cannot be sent .*Local"):
+            demo.triangle(Local())
+        assert demo.triangle(3) == 3
+
+
+def test_limited_api(builder: Builder, tmp_path: Path) -> None:
+    source = tmp_path / "demo.c"
+    source.write_text(DEMO_C)
+    artifact = builder.build([source], options=extension_options(BuildOptions(), limited_api="3.8"), kind="library")
+    with Extension(artifact, "demo") as demo:
+        assert demo.triangle(5) == 10
+    with pytest.raises(CBuildError, match=r"limited_api: expected a Python version such as '3\.8', got 'three'"):
+        extension_options(BuildOptions(), limited_api="three")
+    with pytest.raises(CBuildError, match="not a Python identifier"):
+        Extension(artifact, "de-mo")
