@@ -7,6 +7,7 @@ Prints:
   1. the round trip of a library call through the library host process (scalar
      arguments; a 64 KiB writable buffer), next to the same call made in-process with
      ctypes on the same shared library; and the time to start a host process;
+     the same for an extension module's calls, against the module imported in-process;
   2. what the other design would add per test: forking a process the size of a pytest
      session, sending a report back and waiting for the child;
   3. the example project's budget suite, warm cache, with this tree against the
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import importlib.machinery
+import importlib.util
 import os
 import pickle
 import statistics
@@ -29,7 +32,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cbuild import Builder, Library
+from cbuild import Builder, BuildOptions, Library
+from cbuild.extension import Extension, extension_options
 from cbuild.hosts import HostProcess, default_pool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +44,27 @@ SOURCE = """
 #include <stdint.h>
 int add(int a, int b) { return a + b; }
 void touch(uint8_t *buf, size_t n) { buf[0] += 1; buf[n - 1] += 1; }
+"""
+
+
+EXTENSION = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+static PyObject *add(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    return PyLong_FromLong(PyLong_AsLong(args[0]) + PyLong_AsLong(args[1]));
+}
+static PyObject *checksum(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    unsigned long sum = 0;
+    for (Py_ssize_t i = 0; i < view.len; i += 4096) sum += ((unsigned char *)view.buf)[i];
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(sum);
+}
+static PyMethodDef methods[] = {
+    {"add", (PyCFunction)(void (*)(void))add, METH_FASTCALL, NULL}, {"checksum", checksum, METH_O, NULL}, {0}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "benchext", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_benchext(void) { return PyModule_Create(&module); }
 """
 
 
@@ -80,6 +105,27 @@ def round_trips(builder: Builder, work: Path) -> None:
     print(f"   scalar call        {scalar:8.1f} us   in-process {local_scalar:6.1f} us")
     print(f"   64 KiB buffer call {big:8.1f} us   in-process {local_big:6.1f} us")
     print(f"   host start to first reply {started / 1000:.1f} ms (hidden by starting the next host ahead)")
+
+
+def extension_calls(builder: Builder, work: Path) -> None:
+    src = work / "benchext.c"
+    src.write_text(EXTENSION)
+    artifact = builder.build([src], options=extension_options(BuildOptions()), kind="library")
+    data = bytes(65536)
+    with Extension(artifact, "benchext") as module:
+        module.add(1, 2)
+        scalar = median_us(5000, lambda: module.add(1, 2))
+        big = median_us(2000, lambda: module.checksum(data))
+    loader = importlib.machinery.ExtensionFileLoader("benchext", str(artifact.path))
+    spec = importlib.util.spec_from_file_location("benchext", str(artifact.path), loader=loader)
+    assert spec is not None
+    local = importlib.util.module_from_spec(spec)
+    loader.exec_module(local)
+    local_scalar = median_us(5000, lambda: local.add(1, 2))
+    local_big = median_us(5000, lambda: local.checksum(data))
+    print("1b. extension module calls: host process vs the module imported in-process (median)")
+    print(f"   add(1, 2)          {scalar:8.1f} us   in-process {local_scalar:6.1f} us")
+    print(f"   64 KiB bytes arg   {big:8.1f} us   in-process {local_big:6.1f} us")
 
 
 def fork_cost() -> None:
@@ -151,6 +197,7 @@ def main() -> None:
     builder = Builder(progress=lambda message: None)
     with tempfile.TemporaryDirectory(prefix="instrbudget-bench-") as tmp:
         round_trips(builder, Path(tmp))
+        extension_calls(builder, Path(tmp))
     fork_cost()
     if not args.no_suite:
         suite(args.suite_ref, args.repeat)

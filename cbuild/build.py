@@ -23,6 +23,7 @@ from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.options import BuildOptions, language_of
 from cbuild.signatures import read_signatures
+from cbuild.sources import Source
 from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 
 RUNTIME_SOURCE = Path(__file__).parent / "runtime" / "instrbudget_rt.c"
@@ -120,31 +121,34 @@ class Builder:
 
     def build(
         self,
-        sources: Sequence[Path | str],
+        sources: Sequence[Source | Path | str],
         *,
         options: BuildOptions | None = None,
         kind: str = "program",
         models: Sequence[CostModel] = (),
     ) -> Artifact:
-        """Build (or find in the cache) a program or shared library from ``sources``.
+        """Build (or find in the cache) a program or shared library from ``sources``: paths, or
+        :class:`~cbuild.sources.Source` values with flags and a directory of their own.
 
         ``models`` run their static phase on the build, and their dynamic phases are
         linked into it (instrumented builds only).
         """
         options = options or BuildOptions()
+        units = tuple(Source.of(s) for s in sources)
         # A build that failed fails the same way until a source changes: not retried by every test.
-        attempt = (_sources_state(sources), options, kind, tuple((m.name, tuple(m.key_params())) for m in models))
+        state = _sources_state([u.path for u in units])
+        attempt = (state, units, options, kind, tuple((m.name, tuple(m.key_params())) for m in models))
         failed = self._failed.get(attempt)
         if failed is not None:
             raise failed.with_traceback(None)
         try:
-            return self._build(sources, options, kind, models)
+            return self._build(units, options, kind, models)
         except CBuildError as exc:
             self._failed[attempt] = exc
             raise
 
     def _build(
-        self, sources: Sequence[Path | str], options: BuildOptions, kind: str, models: Sequence[CostModel]
+        self, sources: Sequence[Source], options: BuildOptions, kind: str, models: Sequence[CostModel]
     ) -> Artifact:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
@@ -156,22 +160,23 @@ class Builder:
             raise CBuildError(f"kind must be 'program' or 'library', not {kind!r}")
         if not sources:
             raise CBuildError("no source files given")
-        paths = [Path(s) for s in sources]
+        paths = [s.path for s in sources]
         for path in paths:
             if path.is_dir():
                 raise CBuildError(f"{path} is a directory; name the source files in it")
         seen: dict[Path, Path] = {}
         for path in paths:
-            earlier = seen.setdefault(path.resolve(), path)
-            if earlier is not path:
+            earlier = seen.get(path.resolve())
+            if earlier is not None:
                 raise CBuildError(f"{path} is listed twice among the sources (also as {earlier})")
+            seen[path.resolve()] = path
         languages = {language_of(p) for p in paths}
         # The LLVM worker (Python and llvmlite) starts while clang runs; once per process.
         llvm_worker.prestart()
         self.cache.ensure_writable()
         # clang runs are independent processes: compile the translation units side by side.
         with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as pool:
-            units = list(pool.map(lambda p: compile_unit(self.toolchain, self.cache, p, options), paths))
+            units = list(pool.map(lambda s: compile_unit(self.toolchain, self.cache, s, options), sources))
         key = digest(
             PIPELINE_VERSION,
             self.toolchain.identity,
@@ -197,7 +202,7 @@ class Builder:
         cxx = "c++" in languages
 
         def make(files: list[Path]) -> None:
-            self._make(units, files[0], files[1], artifact, options=options, models=models, cxx=cxx, paths=paths)
+            self._make(units, files[0], files[1], artifact, options=options, models=models, cxx=cxx, sources=sources)
 
         self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
         return artifact
@@ -212,7 +217,7 @@ class Builder:
         options: BuildOptions,
         models: Sequence[CostModel],
         cxx: bool,
-        paths: list[Path],
+        sources: Sequence[Source],
     ) -> None:
         """Link, instrument, analyse, generate code and link the binary; write it and its sidecar."""
         key = artifact.key
@@ -234,7 +239,7 @@ class Builder:
                 calls=options.calls,
                 cutoff=options.cutoff,
             )
-            analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, paths)
+            analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, sources)
             # With dynamic phases the models' hooks join the program's module, to be inlined
             # where they are called; without, the models' object holds the (empty) results.
             extra = [] if dynamic_phases else [models_code]
@@ -244,7 +249,7 @@ class Builder:
                     models_code.read_text() if dynamic_phases else None,
                     triple=self.toolchain.triple,
                     speed_level=options.speed_level,
-                    sources=[str(p) for p in paths],
+                    sources=[str(s.path) for s in sources],
                 )
                 break
             except InstrumentedIRRejected:
@@ -262,7 +267,7 @@ class Builder:
         atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
 
     def _models(
-        self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: list[Path]
+        self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: Sequence[Source]
     ) -> tuple[dict[str, Any], Path, bool]:
         """Static phases of the models, and their dynamic phases: IR to link into the program
         (True), or an object with just the empty results when no model has one (False)."""
@@ -271,7 +276,7 @@ class Builder:
             # The same sources and flags for a host with another data model (never run).
             toolchain = replace(self.toolchain, triple=triple)
             with ThreadPoolExecutor(max_workers=min(len(sources), os.cpu_count() or 1)) as pool:
-                units = list(pool.map(lambda p: compile_unit(toolchain, self.cache, p, options), sources))
+                units = list(pool.map(lambda s: compile_unit(toolchain, self.cache, s, options), sources))
             return llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
 
         view = BuildView(table, ir, opt_level=options.speed_level, twin=twin)

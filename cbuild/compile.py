@@ -15,12 +15,13 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cbuild.cache import Cache, atomic_write, digest, file_digest
 from cbuild.errors import CompileError, LinkError, ToolchainError
 from cbuild.options import BuildOptions, language_of
+from cbuild.sources import Source
 from cbuild.toolchain import Toolchain, zig_cache_problem
 
 _HEADER_LINE = re.compile(r"^\.+ (.+)$")
@@ -41,9 +42,11 @@ class CompiledUnit:
 INCLUDE_DIR = Path(__file__).parent / "include"
 
 
-def compile_command(tc: Toolchain, source: Path, options: BuildOptions, out: Path) -> list[str]:
-    """The clang command that turns ``source`` into textual IR at ``out``."""
-    lang = language_of(source)
+def compile_command(tc: Toolchain, source: Source | Path, options: BuildOptions, out: Path) -> list[str]:
+    """The clang command that turns ``source`` into textual IR at ``out``: the source's own flags
+    first, then the build's (whose defines and ``-std=`` so win)."""
+    unit = Source.of(source)
+    lang = language_of(unit.path)
     driver = tc.cxx if lang == "c++" else tc.cc
     flags = options.cxxflags if lang == "c++" else options.cflags
     return [
@@ -58,6 +61,7 @@ def compile_command(tc: Toolchain, source: Path, options: BuildOptions, out: Pat
         "-H",
         "-fdiagnostics-color=never",
         "-Wno-unused-command-line-argument",
+        *unit.flags,
         *(f"-I{d}" for d in options.include_dirs),
         f"-I{INCLUDE_DIR}",  # instrbudget.h, the region markers
         "-DINSTRBUDGET=1",
@@ -65,19 +69,19 @@ def compile_command(tc: Toolchain, source: Path, options: BuildOptions, out: Pat
         *flags,
         "-o",
         str(out),
-        str(source),
+        str(unit.path),
     ]
 
 
-def _split_stderr(stderr: str, system_root: str | None) -> tuple[list[Path], str]:
-    """Headers from ``-H`` lines, and everything else (clang's diagnostics)."""
+def _split_stderr(stderr: str, system_root: str | None, cwd: Path | None = None) -> tuple[list[Path], str]:
+    """Headers from ``-H`` lines (relative ones taken from ``cwd``), and everything else (clang's diagnostics)."""
     headers: list[Path] = []
     diagnostics: list[str] = []
     in_guard_note = False
     for line in stderr.splitlines():
         m = _HEADER_LINE.match(line)
         if m:
-            headers.append(Path(m.group(1)))
+            headers.append(cwd / m.group(1) if cwd is not None else Path(m.group(1)))
             continue
         if line.startswith(_GUARD_NOTE):
             in_guard_note = True
@@ -92,47 +96,55 @@ def _split_stderr(stderr: str, system_root: str | None) -> tuple[list[Path], str
     return user_headers, "\n".join(diagnostics)
 
 
-def compile_unit(tc: Toolchain, cache: Cache, source: Path, options: BuildOptions) -> CompiledUnit:
-    """Compile ``source`` to IR, or find it in the cache."""
-    source = source.resolve()
-    if not source.is_file():
-        raise CompileError(str(source), f"error: source file not found: {source}")
-    src_hash = file_digest(source)
-    if language_of(source) == "ir":
+def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: BuildOptions) -> CompiledUnit:
+    """Compile ``source`` (with its own flags, in its own directory) to IR, or find it in the cache."""
+    unit = Source.of(source)
+    path = unit.path.resolve()
+    unit = replace(unit, path=path)
+    if not path.is_file():
+        raise CompileError(str(path), f"error: source file not found: {path}")
+    src_hash = file_digest(path)
+    if language_of(path) == "ir":
         # Textual IR goes straight to the instrumenter; its bytes are its identity.
-        return CompiledUnit(source, source, digest("ir", str(source), src_hash))
+        return CompiledUnit(path, path, digest("ir", str(path), src_hash))
     # The whole command (the engine's own flags too), with a fixed name for the output.
-    cmd_key = digest(tc.identity, *compile_command(tc, source, options, Path("unit.ll")))
+    cmd_key = digest(tc.identity, *compile_command(tc, unit, options, Path("unit.ll")))
+    if unit.cwd is not None:
+        # The directory clang runs in is in the IR (the debug info's compilation directory).
+        cmd_key = digest(cmd_key, f"cwd={unit.cwd}")
+        if not unit.cwd.is_dir():
+            raise CompileError(str(path), f"error: the directory to compile it in does not exist: {unit.cwd}")
     manifest_path = cache.path("tu", cmd_key, ".json")
-    hit = _lookup(cache, manifest_path, src_hash, source.name)
+    hit = _lookup(cache, manifest_path, src_hash, path.name)
     if hit is not None:
-        return CompiledUnit(source, *hit)
+        return CompiledUnit(path, *hit)
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="instrbudget-cc-") as tmp:
         out = Path(tmp) / "unit.ll"
-        proc = subprocess.run(compile_command(tc, source, options, out), capture_output=True, text=True, check=False)
-        headers, diagnostics = _split_stderr(proc.stderr, tc.system_root)
+        cmd = compile_command(tc, unit, options, out)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=unit.cwd)
+        headers, diagnostics = _split_stderr(proc.stderr, tc.system_root, unit.cwd)
         if proc.returncode != 0 or not out.exists():
             problem = zig_cache_problem(proc.stderr)
             if problem is not None:
                 raise ToolchainError(problem)
-            raise CompileError(str(source), diagnostics or f"clang exited with status {proc.returncode}")
+            raise CompileError(str(path), diagnostics or f"clang exited with status {proc.returncode}")
         ir = out.read_bytes()
     deps = {str(h): file_digest(h) for h in headers if h.is_file()}
     ir_key = digest(cmd_key, src_hash, *(f"{p}={h}" for p, h in sorted(deps.items())))
-    edited = file_digest(source) != src_hash or any(Path(h).stat().st_mtime >= started - 1 for h in deps)
+    edited = file_digest(path) != src_hash or any(Path(h).stat().st_mtime >= started - 1 for h in deps)
     if edited:
         # A file changed while clang read it: use this IR once, remember nothing.
         ir_key = digest(ir_key, "unstable", str(time.time_ns()))
         ir_path = cache.path("ir", ir_key, ".ll")
         atomic_write(ir_path, ir)
-        return CompiledUnit(source, ir_path, ir_key)
+        return CompiledUnit(path, ir_path, ir_key)
     ir_path = cache.path("ir", ir_key, ".ll")
     atomic_write(ir_path, ir)
     cache.seal("ir", ir_key, [ir_path])  # the IR, then its seal, then the manifest that finds them
     manifest = {"source_sha256": src_hash, "deps": deps, "ir": ir_key, "warnings": diagnostics}
     atomic_write(manifest_path, json.dumps(manifest, sort_keys=True).encode())
-    return CompiledUnit(source, ir_path, ir_key)
+    return CompiledUnit(path, ir_path, ir_key)
 
 
 def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str) -> tuple[Path, str] | None:

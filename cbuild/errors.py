@@ -69,3 +69,11 @@ def describe_os_error(exc: OSError) -> str:
     if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
         return f"{exc.filename} is not a directory"
     return exc.strerror or str(exc)
+
+
+class BuildDescriptionError(CBuildError):
+    """A build's description is unusable: a compilation database, a source pattern, a target."""
+
+
+class BuildDescriptionWarning(UserWarning):
+    """Part of a build's description was left out: flags of a compilation database the pipeline does not use."""

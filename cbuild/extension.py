@@ -83,8 +83,14 @@ class _Pickler(pickle.Pickler):
     import the test's modules.
     """
 
+    def __init__(self, file: io.BytesIO, host: HostProcess) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._host = host
+
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, RemoteObject):
+            if obj._module._library.host is not self._host:
+                raise TypeError(f"{obj._label} lives in another library process")
             return obj._handle
         module = type(obj).__module__.partition(".")[0]
         if module != "builtins" and module not in sys.stdlib_module_names:
@@ -260,7 +266,7 @@ class Extension(RemoteObject):
         else:
             buffer = io.BytesIO()
             try:
-                _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((args, kwargs))
+                _Pickler(buffer, self._library.host).dump((args, kwargs))
             except (pickle.PicklingError, TypeError, AttributeError) as exc:
                 raise CBuildError(f"{what}: an argument cannot be sent to the library's process: {exc}") from None
             payload = buffer.getvalue()

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cbuild import compiledb
 from cbuild.build import Artifact, Builder
 from cbuild.costs import Cost
+from cbuild.errors import BuildDescriptionError
 from cbuild.execute import run_program
+from cbuild.extension import Extension, extension_options
 from cbuild.hosts import HostPool, HostProcess
 from cbuild.library import Library
 from cbuild.models import CostModel
 from cbuild.options import BuildOptions
+from cbuild.sources import Source, expand
 from pytest_instrbudget.measure import Meter, evaluate
 
 
@@ -107,6 +111,16 @@ class CBuild:
         if self._host is not None:
             self._host.close()
 
+    def _take_host(self) -> HostProcess:
+        """This test's library process, started at its first library."""
+        if self._host is None:
+            self._host = self._hosts.take()
+            self._meter.attach_host(self._host)
+        return self._host
+
+    def _call_timeout(self, timeout: float | None) -> float:
+        return timeout if timeout is not None else self._timeout
+
     def _build(
         self,
         sources: Sequence[str | Path],
@@ -117,7 +131,13 @@ class CBuild:
         cxxflags: Sequence[str],
         ldflags: Sequence[str],
         opt_level: str | int | None,
+        *,
+        compile_commands: str | Path | None = None,
+        targets: Sequence[str] = (),
+        adjust: Callable[[BuildOptions], BuildOptions] | None = None,
     ) -> Artifact:
+        """Build ``sources`` (paths or globs relative to the test file; with ``compile_commands``,
+        the database's sources they name, or all of them, each with its own flags)."""
         o = self._options
         options = replace(
             o,
@@ -128,12 +148,25 @@ class CBuild:
             ldflags=o.ldflags + tuple(ldflags),
             opt_level=str(opt_level) if opt_level is not None else o.opt_level,
         )
-        paths = [self._base / s for s in sources]
-        return self._builder.build(paths, options=options, kind=kind, models=self._models)
+        if adjust is not None:
+            options = adjust(options)
+        units: list[Source] | list[Path]
+        if compile_commands is not None:
+            # stacklevel 3: the warning about left-out flags points at the test's call.
+            db = compiledb.load(self._base / compile_commands, stacklevel=3)
+            picked = (targets,) if isinstance(targets, str) else tuple(targets)
+            units = db.select(sources, base=self._base, targets=picked)
+        elif targets:
+            raise BuildDescriptionError("targets= picks entries of a compilation database; pass compile_commands= too")
+        else:
+            units = expand(sources, self._base)
+        return self._builder.build(units, options=options, kind=kind, models=self._models)
 
     def library(
         self,
         *sources: str | Path,
+        compile_commands: str | Path | None = None,
+        targets: Sequence[str] = (),
         include_dirs: Sequence[str | Path] = (),
         defines: Sequence[str] = (),
         cflags: Sequence[str] = (),
@@ -144,19 +177,25 @@ class CBuild:
     ) -> Library:
         """Build a shared library and load a fresh instance of it into this test's library process.
 
-        ``timeout`` limits each call, in seconds (default: the marker's, else the config's).
+        ``sources`` are paths or glob patterns (``*``, ``**``) relative to the test file. With
+        ``compile_commands`` (a ``compile_commands.json``), each source is compiled with its flags
+        there: ``sources`` pick files of the database (none: all of them), ``targets`` its entries
+        of some CMake/Meson targets. ``timeout`` limits each call, in seconds (default: the
+        marker's, else the config's).
         """
-        artifact = self._build(sources, "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level)
-        if self._host is None:
-            self._host = self._hosts.take()
-            self._meter.attach_host(self._host)
-        library = Library(artifact, host=self._host, timeout=timeout if timeout is not None else self._timeout)
+        artifact = self._build(
+            sources, "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            compile_commands=compile_commands, targets=targets,
+        )  # fmt: skip
+        library = Library(artifact, host=self._take_host(), timeout=self._call_timeout(timeout))
         self._meter.add_library(library)
         return library
 
     def program(
         self,
         *sources: str | Path,
+        compile_commands: str | Path | None = None,
+        targets: Sequence[str] = (),
         include_dirs: Sequence[str | Path] = (),
         defines: Sequence[str] = (),
         cflags: Sequence[str] = (),
@@ -164,6 +203,39 @@ class CBuild:
         ldflags: Sequence[str] = (),
         opt_level: str | int | None = None,
     ) -> Program:
-        """Build an executable; run it with :meth:`Program.run`."""
-        artifact = self._build(sources, "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level)
+        """Build an executable (sources as for :meth:`library`); run it with :meth:`Program.run`."""
+        artifact = self._build(
+            sources, "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            compile_commands=compile_commands, targets=targets,
+        )  # fmt: skip
         return Program(artifact, self._meter, self._models, self._timeout)
+
+    def extension(
+        self,
+        *sources: str | Path,
+        name: str,
+        compile_commands: str | Path | None = None,
+        targets: Sequence[str] = (),
+        include_dirs: Sequence[str | Path] = (),
+        defines: Sequence[str] = (),
+        cflags: Sequence[str] = (),
+        cxxflags: Sequence[str] = (),
+        ldflags: Sequence[str] = (),
+        opt_level: str | int | None = None,
+        limited_api: str | None = None,
+        timeout: float | None = None,
+    ) -> Extension:
+        """Build a CPython extension module ``name`` (sources as for :meth:`library`) and import it
+        in this test's library process; use the result as the module.
+
+        Its own C code is measured while the test calls it. ``limited_api="3.N"`` builds
+        against the stable ABI of Python 3.N.
+        """
+        artifact = self._build(
+            sources, "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            compile_commands=compile_commands, targets=targets,
+            adjust=lambda options: extension_options(options, limited_api=limited_api),
+        )  # fmt: skip
+        module = Extension(artifact, name, host=self._take_host(), timeout=self._call_timeout(timeout))
+        self._meter.add_library(module._library, since=module._origin)
+        return module

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import subprocess
 import sys
@@ -234,3 +235,70 @@ def test_limited_api(builder: Builder, tmp_path: Path) -> None:
         extension_options(BuildOptions(), limited_api="three")
     with pytest.raises(CBuildError, match="not a Python identifier"):
         Extension(artifact, "de-mo")
+
+
+SESSION_TESTS = """\
+import mmh3
+import pytest
+
+
+@pytest.fixture
+def built(cbuild):
+    return cbuild.extension("mmh3/mmh3module.c", "mmh3/murmurhash3.c", name="mmh3")
+
+
+@pytest.mark.budget(max_instr=100_000)
+@pytest.mark.parametrize("size", [0, 100, 1000])
+def test_hash128(built, size):
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    assert built.hash128(data, 42) == mmh3.hash128(data, 42)
+
+
+def test_hasher(built):
+    h = built.mmh3_32(b"abc", 3)
+    h.update(b"def")
+    assert h.digest() == mmh3.mmh3_32(b"abcdef", 3).digest()
+
+
+def test_demo_crash(cbuild):
+    cbuild.extension("demo.c", name="demo").boom()
+
+
+def test_demo_after_the_crash(cbuild):
+    assert cbuild.extension("demo.c", name="demo", limited_api="3.8").triangle(8) == 28
+"""
+
+
+def test_extension_through_the_fixture(pytester: pytest.Pytester, mmh3_sources: list[Path]) -> None:
+    """cbuild.extension in real sessions: counts against the baseline, serial and under xdist, and a crash
+    that fails its own test only."""
+    (pytester.path / "mmh3").mkdir()
+    for source in mmh3_sources:
+        for path in source.parent.iterdir():
+            if path.suffix in (".c", ".h"):
+                (pytester.path / "mmh3" / path.name).write_bytes(path.read_bytes())
+    pytester.makefile(".c", demo=DEMO_C)
+    pytester.makepyfile(test_ext=SESSION_TESTS)
+    out = pytester.path / "r.json"
+    docs = []
+    for args in (["--instrbudget-update"], [], ["-n", "2"]):
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}", *args)
+        result.assert_outcomes(passed=5, failed=1)
+        result.stdout.fnmatch_lines(["*LibraryCrashed: demo.boom() crashed: killed by SIGSEGV*"])
+        docs.append(json.loads(out.read_text()))
+    totals = [
+        {name: test["metrics"]["ir_instructions"]["total"] for name, test in doc["tests"].items() if test["metrics"]}
+        for doc in docs
+    ]
+    assert totals[0] == totals[1] == totals[2]
+    sizes = [totals[0][f"test_ext.py::test_hash128[{n}]"] for n in (0, 100, 1000)]
+    assert 0 < sizes[0] < sizes[1] < sizes[2]
+    assert {t["status"] for n, t in docs[1]["tests"].items() if "hash128" in n} == {"ok"}
+
+
+def test_objects_of_another_process_are_refused(mmh3_artifact) -> None:  # type: ignore[no-untyped-def]
+    with Extension(mmh3_artifact, "mmh3") as first, Extension(mmh3_artifact, "mmh3") as second:
+        hasher = first.mmh3_32(b"abc")
+        with pytest.raises(CBuildError, match=r"mmh3\.mmh3_32 object lives in another library process"):
+            second.hash(hasher)
+        assert second.hash(b"abc") == mmh3.hash(b"abc")

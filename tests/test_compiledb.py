@@ -1,0 +1,412 @@
+"""Builds described by compilation databases (CMake's compile_commands.json) and by glob patterns."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, Library, compiledb
+from cbuild.costs import Cost
+from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning, CompileError
+from cbuild.models import IrCountModel
+from cbuild.sources import Source, expand
+from cbuild.toolchain import find_toolchain
+from tests.sdists import sdist
+
+SCALE_H = """\
+#define BIAS 7
+long scaled(long n);
+"""
+
+#: Runs its loop n * SCALE times: the cost of a call grows with the target's SCALE.
+SCALE_C = """\
+#include "scale.h"
+long scaled(long n) {
+    volatile long s = 0;
+    for (long i = 0; i < n * SCALE; i++) s += i;
+    return s + BIAS;
+}
+"""
+
+TOOL_C = """\
+#include <stdio.h>
+#include "scale.h"
+int main(void) { printf("%ld %s\\n", scaled(4), GREETING); return 0; }
+"""
+
+#: The same source in three targets, each with its own SCALE; GREETING needs shell quoting.
+SCALES_CMAKE = """\
+cmake_minimum_required(VERSION 3.16)
+project(scales C)
+add_library(a SHARED src/scale.c)
+add_library(b SHARED src/scale.c)
+add_executable(tool src/tool.c src/scale.c)
+target_compile_definitions(a PRIVATE SCALE=2)
+target_compile_definitions(b PRIVATE SCALE=3)
+target_compile_definitions(tool PRIVATE SCALE=4 "GREETING=\\"hello world\\"")
+foreach(t a b tool)
+  target_include_directories(${t} PRIVATE include)
+  target_compile_options(${t} PRIVATE -O3 -march=x86-64 -Wall)
+endforeach()
+"""
+
+SCALES_TESTS = """\
+import pytest
+
+DB = "build/compile_commands.json"
+
+@pytest.mark.parametrize(("target", "n"), [("a", 10), ("a", 20), ("b", 10)])
+def test_scaled(cbuild, target, n):
+    lib = cbuild.library(compile_commands=DB, targets=[target], opt_level=0)
+    m = n * {"a": 2, "b": 3}[target]
+    assert lib.scaled(n) == m * (m - 1) // 2 + 7
+
+def test_sources_as_globs(cbuild):
+    assert cbuild.library("src/s*.c", compile_commands=DB, targets="b").scaled(1) == 3 + 7
+
+def test_program(cbuild):
+    run = cbuild.program(compile_commands=DB, targets=["tool"]).run()
+    assert run.text == "127 hello world\\n"  # scaled(4) with SCALE=4: 0 + ... + 15, + 7
+
+def test_same_file_two_ways(cbuild):
+    cbuild.library(compile_commands=DB)
+
+def test_targets_without_database(cbuild):
+    cbuild.library("src/scale.c", targets=["a"])
+"""
+
+#: A CMake build of brotli's C library like the project's own (the PyPI sdist ships none):
+#: three shared libraries, each source with its library's export define, and the brotli tool.
+BROTLI_CMAKE = """\
+cmake_minimum_required(VERSION 3.16)
+project(brotli C)
+file(GLOB common_sources c/common/*.c)
+file(GLOB dec_sources c/dec/*.c)
+file(GLOB enc_sources c/enc/*.c)
+add_library(brotlicommon SHARED ${common_sources})
+add_library(brotlidec SHARED ${dec_sources})
+add_library(brotlienc SHARED ${enc_sources})
+target_link_libraries(brotlidec brotlicommon)
+target_link_libraries(brotlienc brotlicommon)
+foreach(lib brotlicommon brotlidec brotlienc)
+  target_include_directories(${lib} PUBLIC c/include)
+  target_compile_definitions(${lib} PUBLIC BROTLI_SHARED_COMPILATION)
+  string(TOUPPER ${lib} LIB)
+  set_target_properties(${lib} PROPERTIES DEFINE_SYMBOL ${LIB}_SHARED_COMPILATION)
+endforeach()
+add_executable(brotli c/tools/brotli.c)
+target_link_libraries(brotli brotlienc brotlidec m)
+"""
+
+BROTLI_TESTS = """\
+import ctypes
+from pathlib import Path
+
+import pytest
+
+DB = "build/compile_commands.json"
+DATA = Path("c").resolve().parent / "tests" / "testdata"
+LIBRARIES = ["brotlicommon", "brotlidec", "brotlienc"]
+#: Sizes at quality 5, window 22: brotli 1.2.1's encoder is deterministic.
+SIZES = {"alice29.txt": 52809, "monkey": 426, "quickfox": 46}
+
+
+def compress(lib, data, quality):
+    out = bytearray(lib.BrotliEncoderMaxCompressedSize(len(data)))
+    size = ctypes.c_size_t(len(out))
+    assert lib.BrotliEncoderCompress(quality, 22, 0, len(data), data, ctypes.byref(size), out) == 1
+    return bytes(out[: size.value])
+
+
+def decompress(lib, data, size):
+    out = bytearray(size)
+    n = ctypes.c_size_t(size)
+    assert lib.BrotliDecoderDecompress(len(data), data, ctypes.byref(n), out) == 1
+    return bytes(out[: n.value])
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_round_trip_equals_the_brotli_tool(cbuild, name):
+    original = (DATA / name).read_bytes()
+    lib = cbuild.library(compile_commands=DB, targets=LIBRARIES)
+    packed = compress(lib, original, 5)
+    assert len(packed) == SIZES[name]
+    assert decompress(lib, packed, len(original)) == original
+    tool = cbuild.program(compile_commands=DB)  # every source: the tool and the three libraries
+    assert tool.run(["-c", "-q", "5", "-w", "22"], input=original).stdout == packed
+
+
+def test_decoder_from_globs_reads_the_official_files(cbuild):
+    lib = cbuild.library("c/common/*.c", "c/dec/*.c", include_dirs=["c/include"])
+    for name in SIZES:
+        original = (DATA / name).read_bytes()
+        assert decompress(lib, (DATA / f"{name}.compressed").read_bytes(), len(original)) == original
+
+
+def test_glob_matching_nothing(cbuild):
+    cbuild.library("c/common/*.c", "c/decoder/*.c")
+"""
+
+
+def cmake_configure(source: Path, build: Path) -> Path:
+    """Configure ``source`` into ``build`` with the venv's cmake; the path of its compile_commands.json.
+
+    The C compiler is the pipeline's own clang (zig cc, for the pipeline's target): it exists on
+    every machine the tests run on, and zig reuses the C library it builds for the pipeline."""
+    cmake = shutil.which("cmake", path=str(Path(sys.executable).parent)) or shutil.which("cmake")
+    if cmake is None:
+        message = "cmake is not installed (pip install cmake, a test dependency)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    build.mkdir(parents=True, exist_ok=True)
+    cc = build / "zigcc"
+    toolchain = find_toolchain()
+    cc.write_text(f'#!/bin/sh\nexec {shlex.join(toolchain.cc)} -target {toolchain.triple} "$@"\n')
+    cc.chmod(0o755)
+    generator = "Ninja" if shutil.which("ninja") else "Unix Makefiles"
+    proc = subprocess.run(
+        [cmake, "-S", str(source), "-B", str(build), "-G", generator, "-DCMAKE_BUILD_TYPE=Release",
+         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", f"-DCMAKE_C_COMPILER={cc}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return build / "compile_commands.json"
+
+
+def run_json(pytester: pytest.Pytester) -> tuple[pytest.RunResult, dict]:  # type: ignore[type-arg]
+    out = pytester.path / "results.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}")
+    return result, json.loads(out.read_text())
+
+
+def test_cmake_targets_compile_one_source_with_their_own_defines(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".h", **{"include/scale": SCALE_H})
+    pytester.makefile(".c", **{"src/scale": SCALE_C, "src/tool": TOOL_C})
+    (pytester.path / "CMakeLists.txt").write_text(SCALES_CMAKE)
+    cmake_configure(pytester.path, pytester.path / "build")
+    pytester.makepyfile(test_db=SCALES_TESTS)
+    result, doc = run_json(pytester)
+    result.assert_outcomes(passed=5, failed=2)
+    # Each call runs the loop n * SCALE times (20, 40, 30) at -O0: the costs are c + k * trips.
+    value = {t: doc["tests"][f"test_db.py::test_scaled[{t}]"]["metrics"]["ir_instructions"]["value"] for t in
+             ("a-10", "a-20", "b-10")}  # fmt: skip
+    assert value["b-10"] - value["a-10"] == (value["a-20"] - value["a-10"]) // 2 > 0
+    assert (value["a-20"] - value["a-10"]) % 20 == 0
+    out = result.stdout.str()
+    database = pytester.path / "build" / "compile_commands.json"
+    assert (
+        f"{database} compiles {pytester.path / 'src' / 'scale.c'} 3 ways, with different "
+        "flags: CMakeFiles/a.dir/src/scale.c.o (-DSCALE=2 -Da_EXPORTS); "
+        "CMakeFiles/b.dir/src/scale.c.o (-DSCALE=3 -Db_EXPORTS); "
+        "CMakeFiles/tool.dir/src/scale.c.o ('-DGREETING=\"hello world\"' -DSCALE=4); "
+        "choose one with targets=['a'] (its targets: a, b, tool)\n"
+    ) in out
+    assert "BuildDescriptionError: targets= picks entries of a compilation database; pass compile_commands= too" in out
+    # Left-out flags are said once for the database, in the warnings summary; -Wall is not among them.
+    assert out.count("BuildDescriptionWarning") == 1
+    result.stdout.fnmatch_lines(
+        [
+            f"*BuildDescriptionWarning: {database}: flags of this compilation database were left out: "
+            "optimisation levels (the build's opt_level decides): -O3; "
+            "target flags (the pipeline picks the target): -march=x86-64"
+        ]
+    )
+    assert "-Wall" not in out
+
+
+@pytest.fixture(scope="module")
+def brotli(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """brotli 1.2.1's sources (its PyPI sdist) with a CMake build configured: the project directory."""
+    root = sdist("brotli", "1.2.1")
+    project = tmp_path_factory.mktemp("brotli")
+    (project / "c").symlink_to(root / "c")
+    (project / "CMakeLists.txt").write_text(BROTLI_CMAKE)
+    cmake_configure(project, project / "build")
+    return project
+
+
+def test_brotli_from_its_compilation_database_and_from_globs(pytester: pytest.Pytester, brotli: Path) -> None:
+    for name in ("c", "CMakeLists.txt", "build"):
+        (pytester.path / name).symlink_to(brotli / name)
+    pytester.makepyfile(test_brotli=BROTLI_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines([f"*no file matches the pattern c/decoder/*.c (in {pytester.path})"])
+
+
+# The engine, without pytest's fixture.
+
+
+def write_db(path: Path, entries: object) -> Path:
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def test_flags_kept_dropped_and_said(tmp_path: Path) -> None:
+    command = (
+        "/usr/bin/gcc -DNAME='\"a b\"' -D X=1 -U Y -I inc -isystem /opt/sys -iquote q -include pre.h -std=c99 "
+        "-O2 -march=native -m64 -fPIC -fvisibility=hidden -fno-strict-aliasing -Wall -Werror -g -MD -MF x.d "
+        "-o out/x.o -c ../src/x.c"
+    )
+    path = write_db(tmp_path / "cc.json", [{"directory": "build", "command": command, "file": "../src/x.c"}])
+    with pytest.warns(BuildDescriptionWarning) as caught:
+        db = compiledb.load(path)
+    (entry,) = db.entries
+    build = tmp_path / "build"
+    assert entry.source == Source(
+        tmp_path / "src" / "x.c",
+        ('-DNAME="a b"', "-DX=1", "-UY", f"-I{build}/inc", "-isystem/opt/sys", f"-iquote{build}/q", "-include",
+         f"{build}/pre.h", "-std=c99", "-fno-strict-aliasing"),
+        build,
+    )  # fmt: skip
+    assert entry.output == "out/x.o"
+    assert [str(w.message) for w in caught] == [
+        f"{path}: flags of this compilation database were left out: "
+        "optimisation levels (the build's opt_level decides): -O2; "
+        "target flags (the pipeline picks the target): -march=native -m64; "
+        "flags the pipeline does not honour: -fvisibility=hidden"
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compiledb.load(path) is db  # once per database: read again, nothing said
+
+
+def test_arguments_entries_and_response_files(tmp_path: Path) -> None:
+    (tmp_path / "flags.rsp").write_text("-DFROM_RSP=1 -I include")
+    args = ["clang", "-DA=1", f"@{tmp_path / 'flags.rsp'}", "-c", "x.c"]
+    db = compiledb.read(
+        write_db(tmp_path / "cc.json", [{"directory": str(tmp_path), "arguments": args, "file": "x.c"}])
+    )
+    assert db.entries[0].source.flags == ("-DA=1", "-DFROM_RSP=1", f"-I{tmp_path}/include")
+    assert db.dropped == ()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[{", "{path} is not a compilation database: it is not JSON (Expecting*"),
+        ('{"file": "x.c"}', "{path} is not a compilation database: expected a JSON list of compile commands, "
+                            "found a JSON object"),
+        ('[{"directory": "/"}]', "{path}, entry 0: has no 'file' string"),
+        ('[{"directory": "/", "file": "x.c"}]',
+         "{path}, entry 0 (x.c): has neither an 'arguments' list of strings nor a 'command' string"),
+        ('[{"directory": "/", "file": "x.c", "command": "cc \\"x.c"}]',
+         "{path}, entry 0 (x.c): its command cannot be split into arguments (No closing quotation)"),
+    ],
+)  # fmt: skip
+def test_unusable_databases_are_named(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "compile_commands.json"
+    path.write_text(content)
+    with pytest.raises(BuildDescriptionError) as info:
+        compiledb.load(path)
+    assert re.fullmatch(re.escape(message.format(path=path)).replace(r"\*", ".*"), str(info.value))
+
+
+def test_missing_and_unreadable_databases(tmp_path: Path) -> None:
+    with pytest.raises(
+        BuildDescriptionError, match=r"^the compilation database .*/nope\.json does not exist; generate"
+    ):
+        compiledb.load(tmp_path / "nope.json")
+    with pytest.raises(BuildDescriptionError) as info:
+        compiledb.load(tmp_path)
+    assert str(info.value) == f"cannot read the compilation database {tmp_path}: Is a directory"
+
+
+def scales_db(tmp_path: Path) -> compiledb.CompilationDatabase:
+    entries = [
+        {"directory": str(tmp_path), "file": "src/scale.c", "output": f"{tmp_path}/CMakeFiles/{t}.dir/scale.c.o",
+         "arguments": ["cc", f"-DSCALE={n}", "-c", "src/scale.c"]}
+        for t, n in (("a", 2), ("b", 3))
+    ] + [{"directory": str(tmp_path), "file": "src/other.c", "arguments": ["cc", "-c", "src/other.c"]}]  # fmt: skip
+    return compiledb.read(write_db(tmp_path / "cc.json", entries))
+
+
+def test_sources_missing_from_the_database(tmp_path: Path) -> None:
+    db = scales_db(tmp_path)
+    with pytest.raises(BuildDescriptionError) as info:
+        db.select(["src/scales.c"], base=tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path}/src/scales.c is not a source of {tmp_path}/cc.json; close matches: src/scale.c"
+    )
+    with pytest.raises(BuildDescriptionError) as info:
+        db.select(["src/*.cc"], base=tmp_path, targets=["a"])
+    assert (
+        str(info.value) == f"the pattern src/*.cc (in {tmp_path}) matches no source of {tmp_path}/cc.json (targets a)"
+    )
+    with pytest.raises(BuildDescriptionError) as info:
+        db.select([], base=tmp_path, targets=["c"])
+    assert str(info.value) == (
+        f"no compile command of {tmp_path}/cc.json belongs to the target 'c' (its targets: a, b; a target "
+        "may also be a glob matched against the object files)"
+    )
+
+
+def test_one_source_two_ways_is_picked_by_target(tmp_path: Path) -> None:
+    db = scales_db(tmp_path)
+    with pytest.raises(
+        BuildDescriptionError, match=r"compiles .*/src/scale.c 2 ways, .*\(-DSCALE=2\); .*\(-DSCALE=3\)"
+    ):
+        db.select(["src/*.c"], base=tmp_path)
+    assert [s.flags for s in db.select(["src/*.c"], base=tmp_path, targets=["b"])] == [("-DSCALE=3",)]
+    assert [s.flags for s in db.select(["src/scale.c"], base=tmp_path, targets=["*/a.dir/*"])] == [("-DSCALE=2",)]
+    assert db.select(["src/other.c"], base=tmp_path) == [Source(tmp_path / "src" / "other.c", (), tmp_path)]
+
+
+def test_globs_expand_sorted_and_recursive(tmp_path: Path) -> None:
+    for name in ("b.c", "a.c", "sub/deep/c.c", "sub/d.h"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert expand(["*.c", "a.c", "**/*.c"], tmp_path) == [
+        tmp_path / "a.c", tmp_path / "b.c", tmp_path / "a.c", tmp_path / "sub/deep/c.c"
+    ]  # fmt: skip
+    with pytest.raises(BuildDescriptionError) as info:
+        expand(["src/*.c"], tmp_path)
+    assert str(info.value) == f"no file matches the pattern src/*.c (in {tmp_path})"
+
+
+def total(lib: Library, *args: int) -> Cost:
+    before = lib.snapshot()
+    lib.scaled(*args)
+    (cost,) = IrCountModel().evaluate(lib.counts(before))
+    return cost
+
+
+def test_per_source_flags_enter_the_build_identity(builder: Builder, tmp_path: Path) -> None:
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "scale.h").write_text(SCALE_H)
+    (tmp_path / "scale.c").write_text(SCALE_C)
+    for written in (tmp_path / "inc" / "scale.h", tmp_path / "scale.c"):
+        os.utime(written, (1e9, 1e9))  # not "changed while clang read it", which is never cached
+    # A relative include directory, found from the source's own working directory.
+    two = Source(tmp_path / "scale.c", ("-DSCALE=2", "-Iinc"), tmp_path)
+    three = Source(tmp_path / "scale.c", ("-DSCALE=3", "-Iinc"), tmp_path)
+    options_a, options_b = builder.build([two], kind="library"), builder.build([three], kind="library")
+    assert options_a.key != options_b.key
+    assert builder.build([two], kind="library").key == options_a.key
+    assert Library(options_a).scaled(10) == 190 + 7
+    assert Library(options_b).scaled(10) == 435 + 7
+    # A header found through the relative directory is a dependency like any other.
+    (tmp_path / "inc" / "scale.h").write_text(SCALE_H.replace("BIAS 7", "BIAS 8"))
+    os.utime(tmp_path / "inc" / "scale.h", (1.1e9, 1.1e9))
+    changed = builder.build([two], kind="library")
+    assert changed.key != options_a.key
+    assert Library(changed).scaled(10) == 190 + 8
+
+
+def test_a_missing_working_directory_is_named(builder: Builder, tmp_path: Path) -> None:
+    (tmp_path / "x.c").write_text("int x;")
+    with pytest.raises(CompileError) as info:
+        builder.build([Source(tmp_path / "x.c", (), tmp_path / "gone")], kind="library")
+    assert str(info.value) == (
+        f"compiling {tmp_path}/x.c failed:\nerror: the directory to compile it in does not exist: {tmp_path}/gone"
+    )
