@@ -287,7 +287,7 @@ def test_extension_through_the_fixture(pytester: pytest.Pytester, mmh3_sources: 
         result.stdout.fnmatch_lines(["*LibraryCrashed: demo.boom() crashed: killed by SIGSEGV*"])
         docs.append(json.loads(out.read_text()))
     totals = [
-        {name: test["metrics"]["ir_instructions"]["total"] for name, test in doc["tests"].items() if test["metrics"]}
+        {name: test["metrics"]["ir_instructions"]["value"] for name, test in doc["tests"].items() if test["metrics"]}
         for doc in docs
     ]
     assert totals[0] == totals[1] == totals[2]
