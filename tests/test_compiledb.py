@@ -410,3 +410,51 @@ def test_a_missing_working_directory_is_named(builder: Builder, tmp_path: Path) 
     assert str(info.value) == (
         f"compiling {tmp_path}/x.c failed:\nerror: the directory to compile it in does not exist: {tmp_path}/gone"
     )
+
+
+MESON_BUILD = """\
+project('scales', 'c')
+inc = include_directories('include')
+shared_library('a', 'src/scale.c', c_args: ['-DSCALE=2', '-O3'], include_directories: inc)
+shared_library('b', 'src/scale.c', c_args: ['-DSCALE=3'], include_directories: inc)
+"""
+
+
+def test_meson_database(tmp_path: Path, builder: Builder) -> None:
+    """Meson writes compile_commands.json at setup: its targets are named as Meson names their files."""
+    bindir = Path(sys.executable).parent
+    meson = shutil.which("meson", path=str(bindir)) or shutil.which("meson")
+    if meson is None:
+        message = "meson is not installed (pip install meson ninja, test dependencies)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "scale.h").write_text(SCALE_H)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "scale.c").write_text(SCALE_C)
+    (tmp_path / "meson.build").write_text(MESON_BUILD)
+    toolchain = find_toolchain()
+    cc = tmp_path / "zigcc"
+    cc.write_text(f'#!/bin/sh\nexec {shlex.join(toolchain.cc)} -target {toolchain.triple} "$@"\n')
+    cc.chmod(0o755)
+    env = {**os.environ, "CC": str(cc), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(
+        [meson, "setup", str(tmp_path / "build")], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with pytest.warns(BuildDescriptionWarning, match=r"optimisation levels \(the build's opt_level decides\): -O0 -O3"):
+        db = compiledb.load(tmp_path / "build" / "compile_commands.json")
+    costs = {}
+    for target, scale in (("liba.so", 2), ("libb.so", 3)):
+        (unit,) = db.select([], base=tmp_path, targets=[target])
+        assert f"-DSCALE={scale}" in unit.flags
+        assert unit.cwd == tmp_path / "build"
+        with Library(builder.build([unit], kind="library")) as lib:
+            before = lib.snapshot()
+            assert lib.scaled(10) == (10 * scale) * (10 * scale - 1) // 2 + 7
+            (cost,) = IrCountModel().evaluate(lib.counts(before))
+            costs[scale] = cost.total
+    with pytest.raises(BuildDescriptionError, match=r"its targets: liba\.so, libb\.so"):
+        db.select([], base=tmp_path, targets=["a"])
+    assert costs[3] > costs[2] > 0
