@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,13 @@ def _start_program() -> None:  # pragma: no cover - runs in the child between fo
         _disable_aslr()
 
 
+def counts_threads(path: Path) -> int:
+    """How many threads ran instrumented code in the process that wrote the counts file ``path``."""
+    with path.open("rb") as f:
+        fields = f.readline()[len(_MAGIC) :].split()
+    return int(fields[4]) if len(fields) == 5 and fields[4].isdigit() else 1
+
+
 def read_counts(
     path: Path, *, build_id: str, table: BlockTable, models: Mapping[str, Any] | None = None
 ) -> tuple[BlockCounts, int]:
@@ -59,8 +67,8 @@ def read_counts(
     newline = data.find(b"\n")
     if not data.startswith(_MAGIC) or newline < 0:
         raise ExecutionError(f"{path} is not an instrbudget counts file")
-    fields = data[len(_MAGIC) : newline].decode().split()
-    if len(fields) != 4:
+    fields = data[len(_MAGIC) : newline].decode().split()[:5]
+    if len(fields) not in (4, 5):  # the fifth, when more than one: threads (counts_threads)
         raise ExecutionError(f"{path}: malformed counts header")
     try:
         got_id, ncounters, total, nresults = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
@@ -90,6 +98,8 @@ class RunResult:
     counts: BlockCounts | None
     #: How many processes' counts were summed (the program and its forked children).
     processes: int = 1
+    #: The most threads that ran instrumented code in one of those processes.
+    threads: int = 1
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
@@ -264,7 +274,7 @@ def run_program(
                 f"\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
             )
         counts = None
-        processes = 1
+        processes = threads = 1
         if artifact.instrumented:
             if not counts_path.exists():
                 raise ExecutionError(
@@ -277,6 +287,7 @@ def run_program(
             parts = []
             for pid, path in [(None, counts_path), *_count_files(counts_path)]:
                 part, total = read_counts(path, build_id=artifact.key, table=table, models=models)
+                threads = max(threads, counts_threads(path))
                 profile = read_profile(path.with_name(path.name + ".profile"), clock_metrics(models), table.functions)
                 if profile is not None:
                     part = dataclasses.replace(part, profile=profile)
@@ -285,9 +296,19 @@ def run_program(
                     who = artifact.name if pid is None else f"{artifact.name} (forked process {pid})"
                     raise ExecutionError(
                         f"{who}: running total {total} differs from the block counters' {expected}: "
-                        f"the counts are inconsistent (threads updating counters at once lose counts; "
-                        f"otherwise please report this program)"
+                        f"the counts are inconsistent (a thread still running when the process exited "
+                        f"was counted as far as it got; otherwise please report this program)"
                     )
                 parts.append(part)
             counts, processes = _summed(parts), len(parts)
-    return RunResult(tuple(argv[1:]), proc.returncode, out, err, counts, processes)
+            shared = sorted(name for name, meta in models.items() if "results" in meta)
+            if counts.profile is not None and counts.profile.functions:
+                shared.append("call paths")
+            if threads > 1 and shared:
+                warnings.warn(
+                    f"{artifact.name}: {threads} threads ran instrumented code; {', '.join(shared)} "
+                    f"depend on how the threads interleaved (IR instruction counts do not)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+    return RunResult(tuple(argv[1:]), proc.returncode, out, err, counts, processes, threads)

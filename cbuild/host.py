@@ -183,7 +183,8 @@ class _Loaded:
         self.functions = functions
         self._typed: dict[str, tuple[Any, list[Any], Any]] = {}
         dll = self.dll
-        dll.instrbudget_counters.restype = ctypes.c_void_p
+        dll.instrbudget_collect.argtypes = [ctypes.c_void_p]
+        dll.instrbudget_collect.restype = None
         dll.instrbudget_ncounters.restype = ctypes.c_uint64
         dll.instrbudget_results.restype = ctypes.c_void_p
         dll.instrbudget_nresults.restype = ctypes.c_uint64
@@ -191,7 +192,9 @@ class _Loaded:
         dll.instrbudget_profile_write.argtypes = [ctypes.c_char_p]
         dll.instrbudget_profile_write.restype = ctypes.c_int
         n = int(dll.instrbudget_ncounters())
-        self.counters = (ctypes.c_char * (8 * n)).from_address(dll.instrbudget_counters())
+        #: Every thread's counters, added up here by ``instrbudget_collect(counters_at)``.
+        self.counters = (ctypes.c_char * (8 * n))()
+        self.counters_at = ctypes.addressof(self.counters)
         nresults = int(dll.instrbudget_nresults())
         self.results = (ctypes.c_char * (8 * nresults)).from_address(dll.instrbudget_results())
         dll.instrbudget_models_reset(1)
@@ -469,12 +472,14 @@ class Host:
         lib = self.libraries[lib_id]
         lib.dll.instrbudget_models_reset(1)
         lib.dll.instrbudget_profile_reset()
+        lib.dll.instrbudget_collect(lib.counters_at)
         return lib.counters.raw
 
     def counts(self, lib_id: int, profile_path: str) -> tuple[bytes, bytes, int]:
         lib = self.libraries[lib_id]
         lib.dll.instrbudget_models_finish()
         rc = lib.dll.instrbudget_profile_write(profile_path.encode())
+        lib.dll.instrbudget_collect(lib.counters_at)
         return lib.counters.raw, lib.results.raw, int(rc)
 
     def read(self, address: int, size: int) -> bytes:

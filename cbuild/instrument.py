@@ -6,15 +6,24 @@ nodes and landing pad (``blocks``). Each counter increment also adds to the runn
 total the number of instructions it stands for. None of this code is counted itself.
 
 The running total lives in a per-function accumulator that is added to the
-global total before every call and every exit from the function: the global total
+thread's total before every call and every exit from the function: the total
 is exact whenever code outside the function can look at it, and a counter costs one
 register addition for it instead of a memory update.
+
+Each thread counts into an array of its own (its counters, then its running total): a
+function loads the thread's array from the initial-exec thread-local pointer
+``__instrbudget_thread_base`` once, at entry, after the entry block's allocas, and asks
+the runtime for one while it is null. The thread that loads the program or library
+gets ``__instrbudget_counters`` itself, whose last element is ``__instrbudget_total``
+(runtime/instrbudget_rt.c). Naked functions, which may not use registers or make calls
+of their own, count into that array directly.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -35,6 +44,9 @@ from cbuild.placement import END, START, Placement, place, place_per_block
 COUNTERS = "__instrbudget_counters"
 TOTAL = "__instrbudget_total"
 NCOUNTERS = "__instrbudget_ncounters"
+#: The thread's counter array (initial-exec thread-local), and the runtime call that gives it one.
+THREAD_BASE = "__instrbudget_thread_base"
+THREAD_INIT = "__instrbudget_thread_init"
 PLACEMENTS = ("edges", "blocks")
 BUILD_ID = "__instrbudget_build_id"
 #: Prefix of the per-block hooks: ``__instrbudget_block_17`` runs before block 17. One function
@@ -84,6 +96,12 @@ _BYTE_GEP = re.compile(
 )
 _PREFIX = "%__ib."
 _ACC = "%__ib.acc"
+_BASE = "%__ib.base"
+_TOTAL = "%__ib.total"
+_GO = "%__ib.go"
+_ALLOCA = re.compile(r'^  %[-\w.$"]+ = alloca ')
+_LOCAL_DEFINE = re.compile(r"^define (?:internal|private) ")
+_GLOBAL_REF = re.compile(r'@([-a-zA-Z$._0-9]+|"(?:[^"\\]|\\.)*")')
 _FLUSH_POINT = re.compile(
     r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?(?:call|invoke|callbr) |^  (?:ret|resume|unreachable)\b"
 )
@@ -102,11 +120,26 @@ class Instrumented:
     table: BlockTable
 
 
-def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int, cutoff: bool) -> list[str]:
+def _tls_model(lines: list[str]) -> str:
+    """The thread-local model of the counter base: initial-exec (one load from the thread pointer),
+    unless the binary has thread-locals of its own, which could then overflow the static TLS a
+    dlopen'd library gets (zig's UBSan runtime, linked into -O0 builds, has a 256 KiB one)."""
+    for line in lines:
+        if line.startswith("define "):
+            break
+        if line.startswith("@") and " thread_local" in line and " external " not in line:
+            return ""
+    return "" if any("@__ubsan_handle_" in line for line in lines) else "(initialexec)"
+
+
+def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int, cutoff: bool, tls: str) -> list[str]:
     data = build_id.encode()
+    words = max(n, 1) + 1  # the counters, then the running total
     out = [
-        f"@{COUNTERS} = hidden global [{max(n, 1)} x i64] zeroinitializer, align 64",
-        f"@{TOTAL} = hidden global i64 0, align 64",
+        f"@{COUNTERS} = hidden global [{words} x i64] zeroinitializer, align 64",
+        f"@{TOTAL} = hidden alias i64, getelementptr inbounds ([{words} x i64], ptr @{COUNTERS}, i64 0, i64 {n})",
+        f"@{THREAD_BASE} = hidden thread_local{tls} global ptr null, align 8",
+        f"declare hidden ptr @{THREAD_INIT}() cold nounwind",
         f"@{NCOUNTERS} = hidden constant i64 {n}, align 8",
         f'@{BUILD_ID} = hidden constant [{len(data) + 1} x i8] c"{data.decode()}\\00", align 1',
     ]
@@ -120,10 +153,10 @@ def _globals(n: int, build_id: str, events: frozenset[str], nblocks: int, cutoff
     return out
 
 
-def _check_code(point: CheckPoint, size: int, local: bool) -> list[str]:
-    """Compare the running total (corrected by the block's offset) with the limit before the block runs."""
+def _check_code(point: CheckPoint, size: int, local: bool, total: str) -> list[str]:
+    """Compare the thread's running total (corrected by the block's offset) with the limit before the block runs."""
     v = f"{_PREFIX}k{point.block}"
-    code = [f"  {v}.t = load i64, ptr @{TOTAL}, align 8"]
+    code = [f"  {v}.t = load i64, ptr {total}, align 8"]
     now = f"{v}.t"
     if local:
         code += [f"  {v}.a = load i64, ptr {_ACC}, align 8", f"  {v}.s = add i64 {v}.t, {v}.a"]
@@ -324,22 +357,22 @@ def _access_plan(parsed: ParsedModule) -> dict[int, list[str]]:
     return plan
 
 
-def _counting_code(counter: int, n: int, weight: int, local: bool) -> list[str]:
-    """One increment of ``counter``, and ``weight`` instructions into the running total.
+def _counting_code(counter: int, weight: int, local: bool, base: str, total: str) -> list[str]:
+    """One increment of ``counter`` in the array at ``base``, and ``weight`` instructions into the running total.
 
     With ``local`` the weight goes into the function's accumulator (a stack slot the
-    optimiser keeps in a register), which is added to the global total before every
+    optimiser keeps in a register), which is added to the thread's ``total`` before every
     call and every exit from the function, where anyone could read the total.
     """
-    slot = f"getelementptr inbounds ([{n} x i64], ptr @{COUNTERS}, i64 0, i64 {counter})"
     v = f"{_PREFIX}{counter}"
     code = [
-        f"  {v}.c = load i64, ptr {slot}, align 8",
+        f"  {v}.p = getelementptr inbounds i64, ptr {base}, i64 {counter}",
+        f"  {v}.c = load i64, ptr {v}.p, align 8",
         f"  {v}.c1 = add i64 {v}.c, 1",
-        f"  store i64 {v}.c1, ptr {slot}, align 8",
+        f"  store i64 {v}.c1, ptr {v}.p, align 8",
     ]
     if weight:
-        total = _ACC if local else f"@{TOTAL}"
+        total = _ACC if local else total
         code += [
             f"  {v}.t = load i64, ptr {total}, align 8",
             f"  {v}.t1 = add i64 {v}.t, {weight}",
@@ -447,16 +480,85 @@ def _setjmp_functions(lines: list[str]) -> set[str]:
     return out
 
 
-def _flush_code(tag: int) -> list[str]:
-    """Add the function's accumulator to the global total and clear it."""
+def _flush_code(tag: int, total: str) -> list[str]:
+    """Add the function's accumulator to the thread's total and clear it."""
     v = f"{_PREFIX}f{tag}"
     return [
         f"  {v}.a = load i64, ptr {_ACC}, align 8",
-        f"  {v}.t = load i64, ptr @{TOTAL}, align 8",
+        f"  {v}.t = load i64, ptr {total}, align 8",
         f"  {v}.t1 = add i64 {v}.t, {v}.a",
-        f"  store i64 {v}.t1, ptr @{TOTAL}, align 8",
+        f"  store i64 {v}.t1, ptr {total}, align 8",
         f"  store i64 0, ptr {_ACC}, align 8",
     ]
+
+
+def _naked_functions(lines: list[str]) -> set[str]:
+    """Functions without prologue or epilogue (``naked``): no registers or calls of the instrumenter's."""
+    naked_groups = {m.group(1) for m in map(ATTRIBUTE_GROUP.match, lines) if m and re.search(r"\bnaked\b", m.group(2))}
+    out: set[str] = set()
+    for line in lines:
+        if line.startswith("define "):
+            attrs = line[line.rfind(")") :]
+            if re.search(r"\bnaked\b", attrs) or set(GROUP_REF.findall(attrs)) & naked_groups:
+                name = defined_name(line)
+                if name is not None:
+                    out.add(name)
+    return out
+
+
+def _called_directly(lines: list[str]) -> set[str]:
+    """Functions of the module's own (internal or private) that nothing but direct calls from the
+    module's code name: when one runs, its caller has found the thread's counters already."""
+    local = {name for line in lines if _LOCAL_DEFINE.match(line) and (name := defined_name(line)) is not None}
+    refs: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    for line in lines if local else ():
+        if "@" not in line:
+            continue
+        names = [m.group(1).strip('"') for m in _GLOBAL_REF.finditer(line)]
+        if line.startswith("define "):
+            names = names[1:]  # the function's own name
+        refs.update(name for name in names if name in local)
+        if line.startswith("  ") and (m := CALLEE.search(line)) is not None:
+            calls[m.group(1).strip('"')] += 1
+    return {name for name in local if refs[name] == calls[name]}
+
+
+def _thread_base(entry_label: str | None, total_at: int) -> list[str]:
+    """The thread's counter array at function entry, asking the runtime for one the first time
+    (``entry_label``: that block's label; None: a function only the module's own code calls).
+
+    Asking ends the entry block: what followed goes on in block ``__ib.go``.
+    """
+    if entry_label is None:
+        return [
+            f"  {_BASE} = load ptr, ptr @{THREAD_BASE}, align 8",
+            f"  {_TOTAL} = getelementptr inbounds i64, ptr {_BASE}, i64 {total_at}",
+        ]
+    return [
+        f"  {_PREFIX}tb = load ptr, ptr @{THREAD_BASE}, align 8",
+        f"  {_PREFIX}tz = icmp eq ptr {_PREFIX}tb, null",
+        f"  br i1 {_PREFIX}tz, label %__ib.ti, label {_GO}",
+        "",
+        "__ib.ti:",
+        f"  {_PREFIX}tn = call ptr @{THREAD_INIT}()",
+        f"  br label {_GO}",
+        "",
+        f"{_GO[1:]}:",
+        f"  {_BASE} = phi ptr [ {_PREFIX}tb, {entry_label} ], [ {_PREFIX}tn, %__ib.ti ]",
+        f"  {_TOTAL} = getelementptr inbounds i64, ptr {_BASE}, i64 {total_at}",
+    ]
+
+
+def _entry_split(lines: list[str], start: int) -> int:
+    """Where the entry block starting at line ``start`` may be split: after its allocas (and their
+    debug records), which must stay in the entry block to be static."""
+    at = start
+    while at < len(lines) and (_ALLOCA.match(lines[at]) or lines[at].startswith("    ")):
+        at += 1
+    while at > start and lines[at - 1].startswith("    "):  # records belong to the instruction after them
+        at -= 1
+    return at
 
 
 def instrument(
@@ -512,11 +614,13 @@ def instrument(
         lines = _with_frame_pointers(lines)
         checks = {blocks[p.block].insert_at: p for p in check_points(blocks, plan)}
     in_memory = _setjmp_functions(lines)
+    naked = _naked_functions(lines)
     starts: dict[int, list[int]] = {}
     ends: dict[int, list[int]] = {}
     splits: dict[str, list[tuple[int, int, int]]] = {}  # function -> (counter, src, dst)
     retarget: dict[int, list[tuple[str, str]]] = {}  # line -> (old label, new label)
     phi_fix: dict[int, list[tuple[str, str]]] = {}
+    split_edges: set[tuple[int, int]] = set()
     for counter, site in enumerate(plan.sites):
         src = blocks[site.block]
         if site.kind == START:
@@ -526,73 +630,110 @@ def instrument(
         else:
             dst = blocks[site.target]
             new = f"%__ib.e{counter}"
+            split_edges.add((site.block, site.target))
             splits.setdefault(src.function, []).append((counter, site.block, site.target))
             for i in range(src.term_start, src.term_end):
                 retarget.setdefault(i, []).append((dst.label, new))
             for i in dst.phis:
                 phi_fix.setdefault(i, []).append((src.label, new))
-    firsts = [blk for i, blk in enumerate(blocks) if i == 0 or blocks[i - 1].function != blk.function]
-    entries = {blk.insert_at for blk in firsts}
+    firsts = [i for i, blk in enumerate(blocks) if i == 0 or blocks[i - 1].function != blk.function]
+    # Where each function's entry code goes. Every function but a naked one finds its thread's
+    # counters at entry; one that code from outside may call first in a thread checks that it
+    # has them after the entry block's allocas: what went at the entry block's start goes
+    # there, and successors' PHIs name the block that now ends the entry block's code.
+    entry_at: dict[int, str] = {}  # line -> function
+    preludes: dict[int, str | None] = {}  # line -> the entry block's label (None: no check)
+    phi_rename: dict[int, str] = {}  # PHI line -> the entry block's label, now __ib.go
+    trusted = _called_directly(lines) if counting else set()
+    tls = _tls_model(lines)
+    for i in firsts:
+        entry = blocks[i]
+        if not counting or entry.function in naked or entry.function in trusted:
+            entry_at[entry.insert_at] = entry.function
+            if counting and entry.function not in naked:
+                preludes[entry.insert_at] = None
+            continue
+        at = _entry_split(lines, entry.insert_at)
+        entry_at[at] = entry.function
+        preludes[at] = entry.label
+        if at != entry.insert_at:
+            for code in (starts, block_events):
+                if entry.insert_at in code:
+                    code[at] = code.pop(entry.insert_at)
+            if entry.insert_at in checks:
+                checks[at] = checks.pop(entry.insert_at)
+        labels = set(entry.successors) | set(entry.fixed_successors)
+        for j in range(i + 1, len(blocks)):
+            if blocks[j].function != entry.function:
+                break
+            if blocks[j].label in labels and (i, j) not in split_edges:
+                phi_rename.update(dict.fromkeys(blocks[j].phis, entry.label))
     calls = calls and counting
-    function_ids = {blk.function: number for number, blk in enumerate(firsts)}
-    defined = iter(blk.function for blk in firsts)  # functions in the order their definitions appear
+    function_ids = {blocks[i].function: number for number, i in enumerate(firsts)}
+    defined = iter(blocks[i].function for i in firsts)  # functions in the order their definitions appear
     first_define = next((i for i, line in enumerate(lines) if line.startswith(("define ", "declare "))), len(lines))
     out: list[str] = []
     local = False  # the current function keeps its running total in a local until a call or exit
+    base, total = f"@{COUNTERS}", f"@{TOTAL}"  # the current function's counter array and running total
     function = ""
     flushes = 0
     previous = ""
     for index, line in enumerate(lines):
         if index == first_define:
-            out.extend(_globals(n, build_id, events, len(blocks), cutoff))
+            out.extend(_globals(n, build_id, events, len(blocks), cutoff, tls))
             if calls:
                 out.extend(_call_declarations(len(firsts), "@llvm.frameaddress.p0(" not in text))
             out.append("")
         if line.startswith("define "):
             function = next(defined, "")
-        if counting and index in entries:
+        if index in preludes:
             local = function not in in_memory
             if local:
                 out.append(f"  {_ACC} = alloca i64, align 8")
                 out.append(f"  store i64 0, ptr {_ACC}, align 8")
-        if calls and index in entries:
+            out.extend(_thread_base(preludes[index], n))
+            base, total = _BASE, _TOTAL
+        if calls and index in entry_at and function not in naked:  # naked: no frame to report
             # Before the entry block's own counting: its cost belongs to this function.
             out.append(f"  {_FRAME} = call ptr @llvm.frameaddress.p0(i32 0)")
             out.append(f"  call void @{ENTER_HOOK}(i32 {function_ids[function]}, ptr {_FRAME})")
         for counter in starts.get(index, ()):
-            out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
+            out.extend(_counting_code(counter, plan.weights[counter], local, base, total))
         if index in checks:
             point = checks[index]
-            out.extend(_check_code(point, blocks[point.block].size, local))
+            out.extend(_check_code(point, blocks[point.block].size, local, total))
         for number in block_events.get(index, ()):
             out.append(f"  call void @{BLOCK_HOOK}{number}()")
         for counter in ends.get(index, ()):
-            out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
+            out.extend(_counting_code(counter, plan.weights[counter], local, base, total))
         out.extend(accesses.get(index, ()))
         # A musttail call must stay right before its ret: flush before the call only.
         after_musttail = line.startswith("  ret") and "musttail call" in previous
         if local and _FLUSH_POINT.match(line) and not _INTRINSIC_CALL.match(line) and not after_musttail:
-            out.extend(_flush_code(flushes))
+            out.extend(_flush_code(flushes, total))
             flushes += 1
         leaving = (line.startswith("  ret") and not after_musttail) or "musttail call" in line
-        if calls and leaving and function in function_ids:
+        if calls and leaving and function in function_ids and function not in naked:
             out.append(f"  call void @{LEAVE_HOOK}(i32 {function_ids[function]}, ptr {_FRAME})")
         for old, new in retarget.get(index, ()):
             line = _retarget(line, old, new)
         for old, new in phi_fix.get(index, ()):
             line = _phi_incoming(line, old, new)
+        if index in phi_rename:
+            line = line.replace(f", {phi_rename[index]} ]", f", {_GO} ]")
         if counting and (region := _region_call(line)) is not None:
             line = region
         if line == "}":
             for counter, _src, target in splits.get(function, ()):
                 out.append("")
                 out.append(f"__ib.e{counter}:")
-                out.extend(_counting_code(counter, max(n, 1), plan.weights[counter], local))
+                out.extend(_counting_code(counter, plan.weights[counter], local, base, total))
                 out.append(f"  br label {blocks[target].label}")
             local = False
+            base, total = f"@{COUNTERS}", f"@{TOTAL}"
         if line.startswith("  ") and not line.startswith("    "):
             previous = line
         out.append(line)
     if first_define == len(lines):
-        out.extend(_globals(n, build_id, events, len(blocks), cutoff))
+        out.extend(_globals(n, build_id, events, len(blocks), cutoff, tls))
     return Instrumented("\n".join(out), table)

@@ -100,8 +100,8 @@ def test_instrument_output_verifies_and_adds_one_counter_per_block() -> None:
     for index, block in enumerate(result.table.blocks):
         assert result.text.count(f"%__ib.{index}.c1 = add i64 %__ib.{index}.c, 1") == 1
         assert result.text.count(f"%__ib.{index}.t1 = add i64 %__ib.{index}.t, {block.size}") == 1
-    # The function's accumulator reaches the global total before its one exit.
-    assert result.text.count("store i64 %__ib.f0.t1, ptr @__instrbudget_total") == 1
+    # The function's accumulator reaches the thread's total before its one exit.
+    assert result.text.count("store i64 %__ib.f0.t1, ptr %__ib.total") == 1
 
 
 LANDINGPAD_IR = """\

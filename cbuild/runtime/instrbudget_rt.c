@@ -6,10 +6,12 @@
  * INSTRBUDGET_COUNTS environment variable.
  *
  * File format: the ASCII line
- * "instrbudget-counts 2 <build-id> <ncounters> <total> <nresults>\n"
+ * "instrbudget-counts 2 <build-id> <ncounters> <total> <nresults>[ <threads>]\n"
  * followed by <ncounters> native-endian unsigned 64-bit counters, then the
  * <nresults> numbers of the cost models' dynamic phases (see cbuild/dynamic.py).
  * Block counts follow from the counters through the artifact's block table.
+ * Counters and total are the sums over the process's threads; <threads>, there when more
+ * than one, is how many threads ran instrumented code (see "Threads" below).
  *
  * Processes: the first process writes to $INSTRBUDGET_COUNTS. A child made by fork()
  * starts from zero (counters, running total, regions, profile, models) and writes its
@@ -26,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -37,8 +40,8 @@
 #include <sys/syscall.h>
 #endif
 
-extern uint64_t __instrbudget_counters[];
-extern uint64_t __instrbudget_total;
+extern uint64_t __instrbudget_counters[]; /* NCOUNTERS counters, then the running total */
+extern uint64_t __instrbudget_total;      /* __instrbudget_counters[NCOUNTERS] */
 extern const uint64_t __instrbudget_ncounters;
 extern const char __instrbudget_build_id[];
 /* Defined by the build's generated cost-model unit (cbuild/dynamic.py). */
@@ -60,6 +63,120 @@ EXPORT uint64_t *instrbudget_results(void) { return __instrbudget_results; }
 EXPORT uint64_t instrbudget_nresults(void) { return __instrbudget_nresults; }
 EXPORT void instrbudget_models_reset(uint32_t in_process) { __instrbudget_models_reset(in_process); }
 EXPORT void instrbudget_models_finish(void) { __instrbudget_models_finish(); }
+
+
+/* ---- Threads ------------------------------------------------------------------------------
+ * Every thread counts into an array of its own: NCOUNTERS counters, then its running total.
+ * Instrumented code finds its thread's array through the initial-exec thread-local pointer
+ * __instrbudget_thread_base (loaded once per function call) and asks __instrbudget_thread_init
+ * for one while it is NULL. The first thread to ask (the constructor asks for the thread that
+ * loads the program or library) gets the module's own array, __instrbudget_counters, whose last
+ * element is __instrbudget_total: single-threaded code counts where it always did. Other threads
+ * get a zeroed array of their own, mapped apart from the program's heap and kept in a list that
+ * only grows. When a thread ends (a key destructor, run before pthread_join returns) its array
+ * is added to the retired sums and zeroed for the next thread. The process's counts are the
+ * module's array + the retired sums + the arrays of threads still running.
+ * The rest of the runtime's state (regions, call tracking, the models') is shared, unguarded. */
+extern __thread uint64_t *__instrbudget_thread_base; /* general-dynamic here: the runtime seldom needs it */
+struct ib_thread { struct ib_thread *next; uint64_t *counts; uint32_t used; };
+static struct ib_thread *ib_thread_list; /* new entries are pushed at the head, none leave */
+static uint64_t *ib_retired;             /* NCOUNTERS + 1 sums of ended threads */
+static uint32_t ib_owned, ib_nthreads;   /* the module's array has its thread; threads that ran instrumented code */
+static int ib_spin;                      /* guards the list, the retired sums and folding into them */
+static pthread_key_t ib_key;
+static pthread_once_t ib_key_once = PTHREAD_ONCE_INIT;
+static void *ib_zeroed(size_t size);
+
+/* Take the lock; with TRIES > 0 give up after that many attempts (signal handlers, exit). */
+static int ib_lock(unsigned tries) {
+    unsigned i;
+    for (i = 0; tries == 0 || i < tries; i++) {
+        if (!__atomic_exchange_n(&ib_spin, 1, __ATOMIC_ACQUIRE)) return 1;
+        sched_yield();
+    }
+    return 0;
+}
+
+static void ib_unlock(void) { __atomic_store_n(&ib_spin, 0, __ATOMIC_RELEASE); }
+
+static size_t ib_words(void) { return (size_t)__instrbudget_ncounters + 1; }
+
+/* A thread ends: its counts join the retired sums; the array waits for the next thread. Should the
+ * thread run instrumented code after this (another key's destructor), it asks for an array again. */
+static void ib_thread_end(void *arg) {
+    struct ib_thread *t = (struct ib_thread *)arg;
+    size_t i, words = ib_words();
+    __instrbudget_thread_base = NULL;
+    ib_lock(0);
+    if (ib_retired == NULL) __atomic_store_n(&ib_retired, (uint64_t *)ib_zeroed(words * sizeof(uint64_t)), __ATOMIC_RELEASE);
+    for (i = 0; i < words; i++) {
+        ib_retired[i] += t->counts[i];
+        t->counts[i] = 0;
+    }
+    t->used = 0;
+    ib_unlock();
+}
+
+static void ib_key_make(void) { pthread_key_create(&ib_key, ib_thread_end); }
+
+__attribute__((visibility("hidden"), cold, noinline)) uint64_t *__instrbudget_thread_init(void) {
+    uint32_t unowned = 0;
+    struct ib_thread *t;
+    if (__instrbudget_thread_base != NULL) return __instrbudget_thread_base;
+    __atomic_fetch_add(&ib_nthreads, 1, __ATOMIC_RELAXED);
+    if (__atomic_compare_exchange_n(&ib_owned, &unowned, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return __instrbudget_thread_base = __instrbudget_counters;
+    pthread_once(&ib_key_once, ib_key_make);
+    ib_lock(0);
+    for (t = ib_thread_list; t != NULL && t->used; t = t->next) {}
+    if (t == NULL) { /* 64 bytes for the entry, then the counters on a cache line of their own */
+        t = (struct ib_thread *)ib_zeroed(64 + ib_words() * sizeof(uint64_t));
+        t->counts = (uint64_t *)((char *)t + 64);
+        t->next = ib_thread_list;
+        __atomic_store_n(&ib_thread_list, t, __ATOMIC_RELEASE);
+    }
+    t->used = 1;
+    ib_unlock();
+    pthread_setspecific(ib_key, t);
+    return __instrbudget_thread_base = t->counts;
+}
+
+/* OUT[0..WORDS) = the process's counts (the running total at NCOUNTERS): every thread's. */
+static void ib_sum(uint64_t *out, size_t words) {
+    const struct ib_thread *t;
+    size_t i;
+    memcpy(out, __instrbudget_counters, words * sizeof(uint64_t));
+    if (ib_retired != NULL)
+        for (i = 0; i < words; i++) out[i] += ib_retired[i];
+    for (t = ib_thread_list; t != NULL; t = t->next)
+        for (i = 0; i < words; i++) out[i] += __atomic_load_n(&t->counts[i], __ATOMIC_RELAXED);
+}
+
+/* The running total of every thread (exact for this thread and for threads that ended or wait in a call). */
+static uint64_t ib_total_now(void) {
+    const struct ib_thread *t = __atomic_load_n(&ib_thread_list, __ATOMIC_ACQUIRE);
+    const uint64_t *retired;
+    uint64_t n = __instrbudget_ncounters, sum = __instrbudget_total;
+    if (t == NULL) return sum; /* one thread */
+    retired = __atomic_load_n(&ib_retired, __ATOMIC_ACQUIRE);
+    if (retired != NULL) sum += __atomic_load_n(&retired[n], __ATOMIC_RELAXED);
+    for (; t != NULL; t = t->next) sum += __atomic_load_n(&t->counts[n], __ATOMIC_RELAXED);
+    return sum;
+}
+
+/* The counters of every thread, for library hosts (NCOUNTERS values). */
+EXPORT void instrbudget_collect(uint64_t *out) {
+    if (__atomic_load_n(&ib_thread_list, __ATOMIC_ACQUIRE) == NULL) {
+        memcpy(out, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t));
+        return;
+    }
+    ib_lock(0);
+    ib_sum(out, (size_t)__instrbudget_ncounters);
+    ib_unlock();
+}
+
+/* How many threads ran instrumented code. */
+EXPORT uint64_t instrbudget_threads(void) { return __atomic_load_n(&ib_nthreads, __ATOMIC_RELAXED); }
 
 static const char *dump_path; /* $INSTRBUDGET_COUNTS; NULL: write nothing */
 static volatile sig_atomic_t dumped;
@@ -88,8 +205,8 @@ static int write_all(int fd, const void *data, size_t left) {
 
 /* ---- Regions (instrbudget.h) ------------------------------------------------------------
  * Each region's cost is the difference of every clock between its start and its stop:
- * clock 0 is the running total of IR instructions (exact at every call, so at every
- * marker), the others are the cost models' own (cbuild/dynamic.py). Regions nest; a
+ * clock 0 is the running total of IR instructions of all threads (exact at every call, so
+ * at every marker, for this thread and threads that ended), the others are the cost models' own (cbuild/dynamic.py). Regions nest; a
  * region is identified by its path of names. Unbalanced markers are remembered with
  * their file and line and reported. */
 #define IB_CLOCKS 4
@@ -117,7 +234,7 @@ static uint32_t ib_clocks(void) {
 
 static void ib_now(uint64_t *out) {
     memset(out, 0, IB_CLOCKS * sizeof(uint64_t));
-    out[0] = __instrbudget_total;
+    out[0] = ib_total_now();
     if (ib_clocks() > 1) __instrbudget_clocks(out + 1);
 }
 
@@ -444,11 +561,11 @@ static int ib_join(char *dst, size_t cap, const char *a, const char *b, const ch
     return 1;
 }
 
-static int ib_write_counts(const char *path, const char *header, size_t len) {
+static int ib_write_counts(const char *path, const char *header, size_t len, const uint64_t *counters) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), rc = -1;
     if (fd < 0) return -1;
     if (write_all(fd, header, len) == 0 &&
-        write_all(fd, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t)) == 0 &&
+        write_all(fd, counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t)) == 0 &&
         write_all(fd, __instrbudget_results, (size_t)__instrbudget_nresults * sizeof(uint64_t)) == 0)
         rc = 0;
     close(fd);
@@ -461,10 +578,22 @@ static void dump(void) {
     char header[512], num[24];
     size_t len = 0, idlen = strlen(__instrbudget_build_id);
     const char *magic = "instrbudget-counts 2 ";
-    uint64_t k;
+    const uint64_t *counters = __instrbudget_counters;
+    uint64_t k, total = __instrbudget_total;
     /* Another pid: a vfork child sharing our memory, or a child made without fork(). */
     if (dumped || dump_path == NULL || getpid() != ib_pid) return;
     dumped = 1;
+    if (ib_thread_list != NULL) { /* other threads ran: add up (a thread still running counts as far as it got) */
+        size_t words = ib_words();
+        void *sum = mmap(NULL, words * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (sum != MAP_FAILED) {
+            int locked = ib_lock(1000); /* not forever: a fatal signal may have stopped the holder */
+            ib_sum((uint64_t *)sum, words);
+            if (locked) ib_unlock();
+            counters = (const uint64_t *)sum;
+            total = counters[words - 1];
+        }
+    }
     if (idlen > 256) idlen = 256;
     memcpy(header, magic, strlen(magic));
     len += strlen(magic);
@@ -473,20 +602,24 @@ static void dump(void) {
     header[len++] = ' ';
     len += put_u64(header + len, __instrbudget_ncounters);
     header[len++] = ' ';
-    len += put_u64(header + len, __instrbudget_total);
+    len += put_u64(header + len, total);
     header[len++] = ' ';
     len += put_u64(header + len, __instrbudget_nresults);
+    if (instrbudget_threads() > 1) {
+        header[len++] = ' ';
+        len += put_u64(header + len, instrbudget_threads());
+    }
     header[len++] = '\n';
     __instrbudget_models_finish();
     if (!ib_forked) {
         if (!ib_join(final, sizeof final, dump_path, NULL, NULL) || !ib_join(part, sizeof part, dump_path, ".part", NULL))
             return;
-        if (ib_write_counts(part, header, len) != 0 || rename(part, final) != 0) return;
+        if (ib_write_counts(part, header, len, counters) != 0 || rename(part, final) != 0) return;
     } else { /* DUMP_PATH.PID, or DUMP_PATH.PID.N when an earlier process with this pid wrote that */
         num[put_u64(num, (uint64_t)getpid())] = '\0';
         if (!ib_join(extra, sizeof extra, dump_path, ".", num) || !ib_join(part, sizeof part, extra, ".part", NULL))
             return;
-        if (ib_write_counts(part, header, len) != 0) return;
+        if (ib_write_counts(part, header, len, counters) != 0) return;
         for (k = 0;; k++) {
             num[0] = '.';
             num[1 + put_u64(num + 1, k)] = '\0';
@@ -509,16 +642,26 @@ static void dump(void) {
 }
 
 /* In a forked child: its own work starts here. The counters and the running total are exact
- * (fork is a call), so zeroing them leaves exactly what the child runs from now on. Open
- * regions and active functions stay open, from now. */
+ * (fork is a call), so zeroing them leaves exactly what the child runs from now on. Of the
+ * threads only the one that forked goes on: the others' arrays are free. Open regions and
+ * active functions stay open, from now. */
 static void ib_child_after_fork(void) {
     uint64_t now[IB_CLOCKS], n = &__instrbudget_nfunctions ? __instrbudget_nfunctions : 0, i;
+    size_t words = ib_words();
+    struct ib_thread *t;
     uint32_t c;
     ib_pid = getpid();
     ib_forked = 1;
     dumped = 0;
-    memset(__instrbudget_counters, 0, (size_t)__instrbudget_ncounters * sizeof(uint64_t));
+    ib_spin = 0;
+    memset(__instrbudget_counters, 0, words * sizeof(uint64_t));
     __instrbudget_total = 0;
+    if (ib_retired != NULL) memset(ib_retired, 0, words * sizeof(uint64_t));
+    for (t = ib_thread_list; t != NULL; t = t->next) {
+        memset(t->counts, 0, words * sizeof(uint64_t));
+        t->used = t->counts == __instrbudget_thread_base;
+    }
+    ib_nthreads = 1;
     __instrbudget_models_reset(0);
     ib_now(now);
     for (i = 1; i < ib_nregions; i++) {
@@ -699,6 +842,8 @@ __attribute__((constructor(101))) static void instrbudget_init(int argc, char **
     (void)argc;
     (void)envp;
     __instrbudget_initial_sp = argv != NULL ? (uintptr_t)argv - sizeof(long) : 0;
+    __instrbudget_thread_init(); /* the thread that loads the program or library counts into the module's array */
+    pthread_once(&ib_key_once, ib_key_make);
     __instrbudget_models_reset(0); /* a program: the models see the whole run */
     dump_path = getenv("INSTRBUDGET_COUNTS");
     if (dump_path == NULL || dump_path[0] == '\0') {
