@@ -13,14 +13,8 @@ from cbuild.execute import RunResult
 
 MODEL = IrCountModel()
 
-#: Every thread runs the same fixed work; the threads are joined before main prints their sum.
-THREADS_C = r"""
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#: The fixed work each thread does, in programs and libraries alike.
+WORKER_C = r"""
 __attribute__((noinline)) long work(long n) {
     long s = 7;
     for (long i = 0; i < n; i++) s = s * 31 + (i ^ (s >> 7));
@@ -34,7 +28,17 @@ __attribute__((noinline)) static void *worker(void *arg) {
     j->out = work(j->n);
     return NULL;
 }
+"""
 
+#: Every thread runs the same fixed work; the threads are joined before main prints their sum.
+THREADS_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+""" + WORKER_C + r"""
 static pthread_barrier_t started;
 
 static void *endless(void *arg) {
@@ -154,20 +158,7 @@ def test_fork_after_threads_counts_the_child_from_zero(threaded: object) -> None
 LIBRARY_C = r"""
 #include <pthread.h>
 
-__attribute__((noinline)) long work(long n) {
-    long s = 7;
-    for (long i = 0; i < n; i++) s = s * 31 + (i ^ (s >> 7));
-    return s & 0xffffff;
-}
-
-struct job { long n, out; };
-
-__attribute__((noinline)) static void *worker(void *arg) {
-    struct job *j = arg;
-    j->out = work(j->n);
-    return 0;
-}
-
+""" + WORKER_C + r"""
 long run_threads(int threads, long n) {
     struct job jobs[16];
     pthread_t ids[16];
