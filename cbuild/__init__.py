@@ -28,9 +28,11 @@ from cbuild.errors import (
     ToolchainError,
 )
 from cbuild.execute import RunResult, run_program
+from cbuild.extension import Extension, ExtensionError, extension_options
 from cbuild.library import Library, Pointer
 from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, Param, Runtime, default_registry
 from cbuild.options import BuildOptions
+from cbuild.sources import Source
 
 __all__ = [
     "Artifact",
@@ -44,6 +46,8 @@ __all__ = [
     "Cost",
     "CostModel",
     "ExecutionError",
+    "Extension",
+    "ExtensionError",
     "InstrumentError",
     "IrCountModel",
     "Library",
@@ -59,7 +63,9 @@ __all__ = [
     "RunResult",
     "Runtime",
     "SignatureError",
+    "Source",
     "ToolchainError",
     "default_registry",
+    "extension_options",
     "run_program",
 ]
