@@ -83,6 +83,11 @@ class Program:
         return ProgramRun(result.returncode, result.stdout, result.stderr, costs)
 
 
+def _listed(sources: Sequence[str | Path] | str | Path) -> Sequence[str | Path]:
+    """``sources=`` as a list: one path or pattern given alone is a list of one."""
+    return [sources] if isinstance(sources, (str, Path)) else sources
+
+
 class CBuild:
     """Builds sources (paths relative to the test file) with the project's settings."""
 
@@ -164,7 +169,8 @@ class CBuild:
 
     def library(
         self,
-        *sources: str | Path,
+        *paths: str | Path,
+        sources: Sequence[str | Path] = (),
         compile_commands: str | Path | None = None,
         targets: Sequence[str] = (),
         include_dirs: Sequence[str | Path] = (),
@@ -177,14 +183,15 @@ class CBuild:
     ) -> Library:
         """Build a shared library and load a fresh instance of it into this test's library process.
 
-        ``sources`` are paths or glob patterns (``*``, ``**``) relative to the test file. With
+        ``paths`` (and ``sources=``, the same as a list) are files or glob patterns (``*``, ``**``)
+        relative to the test file. With
         ``compile_commands`` (a ``compile_commands.json``), each source is compiled with its flags
         there: ``sources`` pick files of the database (none: all of them), ``targets`` its entries
         of some CMake/Meson targets. ``timeout`` limits each call, in seconds (default: the
         marker's, else the config's).
         """
         artifact = self._build(
-            sources, "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            (*paths, *_listed(sources)), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets,
         )  # fmt: skip
         library = Library(artifact, host=self._take_host(), timeout=self._call_timeout(timeout))
@@ -193,7 +200,8 @@ class CBuild:
 
     def program(
         self,
-        *sources: str | Path,
+        *paths: str | Path,
+        sources: Sequence[str | Path] = (),
         compile_commands: str | Path | None = None,
         targets: Sequence[str] = (),
         include_dirs: Sequence[str | Path] = (),
@@ -205,15 +213,16 @@ class CBuild:
     ) -> Program:
         """Build an executable (sources as for :meth:`library`); run it with :meth:`Program.run`."""
         artifact = self._build(
-            sources, "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            (*paths, *_listed(sources)), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets,
         )  # fmt: skip
         return Program(artifact, self._meter, self._models, self._timeout)
 
     def extension(
         self,
-        *sources: str | Path,
+        *paths: str | Path,
         name: str,
+        sources: Sequence[str | Path] = (),
         compile_commands: str | Path | None = None,
         targets: Sequence[str] = (),
         include_dirs: Sequence[str | Path] = (),
@@ -232,7 +241,7 @@ class CBuild:
         against the stable ABI of Python 3.N.
         """
         artifact = self._build(
-            sources, "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            (*paths, *_listed(sources)), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets,
             adjust=lambda options: extension_options(options, limited_api=limited_api),
         )  # fmt: skip

@@ -72,6 +72,8 @@ def test_scaled(cbuild, target, n):
 
 def test_sources_as_globs(cbuild):
     assert cbuild.library("src/s*.c", compile_commands=DB, targets="b").scaled(1) == 3 + 7
+    assert cbuild.library(sources=["src/s*.c"], compile_commands=DB, targets="a").scaled(1) == 0 + 1 + 7
+    assert cbuild.library(sources="src/scale.c", compile_commands=DB, targets="a").scaled(1) == 0 + 1 + 7
 
 def test_program(cbuild):
     run = cbuild.program(compile_commands=DB, targets=["tool"]).run()
