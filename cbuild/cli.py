@@ -200,6 +200,8 @@ def _models(specs: list[str]) -> list[CostModel]:
             key, sep, value = item.partition("=")
             if not sep:
                 raise CBuildError(f"--model {spec}: expected KEY=VALUE, got {item!r}")
+            if key in params:
+                raise CBuildError(f"--model {spec}: {key} is given twice")
             try:
                 params[key] = tomllib.loads(f"v = {value}")["v"]
             except tomllib.TOMLDecodeError:

@@ -131,7 +131,7 @@ class CompilationDatabase:
         among = f"{self.path}" + (f" (targets {', '.join(targets)})" if targets else "")
         chosen: list[Path] = []
         for pattern in patterns:
-            if is_pattern(str(pattern)):
+            if is_pattern(str(pattern)) and (base / pattern).resolve() not in by_file:  # "[" in a file's name
                 parts = pattern_parts(pattern, base)
                 hits = sorted(f for f in by_file if matches(f, parts))
                 if not hits:
@@ -233,6 +233,8 @@ def _entry(item: Any, db: Path, n: int) -> tuple[Entry, list[tuple[str, str]]]:
         if not isinstance(item.get(key), str):
             raise BuildDescriptionError(f"{where}: has no {key!r} string")
     where = f"{db}, entry {n} ({item['file']})"
+    if "\0" in item["directory"] + item["file"]:
+        raise BuildDescriptionError(f"{where}: its directory or file name holds a NUL character")
     directory = db.parent / item["directory"]
     if isinstance(item.get("arguments"), list) and all(isinstance(a, str) for a in item["arguments"]):
         args: list[str] = item["arguments"]
@@ -261,12 +263,16 @@ def _expand_response_files(args: list[str], directory: Path, where: str, depth: 
     for arg in args:
         if arg.startswith("@") and depth < 8:
             try:
-                text = (directory / arg[1:]).read_text()
-            except OSError as exc:
+                text = (directory / arg[1:]).read_text(encoding="utf-8")
+                parts = shlex.split(text)
+            except (OSError, ValueError) as exc:
+                why = describe_os_error(exc) if isinstance(exc, OSError) else exc
+                if isinstance(exc, UnicodeDecodeError):
+                    why = f"not UTF-8 ({exc.reason})"
                 raise BuildDescriptionError(
-                    f"{where}: its response file {directory / arg[1:]} cannot be read: {describe_os_error(exc)}"
+                    f"{where}: its response file {directory / arg[1:]} cannot be read: {why}"
                 ) from None
-            out += _expand_response_files(shlex.split(text), directory, where, depth + 1)
+            out += _expand_response_files(parts, directory, where, depth + 1)
         else:
             out.append(arg)
     return out

@@ -21,6 +21,7 @@ import pickle
 import re
 import sys
 import sysconfig
+import types
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -40,11 +41,18 @@ class ExtensionError(CBuildError):
     """An exception of a type the extension module defines, raised in the library host.
 
     Raised as a subclass of the exception's nearest built-in base as well (a
-    ``mmh3.error`` deriving from ``ValueError`` is caught by ``except ValueError``).
+    ``mmh3.error`` deriving from ``ValueError`` is caught by ``except ValueError``), and
+    of the class the module's attribute gives the test (``except demo.Error`` and
+    ``pytest.raises(demo.Error)`` catch it). ``KeyboardInterrupt`` and ``SystemExit``
+    raised by the module's code arrive as ones of these too, deriving from
+    ``Exception`` only: they end neither the library's process nor the test session.
     """
 
     #: ``module.QualName`` of the exception raised in the host.
     type_name = ""
+    #: The class's handle in the library's process, once the test has seen the class itself.
+    _handle: int | None = None
+    _host: HostProcess | None = None
 
 
 def extension_options(options: BuildOptions, *, limited_api: str | None = None) -> BuildOptions:
@@ -61,7 +69,13 @@ def extension_options(options: BuildOptions, *, limited_api: str | None = None) 
         match = _LIMITED_API.fullmatch(limited_api) if isinstance(limited_api, str) else None
         if match is None:
             raise CBuildError(f"limited_api: expected a Python version such as '3.8', got {limited_api!r}")
-        defines = (f"Py_LIMITED_API=0x03{int(match.group(1)):02X}0000",)
+        minor = int(match.group(1))
+        if not 2 <= minor <= sys.version_info.minor:
+            raise CBuildError(
+                f"limited_api: {limited_api!r} is not a stable ABI this Python "
+                f"({sys.version_info.major}.{sys.version_info.minor}) can load (3.2 up to its own version)"
+            )
+        defines = (f"Py_LIMITED_API=0x03{minor:02X}0000",)
     return replace(
         options,
         include_dirs=options.include_dirs + tuple(p for p in includes if p not in options.include_dirs),
@@ -92,6 +106,22 @@ class _Pickler(pickle.Pickler):
             if obj._module._library.host is not self._host:
                 raise TypeError(f"{obj._label} lives in another library process")
             return obj._handle
+        if isinstance(obj, type) and issubclass(obj, ExtensionError):
+            if obj._handle is None or obj._host is not self._host:
+                raise TypeError(f"{obj.type_name} of the test process stands for no class of this library process")
+            return obj._handle
+        if isinstance(obj, (type, types.FunctionType)):  # pickled by name: the host must be able to import it
+            name = f"{obj.__module__}.{obj.__qualname__}"
+            if str(obj.__module__).partition(".")[0] not in ("builtins", *sys.stdlib_module_names):
+                if isinstance(obj, type):
+                    raise TypeError(f"{name} is the test's own class, which the library's process cannot import")
+                raise TypeError(
+                    f"{name} is the test's own function: code in the library's process cannot call back into "
+                    "the test's (only built-in and standard-library functions travel, by name)"
+                )
+            if "<" in obj.__qualname__:  # a lambda or a function defined in a function
+                raise TypeError(f"{name} has no name the library's process can import it by")
+            return None
         module = type(obj).__module__.partition(".")[0]
         if module != "builtins" and module not in sys.stdlib_module_names:
             raise TypeError(
@@ -109,6 +139,9 @@ class _Unpickler(pickle.Unpickler):
         self._module = module
 
     def persistent_load(self, pid: Any) -> Any:
+        if pid[0] == "exception type":  # an exception class of the module's: one the test can catch
+            _, handle, names, base_name = pid
+            return self._module._exception_type(tuple(names), base_name, handle)
         handle, label = pid
         return RemoteObject(self._module, handle, label)
 
@@ -118,20 +151,22 @@ def _exception(module: Extension, raised: tuple[Any, ...]) -> BaseException:
     if kind == "value":  # a built-in exception, as it was raised
         exc: BaseException = _Unpickler(rest[0], module).load()
         return exc
-    type_name, base_name, message = rest
-    base = getattr(builtins, base_name, Exception)
-    if not (isinstance(base, type) and issubclass(base, Exception)):
-        base = Exception
-    cls = type(type_name.rpartition(".")[2], (ExtensionError, base), {"type_name": type_name})
-    error: BaseException = cls(f"{type_name}: {message}")
+    names, base_name, message = rest
+    cls = module._exception_type(tuple(names), base_name)
+    error: BaseException = cls(f"{names[0]}: {message}" if message else names[0])
     return error
+
+
+#: Special names of the remote object itself that a test may read: ``ext.__version__``.
+_FORWARDED_SPECIAL = frozenset({"__name__", "__qualname__", "__version__", "__all__", "__file__", "__path__"})
 
 
 class RemoteObject:
     """An object that lives in the library host (a function, a module, an object the module made).
 
-    Attribute access, calls, ``len()``, indexing, iteration, ``repr()``, comparisons and
-    arithmetic are carried out there.
+    Attribute access, calls, ``len()``, indexing, iteration, ``repr()``, comparisons,
+    ``+ - * / // %`` with the object on the left, negation, ``int()`` and ``float()`` are
+    carried out there. ``isinstance()`` with the module's classes is not available.
     """
 
     __slots__ = ("_handle", "_label", "_module")
@@ -147,7 +182,8 @@ class RemoteObject:
         return self._module._remote(self._handle, self._label, op, args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
+        # Other special names are Python's protocols (pickling, copying) probing this proxy.
+        if name.startswith("__") and name.endswith("__") and name not in _FORWARDED_SPECIAL:
             raise AttributeError(name)
         return self._do("getattr", name)
 
@@ -201,6 +237,47 @@ class RemoteObject:
         names: list[str] = self._do("dir")
         return names
 
+    def __lt__(self, other: Any) -> Any:
+        return self._do("lt", other)
+
+    def __le__(self, other: Any) -> Any:
+        return self._do("le", other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._do("gt", other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._do("ge", other)
+
+    def __add__(self, other: Any) -> Any:
+        return self._do("add", other)
+
+    def __sub__(self, other: Any) -> Any:
+        return self._do("sub", other)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._do("mul", other)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._do("truediv", other)
+
+    def __floordiv__(self, other: Any) -> Any:
+        return self._do("floordiv", other)
+
+    def __mod__(self, other: Any) -> Any:
+        return self._do("mod", other)
+
+    def __neg__(self) -> Any:
+        return self._do("neg")
+
+    def __int__(self) -> int:
+        value: int = self._do("int")
+        return value
+
+    def __float__(self) -> float:
+        value: float = self._do("float")
+        return value
+
 
 class Extension(RemoteObject):
     """A CPython extension module built from ``artifact``, imported in a library host as ``name``.
@@ -212,7 +289,7 @@ class Extension(RemoteObject):
     underscore, so that the module's names stay free.
     """
 
-    __slots__ = ("_functions", "_library", "_name", "_origin")
+    __slots__ = ("_errors", "_functions", "_library", "_name", "_origin")
 
     def __init__(
         self,
@@ -229,6 +306,8 @@ class Extension(RemoteObject):
         object.__setattr__(self, "_library", library)
         #: The module's attributes that live in the host (functions, types), fetched once.
         object.__setattr__(self, "_functions", {})
+        #: The test's classes for the module's exception types, by ``module.QualName``.
+        object.__setattr__(self, "_errors", {})
         try:
             handle, label = library.host.request(
                 "import", library.id, name, what=f"importing {name} from {artifact.name}", timeout=timeout
@@ -253,6 +332,28 @@ class Extension(RemoteObject):
         self._functions.pop(name, None)
         super().__setattr__(name, value)
 
+    def _exception_type(
+        self, names: tuple[str, ...], base_name: str, handle: int | None = None
+    ) -> type[ExtensionError]:
+        """The test's class for the exception type ``names[0]`` of the library's process (its
+        non-built-in classes, most derived first), deriving from the built-in ``base_name``."""
+        cls: type[ExtensionError] | None = self._errors.get(names[0])
+        if cls is None:
+            if len(names) > 1:
+                bases: tuple[type, ...] = (self._exception_type(names[1:], base_name),)
+            else:
+                base = getattr(builtins, base_name, Exception)
+                if not (isinstance(base, type) and issubclass(base, Exception)):
+                    base = Exception  # KeyboardInterrupt, SystemExit: not to end the test session
+                bases = (ExtensionError, base)
+            cls = type(names[0].rpartition(".")[2], bases, {"type_name": names[0], "_handle": None})
+            if "." in names[0]:
+                cls.__module__ = names[0].rpartition(".")[0]
+            self._errors[names[0]] = cls
+        if handle is not None:
+            cls._handle, cls._host = handle, self._library.host
+        return cls
+
     def _remote(self, handle: int, label: str, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         __tracebackhide__ = True
         if op == "call":
@@ -267,7 +368,7 @@ class Extension(RemoteObject):
             buffer = io.BytesIO()
             try:
                 _Pickler(buffer, self._library.host).dump((args, kwargs))
-            except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError) as exc:
                 raise CBuildError(f"{what}: an argument cannot be sent to the library's process: {exc}") from None
             payload = buffer.getvalue()
         library = self._library

@@ -247,7 +247,9 @@ def _python_ops() -> dict[str, Callable[..., Any]]:
         _OPS.update(
             getattr=getattr, setattr=setattr, repr=repr, str=str, len=len, getitem=operator.getitem,
             setitem=operator.setitem, contains=operator.contains, bool=bool, eq=operator.eq, ne=operator.ne,
-            hash=hash, dir=dir, list=list,
+            hash=hash, dir=dir, list=list, lt=operator.lt, le=operator.le, gt=operator.gt, ge=operator.ge,
+            add=operator.add, sub=operator.sub, mul=operator.mul, truediv=operator.truediv,
+            floordiv=operator.floordiv, mod=operator.mod, neg=operator.neg, int=int, float=float,
         )  # fmt: skip
     return _OPS
 
@@ -430,12 +432,21 @@ class Host:
             action, values = _python_ops()[op], (target, *args)
         try:
             result = self._run(self.libraries[lib_id], lambda: action(*values, **kwargs), [])
-        except Exception as exc:
+        except BaseException as exc:  # KeyboardInterrupt and SystemExit too: the module's, not the host's
             self.libc.fflush(None)
-            if type(exc).__module__ == "builtins":
-                return False, ("value", self._pickled(exc))
-            base = next(c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins")
-            return False, ("foreign", f"{type(exc).__module__}.{type(exc).__qualname__}", base, str(exc))
+            if type(exc).__module__ == "builtins" and isinstance(exc, Exception):
+                try:
+                    return False, ("value", self._pickled(exc))
+                except Exception:  # arguments that cannot travel: sent as its text below
+                    pass
+            mro = type(exc).__mro__
+            names = [_label(c) for c in mro[: next(n for n, c in enumerate(mro) if c.__module__ == "builtins")]]
+            base = next(c.__name__ for c in mro if c.__module__ == "builtins")
+            try:
+                text = str(exc)
+            except Exception as err:  # a __str__ that raises
+                text = f"<str() raised {type(err).__name__}>"
+            return False, ("foreign", names or [type(exc).__name__], base, text)
         self.libc.fflush(None)
         return True, self._pickled(result)
 
@@ -452,6 +463,11 @@ class Host:
             if type(obj) in _PLAIN or (copies and _shared(obj)):
                 return None
             self.objects.append(obj)
+            if isinstance(obj, type) and issubclass(obj, BaseException) and not _shared(obj):
+                mro = obj.__mro__
+                names = [_label(c) for c in mro[: next(n for n, c in enumerate(mro) if c.__module__ == "builtins")]]
+                base = next(c.__name__ for c in mro if c.__module__ == "builtins")
+                return "exception type", len(self.objects) - 1, names, base
             return len(self.objects) - 1, _label(obj)
 
         # Values of standard-library types are copied too, unless one of them cannot be.

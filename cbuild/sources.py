@@ -54,10 +54,10 @@ def expand(sources: Sequence[str | Path], base: Path) -> list[Path]:
         found = sorted(Path(p) for p in glob.glob(rooted, recursive=True) if os.path.isfile(p))
         if not found:
             raise BuildDescriptionError(f"no file matches the pattern {source} (in {base})")
-        # A file two patterns match is built once.
+        # A file two patterns match is built once, also when they reach it through a symbolic link.
         for p in found:
-            if p not in from_patterns:
-                from_patterns.add(p)
+            if p.resolve() not in from_patterns:
+                from_patterns.add(p.resolve())
                 paths.append(p)
     return paths
 

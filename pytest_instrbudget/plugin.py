@@ -146,7 +146,10 @@ def pytest_configure(config: pytest.Config) -> None:
         registry = default_registry()
         run = _run_options(config)
         settings = load_settings(config.rootpath, known_models=registry.names)
-        if chosen := config.getoption("instrbudget_baseline"):
+        chosen = config.getoption("instrbudget_baseline")
+        if chosen is not None:
+            if not chosen.strip():
+                raise ConfigError("--instrbudget-baseline: expected a file path, got an empty one")
             # Relative to where pytest was started, as pytest's own path options are.
             settings = dataclasses.replace(settings, baseline=config.invocation_params.dir / chosen)
         for name in run.models:

@@ -460,3 +460,32 @@ def test_meson_database(tmp_path: Path, builder: Builder) -> None:
     with pytest.raises(BuildDescriptionError, match=r"its targets: liba\.so, libb\.so"):
         db.select([], base=tmp_path, targets=["a"])
     assert costs[3] > costs[2] > 0
+
+
+def test_damaged_response_files_and_names_are_named(tmp_path: Path) -> None:
+    (tmp_path / "binary.rsp").write_bytes(b"-DX=\xff")
+    (tmp_path / "quote.rsp").write_text("-DX='1")
+    for rsp, why in [("binary.rsp", "not UTF-8 (invalid start byte)"), ("quote.rsp", "No closing quotation")]:
+        path = write_db(
+            tmp_path / "cc.json", [{"directory": str(tmp_path), "file": "x.c", "command": f"cc @{rsp} x.c"}]
+        )
+        with pytest.raises(BuildDescriptionError) as info:
+            compiledb.read(path)
+        assert str(info.value) == f"{path}, entry 0 (x.c): its response file {tmp_path / rsp} cannot be read: {why}"
+    path = write_db(tmp_path / "cc.json", [{"directory": str(tmp_path), "file": "x\0.c", "command": "cc -c x.c"}])
+    with pytest.raises(BuildDescriptionError) as info:
+        compiledb.read(path)
+    assert str(info.value) == f"{path}, entry 0 (x\0.c): its directory or file name holds a NUL character"
+
+
+def test_names_with_glob_characters_and_files_reached_through_links(tmp_path: Path) -> None:
+    (tmp_path / "v[1]").mkdir()
+    (tmp_path / "v[1]" / "x.c").write_text("")
+    path = write_db(
+        tmp_path / "cc.json", [{"directory": str(tmp_path), "file": "v[1]/x.c", "command": "cc -c v[1]/x.c"}]
+    )
+    (source,) = compiledb.read(path).select(["v[1]/x.c"], base=tmp_path)  # the file named so, as expand() takes it
+    assert source.path == tmp_path / "v[1]" / "x.c"
+    assert expand(["v[1]/x.c"], tmp_path) == [tmp_path / "v[1]" / "x.c"]
+    (tmp_path / "alias").symlink_to(tmp_path / "v[1]")
+    assert expand(["**/*.c"], tmp_path) == [tmp_path / "alias" / "x.c"]  # one file, built once

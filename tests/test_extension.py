@@ -302,3 +302,173 @@ def test_objects_of_another_process_are_refused(mmh3_artifact) -> None:  # type:
         with pytest.raises(CBuildError, match=r"mmh3\.mmh3_32 object lives in another library process"):
             second.hash(hasher)
         assert second.hash(b"abc") == mmh3.hash(b"abc")
+
+
+HOSTILE_C = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *Error, *SubError;
+
+static PyObject *echo(PyObject *self, PyObject *args) { Py_INCREF(args); return args; }
+static PyObject *call(PyObject *self, PyObject *arg) { return PyObject_CallNoArgs(arg); }
+static PyObject *interrupt(PyObject *self, PyObject *arg) { PyErr_SetNone(PyExc_KeyboardInterrupt); return NULL; }
+static PyObject *leave(PyObject *self, PyObject *arg) { PyErr_SetObject(PyExc_SystemExit, arg); return NULL; }
+static PyObject *fail(PyObject *self, PyObject *arg) {
+    PyErr_SetObject(PyObject_IsTrue(arg) ? SubError : Error, arg);
+    return NULL;
+}
+
+/* A number kept in the module's process: arithmetic and comparisons go there. */
+typedef struct { PyObject_HEAD long v; } Num;
+static PyObject *num_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    long v = 0;
+    if (!PyArg_ParseTuple(args, "|l", &v)) return NULL;
+    Num *n = (Num *)type->tp_alloc(type, 0);
+    if (n != NULL) n->v = v;
+    return (PyObject *)n;
+}
+static PyObject *num_add(PyObject *a, PyObject *b) {
+    if (PyLong_Check(a) || !PyLong_Check(b)) Py_RETURN_NOTIMPLEMENTED;
+    return PyLong_FromLong(((Num *)a)->v + PyLong_AsLong(b));
+}
+static PyObject *num_compare(PyObject *a, PyObject *b, int op) {
+    if (!PyLong_Check(b)) Py_RETURN_NOTIMPLEMENTED;
+    long x = ((Num *)a)->v, y = PyLong_AsLong(b);
+    Py_RETURN_RICHCOMPARE(x, y, op);
+}
+static PyObject *num_negative(PyObject *a) { return PyLong_FromLong(-((Num *)a)->v); }
+static PyObject *num_int(PyObject *a) { return PyLong_FromLong(((Num *)a)->v); }
+static PyType_Slot num_slots[] = {
+    {Py_tp_new, num_new}, {Py_nb_add, num_add}, {Py_tp_richcompare, num_compare},
+    {Py_nb_negative, num_negative}, {Py_nb_int, num_int}, {0, NULL},
+};
+static PyType_Spec num_spec = {"hostile.Num", sizeof(Num), 0, Py_TPFLAGS_DEFAULT, num_slots};
+
+static PyMethodDef methods[] = {
+    {"echo", echo, METH_VARARGS, NULL},
+    {"call", call, METH_O, NULL},
+    {"interrupt", interrupt, METH_NOARGS, NULL},
+    {"leave", leave, METH_O, NULL},
+    {"fail", fail, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hostile", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_hostile(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Error = PyErr_NewException("hostile.Error", PyExc_KeyError, NULL);
+    SubError = PyErr_NewException("hostile.SubError", Error, NULL);
+    PyModule_AddObject(m, "Error", Error);
+    PyModule_AddObject(m, "SubError", SubError);
+    PyModule_AddObject(m, "Num", PyType_FromSpec(&num_spec));
+    PyModule_AddStringConstant(m, "__version__", "1.2");
+    return m;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile_artifact(builder: Builder, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    source = tmp_path_factory.mktemp("hostile") / "hostile.c"
+    source.write_text(HOSTILE_C)
+    return builder.build([source], options=extension_options(BuildOptions(opt_level="1")), kind="library")
+
+
+def test_keyboard_interrupt_and_system_exit_from_the_module_end_neither_process(hostile_artifact) -> None:  # type: ignore[no-untyped-def]
+    with Extension(hostile_artifact, "hostile") as hostile:
+        with pytest.raises(ExtensionError) as info:
+            hostile.interrupt()
+        assert not isinstance(info.value, KeyboardInterrupt)  # it would end the test session
+        assert (str(info.value), info.value.type_name) == ("KeyboardInterrupt", "KeyboardInterrupt")
+        with pytest.raises(ExtensionError) as info:
+            hostile.leave(3)
+        assert not isinstance(info.value, SystemExit)
+        assert (str(info.value), info.value.type_name) == ("SystemExit: 3", "SystemExit")
+        assert hostile.echo(1) == (1,)
+
+
+def test_the_modules_exception_classes_catch_its_errors(hostile_artifact) -> None:  # type: ignore[no-untyped-def]
+    with Extension(hostile_artifact, "hostile") as hostile:
+        with pytest.raises(hostile.Error) as info:
+            hostile.fail(0)
+        assert type(info.value) is hostile.Error
+        assert isinstance(info.value, KeyError)
+        assert str(info.value) == "'hostile.Error: 0'"
+        with pytest.raises(hostile.Error) as info:  # hostile.SubError derives from hostile.Error
+            hostile.fail(1)
+        assert type(info.value) is hostile.SubError
+        assert info.value.type_name == "hostile.SubError"
+        assert hostile.echo(hostile.SubError, hostile.Error) == (hostile.SubError, hostile.Error)
+        assert repr(hostile.Error) == "<class 'hostile.Error'>"
+        with Extension(hostile_artifact, "hostile") as other:
+            with pytest.raises(CBuildError) as refused:
+                other.echo(hostile.Error)
+            assert str(refused.value) == (
+                "hostile.echo(): an argument cannot be sent to the library's process: hostile.Error of the test "
+                "process stands for no class of this library process"
+            )
+
+
+def a_function_of_the_tests() -> int:
+    return 1
+
+
+class AClassOfTheTests:
+    pass
+
+
+def test_the_tests_own_functions_and_classes_are_refused(hostile_artifact) -> None:  # type: ignore[no-untyped-def]
+    prefix = "hostile.call(): an argument cannot be sent to the library's process: "
+    callback = (
+        "is the test's own function: code in the library's process cannot call back into the test's (only "
+        "built-in and standard-library functions travel, by name)"
+    )
+    with Extension(hostile_artifact, "hostile") as hostile:
+        for value, message in [
+            (lambda: 1, f"{__name__}.{test_the_tests_own_functions_and_classes_are_refused.__name__}.<locals>.<lambda> "
+                        f"{callback}"),
+            (a_function_of_the_tests, f"{__name__}.a_function_of_the_tests {callback}"),
+            (AClassOfTheTests, f"{__name__}.AClassOfTheTests is the test's own class, which the library's process "
+                               "cannot import"),
+            (_nested(5000), "maximum recursion depth exceeded"),
+        ]:  # fmt: skip
+            with pytest.raises(CBuildError) as info:
+                hostile.call(value)
+            assert str(info.value).startswith(prefix + message), str(info.value)
+        assert hostile.call(dict) == {}  # built-in classes and functions travel by name
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_limited_api_newer_than_this_python_is_refused() -> None:
+    newer = f"3.{sys.version_info.minor + 1}"
+    with pytest.raises(CBuildError) as info:
+        extension_options(BuildOptions(), limited_api=newer)
+    assert str(info.value) == (
+        f"limited_api: {newer!r} is not a stable ABI this Python ({sys.version_info.major}."
+        f"{sys.version_info.minor}) can load (3.2 up to its own version)"
+    )
+
+
+def test_operators_and_special_names_reach_the_modules_objects(hostile_artifact) -> None:  # type: ignore[no-untyped-def]
+    with Extension(hostile_artifact, "hostile") as hostile:
+        num = hostile.Num(5)
+        assert isinstance(num, RemoteObject)
+        assert num + 2 == 7
+        assert (num < 6, num <= 5, num > 5, num >= 6) == (True, True, False, False)
+        assert (-num, int(num)) == (-5, 5)
+        with pytest.raises(TypeError, match="unsupported operand"):
+            num - 1
+        assert (hostile.__name__, hostile.__version__) == ("hostile", "1.2")
+        assert hostile.Num.__name__ == "Num"
+        with pytest.raises(AttributeError):
+            hostile.__deepcopy__  # noqa: B018 - protocols probing the proxy do not reach the module
+

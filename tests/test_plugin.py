@@ -526,3 +526,6 @@ def test_plugin_second_baseline_file_from_the_command_line(project: pytest.Pytes
     result, _ = results(project, "--instrbudget-baseline=configs/slow.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{second}*"])
+    result, _ = results(project, "--instrbudget-baseline=")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--instrbudget-baseline: expected a file path, got an empty one*"])
