@@ -41,7 +41,7 @@ class ExtensionError(CBuildError):
     """An exception of a type the extension module defines, raised in the library host.
 
     Raised as a subclass of the exception's nearest built-in base as well (a
-    ``mmh3.error`` deriving from ``ValueError`` is caught by ``except ValueError``), and
+    ``demo.Error`` deriving from ``ValueError`` is caught by ``except ValueError``), and
     of the class the module's attribute gives the test (``except demo.Error`` and
     ``pytest.raises(demo.Error)`` catch it). ``KeyboardInterrupt`` and ``SystemExit``
     raised by the module's code arrive as ones of these too, deriving from
