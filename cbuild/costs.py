@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,3 +141,19 @@ def split_results(models: Mapping[str, Any], raw: Sequence[int]) -> tuple[dict[s
             offset, count = doc["results"]
             results[name] = tuple(raw[offset : offset + count])
     return analyses, results
+
+
+def warn_if_interleaved(name: str, threads: int, counts: BlockCounts, *, stacklevel: int = 2) -> None:
+    """Warn when more than one thread ran instrumented code and ``counts`` hold results that depend
+    on how the threads interleaved: the cost models' dynamic phases and call paths."""
+    shared = sorted(counts.results)
+    if counts.profile is not None and counts.profile.functions:
+        shared.append("call paths")
+    if threads > 1 and shared:
+        warnings.warn(
+            f"{name}: {threads} threads ran instrumented code; {', '.join(shared)} "
+            f"depend on how the threads interleaved (IR instruction counts do not)",
+            RuntimeWarning,
+            stacklevel=stacklevel + 1,
+        )
+

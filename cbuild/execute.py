@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 from cbuild.blocks import BlockTable
 from cbuild.build import Artifact
-from cbuild.costs import BlockCounts, split_results
+from cbuild.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
 from cbuild.profile import Profile, clock_metrics, read_profile
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
@@ -301,14 +300,5 @@ def run_program(
                     )
                 parts.append(part)
             counts, processes = _summed(parts), len(parts)
-            shared = sorted(name for name, meta in models.items() if "results" in meta)
-            if counts.profile is not None and counts.profile.functions:
-                shared.append("call paths")
-            if threads > 1 and shared:
-                warnings.warn(
-                    f"{artifact.name}: {threads} threads ran instrumented code; {', '.join(shared)} "
-                    f"depend on how the threads interleaved (IR instruction counts do not)",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+            warn_if_interleaved(artifact.name, threads, counts)
     return RunResult(tuple(argv[1:]), proc.returncode, out, err, counts, processes, threads)

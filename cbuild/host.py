@@ -186,6 +186,7 @@ class _Loaded:
         dll.instrbudget_collect.argtypes = [ctypes.c_void_p]
         dll.instrbudget_collect.restype = None
         dll.instrbudget_ncounters.restype = ctypes.c_uint64
+        dll.instrbudget_threads.restype = ctypes.c_uint64
         dll.instrbudget_results.restype = ctypes.c_void_p
         dll.instrbudget_nresults.restype = ctypes.c_uint64
         dll.instrbudget_models_reset.argtypes = [ctypes.c_uint32]
@@ -491,12 +492,12 @@ class Host:
         lib.dll.instrbudget_collect(lib.counters_at)
         return lib.counters.raw
 
-    def counts(self, lib_id: int, profile_path: str) -> tuple[bytes, bytes, int]:
+    def counts(self, lib_id: int, profile_path: str) -> tuple[bytes, bytes, int, int]:
         lib = self.libraries[lib_id]
         lib.dll.instrbudget_models_finish()
         rc = lib.dll.instrbudget_profile_write(profile_path.encode())
         lib.dll.instrbudget_collect(lib.counters_at)
-        return lib.counters.raw, lib.results.raw, int(rc)
+        return lib.counters.raw, lib.results.raw, int(rc), int(lib.dll.instrbudget_threads())
 
     def read(self, address: int, size: int) -> bytes:
         return ctypes.string_at(address, size)

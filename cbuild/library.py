@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cbuild.build import Artifact
-from cbuild.costs import BlockCounts, split_results
+from cbuild.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.ctypes_map import TypeMap, UnsupportedType
 from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
 from cbuild.hosts import HostProcess, default_pool
@@ -408,7 +408,7 @@ class Library:
         """Block counts since load, or since a :meth:`snapshot` (dynamic results likewise)."""
         path = self.host.scratch / f"profile-{self.id}"
         try:
-            counters, results, rc = self.host.request(
+            counters, results, rc, threads = self.host.request(
                 "counts", self.id, str(path), what=f"reading the counters of {self.artifact.name}"
             )
             if rc != 0:
@@ -422,7 +422,9 @@ class Library:
         analyses, dynamic = split_results(self._models, memoryview(results).cast("Q").tolist())
         if profile is not None and not (profile.regions or profile.problems or profile.functions):
             profile = None
-        return BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile)
+        counts = BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile)
+        warn_if_interleaved(self.artifact.name, threads, counts)
+        return counts
 
     def function(self, name: str) -> Function:
         """The exported function ``name`` (also reachable as an attribute)."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
 
-from cbuild import Builder, BuildOptions, IrCountModel, run_program
+from cbuild import Builder, BuildOptions, IrCountModel, Library, run_program
 from cbuild.execute import RunResult
+from cbuild.models import default_registry
 
 MODEL = IrCountModel()
 
@@ -270,3 +272,23 @@ def test_entry_code_keeps_naked_and_setjmp_functions_working(builder: Builder, w
     got = _functions(run)
     assert got["seven"] == 2
     assert got["jump"] > 0
+
+
+def test_library_threads_warn_when_a_model_depends_on_their_interleaving(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """A library's threads: the IR count stays exact; a dynamic model's results are said to depend on the
+    interleaving, as for programs."""
+    source = write("threads.c", LIBRARY_C)
+    zkvm = default_registry().create("zkvm")
+    with Library(builder.build([source], kind="library", models=[zkvm])) as lib:
+        before = lib.snapshot()
+        lib.run_alone(1000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            lib.counts(before)  # one thread so far: nothing to say
+        lib.run_threads(4, 1000)
+        with pytest.warns(RuntimeWarning, match=r"threads\.c: 5 threads ran instrumented code; zkvm depend on"):
+            lib.counts(before)
+    with Library(builder.build([source], kind="library")) as lib, warnings.catch_warnings():
+        warnings.simplefilter("error")  # ir-count alone: exact, no warning
+        lib.run_threads(4, 1000)
+        lib.counts()
