@@ -14,6 +14,7 @@ initialisation (``PyInit_<name>``) runs when it is imported and is not counted.
 
 from __future__ import annotations
 
+import array
 import builtins
 import io
 import keyword
@@ -155,6 +156,32 @@ def _exception(module: Extension, raised: tuple[Any, ...]) -> BaseException:
     cls = module._exception_type(tuple(names), base_name)
     error: BaseException = cls(f"{names[0]}: {message}" if message else names[0])
     return error
+
+
+def _writable(value: Any) -> bool:
+    """A buffer the module may write into: bytearray, array.array, a writable memoryview."""
+    if isinstance(value, memoryview):
+        return not value.readonly
+    return isinstance(value, (bytearray, array.array))
+
+
+def _sendable(value: Any) -> Any:
+    """A memoryview travels as the bytes (or, writable, the bytearray) it shows."""
+    if isinstance(value, memoryview):
+        return bytes(value) if value.readonly else bytearray(value)
+    return value
+
+
+def _write_back(what: str, key: int | str, buffer: Any, contents: bytes) -> None:
+    """Put what the module left in argument ``key`` (its bytes) into the test's ``buffer``."""
+    if isinstance(buffer, bytearray):
+        buffer[:] = contents  # the module may have resized it
+        return
+    view = memoryview(buffer).cast("B")
+    if len(view) != len(contents):
+        where = f"argument {key + 1}" if isinstance(key, int) else f"argument {key}="
+        raise CBuildError(f"{what}: {where} changed size in the library's process; it cannot here")
+    view[:] = contents
 
 
 #: Special names of the remote object itself that a test may read: ``ext.__version__``.
@@ -362,9 +389,15 @@ class Extension(RemoteObject):
             what = f"{label}.{args[0]}"
         else:
             what = f"{op}({label})"
+        writable: dict[int | str, Any] = {}
         if not kwargs and all(type(a) in _SCALARS for a in args):  # the common case, without a Python pickler
             payload = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         else:
+            # Writable buffers passed as arguments get back what the module wrote into them.
+            named: list[tuple[int | str, Any]] = [*enumerate(args), *kwargs.items()]
+            writable = {k: v for k, v in named if _writable(v)}
+            args = tuple(map(_sendable, args))
+            kwargs = {k: _sendable(v) for k, v in kwargs.items()}
             buffer = io.BytesIO()
             try:
                 _Pickler(buffer, self._library.host).dump((args, kwargs))
@@ -372,8 +405,10 @@ class Extension(RemoteObject):
                 raise CBuildError(f"{what}: an argument cannot be sent to the library's process: {exc}") from None
             payload = buffer.getvalue()
         library = self._library
-        request = ("py", library.id, handle, op, payload)
-        ok, data = library.host.request(*request, what=what, timeout=library.timeout)
+        request = ("py", library.id, handle, op, payload, list(writable))
+        ok, data, written = library.host.request(*request, what=what, timeout=library.timeout)
+        for key, contents in zip(writable, written, strict=True):
+            _write_back(what, key, writable[key], contents)
         if not ok:
             raise _exception(self, data).with_traceback(None)
         return _Unpickler(data, self).load()

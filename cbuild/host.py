@@ -417,9 +417,12 @@ class Host:
         self.objects.append(module)
         return len(self.objects) - 1, name
 
-    def python(self, lib_id: int, handle: int, op: str, payload: bytes) -> tuple[bool, Any]:
+    def python(
+        self, lib_id: int, handle: int, op: str, payload: bytes, writable: list[int | str]
+    ) -> tuple[bool, Any, list[bytes]]:
         """Apply ``op`` to object ``handle`` with the pickled ``(args, kwargs)``: (True, pickled
-        result), or (False, the exception) when it raised."""
+        result) or (False, the exception) when it raised, and the contents of the arguments
+        ``writable`` names (positions and keywords) after the call."""
         import io  # the extension modules' imports: libraries' tests never pay for them
         import pickle
 
@@ -431,13 +434,17 @@ class Host:
             action, values = target, args
         else:
             action, values = _python_ops()[op], (target, *args)
+
+        def written() -> list[bytes]:
+            return [bytes(args[k] if isinstance(k, int) else kwargs[k]) for k in writable]
+
         try:
             result = self._run(self.libraries[lib_id], lambda: action(*values, **kwargs), [])
         except BaseException as exc:  # KeyboardInterrupt and SystemExit too: the module's, not the host's
             self.libc.fflush(None)
             if type(exc).__module__ == "builtins" and isinstance(exc, Exception):
                 try:
-                    return False, ("value", self._pickled(exc))
+                    return False, ("value", self._pickled(exc)), written()
                 except Exception:  # arguments that cannot travel: sent as its text below
                     pass
             mro = type(exc).__mro__
@@ -447,9 +454,9 @@ class Host:
                 text = str(exc)
             except Exception as err:  # a __str__ that raises
                 text = f"<str() raised {type(err).__name__}>"
-            return False, ("foreign", names or [type(exc).__name__], base, text)
+            return False, ("foreign", names or [type(exc).__name__], base, text), written()
         self.libc.fflush(None)
-        return True, self._pickled(result)
+        return True, self._pickled(result), written()
 
     def _pickled(self, value: Any) -> bytes:
         """``value`` pickled, with every object that is not plain data kept here and sent as a handle."""

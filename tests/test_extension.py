@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import itertools
 import json
 import random
@@ -345,7 +346,25 @@ static PyType_Slot num_slots[] = {
 };
 static PyType_Spec num_spec = {"hostile.Num", sizeof(Num), 0, Py_TPFLAGS_DEFAULT, num_slots};
 
+/* Writes `byte` into every byte of a writable buffer, then fails when `byte` is 0. */
+static PyObject *fill(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    unsigned char byte;
+    if (!PyArg_ParseTuple(args, "w*b", &view, &byte)) return NULL;
+    memset(view.buf, byte, (size_t)view.len);
+    PyBuffer_Release(&view);
+    if (byte == 0) { PyErr_SetString(PyExc_ValueError, "filled with zeros"); return NULL; }
+    Py_RETURN_NONE;
+}
+static PyObject *grow(PyObject *self, PyObject *arg) {
+    if (PyByteArray_Resize(arg, PyByteArray_Size(arg) + 1) < 0) return NULL;
+    PyByteArray_AS_STRING(arg)[PyByteArray_Size(arg) - 1] = '!';
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"fill", fill, METH_VARARGS, NULL},
+    {"grow", grow, METH_O, NULL},
     {"echo", echo, METH_VARARGS, NULL},
     {"call", call, METH_O, NULL},
     {"interrupt", interrupt, METH_NOARGS, NULL},
@@ -471,4 +490,28 @@ def test_operators_and_special_names_reach_the_modules_objects(hostile_artifact)
         assert hostile.Num.__name__ == "Num"
         with pytest.raises(AttributeError):
             hostile.__deepcopy__  # noqa: B018 - protocols probing the proxy do not reach the module
+
+
+def test_writable_buffers_get_what_the_module_wrote(hostile_artifact) -> None:  # type: ignore[no-untyped-def]
+    with Extension(hostile_artifact, "hostile") as hostile:
+        raw = bytearray(8)
+        hostile.fill(raw, 7)
+        assert raw == b"\x07" * 8
+        words = array.array("I", [1, 2])
+        hostile.fill(words, 1)
+        assert words.tolist() == [0x01010101, 0x01010101]
+        backing = bytearray(3)
+        hostile.fill(memoryview(backing), 2)
+        assert backing == b"\x02\x02\x02"
+        with pytest.raises(ValueError, match="filled with zeros"):
+            hostile.fill(raw, 0)
+        assert raw == bytes(8)  # written before the module raised
+        grown = bytearray(b"ab")
+        hostile.grow(grown)
+        assert grown == b"ab!"
+        with pytest.raises(CBuildError, match=r"hostile\.grow\(\): argument 1 changed size in the library's process"):
+            hostile.grow(memoryview(bytearray(2)))
+        assert hostile.echo(memoryview(b"read-only")) == (b"read-only",)
+        with pytest.raises(TypeError):
+            hostile.fill(b"immutable", 1)
 
