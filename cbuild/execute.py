@@ -48,13 +48,6 @@ def _start_program() -> None:  # pragma: no cover - runs in the child between fo
         _disable_aslr()
 
 
-def counts_threads(path: Path) -> int:
-    """How many threads ran instrumented code in the process that wrote the counts file ``path``."""
-    with path.open("rb") as f:
-        fields = f.readline()[len(_MAGIC) :].split()
-    return int(fields[4]) if len(fields) == 5 and fields[4].isdigit() else 1
-
-
 def read_counts(
     path: Path, *, build_id: str, table: BlockTable, models: Mapping[str, Any] | None = None
 ) -> tuple[BlockCounts, int]:
@@ -62,15 +55,24 @@ def read_counts(
 
     ``models`` is the artifact's model metadata (:meth:`Artifact.models`).
     """
+    counts, total, _threads = _read_counts(path, build_id=build_id, table=table, models=models)
+    return counts, total
+
+
+def _read_counts(
+    path: Path, *, build_id: str, table: BlockTable, models: Mapping[str, Any] | None
+) -> tuple[BlockCounts, int, int]:
+    """:func:`read_counts`, and how many threads ran instrumented code in the process that wrote it."""
     data = path.read_bytes()
     newline = data.find(b"\n")
     if not data.startswith(_MAGIC) or newline < 0:
         raise ExecutionError(f"{path} is not an instrbudget counts file")
-    fields = data[len(_MAGIC) : newline].decode().split()[:5]
-    if len(fields) not in (4, 5):  # the fifth, when more than one: threads (counts_threads)
+    fields = data[len(_MAGIC) : newline].decode(errors="replace").split()
+    if len(fields) not in (4, 5):  # the fifth, there when more than one: threads
         raise ExecutionError(f"{path}: malformed counts header")
     try:
         got_id, ncounters, total, nresults = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+        threads = int(fields[4]) if len(fields) == 5 else 1
     except ValueError:
         raise ExecutionError(f"{path}: malformed counts header") from None
     if got_id != build_id:
@@ -82,7 +84,7 @@ def read_counts(
         )
     view = memoryview(raw).cast("Q")
     analyses, results = split_results(models or {}, view[ncounters:].tolist())
-    return BlockCounts(table, table.block_counts(view[:ncounters]), analyses, results), total
+    return BlockCounts(table, table.block_counts(view[:ncounters]), analyses, results), total, threads
 
 
 @dataclass(frozen=True)
@@ -285,8 +287,8 @@ def run_program(
             models = artifact.models()
             parts = []
             for pid, path in [(None, counts_path), *_count_files(counts_path)]:
-                part, total = read_counts(path, build_id=artifact.key, table=table, models=models)
-                threads = max(threads, counts_threads(path))
+                part, total, part_threads = _read_counts(path, build_id=artifact.key, table=table, models=models)
+                threads = max(threads, part_threads)
                 profile = read_profile(path.with_name(path.name + ".profile"), clock_metrics(models), table.functions)
                 if profile is not None:
                     part = dataclasses.replace(part, profile=profile)

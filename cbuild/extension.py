@@ -30,11 +30,11 @@ from typing import Any
 
 from cbuild.build import Artifact
 from cbuild.errors import CBuildError
+from cbuild.host import SCALARS
 from cbuild.hosts import HostProcess
 from cbuild.library import Library
 from cbuild.options import BuildOptions
 
-_SCALARS = frozenset((type(None), bool, int, float, str, bytes))
 _LIMITED_API = re.compile(r"3\.(\d{1,2})")
 
 
@@ -390,7 +390,7 @@ class Extension(RemoteObject):
         else:
             what = f"{op}({label})"
         writable: dict[int | str, Any] = {}
-        if not kwargs and all(type(a) in _SCALARS for a in args):  # the common case, without a Python pickler
+        if not kwargs and all(type(a) in SCALARS for a in args):  # the common case, without a Python pickler
             payload = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         else:
             # Writable buffers passed as arguments get back what the module wrote into them.

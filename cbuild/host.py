@@ -236,7 +236,8 @@ _PLAIN = (type(None), bool, int, float, complex, str, bytes, bytearray, tuple, l
           slice, type(Ellipsis), type(NotImplemented))  # fmt: skip
 
 
-_SCALARS = frozenset((type(None), bool, int, float, str, bytes))
+#: Types of values sent as a plain pickle, without a pickler that maps handles (both directions).
+SCALARS = frozenset((type(None), bool, int, float, str, bytes))
 _OPS: dict[str, Callable[..., Any]] = {}
 
 
@@ -463,7 +464,7 @@ class Host:
         import io
         import pickle
 
-        if type(value) in _SCALARS:
+        if type(value) in SCALARS:
             return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         kept = len(self.objects)
 
