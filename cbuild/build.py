@@ -22,6 +22,8 @@ from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError
 from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.options import BuildOptions, language_of
+from cbuild.rvbuild import TargetUnavailable, build_riscv
+from cbuild.rvexec import build_executor
 from cbuild.signatures import read_signatures
 from cbuild.sources import Source
 from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
@@ -86,6 +88,11 @@ class Artifact:
     fingerprint: dict[str, str]
     #: Built with cut-off checks (``BuildOptions.cutoff``): runs can be given limits.
     cutoff: bool = False
+
+    def machines(self) -> dict[str, Any]:
+        """RISC-V target -> {"elf", "executor", "models", "slots"} or {"unavailable", "models"}."""
+        doc: dict[str, Any] = self.metadata().get("machines", {})
+        return doc
 
     def models(self) -> dict[str, Any]:
         """Model name -> {"analysis": static document, "results": [offset, count]} for this build."""
@@ -226,7 +233,7 @@ class Builder:
         linked_text = llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
         if cpu.applies(self.toolchain.triple):
             linked_text = cpu.canonical_cpu(linked_text, options.cpu)
-        active = list(models) if options.instrument else []
+        active = [m for m in models if m.executes() is None] if options.instrument else []
         events = frozenset(e for model in active for e in model.events)
         placement = options.placement
         while True:
@@ -259,10 +266,14 @@ class Builder:
                 # one counter per block still counts the same.
                 placement = "blocks"
         self._link(obj, binary, name=artifact.name, kind=kind, cxx=cxx, options=options, extra=extra)
+        executing = [m for m in models if m.executes() is not None] if options.instrument else []
+        for model in executing:
+            analyses[model.name] = {"analysis": {}, "target": model.executes()}
         sidecar = {
             "table": result.table.to_json(),
             "signatures": read_signatures(linked_text),
             "models": analyses,
+            "machines": self._machine_builds(executing, sources, options, kind, key, artifact.name),
         }
         atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
 
@@ -301,6 +312,40 @@ class Builder:
         if not runtimes and not cutoff:
             return analyses, self._compile_c(code, "models"), False
         return analyses, self._compile_c(code, "models", ir=True), True
+
+    def _machine_builds(
+        self,
+        models: Sequence[CostModel],
+        sources: Sequence[Source],
+        options: BuildOptions,
+        kind: str,
+        key: str,
+        name: str,
+    ) -> dict[str, Any]:
+        """For each RISC-V target a model executes: its build and the executor with the target's
+        models compiled in, or why the code cannot be built for it."""
+        out: dict[str, Any] = {}
+        targets = sorted({t for m in models if (t := m.executes()) is not None})
+        for target in targets:
+            mine = [m for m in models if m.executes() == target]
+            runtimes = [m.exec_runtime() for m in mine]
+            elf_key = digest(key, target)
+
+            def make(files: list[Path], target: str = target) -> None:
+                build_riscv(self.toolchain, self.cache, sources, options, kind=kind, target_name=target, out=files[0])
+
+            try:
+                (elf,) = self.cache.entry("rvbin", elf_key, [".elf"], make, name=f"the {target} build of {name}")
+            except TargetUnavailable as exc:
+                out[target] = {"unavailable": str(exc), "models": [m.name for m in mine]}
+                continue
+            library = build_executor(self.toolchain, self.cache, runtimes)
+            offset, slots = 0, []
+            for model, runtime in zip(mine, runtimes, strict=True):
+                slots.append([model.name, offset, runtime.results, runtime.memory])
+                offset += runtime.results
+            out[target] = {"elf": str(elf), "executor": str(library), "models": [m.name for m in mine], "slots": slots}
+        return out
 
     def _runtime_objects(self) -> list[Path]:
         objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")]

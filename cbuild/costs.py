@@ -5,10 +5,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbuild.blocks import BlockTable
 from cbuild.profile import Profile
+
+if TYPE_CHECKING:
+    from cbuild.rvexec import Execution
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,10 @@ class BlockCounts:
     results: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     #: Regions the execution passed through (instrbudget.h), if any.
     profile: Profile | None = None
+    #: RISC-V target -> what its build executed in the executor (models that execute a target).
+    machine: Mapping[str, Execution] = field(default_factory=dict)
+    #: Model name -> why it could not measure this artifact (its target cannot build the code).
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.counts) != len(self.table):
@@ -32,6 +39,13 @@ class BlockCounts:
         """A model's static document (empty if the artifact was built without it)."""
         doc: Mapping[str, Any] = self.analyses.get(model, {})
         return doc
+
+    def machine_run(self, target: str) -> Execution:
+        """What the build for ``target`` executed; an error if it was not executed."""
+        try:
+            return self.machine[target]
+        except KeyError:
+            raise ValueError(f"this measurement has no execution of the {target} build") from None
 
     def results_of(self, model: str) -> tuple[int, ...]:
         """A model's dynamic results; an error if the artifact was built without the model."""

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from cbuild.build import Artifact
 from cbuild.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
 from cbuild.profile import Profile, clock_metrics, read_profile
+from cbuild.rvexec import ExecRuntime, Execution, run_isolated
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
@@ -205,6 +207,45 @@ def _summed(parts: Sequence[BlockCounts]) -> BlockCounts:
     return dataclasses.replace(first, counts=counts, results=results, profile=profile)
 
 
+def _with_machine_runs(
+    artifact: Artifact,
+    machines: Mapping[str, Any],
+    counts: BlockCounts,
+    argv: Sequence[str],
+    stdin: bytes,
+    timeout: float | None,
+    stdout: bytes,
+    returncode: int,
+) -> BlockCounts:
+    """``counts`` with the RISC-V builds' executions and their models' results added."""
+    runs: dict[str, Execution] = {}
+    results = dict(counts.results)
+    unavailable = dict(counts.unavailable)
+    for target, doc in machines.items():
+        if "unavailable" in doc:
+            unavailable.update(dict.fromkeys(doc["models"], doc["unavailable"]))
+            continue
+        runtimes = [ExecRuntime("", results=n, memory=memory) for _, _, n, memory in doc["slots"]]
+        run = run_isolated(Path(doc["executor"]), Path(doc["elf"]), runtimes, argv, stdin=stdin, timeout=timeout)
+        if run.error:
+            raise ExecutionError(f"the {target} build of {artifact.name} did not finish: {run.error}")
+        if run.exit_code != returncode or run.stdout != stdout:
+            what = (
+                f"exit status {run.exit_code} differs from the native build's {returncode}"
+                if run.exit_code != returncode
+                else f"output ({len(run.stdout)} bytes) differs from the native build's ({len(stdout)} bytes)"
+            )
+            warnings.warn(
+                f"{artifact.name}: the {target} build's {what}; its costs measure a different execution",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        runs[target] = run
+        for name, offset, n, _ in doc["slots"]:
+            results[name] = tuple(run.results[offset : offset + n])
+    return dataclasses.replace(counts, machine=runs, results=results, unavailable=unavailable)
+
+
 def run_program(
     artifact: Artifact,
     args: Sequence[object] = (),
@@ -302,5 +343,8 @@ def run_program(
                     )
                 parts.append(part)
             counts, processes = _summed(parts), len(parts)
+            machines = artifact.machines()
+            if machines:
+                counts = _with_machine_runs(artifact, machines, counts, argv, input, timeout, out, proc.returncode)
             warn_if_interleaved(artifact.name, threads, counts)
     return RunResult(tuple(argv[1:]), proc.returncode, out, err, counts, processes, threads)

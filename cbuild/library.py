@@ -11,15 +11,19 @@ import ctypes
 import enum
 import itertools
 import math
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from cbuild.build import Artifact
 from cbuild.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.ctypes_map import TypeMap, UnsupportedType
 from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
+from cbuild.guest import Arg, Guest, Unreplayable, word_bits
 from cbuild.hosts import HostProcess, default_pool
 from cbuild.profile import clock_metrics, clock_numbers, read_profile
+from cbuild.rvexec import ExecRuntime
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
 _ids = itertools.count(1)
@@ -288,7 +292,10 @@ class Function:
                 view = memoryview(target)
                 obj = (ctypes.c_char * view.nbytes).from_buffer(view)
             host.reply_blob_into(blob, ctypes.addressof(obj))
-        return self._result(result)
+        value = self._result(result)
+        if library._guests:
+            library._replay(self, args, wires, blobs, result)
+        return value
 
     def _result(self, wire: Wire) -> Any:
         tag, value = wire
@@ -369,6 +376,22 @@ class Library:
         )
         if wanted:
             self.host.request("limits", wanted, what="setting the cut-off")
+        #: RISC-V target -> (its build in a worker, the models' result slots), and models that cannot measure.
+        self._guests: dict[str, tuple[Guest, list[Any]]] = {}
+        self._unavailable: dict[str, str] = {}
+        self._handles: dict[str, dict[int, int]] = {}
+        for target, machine in artifact.machines().items():
+            if "unavailable" in machine:
+                self._unavailable.update(dict.fromkeys(machine["models"], machine["unavailable"]))
+                continue
+            runtimes = [ExecRuntime("", results=n, memory=memory) for _, _, n, memory in machine["slots"]]
+            try:
+                guest = Guest(Path(machine["executor"]), Path(machine["elf"]), runtimes, timeout=timeout)
+            except BaseException:
+                self.close()
+                raise
+            self._guests[target] = (guest, machine["slots"])
+            self._handles[target] = {}
 
     @property
     def function_names(self) -> list[str]:
@@ -402,6 +425,8 @@ class Library:
 
     def snapshot(self) -> tuple[int, ...]:
         """The counters as they are now; the cost models' dynamic phases and regions start afresh."""
+        for guest, _ in self._guests.values():
+            guest.reset()
         return self._raw(self.host.request("snapshot", self.id, what=f"reading the counters of {self.artifact.name}"))
 
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:
@@ -422,7 +447,14 @@ class Library:
         analyses, dynamic = split_results(self._models, memoryview(results).cast("Q").tolist())
         if profile is not None and not (profile.regions or profile.problems or profile.functions):
             profile = None
-        counts = BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile)
+        unavailable = dict(self._unavailable)
+        machine = {}
+        for target, (guest, slots) in self._guests.items():
+            run = guest.measure()
+            machine[target] = run
+            for name, offset, n, _ in slots:
+                dynamic[name] = tuple(run.results[offset : offset + n])
+        counts = BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile, machine, unavailable)
         warn_if_interleaved(self.artifact.name, threads, counts)
         return counts
 
@@ -446,8 +478,36 @@ class Library:
             raise AttributeError(name)
         return self.function(name)
 
+    def _replay(self, fn: Function, args: Sequence[Any], wires: list[Any], blobs: list[Any], native: Any) -> None:
+        """Make the call again in each RISC-V build and warn where it differs from the native call."""
+        for target, (guest, slots) in list(self._guests.items()):
+            xlen = 32 if target == "riscv32" else 64
+            try:
+                guest_args, ret = _guest_call(fn, args, wires, blobs, xlen, self._handles[target])
+                value, written, failure = guest.call(fn.name, guest_args, ret)
+            except Unreplayable as exc:
+                guest.close()
+                del self._guests[target]
+                self._unavailable.update(
+                    dict.fromkeys(
+                        (name for name, *_ in slots),
+                        f"{fn.c_declaration}: cannot be replayed in the {target} build: {exc}",
+                    )
+                )
+                continue
+            problem = failure or _difference(fn, native, value, ret, args, guest_args, written, self._handles[target])
+            if problem:
+                warnings.warn(
+                    f"{fn.name}(): {problem} in the {target} build; its costs measure a different execution",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+
     def close(self) -> None:
-        """End the library's process if this library started it."""
+        """End the library's process if this library started it, and its RISC-V builds' workers."""
+        for guest, _ in self._guests.values():
+            guest.close()
+        self._guests = {}
         if self._own_host:
             self.host.close()
 
@@ -456,3 +516,84 @@ class Library:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _guest_call(
+    fn: Function, args: Sequence[Any], wires: list[Any], blobs: list[Any], xlen: int, handles: dict[int, int]
+) -> tuple[list[Arg], tuple[str, int, bool]]:
+    """The call's arguments and result type as the RISC-V build gets them."""
+    types = fn._library.type_map
+    out: list[Arg] = []
+    for param, wire in zip(fn.signature["params"], wires, strict=True):
+        desc = types.desc(param["type"])
+        tag = wire[0]
+        if desc["kind"] in ("int", "enum", "bool") and tag == "v":
+            signed = desc.get("signed", True) and desc["kind"] != "bool"
+            out.append(Arg("int", wire[1], bits=word_bits(desc, xlen), signed=bool(signed)))
+        elif desc["kind"] == "float" and tag == "v":
+            out.append(Arg("float", wire[1], bits=8 * desc["size"]))
+        elif desc["kind"] == "pointer" and tag == "v":
+            if wire[1] is None:
+                out.append(Arg("null"))
+            elif wire[1] in handles:
+                out.append(Arg("handle", handles[wire[1]]))
+            else:
+                raise Unreplayable(f"an address ({wire[1]:#x}) that no function of the library returned")
+        elif desc["kind"] == "pointer" and tag == "m":
+            out.append(Arg("buffer", bytes(blobs[wire[2]]), back=bool(wire[3])))
+        else:
+            raise Unreplayable(f"a {desc['name']} argument passed as {tag!r}")
+    ret = types.desc(fn.signature["ret"])
+    if ret["kind"] in ("int", "enum", "bool"):
+        signed = ret.get("signed", True) and ret["kind"] != "bool"
+        result = ("int", word_bits(ret, xlen), bool(signed))
+    elif ret["kind"] == "float":
+        result = ("float", 8 * ret["size"], True)
+    elif ret["kind"] == "pointer":
+        result = ("pointer", xlen, False)
+    elif ret["kind"] == "void":
+        result = ("void", 0, False)
+    else:
+        raise Unreplayable(f"its result ({ret['name']})")
+    return out, result
+
+
+def _difference(
+    fn: Function,
+    native: Wire,
+    value: Any,
+    ret: tuple[str, int, bool],
+    args: Sequence[Any],
+    guest_args: Sequence[Arg],
+    written: list[bytes],
+    handles: dict[int, int],
+) -> str:
+    """How the RISC-V build's call differs from the native one ("" when it does not)."""
+    kind = ret[0]
+    native_value = native[1]
+    if kind == "pointer":
+        if (native_value is None) != (value == 0):
+            null = "NULL" if value == 0 else "not NULL"
+            return f"the result is {null} (natively {'NULL' if native_value is None else 'not NULL'})"
+        if native_value is not None:
+            handles[native_value] = value
+    elif kind == "int":
+        mask = (1 << ret[1]) - 1
+        if (int(native_value) & mask) != (int(value) & mask):
+            return f"the result is {value} (natively {native_value})"
+    elif kind == "float":
+        same = native_value == value or (math.isnan(native_value) and math.isnan(value))
+        if not same and not (ret[1] == 32 and ctypes.c_float(native_value).value == value):
+            return f"the result is {value!r} (natively {native_value!r})"
+    returned = iter(written)
+    for n, arg in enumerate(guest_args):
+        if arg.kind == "buffer" and arg.back:
+            obj = _ctypes_object(args[n])
+            try:
+                here = bytes(memoryview(args[n] if obj is None else obj).cast("B"))
+            except TypeError:
+                continue
+            theirs = next(returned)
+            if here[: len(theirs)] != theirs[: len(here)]:
+                return f"argument {n + 1} is written differently"
+    return ""

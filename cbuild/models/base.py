@@ -11,6 +11,12 @@ A model has
   none and cost nothing at run time beyond the block counters;
 * :meth:`CostModel.evaluate`, which turns block counts (and the dynamic phase's
   results) into one :class:`~cbuild.costs.Cost` per metric.
+
+A model of a RISC-V machine instead names the target it :meth:`~CostModel.executes`: the
+build is then also made for that target and executed in the RISC-V executor
+(:mod:`cbuild.rvexec`), where the model's :meth:`~CostModel.exec_runtime` C code sees every
+executed machine block and memory access; :meth:`~CostModel.evaluate` reads its results and
+the executed blocks from :attr:`BlockCounts.machine <cbuild.costs.BlockCounts.machine>`.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from cbuild.blocks import BlockTable
 from cbuild.costs import BlockCounts, Cost, weighted_cost
 from cbuild.errors import CBuildError
 from cbuild.lowering import TWINS, LoweredProgram, lower_program
+from cbuild.rvexec import ExecRuntime
 
 #: Run-time events a dynamic phase can ask for.
 BLOCKS = "blocks"
@@ -67,6 +74,13 @@ def integer(low: int, high: int | None = None) -> Callable[[Any], int]:
         return value
 
     return check
+
+
+def boolean(value: Any) -> bool:
+    """A ``check`` for true or false."""
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -161,6 +175,15 @@ class CostModel:
         parts = [(f"{self.name}.version", self.version)]
         parts += [(f"{self.name}.{k}", repr(v)) for k, v in sorted(self.config.items())]
         return tuple(parts)
+
+    def executes(self) -> str | None:
+        """The RISC-V target (``riscv32``, ``riscv64``) whose build the model measures in the
+        executor, or None: the model measures the host build."""
+        return None
+
+    def exec_runtime(self) -> ExecRuntime:
+        """The model's C code in the RISC-V executor (for a model that :meth:`executes` a target)."""
+        raise NotImplementedError(f"cost model {self.name!r} executes a target but has no exec_runtime")
 
     def analyse(self, build: BuildView) -> dict[str, Any]:
         """Static phase: per-block facts, as a JSON document cached with the build."""

@@ -6,6 +6,12 @@ code pages. Dynamic phase: the program reports every executed block and every
 load and store; the runtime pages 1 KiB pages in and out per segment and splits
 segments at the configured po2 (runtime/zkvm_model.c). Constants default to
 RISC Zero's circuit v2/v3 values (docs/cost-models.md).
+
+With ``execute = true`` the program or library is instead built for riscv32 itself
+(:mod:`cbuild.rvbuild`) and executed in the RISC-V executor (:mod:`cbuild.rvexec`), where
+runtime/zkvm_exec.c sees every executed machine instruction and memory access: user cycles are
+exact, per function, and segments close before the exact instruction. Regions and cut-offs on
+zk cycles are not measured in that mode yet.
 """
 
 from __future__ import annotations
@@ -15,10 +21,23 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from cbuild.costs import BlockCounts, Cost
-from cbuild.models.base import BLOCKS, MEMORY, BuildView, CostModel, Metric, ModelError, Param, Runtime, integer
+from cbuild.models.base import (
+    BLOCKS,
+    MEMORY,
+    BuildView,
+    CostModel,
+    Metric,
+    ModelError,
+    Param,
+    Runtime,
+    boolean,
+    integer,
+)
 from cbuild.models.csource import c_array
+from cbuild.rvexec import ExecRuntime
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "zkvm_model.c"
+EXEC_RUNTIME = Path(__file__).parent.parent / "runtime" / "zkvm_exec.c"
 PAGE_BITS = 10
 #: Order of the dynamic phase's results.
 RESULTS = ("total", "user", "paging", "reserved", "segments", "page_ins", "page_outs")
@@ -47,6 +66,7 @@ class ZkvmModel(CostModel):
         "reserved_paging_cycles": Param(10, "paging cycles reserved per segment", integer(0)),
         "max_insn_cycles": Param(25000, "head room a segment keeps below 2^po2", integer(0)),
         "merkle_depth": Param(22, "depth of the page Merkle tree (4 GiB of 1 KiB pages)", integer(22, 22)),
+        "execute": Param(False, "execute the riscv32 build itself (exact user cycles and paging)", boolean),
     }
 
     def configure(self) -> None:
@@ -57,6 +77,30 @@ class ZkvmModel(CostModel):
                 f"[tool.instrbudget.zkvm] po2 = {c['po2']}: a segment of 2^{c['po2']} cycles has no room left after "
                 f"max_insn_cycles + reserved_cycles + reserved_paging_cycles = {taken}"
             )
+
+    def _defines(self) -> dict[str, int]:
+        c = self.config
+        return {
+            "ZK_PO2": c["po2"],
+            "ZK_PAGE_CYCLES": c["page_cycles"],
+            "ZK_NODE_CYCLES": c["node_cycles"],
+            "ZK_RESERVED_CYCLES": c["reserved_cycles"],
+            "ZK_RESERVED_PAGING_CYCLES": c["reserved_paging_cycles"],
+            "ZK_MAX_INSN_CYCLES": c["max_insn_cycles"],
+            "ZK_DEPTH": c["merkle_depth"],
+            "ZK_PAGE_BITS": PAGE_BITS,
+        }
+
+    def key_params(self) -> tuple[tuple[str, str], ...]:
+        # Builds and baselines made before ``execute`` existed stay valid while it is off.
+        return tuple(kv for kv in super().key_params() if kv != ("zkvm.execute", "False"))
+
+    def executes(self) -> str | None:
+        return "riscv32" if self.config["execute"] else None
+
+    def exec_runtime(self) -> ExecRuntime:
+        source = "".join([*(f"#define {k} {v}u\n" for k, v in self._defines().items()), EXEC_RUNTIME.read_text()])
+        return ExecRuntime(source, results=len(RESULTS), memory=True)
 
     def analyse(self, build: BuildView) -> dict[str, Any]:
         user, first, last = [], [], []
@@ -72,17 +116,7 @@ class ZkvmModel(CostModel):
         return {"user": user, "code_first": first, "code_last": last, "approximate_functions": code.approximate}
 
     def runtime(self, analysis: Mapping[str, Any]) -> Runtime:
-        c = self.config
-        defines = {
-            "ZK_PO2": c["po2"],
-            "ZK_PAGE_CYCLES": c["page_cycles"],
-            "ZK_NODE_CYCLES": c["node_cycles"],
-            "ZK_RESERVED_CYCLES": c["reserved_cycles"],
-            "ZK_RESERVED_PAGING_CYCLES": c["reserved_paging_cycles"],
-            "ZK_MAX_INSN_CYCLES": c["max_insn_cycles"],
-            "ZK_DEPTH": c["merkle_depth"],
-            "ZK_PAGE_BITS": PAGE_BITS,
-        }
+        defines = self._defines()
         source = "".join(
             [
                 *(f"#define {k} {v}u\n" for k, v in defines.items()),
@@ -101,7 +135,17 @@ class ZkvmModel(CostModel):
         return f"zkVM segment {found['segments']} (po2 {self.config['po2']})"
 
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
+        if self.name in counts.unavailable:
+            return []
         results = dict(zip(RESULTS, counts.results_of(self.name), strict=True))
+        if self.config["execute"]:
+            executed = dict(counts.machine_run("riscv32").functions)
+            return [
+                Cost("zk_cycles", results["total"]),
+                Cost("zk_user_cycles", results["user"], executed),
+                Cost("zk_paging_cycles", results["paging"]),
+                Cost("zk_segments", results["segments"]),
+            ]
         functions: dict[str, int] = {}
         for block, count, words in zip(
             counts.table.blocks, counts.counts, counts.analysis(self.name)["user"], strict=True

@@ -1,0 +1,543 @@
+/*
+ * The RISC-V executor: runs a static riscv32/riscv64 Linux ELF (or calls functions of one) in
+ * unicorn, with native hooks, and reports exactly which machine blocks ran.
+ *
+ * Built by cbuild/rvexec.py into a shared library, together with the C code of the cost models
+ * that measure through it (their hooks are joined by a generated prelude that defines
+ * rvx_models_block/access/reset/finish/now). Python (cbuild.rvexec) loads the ELF's segments,
+ * lays out the stack, and drives runs and calls through the functions marked RVX_API.
+ *
+ * Blocks: unicorn's translated blocks, keyed by (start address, instruction count); each has an
+ * execution count. A block ends at a control transfer, an ecall, a page end or unicorn's size
+ * limit, so the executed instructions are exactly the sum of count x size over blocks. Memory
+ * accesses are attributed to instructions by position: the k-th access in a block is made by its
+ * k-th memory instruction (AMOs make two), which models use to place events exactly.
+ *
+ * Linux system calls: the few a static musl program makes (write, read, brk, mmap of anonymous
+ * memory, exit, clock_gettime with a deterministic clock, ...); the rest return -ENOSYS.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unicorn/unicorn.h>
+
+#define RVX_API __attribute__((visibility("default")))
+
+/* Run outcomes (rvx_run). */
+#define RVX_EXITED 0   /* the program made the exit system call */
+#define RVX_RETURNED 1 /* a called function returned to the stop address */
+#define RVX_FAULT 2    /* an exception or unmapped access: see rvx_error */
+#define RVX_LIMIT 3    /* the instruction limit was reached */
+#define RVX_READY 4    /* a library guest's main announced it is ready for calls */
+
+#define SYS_READY 0x7f00 /* the ecall number a library guest's main makes once libc is set up */
+#define RVX_MAX_MODELS 4
+
+typedef struct rvx_block {
+    uint64_t pc;
+    uint64_t count;
+    uint32_t n;      /* instructions */
+    uint32_t id;     /* order of first execution */
+    uint32_t nmem;   /* memory accesses the block's instructions make */
+    uint32_t transfer; /* the last instruction is a branch or jump */
+    uint16_t *memidx; /* instruction index of each access */
+    const int32_t *data[RVX_MAX_MODELS]; /* per-model data from the host (rvx_set_block_data) */
+    uint32_t data_len[RVX_MAX_MODELS];
+} rvx_block;
+
+/* Called once for each new block, for each model that asks for host-computed block data. */
+typedef void (*rvx_block_cb)(uint32_t model, uint32_t id, uint64_t pc, uint32_t n, const uint32_t *words);
+
+typedef struct rvx rvx;
+static rvx *rvx_self; /* one executor per process: the models' hooks find it here */
+
+struct rvx {
+    uc_engine *uc;
+    int xlen;
+    rvx_block **table; /* open addressing on (pc, n) */
+    uint32_t table_size, nblocks;
+    rvx_block **order; /* blocks by id */
+    uint32_t order_cap;
+    rvx_block *cur;
+    uint32_t access; /* accesses seen in the current block */
+    uint64_t executed, limit;
+    int status, exit_code, stop_requested;
+    char error[256];
+    uint8_t *in;
+    size_t in_len, in_pos;
+    uint8_t *out[2];
+    size_t out_len[2], out_cap[2];
+    uint64_t brk_start, brk, brk_mapped, mmap_next, mmap_end;
+    uint64_t stop_pc;
+    rvx_block_cb block_cb;
+    uint32_t data_models; /* bit i: model i wants block data */
+    uint64_t syscalls;
+};
+
+/* ---- the models' hooks (generated prelude) ---- */
+static void rvx_models_block(const rvx_block *b);
+static void rvx_models_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);
+static void rvx_models_reset(void);
+static void rvx_models_finish(uint64_t *out);
+static void rvx_models_now(uint64_t *out);
+#ifndef RVX_MEMORY_EVENTS
+#define RVX_MEMORY_EVENTS 0
+#endif
+
+/* ---- instruction decoding (only what block bookkeeping needs) ---- */
+
+static uint32_t rvx_accesses(uint32_t w) {
+    uint32_t op = w & 0x7f;
+    if (op == 0x03 || op == 0x07 || op == 0x23 || op == 0x27) return 1; /* loads, stores (also FP) */
+    if (op == 0x2f) {
+        uint32_t f5 = w >> 27;
+        return (f5 == 0x02 || f5 == 0x03) ? 1 : 2; /* lr, sc: one; AMOs read and write */
+    }
+    return 0;
+}
+
+static uint32_t rvx_is_transfer(uint32_t w) {
+    uint32_t op = w & 0x7f;
+    return op == 0x63 || op == 0x6f || op == 0x67;
+}
+
+/* ---- blocks ---- */
+
+static uint64_t rvx_hash(uint64_t pc, uint32_t n) {
+    uint64_t h = (pc ^ ((uint64_t)n << 40)) * 0x9E3779B97F4A7C15ull;
+    return h >> 20;
+}
+
+static void rvx_grow_table(rvx *x) {
+    uint32_t size = x->table_size ? x->table_size * 2 : 4096, i;
+    rvx_block **table = calloc(size, sizeof *table);
+    if (table == NULL) abort();
+    for (i = 0; i < x->nblocks; i++) {
+        rvx_block *b = x->order[i];
+        uint64_t h = rvx_hash(b->pc, b->n) & (size - 1);
+        while (table[h] != NULL) h = (h + 1) & (size - 1);
+        table[h] = b;
+    }
+    free(x->table);
+    x->table = table;
+    x->table_size = size;
+}
+
+static rvx_block *rvx_new_block(rvx *x, uint64_t pc, uint32_t n, uint64_t slot) {
+    rvx_block *b = calloc(1, sizeof *b);
+    uint32_t *words = malloc(4 * (size_t)(n ? n : 1)), i, k = 0, m;
+    if (b == NULL || words == NULL) abort();
+    b->pc = pc;
+    b->n = n;
+    b->id = x->nblocks;
+    if (uc_mem_read(x->uc, pc, words, 4 * (size_t)n) != UC_ERR_OK) memset(words, 0, 4 * (size_t)n);
+    for (i = 0; i < n; i++) b->nmem += rvx_accesses(words[i]);
+    b->memidx = malloc(sizeof(uint16_t) * (b->nmem ? b->nmem : 1));
+    if (b->memidx == NULL) abort();
+    for (i = 0; i < n; i++)
+        for (m = rvx_accesses(words[i]); m > 0; m--) b->memidx[k++] = (uint16_t)i;
+    b->transfer = n > 0 && rvx_is_transfer(words[n - 1]);
+    if (x->nblocks == x->order_cap) {
+        x->order_cap = x->order_cap ? 2 * x->order_cap : 4096;
+        x->order = realloc(x->order, x->order_cap * sizeof *x->order);
+        if (x->order == NULL) abort();
+    }
+    x->order[x->nblocks++] = b;
+    x->table[slot] = b;
+    for (m = 0; m < RVX_MAX_MODELS; m++)
+        if ((x->data_models >> m) & 1u && x->block_cb != NULL) x->block_cb(m, b->id, pc, n, words);
+    free(words);
+    if (2 * x->nblocks > x->table_size) rvx_grow_table(x);
+    return b;
+}
+
+static rvx_block *rvx_find(rvx *x, uint64_t pc, uint32_t n) {
+    uint64_t h = rvx_hash(pc, n) & (x->table_size - 1);
+    rvx_block *b;
+    while ((b = x->table[h]) != NULL) {
+        if (b->pc == pc && b->n == n) return b;
+        h = (h + 1) & (x->table_size - 1);
+    }
+    return rvx_new_block(x, pc, n, h);
+}
+
+static void rvx_on_block(uc_engine *uc, uint64_t address, uint32_t size, void *data) {
+    rvx *x = data;
+    rvx_block *b = rvx_find(x, address, size >> 2);
+    b->count++;
+    x->cur = b;
+    x->access = 0;
+    x->executed += b->n;
+    rvx_models_block(b);
+    if (x->executed > x->limit) {
+        x->status = RVX_LIMIT;
+        x->stop_requested = 1;
+        uc_emu_stop(uc);
+    }
+}
+
+static void rvx_on_memory(uc_engine *uc, uc_mem_type type, uint64_t address, int size, int64_t value, void *data) {
+    rvx *x = data;
+    rvx_block *b = x->cur;
+    uint32_t index = 0;
+    (void)uc;
+    (void)value;
+    if (b != NULL) index = x->access < b->nmem ? b->memidx[x->access] : (b->n ? b->n - 1 : 0);
+    x->access++;
+    rvx_models_access(address, (uint32_t)size, type == UC_MEM_WRITE, index);
+}
+
+/* ---- system calls ---- */
+
+enum {
+    NR_IOCTL = 29, NR_CLOSE = 57, NR_READ = 63, NR_WRITE = 64, NR_READV = 65, NR_WRITEV = 66, NR_EXIT = 93,
+    NR_EXIT_GROUP = 94, NR_SET_TID_ADDRESS = 96, NR_CLOCK_GETTIME = 113, NR_SCHED_GETAFFINITY = 123,
+    NR_TKILL = 130, NR_RT_SIGACTION = 134, NR_RT_SIGPROCMASK = 135, NR_GETPID = 172, NR_GETUID = 174,
+    NR_GETEUID = 175, NR_GETGID = 176, NR_GETEGID = 177, NR_GETTID = 178, NR_BRK = 214, NR_MUNMAP = 215,
+    NR_MMAP = 222, NR_MPROTECT = 226, NR_MADVISE = 233, NR_CLOCK_GETTIME64 = 403,
+};
+#define E_BADF 9
+#define E_NOMEM 12
+#define E_INVAL 22
+#define E_NOTTY 25
+#define E_NOSYS 38
+#define E_FAULT 14
+#define PAGE 4096u
+#define ALIGN_UP(v) (((v) + PAGE - 1) & ~(uint64_t)(PAGE - 1))
+
+static const int rvx_args[6] = {UC_RISCV_REG_A0, UC_RISCV_REG_A1, UC_RISCV_REG_A2,
+                                UC_RISCV_REG_A3, UC_RISCV_REG_A4, UC_RISCV_REG_A5};
+
+static uint64_t rvx_reg(rvx *x, int reg) {
+    uint64_t v = 0;
+    uc_reg_read(x->uc, reg, &v);
+    return x->xlen == 32 ? (uint32_t)v : v;
+}
+
+static void rvx_set(rvx *x, int reg, uint64_t v) {
+    if (x->xlen == 32) {
+        uint32_t w = (uint32_t)v;
+        uc_reg_write(x->uc, reg, &w);
+    } else {
+        uc_reg_write(x->uc, reg, &v);
+    }
+}
+
+/* Map [start, end) (page-aligned), leaving pages that are mapped already as they are. */
+static int rvx_map_range(rvx *x, uint64_t start, uint64_t end) {
+    uc_mem_region *regions = NULL;
+    uint32_t count = 0, i;
+    uint64_t pos = start;
+    if (uc_mem_regions(x->uc, &regions, &count) != UC_ERR_OK) return -1;
+    while (pos < end) {
+        uint64_t gap_end = end;
+        int inside = 0;
+        for (i = 0; i < count; i++) {
+            if (regions[i].begin <= pos && pos <= regions[i].end) {
+                pos = regions[i].end + 1; /* end is inclusive */
+                inside = 1;
+                break;
+            }
+            if (regions[i].begin > pos && regions[i].begin < gap_end) gap_end = regions[i].begin;
+        }
+        if (inside) continue;
+        if (uc_mem_map(x->uc, pos, gap_end - pos, UC_PROT_ALL) != UC_ERR_OK) {
+            uc_free(regions);
+            return -1;
+        }
+        pos = gap_end;
+    }
+    uc_free(regions);
+    return 0;
+}
+
+/* Data the host writes into guest memory is a store by the ecall instruction, for the models. */
+static void rvx_host_wrote(rvx *x, uint64_t address, uint64_t size) {
+    if (RVX_MEMORY_EVENTS && size > 0 && x->cur != NULL) {
+        uint64_t a;
+        for (a = address; a < address + size; a = (a | 1023u) + 1) {
+            uint64_t end = (a | 1023u) + 1;
+            rvx_models_access(a, (uint32_t)((end < address + size ? end : address + size) - a), 1, x->cur->n - 1);
+        }
+    }
+}
+
+static int64_t rvx_write_fd(rvx *x, uint64_t fd, uint64_t address, uint64_t len) {
+    int which;
+    if (fd != 1 && fd != 2) return -E_BADF;
+    which = (int)fd - 1;
+    if (x->out_len[which] + len > x->out_cap[which]) {
+        size_t cap = x->out_cap[which] ? x->out_cap[which] : 4096;
+        while (cap < x->out_len[which] + len) cap *= 2;
+        x->out[which] = realloc(x->out[which], cap);
+        if (x->out[which] == NULL) abort();
+        x->out_cap[which] = cap;
+    }
+    if (len && uc_mem_read(x->uc, address, x->out[which] + x->out_len[which], len) != UC_ERR_OK) return -E_FAULT;
+    x->out_len[which] += len;
+    return (int64_t)len;
+}
+
+static int64_t rvx_read_fd(rvx *x, uint64_t fd, uint64_t address, uint64_t len) {
+    size_t n;
+    if (fd != 0) return -E_BADF;
+    n = x->in_len - x->in_pos < len ? x->in_len - x->in_pos : len;
+    if (n && uc_mem_write(x->uc, address, x->in + x->in_pos, n) != UC_ERR_OK) return -E_FAULT;
+    rvx_host_wrote(x, address, n);
+    x->in_pos += n;
+    return (int64_t)n;
+}
+
+static int64_t rvx_vector(rvx *x, int writing, uint64_t fd, uint64_t iov, uint64_t count) {
+    int64_t total = 0, got;
+    uint64_t i, width = (uint64_t)x->xlen / 8;
+    for (i = 0; i < count; i++) {
+        uint64_t base = 0, len = 0;
+        if (uc_mem_read(x->uc, iov + i * 2 * width, &base, width) != UC_ERR_OK ||
+            uc_mem_read(x->uc, iov + i * 2 * width + width, &len, width) != UC_ERR_OK)
+            return -E_FAULT;
+        got = writing ? rvx_write_fd(x, fd, base, len) : rvx_read_fd(x, fd, base, len);
+        if (got < 0) return got;
+        total += got;
+        if (!writing && (uint64_t)got < len) break;
+    }
+    return total;
+}
+
+static int64_t rvx_brk(rvx *x, uint64_t address) {
+    uint64_t end;
+    if (address <= x->brk_start) return (int64_t)x->brk;
+    end = ALIGN_UP(address);
+    if (end > x->mmap_next) return (int64_t)x->brk;
+    if (end > x->brk_mapped) {
+        if (rvx_map_range(x, x->brk_mapped, end) != 0) return (int64_t)x->brk;
+        x->brk_mapped = end;
+    }
+    x->brk = address;
+    return (int64_t)x->brk;
+}
+
+static int64_t rvx_mmap(rvx *x, uint64_t address, uint64_t len, uint64_t flags, int64_t fd) {
+    uint64_t start;
+    if (!(flags & 0x20) || fd != -1) return -E_NOSYS; /* anonymous memory only */
+    if (len == 0) return -E_INVAL;
+    len = ALIGN_UP(len);
+    if (flags & 0x10) { /* MAP_FIXED */
+        uint8_t *zeros;
+        if (address & (PAGE - 1)) return -E_INVAL;
+        if (rvx_map_range(x, address, address + len) != 0) return -E_NOMEM;
+        zeros = calloc(1, len);
+        if (zeros == NULL) abort();
+        uc_mem_write(x->uc, address, zeros, len);
+        free(zeros);
+        return (int64_t)address;
+    }
+    start = x->mmap_next;
+    if (start + len > x->mmap_end) return -E_NOMEM;
+    if (uc_mem_map(x->uc, start, len, UC_PROT_ALL) != UC_ERR_OK) return -E_NOMEM;
+    x->mmap_next = start + len; /* never reused: runs stay deterministic */
+    return (int64_t)start;
+}
+
+static int64_t rvx_syscall(rvx *x, uint64_t nr, const uint64_t *a) {
+    x->syscalls++;
+    switch (nr) {
+    case NR_EXIT:
+    case NR_EXIT_GROUP:
+        x->exit_code = (int)(a[0] & 0xff);
+        x->status = RVX_EXITED;
+        x->stop_requested = 1;
+        uc_emu_stop(x->uc);
+        return 0;
+    case SYS_READY:
+        x->status = RVX_READY;
+        x->stop_requested = 1;
+        uc_emu_stop(x->uc);
+        return 0;
+    case NR_WRITE: return rvx_write_fd(x, a[0], a[1], a[2]);
+    case NR_WRITEV: return rvx_vector(x, 1, a[0], a[1], a[2]);
+    case NR_READ: return rvx_read_fd(x, a[0], a[1], a[2]);
+    case NR_READV: return rvx_vector(x, 0, a[0], a[1], a[2]);
+    case NR_BRK: return rvx_brk(x, a[0]);
+    case NR_MMAP: return rvx_mmap(x, a[0], a[1], a[3], x->xlen == 32 ? (int32_t)a[4] : (int64_t)a[4]);
+    case NR_MUNMAP: return 0; /* addresses are never reused; the memory stays mapped */
+    case NR_TKILL:
+        x->exit_code = 128 + (int)a[1]; /* killed by a signal (abort), as a shell reports it */
+        x->status = RVX_EXITED;
+        x->stop_requested = 1;
+        uc_emu_stop(x->uc);
+        return 0;
+    case NR_CLOCK_GETTIME64:
+    case NR_CLOCK_GETTIME: { /* a deterministic clock: one nanosecond per instruction */
+        int64_t ts[2] = {(int64_t)(x->executed / 1000000000u), (int64_t)(x->executed % 1000000000u)};
+        if (nr == NR_CLOCK_GETTIME && x->xlen == 32) return -E_NOSYS;
+        if (uc_mem_write(x->uc, a[1], ts, sizeof ts) != UC_ERR_OK) return -E_FAULT;
+        rvx_host_wrote(x, a[1], sizeof ts);
+        return 0;
+    }
+    case NR_SCHED_GETAFFINITY: { /* one CPU */
+        uint32_t one = 1;
+        if (a[1] < 4) return -E_INVAL;
+        if (uc_mem_write(x->uc, a[2], &one, 4) != UC_ERR_OK) return -E_FAULT;
+        rvx_host_wrote(x, a[2], 4);
+        return 4;
+    }
+    case NR_IOCTL: return -E_NOTTY;
+    case NR_CLOSE: return a[0] <= 2 ? 0 : -E_BADF;
+    case NR_SET_TID_ADDRESS:
+    case NR_GETPID:
+    case NR_GETTID: return 1;
+    case NR_RT_SIGACTION:
+    case NR_RT_SIGPROCMASK:
+    case NR_MPROTECT:
+    case NR_MADVISE:
+    case NR_GETUID:
+    case NR_GETEUID:
+    case NR_GETGID:
+    case NR_GETEGID: return 0;
+    default: return -E_NOSYS;
+    }
+}
+
+static void rvx_on_interrupt(uc_engine *uc, uint32_t intno, void *data) {
+    rvx *x = data;
+    uint64_t a[6];
+    int i;
+    int64_t result;
+    (void)uc;
+    if (intno != 8) { /* 8: environment call from U-mode */
+        snprintf(x->error, sizeof x->error, "exception %u at pc=0x%llx", intno,
+                 (unsigned long long)rvx_reg(x, UC_RISCV_REG_PC));
+        x->status = RVX_FAULT;
+        x->stop_requested = 1;
+        uc_emu_stop(x->uc);
+        return;
+    }
+    for (i = 0; i < 6; i++) a[i] = rvx_reg(x, rvx_args[i]);
+    result = rvx_syscall(x, rvx_reg(x, UC_RISCV_REG_A7), a);
+    if (!x->stop_requested) rvx_set(x, UC_RISCV_REG_A0, (uint64_t)result);
+}
+
+/* ---- the API ---- */
+
+RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t mmap_end, rvx_block_cb cb,
+                     uint32_t data_models) {
+    rvx *x = calloc(1, sizeof *x);
+    uc_hook hook;
+    if (x == NULL) return NULL;
+    x->xlen = xlen;
+    if (uc_open(UC_ARCH_RISCV, xlen == 32 ? UC_MODE_RISCV32 : UC_MODE_RISCV64, &x->uc) != UC_ERR_OK) {
+        free(x);
+        return NULL;
+    }
+    rvx_grow_table(x);
+    x->brk_start = x->brk = x->brk_mapped = brk_start;
+    x->mmap_next = mmap_start;
+    x->mmap_end = mmap_end;
+    x->block_cb = cb;
+    x->data_models = data_models;
+    x->limit = UINT64_MAX;
+    uc_hook_add(x->uc, &hook, UC_HOOK_BLOCK, (void *)rvx_on_block, x, 1, 0);
+    if (RVX_MEMORY_EVENTS) uc_hook_add(x->uc, &hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rvx_on_memory, x, 1, 0);
+    uc_hook_add(x->uc, &hook, UC_HOOK_INTR, (void *)rvx_on_interrupt, x, 1, 0);
+    rvx_self = x;
+    rvx_models_reset();
+    return x;
+}
+
+RVX_API int rvx_map(rvx *x, uint64_t start, uint64_t end) { return rvx_map_range(x, start & ~(uint64_t)(PAGE - 1), ALIGN_UP(end)); }
+
+RVX_API int rvx_write(rvx *x, uint64_t address, const void *data, size_t len) {
+    return uc_mem_write(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
+}
+
+RVX_API int rvx_read(rvx *x, uint64_t address, void *data, size_t len) {
+    return uc_mem_read(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
+}
+
+RVX_API uint64_t rvx_get_reg(rvx *x, int reg) { return rvx_reg(x, reg); }
+
+RVX_API void rvx_set_reg(rvx *x, int reg, uint64_t value) { rvx_set(x, reg, value); }
+
+RVX_API void rvx_set_stdin(rvx *x, const uint8_t *data, size_t len) {
+    free(x->in);
+    x->in = malloc(len ? len : 1);
+    if (x->in == NULL) abort();
+    memcpy(x->in, data, len);
+    x->in_len = len;
+    x->in_pos = 0;
+}
+
+/* Output written to fd 1 (which 0) or 2 (which 1) so far. */
+RVX_API size_t rvx_output(rvx *x, int which, const uint8_t **data) {
+    *data = x->out[which];
+    return x->out_len[which];
+}
+
+RVX_API void rvx_clear_output(rvx *x) { x->out_len[0] = x->out_len[1] = 0; }
+
+/* Run from ``pc`` until the program exits, returns to ``stop_pc`` (nonzero), faults, or has
+ * executed ``limit`` more instructions. */
+RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
+    uc_err err;
+    x->status = -1;
+    x->stop_requested = 0;
+    x->error[0] = '\0';
+    x->cur = NULL;
+    x->stop_pc = stop_pc;
+    x->limit = limit > UINT64_MAX - x->executed ? UINT64_MAX : x->executed + limit;
+    err = uc_emu_start(x->uc, pc, stop_pc, 0, 0);
+    if (err != UC_ERR_OK) {
+        snprintf(x->error, sizeof x->error, "%s at pc=0x%llx", uc_strerror(err),
+                 (unsigned long long)rvx_reg(x, UC_RISCV_REG_PC));
+        return x->status = RVX_FAULT;
+    }
+    if (x->status >= 0) return x->status;
+    if (stop_pc != 0 && rvx_reg(x, UC_RISCV_REG_PC) == stop_pc) return x->status = RVX_RETURNED;
+    snprintf(x->error, sizeof x->error, "execution stopped at pc=0x%llx without exiting",
+             (unsigned long long)rvx_reg(x, UC_RISCV_REG_PC));
+    return x->status = RVX_FAULT;
+}
+
+RVX_API const char *rvx_error(rvx *x) { return x->error; }
+RVX_API int rvx_exit_code(rvx *x) { return x->exit_code; }
+RVX_API uint64_t rvx_executed(rvx *x) { return x->executed; }
+RVX_API uint32_t rvx_block_count(rvx *x) { return x->nblocks; }
+
+/* Blocks by id: start address, instructions, executions. */
+RVX_API void rvx_blocks(rvx *x, uint64_t *pc, uint32_t *n, uint64_t *count) {
+    uint32_t i;
+    for (i = 0; i < x->nblocks; i++) {
+        pc[i] = x->order[i]->pc;
+        n[i] = x->order[i]->n;
+        count[i] = x->order[i]->count;
+    }
+}
+
+/* Host-computed data for a block (from within the block callback): kept until the executor ends. */
+RVX_API void rvx_set_block_data(rvx *x, uint32_t model, uint32_t id, const int32_t *data, uint32_t len) {
+    int32_t *copy = malloc(sizeof(int32_t) * (len ? len : 1));
+    if (copy == NULL) abort();
+    memcpy(copy, data, sizeof(int32_t) * len);
+    x->order[id]->data[model] = copy;
+    x->order[id]->data_len[model] = len;
+}
+
+/* A measurement starts: block counts and the models' state from zero. */
+RVX_API void rvx_reset(rvx *x) {
+    uint32_t i;
+    for (i = 0; i < x->nblocks; i++) x->order[i]->count = 0;
+    x->executed = 0;
+    rvx_models_reset();
+}
+
+RVX_API void rvx_finish(rvx *x, uint64_t *out) {
+    (void)x;
+    rvx_models_finish(out);
+}
+
+RVX_API void rvx_now(rvx *x, uint64_t *out) {
+    (void)x;
+    rvx_models_now(out);
+}

@@ -1,0 +1,160 @@
+/*
+ * The zkvm model in the RISC-V executor (rv_executor.c): RISC Zero rv32im cycles of the executed ELF.
+ *
+ * User cycles: one per executed instruction. Before each instruction the segment closes if
+ * user + paging + reserved cycles have reached 2^po2 - ZK_MAX_INSN_CYCLES (RISC Zero's
+ * segment_threshold); a closed segment is padded to 2^po2, the last to the next power of two.
+ * Paging, per segment: each instruction fetches its word (the first fetch from a 1 KiB page pages
+ * it in), then makes its data accesses; the first read of a page costs ZK_PAGE_CYCLES plus
+ * ZK_NODE_CYCLES per Merkle ancestor not yet loaded in the segment, the first write the same
+ * again for the page-out (ancestors not yet dirty). Instructions are begun lazily, when an
+ * access or the next block needs them, so a segment boundary falls on the exact instruction.
+ */
+#include <stdlib.h>
+
+#define ZK_NODES (2u << ZK_DEPTH)
+#define ZK_PAGE_MASK ((1u << ZK_DEPTH) - 1u)
+#define ZK_SEGMENT_RESERVED ((int64_t)ZK_RESERVED_CYCLES + (int64_t)ZK_RESERVED_PAGING_CYCLES)
+#define ZK_THRESHOLD ((int64_t)((uint64_t)1 << ZK_PO2) - (int64_t)ZK_MAX_INSN_CYCLES)
+#define ZK_SEEN 256 /* direct-mapped caches of pages already loaded / dirty in this segment */
+#define ZK_NONE 0xffffffffu
+
+static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
+static uint32_t zk_generation;
+static int64_t zk_seg_user, zk_seg_paging;
+static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
+static uint32_t zk_seen[2][ZK_SEEN];
+static uint32_t zk_fetch_page;
+static uint64_t zk_pc;      /* the current block */
+static uint32_t zk_n, zk_pos; /* its instructions, and the next one not yet begun */
+
+static void zk_forget(void) {
+    uint32_t i;
+    for (i = 0; i < ZK_SEEN; i++) zk_seen[0][i] = zk_seen[1][i] = ZK_NONE;
+    zk_fetch_page = ZK_NONE;
+}
+
+static uint64_t zk_mark(uint32_t *set, uint32_t page) {
+    uint32_t node = (1u << ZK_DEPTH) + page;
+    uint64_t cost = ZK_PAGE_CYCLES;
+    set[node] = zk_generation;
+    for (node >>= 1; node >= 1; node >>= 1) {
+        if (set[node] == zk_generation) break;
+        set[node] = zk_generation;
+        cost += ZK_NODE_CYCLES;
+    }
+    return cost;
+}
+
+__attribute__((noinline)) static void zk_touch_slow(uint32_t page, uint32_t is_store) {
+    uint32_t leaf = (1u << ZK_DEPTH) + page;
+    if (zk_loaded == NULL) {
+        zk_loaded = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
+        zk_dirty = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
+        if (zk_loaded == NULL || zk_dirty == NULL) abort();
+    }
+    if (zk_loaded[leaf] != zk_generation) {
+        zk_seg_paging += (int64_t)zk_mark(zk_loaded, page);
+        zk_page_ins++;
+    }
+    zk_seen[0][page % ZK_SEEN] = page;
+    if (is_store) {
+        if (zk_dirty[leaf] != zk_generation) {
+            zk_seg_paging += (int64_t)zk_mark(zk_dirty, page);
+            zk_page_outs++;
+        }
+        zk_seen[1][page % ZK_SEEN] = page;
+    }
+}
+
+static inline void zk_touch(uint32_t page, uint32_t is_store) {
+    if (zk_seen[is_store != 0][page % ZK_SEEN] != page) zk_touch_slow(page, is_store);
+}
+
+static uint64_t zk_pow2(uint64_t n) {
+    uint64_t p = 1;
+    while (p < n) p <<= 1;
+    return p;
+}
+
+__attribute__((noinline)) static void zk_close_segment(void) {
+    zk_user_total += (uint64_t)zk_seg_user;
+    zk_paging_total += (uint64_t)zk_seg_paging;
+    zk_closed++;
+    zk_closed_padded += (uint64_t)1 << ZK_PO2;
+    zk_seg_user = zk_seg_paging = 0;
+    zk_generation++;
+    zk_forget();
+}
+
+/* Begin the current block's instructions up to index ``last``: split checks and fetches. */
+static void zk_begin(uint32_t last) {
+    while (zk_pos <= last && zk_pos < zk_n) {
+        uint64_t address = zk_pc + 4u * (uint64_t)zk_pos;
+        uint32_t page = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+        int64_t used = zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED, room;
+        uint32_t in_page, count;
+        if (used >= ZK_THRESHOLD) zk_close_segment();
+        if (page != zk_fetch_page) {
+            zk_touch(page, 0);
+            zk_fetch_page = page;
+        }
+        /* Instructions from here to ``last`` on this page; each later one is begun only while the
+         * segment has room before its own check. */
+        in_page = (uint32_t)((((address >> ZK_PAGE_BITS) + 1) << ZK_PAGE_BITS) - address) / 4u;
+        count = last - zk_pos + 1;
+        if (count > zk_n - zk_pos) count = zk_n - zk_pos;
+        if (count > in_page) count = in_page;
+        room = ZK_THRESHOLD - (zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED);
+        if ((int64_t)count > room) count = room > 1 ? (uint32_t)room : 1u;
+        zk_seg_user += count;
+        zk_pos += count;
+    }
+}
+
+static inline void model_block(const rvx_block *b) {
+    if (zk_pos < zk_n) zk_begin(zk_n - 1);
+    zk_pc = b->pc;
+    zk_n = b->n;
+    zk_pos = 0;
+}
+
+static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
+    uint32_t first, last, page;
+    if (index >= zk_pos) zk_begin(index);
+    if (size == 0) return;
+    first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+    last = (uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+    for (page = first;; page = (page + 1) & ZK_PAGE_MASK) {
+        zk_touch(page, is_store);
+        if (page == last) break;
+    }
+}
+
+static void model_reset(void) {
+    zk_seg_user = zk_seg_paging = 0;
+    zk_user_total = zk_paging_total = zk_closed = zk_closed_padded = zk_page_ins = zk_page_outs = 0;
+    zk_generation++;
+    zk_n = zk_pos = 0;
+    zk_forget();
+}
+
+/* total, user, paging, reserved, segments, page-ins, page-outs */
+static void model_finish(uint64_t *out) {
+    uint64_t segments = zk_closed + 1, last;
+    if (zk_pos < zk_n) zk_begin(zk_n - 1);
+    last = (uint64_t)(zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED);
+    out[0] = zk_closed_padded + zk_pow2(last);
+    out[1] = zk_user_total + (uint64_t)zk_seg_user;
+    out[2] = zk_paging_total + (uint64_t)zk_seg_paging;
+    out[3] = segments * (uint64_t)ZK_SEGMENT_RESERVED;
+    out[4] = segments;
+    out[5] = zk_page_ins;
+    out[6] = zk_page_outs;
+}
+
+/* Cycles so far (user + paging, before padding and reservations), for regions. */
+static inline uint64_t model_now(void) {
+    if (zk_pos < zk_n) zk_begin(zk_n - 1);
+    return zk_user_total + zk_paging_total + (uint64_t)(zk_seg_user + zk_seg_paging);
+}
