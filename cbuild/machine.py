@@ -28,6 +28,17 @@ else:  # pragma: no cover
 MACHINES_DIR = Path(__file__).parent / "machines"
 TARGETS = ("riscv32", "riscv64")
 ISSUE, WRITEBACK = 0, 1
+#: Branch predictors a machine may name (docs/pipeline-model.md, "Control transfers").
+PREDICTORS = ("none", "btfn")
+#: Conditional branches: they either jump to their target or fall through.
+CONDITIONAL_BRANCHES = frozenset(
+    {"beq", "bne", "blt", "bge", "bltu", "bgeu", "beqz", "bnez", "blez", "bgez", "bltz", "bgtz", "bgt", "ble", "bgtu"}
+    | {"bleu"}
+)
+#: Unconditional transfers: jumps, calls and returns.
+JUMPS = frozenset({"j", "jal", "jr", "jalr", "ret", "call", "tail"})
+#: Memory-ordering suffixes of atomics (``amoadd.w.aqrl``): they take the class of the bare mnemonic.
+_ORDERING = re.compile(r"\.(aq|rl|aqrl)$")
 
 
 class MachineError(CBuildError):
@@ -99,7 +110,10 @@ class Machine:
         if not isinstance(head, dict):
             raise self._fail("machine", "missing [machine] table", r"^\[machine\]")
         m = r"^\[machine\]"
-        allowed = {"name", "description", "target", "in_order_writeback", "units", "default_class", "issue_width"}
+        allowed = {
+            *("name", "description", "target", "in_order_writeback", "units", "default_class", "issue_width"),
+            *("taken_branch_penalty", "mispredict_penalty", "predictor"),
+        }
         for key in head:
             if key not in allowed:
                 raise self._fail(f"machine.{key}", f"unknown key; accepted: {', '.join(sorted(allowed))}", m, key)
@@ -112,9 +126,22 @@ class Machine:
             )
         if head.get("issue_width", 1) != 1:
             raise self._fail("machine.issue_width", "only single-issue machines (1) are supported", m, "issue_width")
-        self.in_order_writeback = head.get("in_order_writeback", True)
-        if not isinstance(self.in_order_writeback, bool):
-            raise self._fail("machine.in_order_writeback", "expected true or false", m, "in_order_writeback")
+        writeback = head.get("in_order_writeback", True)
+        if not isinstance(writeback, bool) and writeback != "all":
+            expected = f'expected true, false or "all", got {writeback!r}'
+            raise self._fail("machine.in_order_writeback", expected, m, "in_order_writeback")
+        #: Instructions with a destination register complete in program order.
+        self.in_order_writeback: bool = writeback is not False
+        #: Every instruction does, stores and branches too (``in_order_writeback = "all"``).
+        self.writeback_all: bool = writeback == "all"
+        self.taken_branch_penalty = self._penalty(head, "taken_branch_penalty")
+        self.mispredict_penalty = self._penalty(head, "mispredict_penalty")
+        predictor = head.get("predictor", "none")
+        if predictor not in PREDICTORS:
+            raise self._fail(
+                "machine.predictor", f"expected one of {', '.join(PREDICTORS)}, got {predictor!r}", m, "predictor"
+            )
+        self.predictor: str = predictor
         units = head.get("units")
         if not isinstance(units, list) or not units or not all(isinstance(u, str) and u for u in units):
             raise self._fail("machine.units", "expected a non-empty list of unit names", m, r"^\s*units")
@@ -141,6 +168,12 @@ class Machine:
                 "machine.default_class", f"no class {default!r}; classes: {', '.join(self.classes)}", m, "default_class"
             )
         self.default_class = self.classes[default] if default is not None else None
+
+    def _penalty(self, head: Mapping[str, Any], key: str) -> int:
+        value = head.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self._fail(f"machine.{key}", f"expected a non-negative integer, got {value!r}", r"^\[machine\]", key)
+        return value
 
     def _read_class(self, name: str, body: object) -> None:
         where = rf"^\[classes\.{re.escape(name)}\]"
@@ -194,7 +227,8 @@ class Machine:
 
     def class_of(self, instr: Instruction) -> InstructionClass:
         """The class an instruction belongs to."""
-        cls = self._class_of.get(instr.mnemonic, self.default_class)
+        cls = self._class_of.get(instr.mnemonic) or self._class_of.get(_ORDERING.sub("", instr.mnemonic))
+        cls = cls or self.default_class
         if cls is None:
             where = f"line {instr.line}: " if instr.line else ""
             raise MachineError(
@@ -203,12 +237,16 @@ class Machine:
             )
         return cls
 
+    def _writes_back(self, instr: Instruction) -> bool:
+        """Whether the in-order write-back rule holds ``instr`` back (and ``wb`` follows it)."""
+        return self.in_order_writeback and (self.writeback_all or bool(instr.dsts))
+
     def _issue_row(self, instr: Instruction, cls: InstructionClass) -> Row:
         """The issue time as a max-plus row over the state before the instruction."""
         row: Row = {ISSUE: 0}
         terms: list[tuple[int, float]] = [(self._index[r], 0) for r in instr.srcs]
         terms += [(use.unit, -use.at) for use in cls.units]
-        if self.in_order_writeback and instr.dsts:
+        if self._writes_back(instr):
             terms.append((WRITEBACK, -cls.latency))
         for j, v in terms:
             if v > row.get(j, NULL):
@@ -235,7 +273,7 @@ class Machine:
             rows[use.unit] = shifted(use.at + use.cycles)
         for d in instr.dsts:
             rows[self._index[d]] = shifted(cls.latency)
-        if self.in_order_writeback and instr.dsts:
+        if self._writes_back(instr):
             rows[WRITEBACK] = shifted(cls.latency)
         return Matrix(len(self.resources), rows)
 
@@ -256,6 +294,26 @@ class Machine:
                 seen[key] = self.block_matrix(instrs)
             out.append(seen[key])
         return out
+
+    def transfer_penalty(self, last: Instruction, address: int, target: int, taken: bool) -> int:
+        """Cycles a control transfer adds after a block whose last instruction is ``last`` (at ``address``).
+
+        ``target`` is the address the transfer goes to when taken (for a conditional branch that
+        falls through, still its branch target: a static predictor needs its direction); ``taken``
+        is False when execution falls through to the next instruction. A conditional branch costs
+        ``mispredict_penalty`` when the predictor guessed its outcome wrong, else
+        ``taken_branch_penalty`` if taken; a jump, call or return costs ``taken_branch_penalty``
+        if taken; any other instruction costs nothing. Rules: docs/pipeline-model.md.
+        """
+        if last.mnemonic in CONDITIONAL_BRANCHES:
+            # "btfn": backward taken (loops), forward not taken; "none": fetch runs on sequentially.
+            predicted = self.predictor == "btfn" and target <= address
+            if self.predictor != "none" and predicted != taken:
+                return self.mispredict_penalty
+            return self.taken_branch_penalty if taken else 0
+        if last.mnemonic in JUMPS and taken:
+            return self.taken_branch_penalty
+        return 0
 
     def initial_state(self) -> list[int]:
         """Every resource released at cycle 0."""

@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,23 +22,82 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_pipeline import (
     MACHINES_DIR,
+    RefClass,
     RefInstr,
     RefMachine,
-    Simulator,
-    load_reference_machine,
-    parse_reference_machine,
-    simulate,
-    simulate_trace,
+    Result,
 )
+from reference_pipeline import Simulator as BaseSimulator
+from reference_pipeline import parse_reference_machine as parse_base_machine
 
 from cbuild.errors import CBuildError
 from cbuild.machine import MachineError, load_machine
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 from cbuild.maxplus import NULL, Matrix
 from cbuild.riscv import Instruction, parse_assembly
 
 REPO = Path(__file__).resolve().parent.parent
 MACHINES = ("inorder5", "rocket")
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# ---------------------------------------------------------------------------------------------
+# The reference simulator, with the write-back rule of ``in_order_writeback = "all"``
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefMachineAll(RefMachine):
+    """The reference's machine, plus whether every instruction writes back in order (``"all"``)."""
+
+    writeback_all: bool = False
+
+
+def parse_reference_machine(text: str) -> RefMachineAll:
+    """The reference's reading of a description, and the ``in_order_writeback = "all"`` setting."""
+    base = parse_base_machine(text)
+    return RefMachineAll(**vars(base), writeback_all=tomllib.loads(text)["machine"].get("in_order_writeback") == "all")
+
+
+def load_reference_machine(name: str) -> RefMachineAll:
+    return parse_reference_machine((MACHINES_DIR / f"{name}.toml").read_text())
+
+
+class Simulator(BaseSimulator):
+    """The reference's clock, and with ``"all"`` the write-back rule for instructions without a
+    destination too (docs/pipeline-model.md): a store or branch issues no earlier than
+    ``wb - latency`` and then sets ``wb = t + latency``."""
+
+    def _all(self) -> bool:
+        return isinstance(self.machine, RefMachineAll) and self.machine.writeback_all
+
+    def _can_issue(self, cls: RefClass, dsts: Sequence[str], srcs: Sequence[str], cycle: int) -> bool:
+        if not super()._can_issue(cls, dsts, srcs, cycle):
+            return False
+        return not (self._all() and cycle + cls.latency < self.wb)
+
+    def execute(self, instr: RefInstr) -> tuple[int, int]:
+        t, done = super().execute(instr)
+        if self._all():
+            self.wb = done
+        return t, done
+
+
+def simulate(machine: RefMachine, instrs: Iterable[RefInstr]) -> Result:
+    return simulate_trace(machine, [instrs])
+
+
+def simulate_trace(
+    machine: RefMachine, blocks: Iterable[Iterable[RefInstr]], initial: Mapping[str, int] | None = None
+) -> Result:
+    sim = Simulator(machine, initial)
+    for block in blocks:
+        sim.run(block)
+    return Result(sim.finish(), list(sim.timeline))
+
 
 # ---------------------------------------------------------------------------------------------
 # Max-plus algebra
@@ -189,7 +248,9 @@ _GROUPS = {
     "rd sym": "lla la",
     "rd rs": "mv not neg negw seqz snez sltz sgtz sext.w zext.b",
     "": "nop ecall ebreak fence fence.i",
-    "rd mem": "lb lh lw lbu lhu ld lwu",
+    "rd mem": "lb lh lw lbu lhu ld lwu lr.w lr.d",
+    "rd rs mem": "sc.w sc.d amoswap.w amoadd.w amoand.w amoor.w amoxor.w amomax.w amomaxu.w amomin.w amominu.w "
+    "amoswap.d amoadd.d amoand.d amoor.d amoxor.d amomax.d amomaxu.d amomin.d amominu.d",
     "rs mem": "sb sh sw sd",
     "fs mem": "fsw fsd",
     "fd mem": "flw fld",
@@ -205,8 +266,9 @@ _GROUPS = {
     "fsgnj.s fsgnj.d fsgnjn.s fsgnjn.d fsgnjx.s fsgnjx.d fdiv.s fdiv.d",
     "fd fs fs fs": "fmadd.s fmsub.s fnmadd.s fnmsub.s fmadd.d fmsub.d fnmadd.d fnmsub.d",
     "fd fs": "fmv.s fmv.d fneg.s fneg.d fabs.s fabs.d fcvt.s.d fcvt.d.s fsqrt.s fsqrt.d",
-    "rd fs": "fcvt.w.s fcvt.w.d fcvt.l.d fmv.x.w fmv.x.d",
-    "fd rs": "fcvt.s.w fcvt.d.w fcvt.d.l fmv.w.x fmv.d.x",
+    "rd fs": "fcvt.w.s fcvt.w.d fcvt.l.d fmv.x.w fmv.x.d fcvt.wu.s fcvt.l.s fcvt.lu.s fcvt.wu.d fcvt.lu.d "
+    "fclass.s fclass.d",
+    "fd rs": "fcvt.s.w fcvt.d.w fcvt.d.l fmv.w.x fmv.d.x fcvt.s.wu fcvt.s.l fcvt.s.lu fcvt.d.wu fcvt.d.lu",
     "rd fs fs": "feq.s flt.s fle.s feq.d flt.d fle.d",
 }
 SHAPE = {mnemonic: shape for shape, names in _GROUPS.items() for mnemonic in names.split()}
@@ -366,6 +428,8 @@ def test_reference_reads_the_shipped_machines() -> None:
     assert REF["inorder5"].in_order_writeback
     assert REF["inorder5"].class_of("lw").units[0].at == 1
     assert REF["rocket"].class_of("lb").latency == 3
+    assert REF["rocket"].writeback_all
+    assert not REF["inorder5"].writeback_all
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,7 +524,7 @@ def machine_tomls(draw: st.DrawFn) -> str:
         "[machine]",
         'name = "random"',
         'target = "riscv64"',
-        f"in_order_writeback = {str(draw(st.booleans())).lower()}",
+        "in_order_writeback = " + draw(st.sampled_from(("true", "false", '"all"'))),
         "units = [" + ", ".join(f'"{u}"' for u in units) + "]",
     ]
     if default is not None:
@@ -594,6 +658,23 @@ def test_rocket_narrow_load_is_slower_than_word_load() -> None:
     check("rocket", "lb a0, 0(a1)\naddi a2, a0, 1\n", 4, [(0, 3), (3, 4)])
     check("rocket", "lw a0, 0(a1)\naddi a2, a0, 1\n", 3, [(0, 2), (2, 3)])
     check("rocket", "ld a0, 0(a1)\naddi a2, a0, 1\n", 3, [(0, 2), (2, 3)])
+
+
+def test_rocket_store_and_branch_write_back_in_order() -> None:
+    # in_order_writeback = "all": lbu (latency 3) sets wb = 3, so the sb (latency 1, no destination)
+    # issues at 3 - 1 = 2, not 1, and the addi after it at 3. Finish 4.
+    check("rocket", "lbu a0, 0(a1)\nsb a2, 0(a3)\naddi a4, a4, 1\n", 4, [(0, 3), (2, 3), (3, 4)])
+    # a branch behind a divide waits until 33 - 1 = 32; the add after it issues at 33. Finish 34.
+    check("rocket", "div a0, a1, a2\nbnez a3, .L1\nadd a4, a5, a6\n", 34, [(0, 33), (32, 33), (33, 34)])
+
+
+def test_rocket_double_precision_latencies() -> None:
+    # fmadd.d 7, fadd.d 6 (reads fa0 at 7), fmv.x.d 2 (reads fa4 at 13). Finish 15.
+    check(
+        "rocket", "fmadd.d fa0, fa1, fa2, fa3\nfadd.d fa4, fa0, fa0\nfmv.x.d a0, fa4\n", 15, [(0, 7), (7, 13), (13, 15)]
+    )
+    # divw (a 32-bit divide) takes 34 cycles, div 33.
+    check("rocket", "divw a0, a1, a2\nadd a3, a0, a0\n", 35, [(0, 34), (34, 35)])
 
 
 def test_rocket_fp_divide_blocks_fp_divider() -> None:
