@@ -24,7 +24,7 @@ from cbuild.build import Artifact
 from cbuild.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
 from cbuild.profile import Profile, clock_metrics, read_profile
-from cbuild.rvexec import ExecRuntime, Execution, run_isolated
+from cbuild.rvexec import Execution, run_isolated, slot_results, slot_runtimes
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
@@ -225,7 +225,7 @@ def _with_machine_runs(
         if "unavailable" in doc:
             unavailable.update(dict.fromkeys(doc["models"], doc["unavailable"]))
             continue
-        runtimes = [ExecRuntime("", results=n, memory=memory) for _, _, n, memory in doc["slots"]]
+        runtimes = slot_runtimes(doc["slots"])
         run = run_isolated(Path(doc["executor"]), Path(doc["elf"]), runtimes, argv, stdin=stdin, timeout=timeout)
         if run.error:
             raise ExecutionError(f"the {target} build of {artifact.name} did not finish: {run.error}")
@@ -241,8 +241,7 @@ def _with_machine_runs(
                 stacklevel=3,
             )
         runs[target] = run
-        for name, offset, n, _ in doc["slots"]:
-            results[name] = tuple(run.results[offset : offset + n])
+        results.update(slot_results(doc["slots"], run.results))
     return dataclasses.replace(counts, machine=runs, results=results, unavailable=unavailable)
 
 

@@ -183,11 +183,8 @@ def _receive(inp: IO[bytes]) -> Any:
 class Guest:
     """The RISC-V build of a library, in a worker process of its own."""
 
-    def __init__(
-        self, executor: Path, elf: Path, runtimes: Sequence[ExecRuntime], *, timeout: float | None = 60.0
-    ) -> None:
+    def __init__(self, executor: Path, elf: Path, runtimes: Sequence[ExecRuntime]) -> None:
         self.elf = elf
-        self.timeout = timeout
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cbuild.guest"],
             stdin=subprocess.PIPE,

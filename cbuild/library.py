@@ -23,7 +23,7 @@ from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
 from cbuild.guest import Arg, Guest, Unreplayable, word_bits
 from cbuild.hosts import HostProcess, default_pool
 from cbuild.profile import clock_metrics, clock_numbers, read_profile
-from cbuild.rvexec import ExecRuntime
+from cbuild.rvexec import ExecutorError, slot_results, slot_runtimes
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
 _ids = itertools.count(1)
@@ -384,9 +384,8 @@ class Library:
             if "unavailable" in machine:
                 self._unavailable.update(dict.fromkeys(machine["models"], machine["unavailable"]))
                 continue
-            runtimes = [ExecRuntime("", results=n, memory=memory) for _, _, n, memory in machine["slots"]]
             try:
-                guest = Guest(Path(machine["executor"]), Path(machine["elf"]), runtimes, timeout=timeout)
+                guest = Guest(Path(machine["executor"]), Path(machine["elf"]), slot_runtimes(machine["slots"]))
             except BaseException:
                 self.close()
                 raise
@@ -452,8 +451,7 @@ class Library:
         for target, (guest, slots) in self._guests.items():
             run = guest.measure()
             machine[target] = run
-            for name, offset, n, _ in slots:
-                dynamic[name] = tuple(run.results[offset : offset + n])
+            dynamic.update(slot_results(slots, run.results))
         counts = BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile, machine, unavailable)
         warn_if_interleaved(self.artifact.name, threads, counts)
         return counts
@@ -485,7 +483,7 @@ class Library:
             try:
                 guest_args, ret = _guest_call(fn, args, wires, blobs, xlen, self._handles[target])
                 value, written, failure = guest.call(fn.name, guest_args, ret)
-            except Unreplayable as exc:
+            except ExecutorError as exc:  # arguments it cannot carry, or the worker ended
                 guest.close()
                 del self._guests[target]
                 self._unavailable.update(

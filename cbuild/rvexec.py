@@ -17,7 +17,7 @@ import pickle
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -546,13 +546,15 @@ def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
     sys.stdout.buffer.write(pickle.dumps(result))
 
 
-def results_by_name(runtimes: Mapping[str, ExecRuntime], results: Sequence[int]) -> dict[str, tuple[int, ...]]:
-    """Split the executor's results array among the models, by name (in ``runtimes``' order)."""
-    out, offset = {}, 0
-    for name, runtime in runtimes.items():
-        out[name] = tuple(results[offset : offset + runtime.results])
-        offset += runtime.results
-    return out
+def slot_runtimes(slots: Sequence[Sequence[Any]]) -> list[ExecRuntime]:
+    """The runtimes of a built executor, from its slots ``[name, offset, results, memory]`` (their C
+    code is compiled in already: running needs only their shapes)."""
+    return [ExecRuntime("", results=n, memory=memory) for _, _, n, memory in slots]
+
+
+def slot_results(slots: Sequence[Sequence[Any]], results: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """Each model's slice of an executor's results, by model name."""
+    return {name: tuple(results[offset : offset + n]) for name, offset, n, _ in slots}
 
 
 if __name__ == "__main__":  # pragma: no cover

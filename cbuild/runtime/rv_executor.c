@@ -50,7 +50,6 @@ typedef struct rvx_block {
 typedef void (*rvx_block_cb)(uint32_t model, uint32_t id, uint64_t pc, uint32_t n, const uint32_t *words);
 
 typedef struct rvx rvx;
-static rvx *rvx_self; /* one executor per process: the models' hooks find it here */
 
 struct rvx {
     uc_engine *uc;
@@ -69,10 +68,8 @@ struct rvx {
     uint8_t *out[2];
     size_t out_len[2], out_cap[2];
     uint64_t brk_start, brk, brk_mapped, mmap_next, mmap_end;
-    uint64_t stop_pc;
     rvx_block_cb block_cb;
     uint32_t data_models; /* bit i: model i wants block data */
-    uint64_t syscalls;
 };
 
 /* ---- the models' hooks (generated prelude) ---- */
@@ -341,7 +338,6 @@ static int64_t rvx_mmap(rvx *x, uint64_t address, uint64_t len, uint64_t flags, 
 }
 
 static int64_t rvx_syscall(rvx *x, uint64_t nr, const uint64_t *a) {
-    x->syscalls++;
     switch (nr) {
     case NR_EXIT:
     case NR_EXIT_GROUP:
@@ -441,7 +437,6 @@ RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t
     uc_hook_add(x->uc, &hook, UC_HOOK_BLOCK, (void *)rvx_on_block, x, 1, 0);
     if (RVX_MEMORY_EVENTS) uc_hook_add(x->uc, &hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rvx_on_memory, x, 1, 0);
     uc_hook_add(x->uc, &hook, UC_HOOK_INTR, (void *)rvx_on_interrupt, x, 1, 0);
-    rvx_self = x;
     rvx_models_reset();
     return x;
 }
@@ -485,7 +480,6 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
     x->stop_requested = 0;
     x->error[0] = '\0';
     x->cur = NULL;
-    x->stop_pc = stop_pc;
     x->limit = limit > UINT64_MAX - x->executed ? UINT64_MAX : x->executed + limit;
     err = uc_emu_start(x->uc, pc, stop_pc, 0, 0);
     if (err != UC_ERR_OK) {
