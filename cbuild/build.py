@@ -23,7 +23,7 @@ from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.options import BuildOptions, language_of
 from cbuild.rvbuild import TargetUnavailable, build_riscv
-from cbuild.rvexec import build_executor
+from cbuild.rvexec import block_data_text, build_executor
 from cbuild.signatures import read_signatures
 from cbuild.sources import Source
 from cbuild.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
@@ -342,7 +342,7 @@ class Builder:
             library = build_executor(self.toolchain, self.cache, runtimes)
             offset, slots = 0, []
             for model, runtime in zip(mine, runtimes, strict=True):
-                slots.append([model.name, offset, runtime.results, runtime.memory])
+                slots.append([model.name, offset, runtime.results, runtime.memory, block_data_text(runtime)])
                 offset += runtime.results
             out[target] = {"elf": str(elf), "executor": str(library), "models": [m.name for m in mine], "slots": slots}
         return out

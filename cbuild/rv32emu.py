@@ -265,6 +265,8 @@ class Emulation:
     page_trace: list[tuple[int, int, str]]
     extension_instructions: int = 0
     syscalls: dict[int, int] = field(default_factory=dict)
+    #: With ``record_blocks``: every executed block in order, as (address, instructions).
+    block_trace: list[tuple[int, int]] = field(default_factory=list)
 
 
 # riscv32 uses the asm-generic table, with only the 64-bit time syscalls.
@@ -376,7 +378,9 @@ class _Block:
 class _Machine:
     """Unicorn plus the process state of one run (memory layout, brk, mmap, output, counters)."""
 
-    def __init__(self, elf: _Elf, functions: _FunctionMap | None, max_instructions: int, stdin: bytes) -> None:
+    def __init__(
+        self, elf: _Elf, functions: _FunctionMap | None, max_instructions: int, stdin: bytes, record: bool = False
+    ) -> None:
         unicorn, rc = _load_unicorn()
         self.rc: Any = rc
         self.unicorn: Any = unicorn
@@ -394,6 +398,7 @@ class _Machine:
         self.syscalls: dict[int, int] = {}
         self.blocks: dict[int, _Block] = {}
         self.events: list[tuple[int, int, str]] = []
+        self.block_trace: list[tuple[int, int]] | None = [] if record else None
         self.executed = 0  # instructions started so far, through the end of the current block
         self.block_addr = 0
         self.block: _Block | None = None
@@ -496,6 +501,7 @@ class _Machine:
 
     def _make_block_hook(self) -> Callable[[Any, int, int, Any], None]:
         blocks = self.blocks
+        trace = self.block_trace
 
         def on_block(uc: Any, address: int, size: int, _data: Any) -> None:
             key = address << 16 | size
@@ -503,6 +509,8 @@ class _Machine:
             if block is None:
                 block = blocks[key] = self._new_block(address, size)
             block.executed += 1
+            if trace is not None:
+                trace.append((address, size // 4))
             self.block = block
             self.block_addr = address
             start = self.block_start = self.executed
@@ -697,13 +705,14 @@ def emulate(
     stdin: bytes = b"",
     count_functions: Collection[str] | None = None,
     max_instructions: int = 10**9,
+    record_blocks: bool = False,
 ) -> Emulation:
     """Run a static riscv32 Linux ELF to its exit and count what it executed.
 
     ``argv`` are the arguments after ``argv[0]`` (the ELF's path).  ``instructions_by_function`` has an entry
     for every name in ``count_functions`` (0 if never executed), or, when it is None, for every executed
     function symbol of the ELF (aliases of one address range collapse to one name; same-named local
-    symbols are summed).
+    symbols are summed). ``record_blocks`` keeps the order of executed blocks (``block_trace``).
     """
     path = Path(elf)
     parsed = _read_elf(path.read_bytes())
@@ -713,7 +722,7 @@ def emulate(
     else:
         wanted = set(count_functions)
         functions = _FunctionMap((s for s in symbols if s.name in wanted), keep_aliases=True)
-    machine = _Machine(parsed, functions, max_instructions, stdin)
+    machine = _Machine(parsed, functions, max_instructions, stdin, record_blocks)
     machine.run([str(path).encode(), *(a.encode() for a in argv)])
     by_function: dict[str, int] = dict.fromkeys(count_functions or (), 0)
     extension = 0
@@ -732,4 +741,5 @@ def emulate(
         page_trace=trace,
         extension_instructions=extension,
         syscalls=dict(sorted(machine.syscalls.items())),
+        block_trace=machine.block_trace or [],
     )

@@ -10,6 +10,7 @@ child process, so that nothing the guest or the engine does can end the caller.
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import importlib.util
 import os
@@ -546,15 +547,30 @@ def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
     sys.stdout.buffer.write(pickle.dumps(result))
 
 
+def block_data_text(runtime: ExecRuntime) -> str | None:
+    """A runtime's block-data producer as text for a build's sidecar (a pickle, base64), or None."""
+    if runtime.block_data is None:
+        return None
+    return base64.b64encode(pickle.dumps(runtime.block_data)).decode()
+
+
 def slot_runtimes(slots: Sequence[Sequence[Any]]) -> list[ExecRuntime]:
-    """The runtimes of a built executor, from its slots ``[name, offset, results, memory]`` (their C
-    code is compiled in already: running needs only their shapes)."""
-    return [ExecRuntime("", results=n, memory=memory) for _, _, n, memory in slots]
+    """The runtimes of a built executor, from its slots ``[name, offset, results, memory, block data]``
+    (their C code is compiled in already: running needs their shapes and block-data producers)."""
+    runtimes = []
+    for name, _, n, memory, *rest in slots:
+        data = rest[0] if rest else None
+        try:
+            producer = pickle.loads(base64.b64decode(data)) if data is not None else None
+        except Exception as exc:
+            raise ExecutorError(f"the recorded block data of cost model {name!r} cannot be read: {exc}") from None
+        runtimes.append(ExecRuntime("", results=n, memory=memory, block_data=producer))
+    return runtimes
 
 
 def slot_results(slots: Sequence[Sequence[Any]], results: Sequence[int]) -> dict[str, tuple[int, ...]]:
     """Each model's slice of an executor's results, by model name."""
-    return {name: tuple(results[offset : offset + n]) for name, offset, n, _ in slots}
+    return {name: tuple(results[offset : offset + n]) for name, offset, n, *_ in slots}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""The ``pipeline`` model: cycles on an in-order pipeline, by static-dynamic max-plus estimation.
+"""The ``pipeline`` model: cycles on an in-order pipeline, by max-plus estimation.
 
 Static phase: the program's IR is compiled for the machine's RISC-V flavour
 (:mod:`cbuild.lowering`); each block's instructions give a max-plus matrix (the
@@ -6,21 +6,33 @@ product of the instructions' matrices in reverse order, :mod:`cbuild.machine`).
 Dynamic phase: the program applies the matrix of every block it executes, in
 execution order, to the resource release-time vector (zeros at the start); the
 metric is the finishing cycle. Details and limits: docs/pipeline-model.md.
+
+With ``execute = true`` the program or library is instead built for the machine's target
+(:mod:`cbuild.rvbuild`) and executed in the RISC-V executor (:mod:`cbuild.rvexec`): each executed
+machine block's matrix comes from its decoded machine code (:mod:`cbuild.rvdecode`), computed
+once per block, and the control-transfer penalty of the machine file is added between blocks
+(runtime/pipeline_exec.c).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from cbuild.cache import file_digest
 from cbuild.costs import BlockCounts, Cost
 from cbuild.machine import Machine, MachineError, load_machine
-from cbuild.models.base import BLOCKS, BuildView, CostModel, Metric, ModelError, Param, Runtime
+from cbuild.models.base import BLOCKS, BuildView, CostModel, Metric, ModelError, Param, Runtime, boolean
 from cbuild.models.csource import c_array
+from cbuild.rvdecode import decode
+from cbuild.rvexec import ExecRuntime
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_model.c"
+EXEC_RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_exec.c"
+#: Words before a block's rows in its executor data (pipeline_exec.c): rows, inputs, two penalties,
+#: the memo key and one memo result per row.
+_HEAD = 6
 #: Matrix entries of a program up to which the dynamic phase is compiled once per block.
 SPECIALISE_ENTRIES = 60_000
 
@@ -43,6 +55,7 @@ class PipelineModel(CostModel):
         "machine": Param(
             "inorder5", "a shipped machine (inorder5, rocket) or the path of a TOML description", _machine_name
         ),
+        "execute": Param(False, "execute the build for the machine's RISC-V target itself", boolean),
     }
 
     def configure(self) -> None:
@@ -52,8 +65,23 @@ class PipelineModel(CostModel):
             raise ModelError(f"[tool.instrbudget.pipeline] machine: {exc}") from None
 
     def key_params(self) -> tuple[tuple[str, str], ...]:
-        # A description edited in place must not reuse estimates made from its old text.
-        return (*super().key_params(), ("pipeline.machine_digest", file_digest(self.machine.path)))
+        # A description edited in place must not reuse estimates made from its old text. Builds and
+        # baselines made before ``execute`` existed stay valid while it is off.
+        params = tuple(kv for kv in super().key_params() if kv != ("pipeline.execute", "False"))
+        return (*params, ("pipeline.machine_digest", file_digest(self.machine.path)))
+
+    def executes(self) -> str | None:
+        return self.machine.target if self.config["execute"] else None
+
+    def exec_runtime(self) -> ExecRuntime:
+        widest = max(len(self.machine.resources), 1)
+        source = "".join(
+            [
+                f"#define PL_RESOURCES {len(self.machine.resources)}\n#define PL_MAX_ROWS {widest}\n",
+                EXEC_RUNTIME.read_text(),
+            ]
+        )
+        return ExecRuntime(source, results=1, block_data=BlockMatrices(self.machine))
 
     def analyse(self, build: BuildView) -> dict[str, Any]:
         rows: list[list[Any]] = []
@@ -111,5 +139,42 @@ class PipelineModel(CostModel):
         return Runtime(source, results=1, specialise=len(columns) <= SPECIALISE_ENTRIES, clock=True)
 
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
+        if self.name in counts.unavailable:
+            return []
         (cycles,) = counts.results_of(self.name)
         return [Cost(self.metrics[0].name, cycles)]
+
+
+class BlockMatrices:
+    """The pipeline model's data for one executed machine block (the layout pipeline_exec.c reads):
+    its max-plus matrix and the penalties of leaving it by a transfer of control or by falling through."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self.xlen = 64 if machine.target == "riscv64" else 32
+
+    def __call__(self, words: Sequence[int], pc: int) -> list[int]:
+        instrs = [decode(word, pc + 4 * i, xlen=self.xlen) for i, word in enumerate(words)]
+        if not instrs:
+            return []
+        matrix = self.machine.block_matrix(instrs)
+        rows = sorted(matrix.rows.items())
+        inputs = sorted({j for _, row in rows for j in row} - {0})  # the issue slot is the reference
+        last, address = instrs[-1], pc + 4 * (len(instrs) - 1)
+        target = _branch_target(last.operands)
+        taken = self.machine.transfer_penalty(last, address, target, True)
+        fallen = self.machine.transfer_penalty(last, address, target, False)
+        data = [len(rows), len(inputs), taken, fallen, 0, 0, *([0] * len(rows)), *inputs]
+        for resource, row in rows:
+            data += [resource, len(row)]
+            for column, value in sorted(row.items()):
+                data += [column, int(value)]
+        return data
+
+
+def _branch_target(operands: Sequence[str]) -> int:
+    """The address a decoded branch or jal names (its last operand), or -1 (an indirect jump)."""
+    try:
+        return int(operands[-1], 16) if operands else -1
+    except ValueError:
+        return -1

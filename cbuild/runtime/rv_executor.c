@@ -42,7 +42,8 @@ typedef struct rvx_block {
     uint32_t nmem;   /* memory accesses the block's instructions make */
     uint32_t transfer; /* the last instruction is a branch or jump */
     uint16_t *memidx; /* instruction index of each access */
-    const int32_t *data[RVX_MAX_MODELS]; /* per-model data from the host (rvx_set_block_data) */
+    int32_t *data[RVX_MAX_MODELS]; /* per-model data from the host (rvx_set_block_data); the model may keep
+                                      per-block state in it */
     uint32_t data_len[RVX_MAX_MODELS];
 } rvx_block;
 

@@ -1,0 +1,108 @@
+/*
+ * The pipeline model in the RISC-V executor (rv_executor.c): the finishing cycle of the executed
+ * machine code on a single-issue in-order machine.
+ *
+ * Before each executed block, the previous block's control-transfer penalty is added to the issue
+ * slot (resource 0), then the block's max-plus matrix is applied to the vector of resource release
+ * times: S'[i] = max_j (E[i][j] + S[j]) for the rows E changes; other rows keep their value.
+ * Each block's data (computed once per block by the model in Python from the decoded machine
+ * code, cbuild/models/pipeline.py) is laid out as
+ *   [0] rows, [1] inputs, [2] penalty if the block's last instruction transfers control,
+ *   [3] penalty if execution falls through, [4..5] memo key, [6 .. 6+rows) memo results,
+ *   then the input resources, then per row: target resource, entries, (column, value) pairs.
+ *
+ * Memo: every row of every instruction's matrix is "issue time + constant", and every issue time
+ * is at least the current issue slot S[0]. So a resource released before S[0] acts exactly as if
+ * released at S[0], and a block's result relative to S[0] depends only on its inputs relative to
+ * S[0], clamped at 0: small numbers, packed into a key. A block remembers its last key and result;
+ * a repeated key (a loop in a steady state) costs a comparison and a store per changed resource.
+ */
+#define PL_HEAD 6
+
+static int64_t pl_state[PL_RESOURCES];
+static const int32_t *pl_prev; /* the previous block's data, for its transfer penalty */
+static uint64_t pl_prev_next;  /* the address after the previous block */
+
+__attribute__((noinline)) static void pl_apply(int32_t *d, int64_t issue, uint64_t key) {
+    int64_t next[PL_MAX_ROWS];
+    uint32_t rows = (uint32_t)d[0], r;
+    const int32_t *p = d + PL_HEAD + rows + d[1];
+    for (r = 0; r < rows; r++) {
+        int64_t best = INT64_MIN;
+        uint32_t e, entries = (uint32_t)p[1];
+        for (e = 0; e < entries; e++) {
+            int64_t s = pl_state[p[2 + 2 * e]];
+            int64_t v = p[3 + 2 * e] + (s > issue ? s : issue);
+            if (v > best) best = v;
+        }
+        next[r] = best;
+        p += 2 + 2 * entries;
+    }
+    p = d + PL_HEAD + rows + d[1];
+    for (r = 0; r < rows; r++) {
+        pl_state[p[0]] = next[r];
+        d[PL_HEAD + r] = (int32_t)(next[r] - issue);
+        p += 2 + 2 * p[1];
+    }
+    d[4] = (int32_t)(uint32_t)key;
+    d[5] = (int32_t)(uint32_t)(key >> 32);
+}
+
+static inline void model_block(const rvx_block *b) {
+    int32_t *d = b->data[RVX_MODEL];
+    int64_t issue;
+    uint32_t i, rows, inputs;
+    uint64_t key = 1, ok;
+    const int32_t *p;
+    if (pl_prev != NULL) pl_state[0] += b->pc == pl_prev_next ? pl_prev[3] : pl_prev[2];
+    if (d == NULL || b->data_len[RVX_MODEL] < PL_HEAD) {
+        pl_prev = NULL;
+        return;
+    }
+    pl_prev = d;
+    pl_prev_next = b->pc + 4u * (uint64_t)b->n;
+    issue = pl_state[0];
+    rows = (uint32_t)d[0];
+    inputs = (uint32_t)d[1];
+    ok = inputs <= 10;
+    for (i = 0; i < inputs; i++) {
+        int64_t v = pl_state[d[PL_HEAD + rows + i]] - issue;
+        v = v < 0 ? 0 : v;
+        ok &= v < 63;
+        key = (key << 6) | (uint64_t)(v & 63);
+    }
+    if (ok && ((uint64_t)(uint32_t)d[4] | (uint64_t)(uint32_t)d[5] << 32) == key) {
+        p = d + PL_HEAD + rows + inputs;
+        for (i = 0; i < rows; i++) {
+            pl_state[p[0]] = issue + d[PL_HEAD + i];
+            p += 2 + 2 * p[1];
+        }
+        return;
+    }
+    pl_apply(d, issue, ok ? key : 0);
+}
+
+static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
+    (void)address;
+    (void)size;
+    (void)is_store;
+    (void)index;
+}
+
+static void model_reset(void) {
+    uint32_t i;
+    for (i = 0; i < PL_RESOURCES; i++) pl_state[i] = 0;
+    pl_prev = NULL;
+}
+
+/* One result: the finishing cycle, the last release time of any resource. */
+static void model_finish(uint64_t *out) {
+    int64_t best = 0;
+    uint32_t i;
+    for (i = 0; i < PL_RESOURCES; i++)
+        if (pl_state[i] > best) best = pl_state[i];
+    out[0] = (uint64_t)best;
+}
+
+/* The issue slot: cycles so far, for regions. */
+static inline uint64_t model_now(void) { return (uint64_t)pl_state[0]; }
