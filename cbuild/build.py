@@ -344,7 +344,14 @@ class Builder:
             for model, runtime in zip(mine, runtimes, strict=True):
                 slots.append([model.name, offset, runtime.results, runtime.memory, block_data_text(runtime)])
                 offset += runtime.results
-            out[target] = {"elf": str(elf), "executor": str(library), "models": [m.name for m in mine], "slots": slots}
+            out[target] = {
+                "elf": str(elf),
+                "executor": str(library),
+                "models": [m.name for m in mine],
+                "slots": slots,
+                # The metric each model's clock (``model_now``) gives regions.
+                "clocks": [m.metrics[0].name for m in mine],
+            }
         return out
 
     def _runtime_objects(self) -> list[Path]:

@@ -23,7 +23,7 @@ from cbuild.blocks import BlockTable
 from cbuild.build import Artifact
 from cbuild.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
-from cbuild.profile import Profile, clock_metrics, read_profile
+from cbuild.profile import Profile, clock_metrics, read_profile, with_machine_regions
 from cbuild.rvexec import Execution, run_isolated, slot_results, slot_runtimes
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
@@ -221,6 +221,7 @@ def _with_machine_runs(
     runs: dict[str, Execution] = {}
     results = dict(counts.results)
     unavailable = dict(counts.unavailable)
+    profile = counts.profile
     for target, doc in machines.items():
         if "unavailable" in doc:
             unavailable.update(dict.fromkeys(doc["models"], doc["unavailable"]))
@@ -242,7 +243,8 @@ def _with_machine_runs(
             )
         runs[target] = run
         results.update(slot_results(doc["slots"], run.results))
-    return dataclasses.replace(counts, machine=runs, results=results, unavailable=unavailable)
+        profile = with_machine_regions(profile, run.regions, doc.get("clocks", []))
+    return dataclasses.replace(counts, machine=runs, results=results, unavailable=unavailable, profile=profile)
 
 
 def run_program(

@@ -22,7 +22,7 @@ from cbuild.ctypes_map import TypeMap, UnsupportedType
 from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
 from cbuild.guest import Arg, Guest, Unreplayable, word_bits
 from cbuild.hosts import HostProcess, default_pool
-from cbuild.profile import clock_metrics, clock_numbers, read_profile
+from cbuild.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
 from cbuild.rvexec import ExecutorError, slot_results, slot_runtimes
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
@@ -380,6 +380,8 @@ class Library:
         self._guests: dict[str, tuple[Guest, list[Any]]] = {}
         self._unavailable: dict[str, str] = {}
         self._handles: dict[str, dict[int, int]] = {}
+        #: RISC-V target -> the metric of each of its models' clocks, for regions.
+        self._clocks: dict[str, list[str]] = {}
         for target, machine in artifact.machines().items():
             if "unavailable" in machine:
                 self._unavailable.update(dict.fromkeys(machine["models"], machine["unavailable"]))
@@ -390,6 +392,7 @@ class Library:
                 self.close()
                 raise
             self._guests[target] = (guest, machine["slots"])
+            self._clocks[target] = machine.get("clocks", [])
             self._handles[target] = {}
 
     @property
@@ -452,6 +455,7 @@ class Library:
             run = guest.measure()
             machine[target] = run
             dynamic.update(slot_results(slots, run.results))
+            profile = with_machine_regions(profile, run.regions, self._clocks[target])
         counts = BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile, machine, unavailable)
         warn_if_interleaved(self.artifact.name, threads, counts)
         return counts

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +56,21 @@ class Profile:
     def stacks(self, metric: str) -> dict[tuple[str, ...], int]:
         """Call path -> exclusive cost in one metric (paths that cost nothing left out)."""
         return {path: costs[metric] for path, costs in self.paths.items() if costs.get(metric)}
+
+
+def with_machine_regions(
+    profile: Profile | None, measured: Mapping[str, tuple[int, Sequence[int]]], clocks: Sequence[str]
+) -> Profile | None:
+    """``profile`` with the regions a RISC-V execution measured (:attr:`cbuild.rvexec.Execution.regions`),
+    each model's clock under its metric name (``clocks``, in runtime order)."""
+    if not measured:
+        return profile
+    base = profile or Profile()
+    regions = dict(base.regions)
+    for path, (count, values) in measured.items():
+        known_count, costs = regions.get(path, (count, {}))
+        regions[path] = (known_count, {**costs, **dict(zip(clocks, values, strict=False))})
+    return dataclasses.replace(base, regions=regions)
 
 
 def parse_profile(text: str, metrics: list[str], *, where: str, functions: list[str] | None = None) -> Profile:

@@ -21,7 +21,7 @@
 
 static int64_t pl_state[PL_RESOURCES];
 static const int32_t *pl_prev; /* the previous block's data, for its transfer penalty */
-static uint64_t pl_prev_next;  /* the address after the previous block */
+static uint64_t pl_prev_next;  /* where the previous block falls through to */
 
 __attribute__((noinline)) static void pl_apply(int32_t *d, int64_t issue, uint64_t key) {
     int64_t next[PL_MAX_ROWS];
@@ -60,7 +60,7 @@ static inline void model_block(const rvx_block *b) {
         return;
     }
     pl_prev = d;
-    pl_prev_next = b->pc + 4u * (uint64_t)b->n;
+    pl_prev_next = b->fall;
     issue = pl_state[0];
     rows = (uint32_t)d[0];
     inputs = (uint32_t)d[1];

@@ -37,7 +37,9 @@
 typedef struct rvx_block {
     uint64_t pc;
     uint64_t count;
-    uint32_t n;      /* instructions */
+    uint32_t n;      /* instructions, without a region marker that ends the block */
+    uint32_t size;   /* instructions unicorn translated (the lookup key) */
+    uint64_t fall;   /* where execution falls through to, past region markers */
     uint32_t id;     /* order of first execution */
     uint32_t nmem;   /* memory accesses the block's instructions make */
     uint32_t transfer; /* the last instruction is a branch or jump */
@@ -51,6 +53,14 @@ typedef struct rvx_block {
 typedef void (*rvx_block_cb)(uint32_t model, uint32_t id, uint64_t pc, uint32_t n, const uint32_t *words);
 
 typedef struct rvx rvx;
+
+#define RVX_MAX_DEPTH 64
+#define RVX_NO_REGION 0xffffffffu
+typedef struct rvx_region {
+    uint32_t parent, name;
+    uint64_t count;
+    uint64_t sum[RVX_MAX_MODELS];
+} rvx_region;
 
 struct rvx {
     uc_engine *uc;
@@ -71,6 +81,15 @@ struct rvx {
     uint64_t brk_start, brk, brk_mapped, mmap_next, mmap_end;
     rvx_block_cb block_cb;
     uint32_t data_models; /* bit i: model i wants block data */
+    /* Region markers (instructions the models do not see): sorted addresses, kind, name id. */
+    uint64_t *mark_at;
+    uint32_t *mark_kind, *mark_name, nmarks;
+    /* Regions: a tree of (parent, name) nodes with executions and per-model clock sums, and
+     * the stack of open regions with their clocks at the start. */
+    rvx_region *regions;
+    uint32_t nregions, regions_cap, depth;
+    uint32_t open[RVX_MAX_DEPTH];
+    uint64_t open_at[RVX_MAX_DEPTH][RVX_MAX_MODELS];
 };
 
 /* ---- the models' hooks (generated prelude) ---- */
@@ -113,7 +132,7 @@ static void rvx_grow_table(rvx *x) {
     if (table == NULL) abort();
     for (i = 0; i < x->nblocks; i++) {
         rvx_block *b = x->order[i];
-        uint64_t h = rvx_hash(b->pc, b->n) & (size - 1);
+        uint64_t h = rvx_hash(b->pc, b->size) & (size - 1);
         while (table[h] != NULL) h = (h + 1) & (size - 1);
         table[h] = b;
     }
@@ -122,14 +141,33 @@ static void rvx_grow_table(rvx *x) {
     x->table_size = size;
 }
 
-static rvx_block *rvx_new_block(rvx *x, uint64_t pc, uint32_t n, uint64_t slot) {
+static int rvx_is_marker(const rvx *x, uint64_t address, uint32_t *index) {
+    uint32_t lo = 0, hi = x->nmarks;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (x->mark_at[mid] < address) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < x->nmarks && x->mark_at[lo] == address) {
+        if (index != NULL) *index = lo;
+        return 1;
+    }
+    return 0;
+}
+
+static rvx_block *rvx_new_block(rvx *x, uint64_t pc, uint32_t size, uint64_t slot) {
     rvx_block *b = calloc(1, sizeof *b);
-    uint32_t *words = malloc(4 * (size_t)(n ? n : 1)), i, k = 0, m;
+    uint32_t *words = malloc(4 * (size_t)(size ? size : 1)), i, k = 0, m, n = size;
     if (b == NULL || words == NULL) abort();
+    /* A region marker is an illegal instruction, so it always ends its block: the models see the block without it. */
+    if (n > 0 && rvx_is_marker(x, pc + 4u * (uint64_t)(n - 1), NULL)) n--;
     b->pc = pc;
     b->n = n;
+    b->size = size;
+    b->fall = pc + 4u * (uint64_t)size;
+    while (rvx_is_marker(x, b->fall, NULL)) b->fall += 4;
     b->id = x->nblocks;
-    if (uc_mem_read(x->uc, pc, words, 4 * (size_t)n) != UC_ERR_OK) memset(words, 0, 4 * (size_t)n);
+    if (uc_mem_read(x->uc, pc, words, 4 * (size_t)size) != UC_ERR_OK) memset(words, 0, 4 * (size_t)size);
     for (i = 0; i < n; i++) b->nmem += rvx_accesses(words[i]);
     b->memidx = malloc(sizeof(uint16_t) * (b->nmem ? b->nmem : 1));
     if (b->memidx == NULL) abort();
@@ -154,7 +192,7 @@ static rvx_block *rvx_find(rvx *x, uint64_t pc, uint32_t n) {
     uint64_t h = rvx_hash(pc, n) & (x->table_size - 1);
     rvx_block *b;
     while ((b = x->table[h]) != NULL) {
-        if (b->pc == pc && b->n == n) return b;
+        if (b->pc == pc && b->size == n) return b;
         h = (h + 1) & (x->table_size - 1);
     }
     return rvx_new_block(x, pc, n, h);
@@ -167,7 +205,7 @@ static void rvx_on_block(uc_engine *uc, uint64_t address, uint32_t size, void *d
     x->cur = b;
     x->access = 0;
     x->executed += b->n;
-    rvx_models_block(b);
+    if (b->n > 0) rvx_models_block(b);
     if (x->executed > x->limit) {
         x->status = RVX_LIMIT;
         x->stop_requested = 1;
@@ -397,12 +435,57 @@ static int64_t rvx_syscall(rvx *x, uint64_t nr, const uint64_t *a) {
     }
 }
 
+/* ---- regions ---- */
+
+static uint32_t rvx_region_node(rvx *x, uint32_t parent, uint32_t name) {
+    uint32_t i;
+    for (i = 0; i < x->nregions; i++)
+        if (x->regions[i].parent == parent && x->regions[i].name == name) return i;
+    if (x->nregions == x->regions_cap) {
+        x->regions_cap = x->regions_cap ? 2 * x->regions_cap : 64;
+        x->regions = realloc(x->regions, x->regions_cap * sizeof *x->regions);
+        if (x->regions == NULL) abort();
+    }
+    memset(&x->regions[x->nregions], 0, sizeof *x->regions);
+    x->regions[x->nregions].parent = parent;
+    x->regions[x->nregions].name = name;
+    return x->nregions++;
+}
+
+static void rvx_region_close(rvx *x, const uint64_t *now) {
+    rvx_region *r;
+    uint32_t m;
+    if (x->depth == 0) return; /* unbalanced: the native build's regions report it */
+    x->depth--;
+    r = &x->regions[x->open[x->depth]];
+    r->count++;
+    for (m = 0; m < RVX_MAX_MODELS; m++) r->sum[m] += now[m] - x->open_at[x->depth][m];
+}
+
+/* The marker at ``address`` was reached (its block's instructions before it have run): 0 if there is none. */
+static int rvx_region_marker(rvx *x, uint64_t address) {
+    uint64_t now[RVX_MAX_MODELS] = {0};
+    uint32_t index, kind, m;
+    if (!rvx_is_marker(x, address, &index)) return 0;
+    kind = x->mark_kind[index];
+    rvx_models_now(now);
+    if (kind != 0) rvx_region_close(x, now); /* stop, next */
+    if (kind != 2 && x->depth < RVX_MAX_DEPTH) { /* start, next */
+        uint32_t parent = x->depth ? x->open[x->depth - 1] : RVX_NO_REGION;
+        x->open[x->depth] = rvx_region_node(x, parent, x->mark_name[index]);
+        for (m = 0; m < RVX_MAX_MODELS; m++) x->open_at[x->depth][m] = now[m];
+        x->depth++;
+    }
+    return 1;
+}
+
 static void rvx_on_interrupt(uc_engine *uc, uint32_t intno, void *data) {
     rvx *x = data;
     uint64_t a[6];
     int i;
     int64_t result;
     (void)uc;
+    if (intno == 2 && rvx_region_marker(x, rvx_reg(x, UC_RISCV_REG_PC) - 4)) return; /* resumes after it */
     if (intno != 8) { /* 8: environment call from U-mode */
         snprintf(x->error, sizeof x->error, "exception %u at pc=0x%llx", intno,
                  (unsigned long long)rvx_reg(x, UC_RISCV_REG_PC));
@@ -524,6 +607,7 @@ RVX_API void rvx_reset(rvx *x) {
     uint32_t i;
     for (i = 0; i < x->nblocks; i++) x->order[i]->count = 0;
     x->executed = 0;
+    x->nregions = x->depth = 0;
     rvx_models_reset();
 }
 
@@ -535,4 +619,30 @@ RVX_API void rvx_finish(rvx *x, uint64_t *out) {
 RVX_API void rvx_now(rvx *x, uint64_t *out) {
     (void)x;
     rvx_models_now(out);
+}
+
+/* The ELF's region markers, sorted by address: kind (0 start, 1 next, 2 stop) and name id. Before the first run. */
+RVX_API void rvx_set_markers(rvx *x, uint32_t n, const uint64_t *at, const uint32_t *kind, const uint32_t *name) {
+    x->mark_at = malloc(sizeof(uint64_t) * (n ? n : 1));
+    x->mark_kind = malloc(sizeof(uint32_t) * (n ? n : 1));
+    x->mark_name = malloc(sizeof(uint32_t) * (n ? n : 1));
+    if (x->mark_at == NULL || x->mark_kind == NULL || x->mark_name == NULL) abort();
+    memcpy(x->mark_at, at, sizeof(uint64_t) * n);
+    memcpy(x->mark_kind, kind, sizeof(uint32_t) * n);
+    memcpy(x->mark_name, name, sizeof(uint32_t) * n);
+    x->nmarks = n;
+}
+
+RVX_API uint32_t rvx_region_count(rvx *x) { return x->nregions; }
+
+/* Regions closed since the last reset, in creation order: parent (RVX_NO_REGION at the top), name
+ * id, executions, and RVX_MAX_MODELS clock sums each. */
+RVX_API void rvx_regions(rvx *x, uint32_t *parent, uint32_t *name, uint64_t *count, uint64_t *sums) {
+    uint32_t i, m;
+    for (i = 0; i < x->nregions; i++) {
+        parent[i] = x->regions[i].parent;
+        name[i] = x->regions[i].name;
+        count[i] = x->regions[i].count;
+        for (m = 0; m < RVX_MAX_MODELS; m++) sums[i * RVX_MAX_MODELS + m] = x->regions[i].sum[m];
+    }
 }
