@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +58,59 @@ class BlockCounts:
                 f"this artifact was built without the dynamic phase of cost model {model!r}; "
                 "build it with the model active"
             ) from None
+
+
+#: ``REASON (FILE:LINE[:COLUMN])``: a target's compiler error ends with where it points.
+_WHERE = re.compile(r"^(?P<reason>.*) \((?P<file>[^()]+?):(?P<line>\d+)(?::\d+)?\)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Unavailability:
+    """Why a model could not measure an artifact, and the code the reason points at."""
+
+    model: str
+    reason: str
+    #: ``file:line`` in a source file, when the reason names one.
+    where: str | None = None
+    #: The function around ``where`` in the artifact's block table (a symbol), when found.
+    function: str | None = None
+
+
+def unavailability(counts: BlockCounts, model: str) -> Unavailability | None:
+    """Why ``model`` could not measure ``counts`` (None: it could), with the file, line and
+    function of the code its reason points at, where it names one."""
+    text = counts.unavailable.get(model)
+    if text is None:
+        return None
+    found = _WHERE.match(text)
+    if found is None or found.group("file").startswith("<"):  # ``<inline asm>``: not a source file
+        return Unavailability(model, text)
+    file, line = found.group("file"), int(found.group("line"))
+    return Unavailability(model, found.group("reason"), f"{file}:{line}", enclosing_function(counts.table, file, line))
+
+
+def enclosing_function(table: BlockTable, file: str, line: int) -> str | None:
+    """The function of ``table`` whose code in ``file`` spans ``line``: one with code on that line
+    if any, else the one whose lines enclose it most narrowly (None: no function does)."""
+    wanted = os.path.normpath(file)
+
+    def same(path: str) -> bool:
+        path = os.path.normpath(path)
+        return path == wanted or (not os.path.isabs(wanted) and path.endswith(os.sep + wanted))
+
+    spans: dict[str, tuple[int, int]] = {}
+    on_line: set[str] = set()
+    for block in table.blocks:
+        for path, n, _ in block.lines:
+            if n and same(path):
+                low, high = spans.get(block.function, (n, n))
+                spans[block.function] = (min(low, n), max(high, n))
+                if n == line:
+                    on_line.add(block.function)
+    candidates = [(high - low, name) for name, (low, high) in spans.items() if low <= line <= high]
+    if on_line:
+        candidates = [(spans[name][1] - spans[name][0], name) for name in on_line]
+    return min(candidates)[1] if candidates else None
 
 
 def _merged(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
@@ -170,4 +225,3 @@ def warn_if_interleaved(name: str, threads: int, counts: BlockCounts, *, stackle
             RuntimeWarning,
             stacklevel=stacklevel + 1,
         )
-

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cbuild import compiledb
@@ -14,10 +14,10 @@ from cbuild.execute import run_program
 from cbuild.extension import Extension, extension_options
 from cbuild.hosts import HostPool, HostProcess
 from cbuild.library import Library
-from cbuild.models import CostModel
+from cbuild.models import CostModel, ModelError
 from cbuild.options import BuildOptions
 from cbuild.sources import Source, expand
-from pytest_instrbudget.measure import Meter, evaluate
+from pytest_instrbudget.measure import Meter, measure
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class ProgramRun:
     stderr: bytes
     #: Metric name -> cost of this run (empty when instrumentation is disabled).
     costs: dict[str, Cost]
+    #: Metric name -> why its model could not measure this run (the build's target cannot build the code).
+    unavailable: dict[str, str] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -39,6 +41,8 @@ class ProgramRun:
         """Total of one metric for this run; 0 when instrumentation is disabled (``--instrbudget-disable``)."""
         if not self.costs:  # built without counters: nothing was counted
             return 0
+        if metric in self.unavailable:
+            raise LookupError(f"this run's {metric} is unavailable: {self.unavailable[metric]}")
         if metric not in self.costs:
             known = ", ".join(sorted(self.costs)) or "none"
             raise LookupError(f"this run has no metric {metric!r}; the active models measure: {known}")
@@ -78,9 +82,14 @@ class Program:
             limits=self._meter.program_limits() if self.artifact.cutoff else None,
         )
         self._meter.add_run(result.counts)
-        costs = evaluate(self._models, [result.counts]) if result.counts is not None else {}
+        costs: dict[str, Cost] = {}
+        unavailable: dict[str, str] = {}
+        if result.counts is not None:
+            measured = measure(self._models, [result.counts])
+            costs = measured.costs
+            unavailable = {metric: why.reason for metric, why in measured.unavailable.items()}
         self._meter.program_ran({metric: cost.total for metric, cost in costs.items()})
-        return ProgramRun(result.returncode, result.stdout, result.stderr, costs)
+        return ProgramRun(result.returncode, result.stdout, result.stderr, costs, unavailable)
 
 
 def _listed(sources: Sequence[str | Path] | str | Path) -> Sequence[str | Path]:
@@ -101,11 +110,13 @@ class CBuild:
         base_dir: Path,
         hosts: HostPool,
         timeout: float,
+        known_models: Sequence[str] = (),
     ) -> None:
         self._builder = builder
         self._options = options
         self._meter = meter
         self._models = models
+        self._known = tuple(known_models)
         self._base = base_dir
         self._hosts = hosts
         self._host: HostProcess | None = None
@@ -126,6 +137,27 @@ class CBuild:
     def _call_timeout(self, timeout: float | None) -> float:
         return timeout if timeout is not None else self._timeout
 
+    def _build_models(self, names: Sequence[str] | str | None) -> list[CostModel]:
+        """A build's models: the test's, or those of them ``models=`` names (in the test's order)."""
+        if names is None:
+            return self._models
+        chosen = [names] if isinstance(names, str) else list(names)
+        mine = [model.name for model in self._models]
+        if not chosen:
+            raise ModelError("models=[] chooses no cost model; name at least one, or leave models= out")
+        if len(set(chosen)) != len(chosen):
+            raise ModelError(f"models= lists a cost model twice: {chosen}")
+        for name in chosen:
+            if name in mine:
+                continue
+            if not isinstance(name, str) or (self._known and name not in self._known):
+                raise ModelError(f"models=: unknown cost model {name!r}; known models: {', '.join(self._known)}")
+            raise ModelError(
+                f"models=: the cost model {name!r} is not among this test's models ({', '.join(mine)}); a build "
+                f"measures some of them: choose it for the test with @pytest.mark.budget(models=[...])"
+            )
+        return [model for model in self._models if model.name in chosen]
+
     def _build(
         self,
         sources: Sequence[str | Path],
@@ -140,9 +172,10 @@ class CBuild:
         compile_commands: str | Path | None = None,
         targets: Sequence[str] = (),
         adjust: Callable[[BuildOptions], BuildOptions] | None = None,
+        models: Sequence[CostModel] = (),
     ) -> Artifact:
         """Build ``sources`` (paths or globs relative to the test file; with ``compile_commands``,
-        the database's sources they name, or all of them, each with its own flags)."""
+        the database's sources they name, or all of them, each with its own flags) with ``models``."""
         o = self._options
         options = replace(
             o,
@@ -152,6 +185,7 @@ class CBuild:
             cxxflags=o.cxxflags + tuple(cxxflags),
             ldflags=o.ldflags + tuple(ldflags),
             opt_level=str(opt_level) if opt_level is not None else o.opt_level,
+            model_params=tuple(p for model in models for p in model.key_params()),
         )
         if adjust is not None:
             options = adjust(options)
@@ -165,7 +199,7 @@ class CBuild:
             raise BuildDescriptionError("targets= picks entries of a compilation database; pass compile_commands= too")
         else:
             units = expand(sources, self._base)
-        return self._builder.build(units, options=options, kind=kind, models=self._models)
+        return self._builder.build(units, options=options, kind=kind, models=models)
 
     def library(
         self,
@@ -180,6 +214,7 @@ class CBuild:
         ldflags: Sequence[str] = (),
         opt_level: str | int | None = None,
         timeout: float | None = None,
+        models: Sequence[str] | None = None,
     ) -> Library:
         """Build a shared library and load a fresh instance of it into this test's library process.
 
@@ -188,11 +223,12 @@ class CBuild:
         ``compile_commands`` (a ``compile_commands.json``), each source is compiled with its flags
         there: ``sources`` pick files of the database (none: all of them), ``targets`` its entries
         of some CMake/Meson targets. ``timeout`` limits each call, in seconds (default: the
-        marker's, else the config's).
+        marker's, else the config's). ``models`` names the cost models measuring this build, some
+        of the test's (default: all of them).
         """
         artifact = self._build(
             (*paths, *_listed(sources)), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
-            compile_commands=compile_commands, targets=targets,
+            compile_commands=compile_commands, targets=targets, models=self._build_models(models),
         )  # fmt: skip
         library = Library(artifact, host=self._take_host(), timeout=self._call_timeout(timeout))
         self._meter.add_library(library)
@@ -210,13 +246,15 @@ class CBuild:
         cxxflags: Sequence[str] = (),
         ldflags: Sequence[str] = (),
         opt_level: str | int | None = None,
+        models: Sequence[str] | None = None,
     ) -> Program:
-        """Build an executable (sources as for :meth:`library`); run it with :meth:`Program.run`."""
+        """Build an executable (sources and ``models`` as for :meth:`library`); run it with :meth:`Program.run`."""
+        chosen = self._build_models(models)
         artifact = self._build(
             (*paths, *_listed(sources)), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
-            compile_commands=compile_commands, targets=targets,
+            compile_commands=compile_commands, targets=targets, models=chosen,
         )  # fmt: skip
-        return Program(artifact, self._meter, self._models, self._timeout)
+        return Program(artifact, self._meter, chosen, self._timeout)
 
     def extension(
         self,
@@ -233,16 +271,17 @@ class CBuild:
         opt_level: str | int | None = None,
         limited_api: str | None = None,
         timeout: float | None = None,
+        models: Sequence[str] | None = None,
     ) -> Extension:
         """Build a CPython extension module ``name`` (sources as for :meth:`library`) and import it
         in this test's library process; use the result as the module.
 
         Its own C code is measured while the test calls it. ``limited_api="3.N"`` builds
-        against the stable ABI of Python 3.N.
+        against the stable ABI of Python 3.N; ``models`` as for :meth:`library`.
         """
         artifact = self._build(
             (*paths, *_listed(sources)), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
-            compile_commands=compile_commands, targets=targets,
+            compile_commands=compile_commands, targets=targets, models=self._build_models(models),
             adjust=lambda options: extension_options(options, limited_api=limited_api),
         )  # fmt: skip
         module = Extension(artifact, name, host=self._take_host(), timeout=self._call_timeout(timeout))

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pytest
 
-from cbuild.models import CostModel
+from cbuild.models import CostModel, ModelError
 from pytest_instrbudget.config import ConfigError, parse_percent
 
 MARKER = "budget"
 MARKER_HELP = (
-    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}, timeout=SECONDS, stop_at=M): fail when the test's "
-    "instrumented C/C++ code executes more than N IR instructions (or a region more than its N), or more than its "
-    "baseline plus PCT percent; library calls and program runs may take SECONDS each; code that would pass M "
-    'instructions (or "10x" max_instr) is stopped there'
+    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}, timeout=SECONDS, stop_at=M, models=[NAME, ...]): fail "
+    "when the test's instrumented C/C++ code executes more than N IR instructions (or a region more than its N), or "
+    "more than its baseline plus PCT percent; library calls and program runs may take SECONDS each; code that would "
+    'pass M instructions (or "10x" max_instr) is stopped there; models= chooses the test\'s cost models'
 )
 #: The cut-off keyword of the IR instruction total; a model's clock metric ``max_K`` has ``stop_at_K``.
 STOP_AT = "stop_at"
+#: The keyword choosing a test's cost models.
+MODELS = "models"
+#: Model names -> the session's instances of them (an unknown name raises ModelError naming the known ones).
+ChooseModels = Callable[[Sequence[str]], list[CostModel]]
 
 
 def stop_keyword(metric_keyword: str) -> str:
@@ -61,17 +66,38 @@ class Budget:
     stops: dict[str, int] = field(default_factory=dict)
     #: Metric name -> how the cut-off was given (``stop_at=100000``, ``10x max_instr``), for messages.
     stop_labels: dict[str, str] = field(default_factory=dict)
+    #: The test's cost models (``models=``); empty: the session's.
+    models: tuple[str, ...] = ()
 
     @classmethod
-    def from_item(cls, item: pytest.Item, models: list[CostModel], all_keywords: dict[str, str]) -> Budget | None:
+    def from_item(
+        cls,
+        item: pytest.Item,
+        models: list[CostModel],
+        all_keywords: dict[str, str],
+        *,
+        choose: ChooseModels | None = None,
+    ) -> Budget | None:
         """The item's budget, or None when it has no marker.
 
-        ``all_keywords`` maps every keyword of every registered model to its model's
-        name, so that a keyword of an inactive model gets a precise error.
+        ``models`` are the session's; a marker's ``models=`` replaces them for this test,
+        through ``choose``. ``all_keywords`` maps every keyword of every registered model to
+        its model's name, so that a keyword of a model the test does not use gets a precise error.
         """
         marks = list(item.iter_markers(MARKER))
         if not marks:
             return None
+        # The closest marker's models= wins, as for every keyword; limits are checked against them.
+        chosen = next((mark.kwargs[MODELS] for mark in marks if MODELS in mark.kwargs), None)
+        names: tuple[str, ...] = ()
+        if chosen is not None:
+            names = _model_names(item.nodeid, chosen)
+            if choose is None:
+                raise ConfigError(f"{item.nodeid}: budget(models=...) cannot be used here")
+            try:
+                models = choose(names)
+            except ModelError as exc:
+                raise ConfigError(f"{item.nodeid}: budget(models=...): {exc}") from None
         active = {m.keyword: m.name for model in models for m in model.metrics}
         limits: dict[str, int] = {}
         tolerance: float | None = None
@@ -85,6 +111,8 @@ class Budget:
             if mark.args:
                 raise ConfigError(f"{item.nodeid}: @pytest.mark.budget takes keyword arguments only")
             for key, value in mark.kwargs.items():
+                if key == MODELS:
+                    continue
                 if key == "tolerance":
                     tolerance = parse_percent(value, where=f"{item.nodeid}: budget(tolerance=...)")
                 elif key == "timeout":
@@ -96,6 +124,14 @@ class Budget:
                 elif key == "regions":
                     regions.update(_region_limits(item.nodeid, value, active, headline))
                 elif key in cutoffs:
+                    owner = next(model for model in models if model.metrics[0] is cutoffs[key])
+                    if owner.executes() is not None:
+                        raise ConfigError(
+                            f"{item.nodeid}: budget({key}=...) needs [tool.instrbudget.{owner.name}] execute = false: "
+                            f"with execute = true the {owner.name} model measures the {owner.executes()} build after "
+                            "the native code has run, so its clock cannot stop that code; stop_at (IR instructions) "
+                            "can"
+                        )
                     stops_given[key] = value
                 elif key in active:
                     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -104,13 +140,21 @@ class Budget:
                         )
                     limits[active[key]] = value
                 elif key in all_keywords:
+                    model_name = all_keywords[key]
+                    mine = ", ".join(model.name for model in models) or "none"
+                    if chosen is not None:
+                        raise ConfigError(
+                            f"{item.nodeid}: budget({key}=...) belongs to the cost model {model_name!r}, which is "
+                            f"not among this test's models ({mine}); add {model_name!r} to budget(models=[...])"
+                        )
                     raise ConfigError(
                         f"{item.nodeid}: budget({key}=...) belongs to the cost model "
-                        f"{all_keywords[key]!r}, which is not active; add it to `models` in "
-                        f"[tool.instrbudget] or pass --instrbudget-model={all_keywords[key]}"
+                        f"{model_name!r}, which is not active; add it to `models` in "
+                        f"[tool.instrbudget], pass --instrbudget-model={model_name}, or choose it for this test "
+                        f"with budget(models=[...]) (this test's models: {mine})"
                     )
                 else:
-                    accepted = ", ".join(sorted([*active, *cutoffs, "regions", "timeout", "tolerance"]))
+                    accepted = ", ".join(sorted([*active, *cutoffs, MODELS, "regions", "timeout", "tolerance"]))
                     raise ConfigError(
                         f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget; accepted: {accepted}"
                     )
@@ -121,7 +165,20 @@ class Budget:
             where = f"{item.nodeid}: budget({key}=...)"
             stops[metric.name] = cutoff_value(where, value, limits.get(metric.name), metric.keyword)
             labels[metric.name] = f"{value} {metric.keyword}" if isinstance(value, str) else f"{key}={value:,}"
-        return cls(limits, tolerance, regions, timeout, stops, labels)
+        return cls(limits, tolerance, regions, timeout, stops, labels, names)
+
+
+def _model_names(nodeid: str, value: object) -> tuple[str, ...]:
+    """``models=["ir-count", "zkvm"]``: a non-empty list of distinct names."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{nodeid}: budget(models=...) must be a list of cost model names, got {value!r}")
+    if not value:
+        raise ConfigError(f"{nodeid}: budget(models=[]) chooses no cost model; name at least one")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"{nodeid}: budget(models=...) lists a cost model twice: {list(value)}")
+    return tuple(value)
 
 
 def _limit(nodeid: str, where: str, value: object) -> int:

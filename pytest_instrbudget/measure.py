@@ -2,13 +2,58 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from cbuild.attribution import attributed
-from cbuild.costs import BlockCounts
+from cbuild.costs import BlockCounts, Cost, Unavailability, unavailability
 from cbuild.hosts import HostProcess
 from cbuild.library import Library
+from cbuild.models import CostModel
 
-#: Every model's costs summed over several artifacts' counts, with regions and source lines.
-evaluate = attributed
+
+@dataclass(frozen=True)
+class Measurement:
+    """A test's (or a run's) costs per metric, and the metrics its models could not measure."""
+
+    costs: dict[str, Cost]
+    #: Metric -> why its model could not measure the code (one reason per model).
+    unavailable: dict[str, Unavailability]
+
+
+def measure(models: Sequence[CostModel], counts: Sequence[BlockCounts]) -> Measurement:
+    """Every model's costs summed over several artifacts' counts, with regions and source lines.
+
+    Each artifact counts for the models it was built with. A model that could not measure one
+    of the artifacts (its target cannot build the code) has its metrics unavailable, with the
+    reason, rather than a partial sum; so has a model none of the artifacts was built with.
+    """
+    costs: dict[str, Cost] = {}
+    unavailable: dict[str, Unavailability] = {}
+    for c in counts:
+        built = [model for model in models if model.name in c.analyses]
+        measuring = [model for model in built if model.name not in c.unavailable]
+        for metric, cost in attributed(measuring, [c]).items():
+            costs[metric] = costs[metric] + cost if metric in costs else cost
+        for model in built:
+            why = unavailability(c, model.name)
+            if why is not None:
+                for m in model.metrics:
+                    unavailable.setdefault(m.name, why)
+    for model in models:
+        if counts and not any(model.name in c.analyses for c in counts):
+            why = Unavailability(
+                model.name,
+                f"no build of this test was made with the {model.name} model "
+                "(models= of cbuild.library, program or extension left it out)",
+            )
+            for m in model.metrics:
+                unavailable.setdefault(m.name, why)
+        for m in model.metrics:
+            costs.setdefault(m.name, Cost(m.name, 0))
+    for metric in unavailable:
+        costs.pop(metric, None)
+    return Measurement(costs, unavailable)
 
 
 class Meter:

@@ -16,14 +16,14 @@ from cbuild.build import Builder
 from cbuild.cache import atomic_write
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.hosts import HostPool, guard_library
-from cbuild.models import default_registry
+from cbuild.models import CostModel, default_registry
 from cbuild.stops import CodeStopped
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
 from pytest_instrbudget.fixture import CBuild
 from pytest_instrbudget.marker import MARKER_HELP, Budget
-from pytest_instrbudget.measure import Meter, evaluate
+from pytest_instrbudget.measure import Meter, measure
 from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
 from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions
@@ -32,6 +32,8 @@ SESSION = pytest.StashKey[BudgetSession]()
 OUTCOME = pytest.StashKey[Outcome]()
 METER = pytest.StashKey[Meter]()
 BUDGET = pytest.StashKey["Budget | None"]()
+#: The test's cost models: its marker's ``models=``, else the session's.
+MODELS = pytest.StashKey[list[CostModel]]()
 RESULT = pytest.StashKey[TestResult]()
 HOSTS = pytest.StashKey[HostPool]()
 WORKER_KEY = "instrbudget"
@@ -210,9 +212,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session.collected.update(item.nodeid for item in items)
     for item in items:
         try:
-            item.stash[BUDGET] = Budget.from_item(item, session.models, session.all_keywords)
+            budget = Budget.from_item(item, session.models, session.all_keywords, choose=session.choose)
         except ConfigError as exc:
             raise pytest.UsageError(f"instrbudget: {exc}") from None
+        item.stash[BUDGET] = budget
+        item.stash[MODELS] = session.test_models(budget)
+
+
+def _test_models(item: pytest.Item, session: BudgetSession) -> list[CostModel]:
+    """The item's cost models (the session's for items collected before the plugin saw them)."""
+    return item.stash.get(MODELS, session.models)
 
 
 @pytest.fixture
@@ -222,17 +231,19 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
     assert session.builder is not None
     meter = request.node.stash.setdefault(METER, Meter())
     budget = request.node.stash.get(BUDGET, None)
+    models = _test_models(request.node, session)
     meter.limits, meter.limit_labels = session.cutoffs(request.node.nodeid, budget)
     builds = CBuild(
         builder=session.builder,
         options=session.settings.build_options(
             instrument=not session.run.disable,
-            model_params=tuple(p for model in session.models for p in model.key_params()),
+            model_params=tuple(p for model in models for p in model.key_params()),
             calls=session.run.wants_calls,
             cutoff=bool(meter.limits),
         ),
         meter=meter,
-        models=session.models,
+        models=models,
+        known_models=session.registry.names,
         base_dir=request.path.parent,
         hosts=request.config.stash[HOSTS],
         timeout=budget.timeout if budget is not None and budget.timeout is not None else session.settings.timeout,
@@ -261,10 +272,20 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         completed = completed and not lost
         result = None
         if meter.used:
-            costs = evaluate(session.models, counts)
+            models = _test_models(item, session)
+            measured = measure(models, counts)
+            costs = measured.costs
             budget = item.stash.get(BUDGET, None)
             problems = sorted({str(p) for c in counts if c.profile is not None for p in c.profile.problems})
-            result = session.evaluate(item.nodeid, budget, costs, completed=completed, region_problems=problems)
+            result = session.evaluate(
+                item.nodeid,
+                budget,
+                costs,
+                models=models,
+                unavailable=measured.unavailable,
+                completed=completed,
+                region_problems=problems,
+            )
             item.stash[RESULT] = result
             if session.run.profile_dir is not None:
                 try:
@@ -310,8 +331,9 @@ def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
         if stop.metric in stops:  # the run's own limit was what the test had left: count for the whole test
             whole = stops[stop.metric]
             stop = dataclasses.replace(stop, count=whole - (stop.limit - stop.count), limit=whole)
-        units = {m.name: m.unit for model in session.models for m in model.metrics}
-        notes = [note for model in session.models if (note := model.describe_stop(stop.results.get(model.name, ())))]
+        models = _test_models(item, session)
+        units = {m.name: m.unit for model in models for m in model.metrics}
+        notes = [note for model in models if (note := model.describe_stop(stop.results.get(model.name, ())))]
         text = stop.describe(units.get(stop.metric), labels.get(stop.metric), notes)
         return f"{where}: {error.what}: {text}"
     return f"{where}: {excinfo.typename}: {error}"

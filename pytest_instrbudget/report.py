@@ -4,7 +4,8 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
 
     {
       "version": 2,
-      "fingerprint": {"clang": str, "llvm": str, "target": str, "pipeline": str, "models": str},
+      "fingerprint": {"clang": str, "llvm": str, "target": str, "pipeline": str, "models": str,
+                      "models.<name>": str},   # each model tests chose beyond the session's (models=)
       "models": [str, ...],
       "baseline": str,                      # path of the baseline file
       "tests": {
@@ -27,6 +28,15 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
               "inclusive": {"<function>": int}, "calls": {"<function>": int}  # with call tracking
             }
           },
+          "unavailable": {                  # metrics the test's models could not measure (not in "metrics")
+            "<metric>": {
+              "model": str, "reason": str,
+              "where": "<file>:<line>" | null,   # where the reason points, when in a source file
+              "function": str | null,            # the function around it (demangled), when found
+              "limit": int | null,               # the marker's limit, not checked
+              "baseline": int | null             # the baseline's value, kept as it was
+            }
+          },
           "region_problems": [str, ...]     # unbalanced markers, "file:line: ..."
         }
       }
@@ -43,16 +53,16 @@ from cbuild.costs import line_label
 from cbuild.demangle import demangle
 from cbuild.flamegraph import flame_tree
 from cbuild.html import render
-from cbuild.snapshot import differing_keys
 from pytest_instrbudget.results import (
     ERROR,
     OK,
     OVER_LIMIT,
     REGRESSED,
+    UNAVAILABLE,
     MetricResult,
     TestResult,
 )
-from pytest_instrbudget.session import BudgetSession, Outcome
+from pytest_instrbudget.session import MODEL_KEY, BudgetSession, Outcome
 
 #: Breakdowns ``--instrbudget-report`` prints.
 REPORTS = ("functions", "lines", "regions")
@@ -69,12 +79,30 @@ def _status(result: TestResult) -> str:
         status += " (no budget)"
     if not result.completed and status != ERROR:  # over its limit even with partial counts
         status += " (partial)"
+    models = list(dict.fromkeys(m.model for m in result.unavailable))
+    if models:
+        status += f" ({', '.join(models)} unavailable)"
     return status
 
 
 def notable(result: TestResult) -> bool:
-    """Worth a row in the compact table: failed, changed against the baseline, new or in error."""
-    return bool(result.failure) or result.status != OK or any(m.change not in (None, 0.0) for m in result.metrics)
+    """Worth a row in the compact table: failed, changed against the baseline, new, in error, or with
+    metrics unavailable."""
+    return (
+        bool(result.failure)
+        or result.status != OK
+        or bool(result.unavailable)
+        or any(m.change not in (None, 0.0) for m in result.metrics)
+    )
+
+
+def _cell(m: MetricResult | None) -> str:
+    """A metric's value in a table: empty when the test has no such metric."""
+    if m is None:
+        return ""
+    if m.status == UNAVAILABLE:
+        return UNAVAILABLE
+    return "-" if m.status == ERROR and not m.value else f"{m.value:,}"
 
 
 def _metric_names(results: Sequence[TestResult]) -> list[str]:
@@ -108,8 +136,7 @@ def table_lines(results: Iterable[TestResult], *, width: int | None = None, show
                 cells = [result.nodeid]
                 for name in names:
                     m = row.get(name)
-                    value = "" if m is None else "-" if m.status == ERROR and not m.value else f"{m.value:,}"
-                    cells.append(value)
+                    cells.append(_cell(m))
                     if name in changed:
                         cells.append("" if m is None or m.change in (None, 0.0) else _fmt_change(m.change))
                 cells.append(_status(result))
@@ -143,12 +170,18 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
         lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
     if session.baseline.exists and not session.comparable:
-        old, new = session.baseline.fingerprint, session.fingerprint
-        differs = ", ".join(differing_keys(old, new))
+        differs = ", ".join(session.fingerprint_differences())
         lines.append(
             f"baseline {session.baseline.path} was made with another toolchain or other models "
             f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update)"
         )
+    for name in session.other_model_parameters():
+        lines.append(
+            f"baseline {session.baseline.path} holds {name} costs made with other {name} parameters "
+            f"({session.baseline.fingerprint[MODEL_KEY + name]}); they are not comparable "
+            "(rewrite them with --instrbudget-update)"
+        )
+    lines.extend(unavailable_lines(results))
     improved = [r.nodeid for r in results if r.improved]
     if improved and not session.run.update:
         lines.append(
@@ -182,6 +215,35 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     return lines
 
 
+def unavailable_lines(results: Iterable[TestResult]) -> list[str]:
+    """Per model, the tests whose metrics it could not measure: the reason, where it points, and
+    the limits left unchecked."""
+    by_model: dict[str, list[tuple[TestResult, list[MetricResult]]]] = {}
+    for result in sorted(results, key=lambda r: r.nodeid):
+        per: dict[str, list[MetricResult]] = {}
+        for m in result.unavailable:
+            per.setdefault(m.model, []).append(m)
+        for model, metrics in per.items():
+            by_model.setdefault(model, []).append((result, metrics))
+    lines: list[str] = []
+    for model, tests in sorted(by_model.items()):
+        lines.append(
+            f"{model} metrics unavailable in {len(tests)} test(s): not measured, their limits not checked "
+            "and their baseline entries kept:"
+        )
+        for result, metrics in tests:
+            first = metrics[0]
+            lines.append(f"  {result.nodeid}: {first.unavailable}")
+            if first.unavailable_where:
+                function = first.unavailable_function
+                lines.append(f"    at {first.unavailable_where}" + (f", in {demangle(function)}" if function else ""))
+            limits = [f"{m.keyword}={m.limit}" for m in metrics if m.limit is not None and m.keyword]
+            limits += [f"{m.metric} of region {path!r}" for m in metrics for path in sorted(m.region_limits)]
+            if limits:
+                lines.append(f"    not checked: {', '.join(limits)}")
+    return lines
+
+
 def json_document(session: BudgetSession) -> dict[str, Any]:
     """The ``--instrbudget-json`` document."""
     fingerprint = session.fingerprint
@@ -205,7 +267,7 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
     out: list[str] = []
     for result in sorted(results, key=lambda r: r.nodeid):
         block: list[str] = []
-        for m in result.metrics:
+        for m in result.measured:
             if kind == "functions":
                 block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top, function_room))
                 continue
@@ -286,6 +348,9 @@ def markdown_text(results: list[TestResult], limit: int = MARKDOWN_LIMIT) -> str
     problems = [(r.nodeid, p) for r in results for p in r.region_problems]
     if problems and not fits(["Unbalanced region markers:", "", *(f"- `{n}`: {p}" for n, p in problems), ""]):
         left_out.append("unbalanced region markers")
+    missing = unavailable_lines(results)
+    if missing and not fits(["Unavailable metrics:", "", "```text", *missing, "```", ""]):
+        left_out.append("unavailable metrics")
     if left_out:
         body.append(
             f"*{len(set(left_out))} more item(s) not shown: the summary stays under GitHub's "
@@ -295,8 +360,8 @@ def markdown_text(results: list[TestResult], limit: int = MARKDOWN_LIMIT) -> str
 
 
 def _markdown_cell(m: MetricResult | None) -> str:
-    if m is None:
-        return ""
+    if m is None or m.status == UNAVAILABLE:
+        return _cell(m)
     change = "" if m.change in (None, 0.0) else f" ({_fmt_change(m.change)})"
     return f"{m.value:,}{change}"
 
@@ -380,8 +445,9 @@ def html_page(results: list[TestResult], fingerprint: dict[str, str], baseline: 
                         "change": None if m.change is None else round(m.change, 4),
                         "status": m.status,
                     }
-                    for m in r.metrics
+                    for m in r.measured
                 },
+                "unavailable": {m.metric: m.unavailable_json() for m in r.unavailable},
                 "regions": {m.metric: m.regions for m in r.metrics if m.regions},
                 "region_limits": {m.metric: m.region_limits for m in r.metrics if m.region_limits},
                 "functions": {
@@ -402,7 +468,7 @@ def html_page(results: list[TestResult], fingerprint: dict[str, str], baseline: 
     fingerprint_text = ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()) if k != "models")
     data = {
         "tests": tests,
-        "metrics": _metric_names(results),
+        "metrics": list(dict.fromkeys(m.metric for r in results for m in r.measured)),
         "baseline": baseline,
         "fingerprint": fingerprint,
         "fingerprint_text": fingerprint_text,

@@ -18,6 +18,9 @@ OVER_LIMIT = "over limit"
 NOT_COMPARABLE = "not comparable"
 #: The test raised, or a library's process died: its counts are partial, compared with nothing.
 ERROR = "error"
+#: The metric's model could not measure the test's code (its target cannot build it): no value,
+#: and neither its limit nor its baseline is checked.
+UNAVAILABLE = "unavailable"
 
 
 @dataclass(frozen=True)
@@ -44,11 +47,17 @@ class MetricResult:
     calls: dict[str, int] = field(default_factory=dict)
     #: Call paths ("main;parse;next") -> exclusive cost, kept for the HTML report's flame graphs.
     stacks: dict[str, int] = field(default_factory=dict)
+    #: The cost model the metric belongs to.
+    model: str = ""
+    #: With status ``unavailable``: why, the ``file:line`` the reason points at, and its function (a symbol).
+    unavailable: str | None = None
+    unavailable_where: str | None = None
+    unavailable_function: str | None = None
 
     @property
     def change(self) -> float | None:
-        """Percent change against the baseline (None without one, or from a zero baseline)."""
-        if self.baseline is None or self.baseline == 0:
+        """Percent change against the baseline (None without one, from a zero baseline, or unavailable)."""
+        if self.baseline is None or self.baseline == 0 or self.status == UNAVAILABLE:
             return None
         return 100.0 * (self.value - self.baseline) / self.baseline
 
@@ -59,6 +68,18 @@ class MetricResult:
     def region_deltas(self, n: int = 5) -> list[tuple[str, int, int]]:
         """Regions whose cost changed most: (path, old, new)."""
         return deltas(self.baseline_regions, self.regions, n)
+
+    def unavailable_json(self) -> dict[str, Any]:
+        """Why the metric is unavailable, for the reports (status ``unavailable`` only)."""
+        function = self.unavailable_function
+        return {
+            "model": self.model,
+            "reason": self.unavailable,
+            "where": self.unavailable_where,
+            "function": demangle(function) if function else None,
+            "limit": self.limit,
+            "baseline": self.baseline,
+        }
 
     def to_json(self) -> dict[str, Any]:
         (functions, inclusive, calls), symbols = demangled_keys(self.functions, self.inclusive, self.calls)
@@ -94,8 +115,18 @@ class TestResult:
     region_problems: list[str] = field(default_factory=list)
 
     @property
+    def measured(self) -> list[MetricResult]:
+        """The metrics that have a value (not ``unavailable``)."""
+        return [m for m in self.metrics if m.status != UNAVAILABLE]
+
+    @property
+    def unavailable(self) -> list[MetricResult]:
+        """The metrics whose model could not measure the test's code."""
+        return [m for m in self.metrics if m.status == UNAVAILABLE]
+
+    @property
     def status(self) -> str:
-        """The worst metric status."""
+        """The worst metric status (unavailable metrics have none to give)."""
         order = [OVER_LIMIT, REGRESSED, ERROR, NOT_COMPARABLE, NEW, IMPROVED, OK]
         statuses = {m.status for m in self.metrics}
         return next((s for s in order if s in statuses), OK)
@@ -106,8 +137,8 @@ class TestResult:
         return self.completed and self.failure is None and any(m.status == IMPROVED for m in self.metrics)
 
     def costs(self) -> dict[str, Cost]:
-        """The measured values as costs, for the baseline."""
-        return {m.metric: Cost(m.metric, m.value, dict(m.functions), dict(m.regions)) for m in self.metrics}
+        """The measured values as costs, for the baseline (unavailable metrics have none)."""
+        return {m.metric: Cost(m.metric, m.value, dict(m.functions), dict(m.regions)) for m in self.measured}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,7 +146,8 @@ class TestResult:
             "budgeted": self.budgeted,
             "status": self.status,
             "failure": self.failure,
-            "metrics": {m.metric: m.to_json() for m in self.metrics},
+            "metrics": {m.metric: m.to_json() for m in self.measured},
+            "unavailable": {m.metric: m.unavailable_json() for m in self.unavailable},
             "region_problems": self.region_problems,
         }
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cbuild import cpu
 from cbuild.build import Builder
-from cbuild.costs import Cost, line_label
+from cbuild.costs import Cost, Unavailability, line_label
 from cbuild.demangle import demangle
-from cbuild.errors import describe_os_error
+from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
+from cbuild.snapshot import differing_keys
 from pytest_instrbudget.baseline import Baseline, BaselineError, locked
 from pytest_instrbudget.config import Settings
 from pytest_instrbudget.marker import Budget
@@ -23,9 +25,13 @@ from pytest_instrbudget.results import (
     OK,
     OVER_LIMIT,
     REGRESSED,
+    UNAVAILABLE,
     MetricResult,
     TestResult,
 )
+
+#: Fingerprint key prefix describing a model that tests chose (marker ``models=``) beyond the session's.
+MODEL_KEY = "models."
 
 
 @dataclass(frozen=True)
@@ -84,10 +90,12 @@ class BudgetSession:
         self.run = run
         self.registry = registry
         names = run.models or settings.models
-        self.models: list[CostModel] = [
-            registry.create(name, settings.model_params.get(name, {}), root=settings.root) for name in names
-        ]
+        #: Every model in use, configured once from ``[tool.instrbudget.<name>]``: the session's and the tests'.
+        self._instances: dict[str, CostModel] = {}
+        self.models: list[CostModel] = self.choose(names)
         self.all_keywords = registry.keywords()
+        #: Metric name -> the registered model reporting it.
+        self.metric_models = {m.name: name for name in registry.names for m in registry.model_class(name).metrics}
         self.baseline = baseline
         self.builder = builder
         #: Said in the summary, e.g. that a damaged baseline is being rewritten.
@@ -99,15 +107,37 @@ class BudgetSession:
         #: Files that could not be written during the session (profiles), said at the end.
         self.output_errors: list[str] = []
 
+    def model(self, name: str) -> CostModel:
+        """The session's instance of a registered model, configured from ``[tool.instrbudget.<name>]``."""
+        if name not in self._instances:
+            params = self.settings.model_params.get(name, {})
+            self._instances[name] = self.registry.create(name, params, root=self.settings.root)
+        return self._instances[name]
+
+    def choose(self, names: Sequence[str]) -> list[CostModel]:
+        """The models named (a test's ``models=``); an unknown name raises ModelError listing the known ones."""
+        return [self.model(name) for name in names]
+
+    def test_models(self, budget: Budget | None) -> list[CostModel]:
+        """A test's models: its marker's ``models=``, else the session's."""
+        return self.choose(budget.models) if budget is not None and budget.models else self.models
+
     @property
     def fingerprint(self) -> dict[str, str]:
-        """What decides the numbers besides sources and flags: the toolchain, and the models with their parameters."""
+        """What decides the numbers besides sources and flags: the toolchain, the session's models with their
+        parameters, and each model tests chose beyond them (``models.NAME``) that this session measured."""
+        fingerprint = self._session_fingerprint()
+        if fingerprint:
+            used = {m.model for r in self.results.values() for m in r.metrics} - {m.name for m in self.models}
+            for name in sorted(used & set(self.registry.names)):
+                fingerprint[MODEL_KEY + name] = _describe(self.model(name))
+        return fingerprint
+
+    def _session_fingerprint(self) -> dict[str, str]:
+        """The toolchain, the canonical CPU and the session's models: what every entry depends on."""
         if self.builder is None:
             return {}
-        models = "; ".join(
-            " ".join([model.name, *(f"{k.split('.', 1)[1]}={v}" for k, v in model.key_params())])
-            for model in self.models
-        )
+        models = "; ".join(_describe(model) for model in self.models)
         fingerprint = {**self.builder.toolchain.fingerprint, "models": models}
         if cpu.applies(fingerprint["target"]):
             fingerprint["cpu"] = self.settings.build.cpu
@@ -115,15 +145,46 @@ class BudgetSession:
 
     @property
     def comparable(self) -> bool:
-        """False when the baseline was made with another toolchain or other models."""
+        """False when the baseline was made with another toolchain or other session models."""
         if self.builder is None or not self.baseline.exists:
             return True
         return self._matches(self.baseline.fingerprint)
 
+    def fingerprint_differences(self) -> tuple[str, ...]:
+        """The keys that make the baseline not :attr:`comparable`."""
+        return differing_keys(_session_part(self.baseline.fingerprint), self._session_fingerprint())
+
+    def metric_comparable(self, metric: str) -> bool:
+        """Whether the baseline's entries of ``metric`` compare with this session's: the baseline is
+        :attr:`comparable`, and a model tests chose beyond the session's has the parameters recorded."""
+        if not self.comparable:
+            return False
+        name = self.metric_models.get(metric)
+        if name is None or name in {m.name for m in self.models} or not self.baseline.exists:
+            return True
+        return self.baseline.fingerprint.get(MODEL_KEY + name) == _describe(self.model(name))
+
+    def other_model_parameters(self) -> list[str]:
+        """Models tests chose beyond the session's whose parameters changed since the baseline was written."""
+        if not self.comparable or not self.baseline.exists:
+            return []
+        session = {m.name for m in self.models}
+        out = []
+        for key, recorded in sorted(self.baseline.fingerprint.items()):
+            name = key.removeprefix(MODEL_KEY)
+            if key.startswith(MODEL_KEY) and name in self.registry.names and name not in session:
+                try:
+                    if recorded != _describe(self.model(name)):
+                        out.append(name)
+                except CBuildError:
+                    continue
+        return out
+
     def _matches(self, recorded: dict[str, str]) -> bool:
-        """Whether a baseline's fingerprint is this session's (older baselines lack some fields)."""
-        current = self.fingerprint
-        old = dict(recorded)
+        """Whether a baseline's fingerprint is this session's (older baselines lack some fields); the models
+        tests chose beyond the session's are compared per metric instead (:meth:`metric_comparable`)."""
+        current = self._session_fingerprint()
+        old = _session_part(recorded)
         # Baselines from before cost models were configurable measured ir-count alone.
         old.setdefault("models", "ir-count version=1")
         # Baselines from before the canonical CPU: counts of code that asks no CPU questions.
@@ -138,13 +199,14 @@ class BudgetSession:
             return {}, {}
         stops, labels = dict(budget.stops), dict(budget.stop_labels)
         factor = self.settings.cutoff
-        if factor is None or not self.models:
+        models = self.test_models(budget)
+        if factor is None or not models:
             return stops, labels
-        headline = self.models[0].metrics[0]
+        headline = models[0].metrics[0]
         if headline.name in stops:
             return stops, labels
         limit = budget.limits.get(headline.name)
-        old = self.baseline.tests.get(nodeid, {}).get(headline.name) if self.comparable else None
+        old = self.baseline.tests.get(nodeid, {}).get(headline.name) if self.metric_comparable(headline.name) else None
         base, what = (limit, headline.keyword) if limit is not None else (old.total if old else None, "its baseline")
         if base:
             stops[headline.name] = math.ceil(base * factor)
@@ -157,10 +219,17 @@ class BudgetSession:
         budget: Budget | None,
         costs: dict[str, Cost],
         *,
+        models: Sequence[CostModel] | None = None,
+        unavailable: Mapping[str, Unavailability] | None = None,
         completed: bool = True,
         region_problems: list[str] | None = None,
     ) -> TestResult:
-        """Compare a test's costs with its limits and baseline; record and return the result."""
+        """Compare a test's costs with its limits and baseline; record and return the result.
+
+        ``models`` are the test's (default: the session's). A metric in ``unavailable`` has no
+        value: it is reported with the reason, and its limit and baseline are not checked.
+        """
+        models = self.models if models is None else models
         tolerance = (
             budget.tolerance
             if budget is not None and budget.tolerance is not None
@@ -169,14 +238,43 @@ class BudgetSession:
             else self.settings.tolerance
         )
         entry = self.baseline.tests.get(nodeid, {}) if self.comparable else {}
-        keywords = {m.name: m.keyword for model in self.models for m in model.metrics}
+        keywords = {m.name: m.keyword for model in models for m in model.metrics}
         metrics: list[MetricResult] = []
         failures: list[str] = []
-        for name, cost in costs.items():
+        missing = dict(unavailable or {})
+        # In the order of the test's models' metrics; an unavailable one where its value would be.
+        order = [m.name for model in models for m in model.metrics if m.name in costs or m.name in missing]
+        order += [name for name in [*costs, *missing] if name not in order]
+        for name in order:
             # A cut-off without a limit is one: code that finished past it (after the last check) fails too.
             limit = budget.limits.get(name, budget.stops.get(name)) if budget is not None else None
             old = entry.get(name)
-            if not self.comparable:
+            region_limits = {
+                path: per[name] for path, per in (budget.regions if budget is not None else {}).items() if name in per
+            }
+            why = missing.get(name)
+            if why is not None:
+                metrics.append(
+                    MetricResult(
+                        metric=name,
+                        keyword=keywords.get(name, ""),
+                        value=0,
+                        limit=limit,
+                        baseline=old.total if old is not None else None,
+                        tolerance=tolerance,
+                        status=UNAVAILABLE,
+                        region_limits=region_limits,
+                        model=why.model,
+                        unavailable=why.reason,
+                        unavailable_where=_relative(why.where, self.settings.root) if why.where else None,
+                        unavailable_function=why.function,
+                    )
+                )
+                continue
+            cost = costs[name]
+            if old is not None and not self.metric_comparable(name):
+                status, old = NOT_COMPARABLE, None
+            elif not self.comparable:
                 status = NOT_COMPARABLE
             elif old is None:
                 status = NEW
@@ -190,9 +288,6 @@ class BudgetSession:
                 status = ERROR  # partial counts: "new" or "improved" would say what was not measured
             if limit is not None and cost.total > limit:
                 status = OVER_LIMIT
-            region_limits = {
-                path: per[name] for path, per in (budget.regions if budget is not None else {}).items() if name in per
-            }
             if any(cost.regions.get(path, 0) > n or path not in cost.regions for path, n in region_limits.items()):
                 status = OVER_LIMIT
             metric_result = MetricResult(
@@ -212,6 +307,7 @@ class BudgetSession:
                 inclusive=dict(cost.inclusive),
                 calls=dict(cost.calls),
                 stacks=dict(cost.stacks) if self.run.html_path is not None else {},
+                model=self.metric_models.get(name, ""),
             )
             metrics.append(metric_result)
             if budget is not None and status in (OVER_LIMIT, REGRESSED):
@@ -253,9 +349,11 @@ class BudgetSession:
     def _apply(self, base: Baseline, outcome: Outcome) -> Outcome:
         """Write this session's updates and prunes into ``base`` (read under the lock)."""
         outcome.stale = sorted(n for n in base.tests if self._is_stale(n))
-        fingerprint = self.fingerprint
+        fingerprint = self._session_fingerprint()
         tests = dict(base.tests)
+        recorded = {k: v for k, v in base.fingerprint.items() if k.startswith(MODEL_KEY)}
         if base.exists and not self._matches(base.fingerprint):
+            recorded = {}
             missing = sorted(set(tests) - set(self.results))
             if missing and not self.run.prune:
                 outcome.refused = (
@@ -272,6 +370,9 @@ class BudgetSession:
                     outcome.not_written.append(nodeid)
                     continue
                 new = result.costs()
+                # An unavailable metric keeps its entry: it was not measured, so there is nothing to replace it.
+                old = tests.get(nodeid, {})
+                new.update({m.metric: old[m.metric] for m in result.unavailable if m.metric in old})
                 if nodeid not in tests:
                     outcome.added.append(nodeid)
                 elif tests[nodeid] != new:
@@ -281,11 +382,54 @@ class BudgetSession:
             for nodeid in outcome.stale:
                 tests.pop(nodeid, None)
                 outcome.pruned.append(nodeid)
+        refused = self._describe_other_models(base, tests, recorded, fingerprint)
+        if refused is not None:
+            outcome.refused = refused
+            return outcome
         changed = tests != base.tests or fingerprint != base.fingerprint
         if (base.exists and changed) or (not base.exists and tests):
             Baseline(base.path, dict(fingerprint), dict(sorted(tests.items())), exists=True).save()
             outcome.written = True
         return outcome
+
+    def _describe_other_models(
+        self, base: Baseline, tests: dict[str, dict[str, Cost]], recorded: dict[str, str], fingerprint: dict[str, str]
+    ) -> str | None:
+        """Add to ``fingerprint`` each model tests chose beyond the session's whose metrics ``tests`` hold;
+        a model whose parameters changed keeps no entry measured with the old ones: those entries are
+        dropped with --instrbudget-prune, else the write is refused (the reason is returned)."""
+        session = {m.name for m in self.models}
+        written = {
+            (r.nodeid, m.metric) for r in self.results.values() if r.completed and self.run.update for m in r.measured
+        }
+
+        def used() -> list[str]:
+            names = {self.metric_models.get(metric) for entry in tests.values() for metric in entry}
+            return sorted(n for n in names if n is not None and n not in session)
+
+        for name in used():
+            current = _describe(self.model(name))
+            old = recorded.get(MODEL_KEY + name, current)
+            left = [
+                (nodeid, metric)
+                for nodeid, entry in tests.items()
+                for metric in entry
+                if self.metric_models.get(metric) == name and (nodeid, metric) not in written
+            ]
+            if old != current and left:
+                if not self.run.prune:
+                    return (
+                        f"baseline {base.path} holds costs of the cost model {name} made with other parameters "
+                        f"({old}) and {len(left)} of them were not measured in this run; run those tests, or add "
+                        f"--instrbudget-prune to drop them"
+                    )
+                for nodeid, metric in left:
+                    tests[nodeid] = {k: v for k, v in tests[nodeid].items() if k != metric}
+                    if not tests[nodeid]:
+                        del tests[nodeid]
+        for name in used():
+            fingerprint[MODEL_KEY + name] = _describe(self.model(name))
+        return None
 
     def _is_stale(self, nodeid: str) -> bool:
         """An entry whose test no longer exists: its file is gone, or was collected without it."""
@@ -298,6 +442,16 @@ class BudgetSession:
             return False
         collected_files = {n.split("::", 1)[0] for n in self.collected}
         return file_part in collected_files
+
+
+def _describe(model: CostModel) -> str:
+    """``zkvm version=2 po2=20 ...``: a model and the parameters that change its numbers."""
+    return " ".join([model.name, *(f"{k.split('.', 1)[1]}={v}" for k, v in model.key_params())])
+
+
+def _session_part(fingerprint: Mapping[str, str]) -> dict[str, str]:
+    """A fingerprint without the models tests chose beyond the session's."""
+    return {k: v for k, v in fingerprint.items() if not k.startswith(MODEL_KEY)}
 
 
 def _relative(where: str, root: Path) -> str:

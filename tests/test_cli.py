@@ -64,9 +64,10 @@ def test_cli_build_writes_program_table_and_counts(tmp_path: Path) -> None:
 
 
 def test_cli_build_with_a_model_builds_its_run_time_part_in(tmp_path: Path) -> None:
-    """`build --model` as on `run`: the binary's own counts give the same zkvm cycles as `run`."""
+    """`build --model` as on `run`: the binary's own counts give the same zkvm cycles as `run` (the
+    estimate from IR, whose dynamic phase is built into the native binary)."""
     (tmp_path / "prog.c").write_text(PROGRAM)
-    out = cli("build", "prog.c", "-o", "prog", "--model", "zkvm:po2=16", cwd=tmp_path)
+    out = cli("build", "prog.c", "-o", "prog", "--model", "zkvm:po2=16,execute=false", cwd=tmp_path)
     assert out.returncode == 0, out.stderr.decode()
     assert b"models zkvm)" in out.stderr
     sidecar = json.loads((tmp_path / "prog.instrbudget.json").read_text())
@@ -76,9 +77,9 @@ def test_cli_build_with_a_model_builds_its_run_time_part_in(tmp_path: Path) -> N
     table = BlockTable.from_json(sidecar["table"])
     header = (tmp_path / "counts.bin").read_bytes().split(b"\n", 1)[0].decode().split()
     counts, _ = read_counts(tmp_path / "counts.bin", build_id=header[2], table=table, models=sidecar["models"])
-    model = default_registry().create("zkvm", {"po2": 16})
+    model = default_registry().create("zkvm", {"po2": 16, "execute": False})
     built = {cost.metric: cost.total for cost in model.evaluate(counts)}
-    ran = cli("run", "prog.c", "--model", "zkvm:po2=16", "--json", "--", "50", cwd=tmp_path)
+    ran = cli("run", "prog.c", "--model", "zkvm:po2=16,execute=false", "--json", "--", "50", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr.decode()
     doc = json.loads(ran.stdout.decode().split("\n", 1)[1])
     assert built == {metric: m["total"] for metric, m in doc["metrics"].items()}

@@ -240,7 +240,9 @@ def _stop_lines(result: pytest.RunResult) -> dict[str, str]:
 def test_stops_in_sessions_are_identical_serial_and_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", lib=SESSION_C)
     pytester.makepyfile(test_cut=SESSION_TESTS)
-    pytester.makefile(".toml", pyproject='[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\ncutoff = 5\n')
+    # Cut-offs on zk cycles need the estimate from IR (an executed build cannot stop the native code).
+    toml = '[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\ncutoff = 5\n[tool.instrbudget.zkvm]\nexecute = false\n'
+    pytester.makefile(".toml", pyproject=toml)
     runs = [pytester.runpytest_subprocess(*extra) for extra in ([], [], ["-n", "2"])]
     for result in runs:
         result.assert_outcomes(passed=1, failed=4)
@@ -317,4 +319,18 @@ def test_grows(cbuild):
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines(
         [r".*spin\(\): stopped after [\d,]+ IR instructions \(cut-off [\d,]+, cutoff = 2x its baseline\) in .*"]
+    )
+
+
+def test_a_cutoff_on_an_executing_models_clock_says_it_needs_the_ir_estimate(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", lib="int one(void) { return 1; }\n")
+    pytester.makepyfile(
+        test_x="import pytest\n\n@pytest.mark.budget(max_zkcycles=10, stop_at_zkcycles='3x')\n"
+        "def test_x(cbuild):\n    cbuild.library('lib.c').one()\n"
+    )
+    pytester.makefile(".toml", pyproject='[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\n')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*test_x.py::test_x: budget(stop_at_zkcycles=...) needs [[]tool.instrbudget.zkvm[]] execute = false*"]
     )

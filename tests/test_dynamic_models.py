@@ -45,7 +45,7 @@ def test_pipeline_single_block_call_costs_its_static_estimate(
     tmp_path: Path,
     machine: str,  # type: ignore[no-untyped-def]
 ) -> None:
-    model = default_registry().create("pipeline", {"machine": machine})
+    model = default_registry().create("pipeline", {"machine": machine, "execute": False})
     artifact = builder.build([write("mix.c", STRAIGHT_C)], kind="library", models=[model])
     analysis = artifact.models()["pipeline"]["analysis"]
     table = artifact.table()

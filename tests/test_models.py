@@ -197,7 +197,9 @@ def test_plugin_bad_model_table_names_the_key(pytester: pytest.Pytester) -> None
     pytester.makepyfile(test_k="def test_a():\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*[[]tool.instrbudget.pipeline[]] has an unknown key 'machin'; accepted: machine*"])
+    result.stderr.fnmatch_lines(
+        ["*[[]tool.instrbudget.pipeline[]] has an unknown key 'machin'; accepted: execute, machine*"]
+    )
 
 
 def test_plugin_model_parameters_are_part_of_the_baseline_fingerprint(pytester: pytest.Pytester) -> None:

@@ -1,17 +1,17 @@
 """The ``pipeline`` model: cycles on an in-order pipeline, by max-plus estimation.
 
-Static phase: the program's IR is compiled for the machine's RISC-V flavour
-(:mod:`cbuild.lowering`); each block's instructions give a max-plus matrix (the
-product of the instructions' matrices in reverse order, :mod:`cbuild.machine`).
-Dynamic phase: the program applies the matrix of every block it executes, in
-execution order, to the resource release-time vector (zeros at the start); the
+Every instruction is a max-plus matrix over the machine's resources, a block the product of its
+instructions' matrices in reverse order (:mod:`cbuild.machine`); the executed blocks' matrices
+are applied in execution order to the resource release-time vector (zeros at the start), and the
 metric is the finishing cycle. Details and limits: docs/pipeline-model.md.
 
-With ``execute = true`` the program or library is instead built for the machine's target
+By default (``execute = true``) the program or library is built for the machine's target
 (:mod:`cbuild.rvbuild`) and executed in the RISC-V executor (:mod:`cbuild.rvexec`): each executed
 machine block's matrix comes from its decoded machine code (:mod:`cbuild.rvdecode`), computed
-once per block, and the control-transfer penalty of the machine file is added between blocks
-(runtime/pipeline_exec.c).
+once per block, and the machine file's control-transfer penalty is added between blocks
+(runtime/pipeline_exec.c). With ``execute = false`` the blocks are those of the IR lowered to
+RISC-V assembly (:mod:`cbuild.lowering`), applied by the instrumented native program
+(runtime/pipeline_model.c); that mode supports cut-offs on cycles (``stop_at_cycles``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class PipelineModel(CostModel):
         "machine": Param(
             "inorder5", "a shipped machine (inorder5, rocket) or the path of a TOML description", _machine_name
         ),
-        "execute": Param(False, "execute the build for the machine's RISC-V target itself", boolean),
+        "execute": Param(True, "execute the build for the machine's RISC-V target itself", boolean),
     }
 
     def configure(self) -> None:

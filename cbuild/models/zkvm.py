@@ -1,17 +1,15 @@
 """The ``zkvm`` model: RISC Zero rv32im cycles, with paging and segments.
 
-Static phase: the program's IR is compiled for RV32IM (:mod:`cbuild.lowering`);
-each block costs one user cycle per machine instruction, and occupies a range of
-code pages. Dynamic phase: the program reports every executed block and every
-load and store; the runtime pages 1 KiB pages in and out per segment and splits
-segments at the configured po2 (runtime/zkvm_model.c). Constants default to
-RISC Zero's circuit v2/v3 values (docs/cost-models.md).
-
-With ``execute = true`` the program or library is instead built for riscv32 itself
+By default (``execute = true``) the program or library is built for riscv32 itself
 (:mod:`cbuild.rvbuild`) and executed in the RISC-V executor (:mod:`cbuild.rvexec`), where
 runtime/zkvm_exec.c sees every executed machine instruction and memory access: user cycles are
-exact, per function, and segments close before the exact instruction. Regions and cut-offs on
-zk cycles are not measured in that mode yet.
+exact, per function; 1 KiB pages are paged in and out per segment, and segments close before
+the exact instruction. Constants default to RISC Zero's circuit v2/v3 values (docs/cost-models.md).
+
+With ``execute = false`` it estimates from IR instead: the program's IR is compiled for RV32IM
+(:mod:`cbuild.lowering`), each block costs one user cycle per machine instruction, and the
+instrumented native program reports blocks and memory accesses to runtime/zkvm_model.c. That
+mode supports cut-offs on zk cycles (``stop_at_zkcycles``).
 """
 
 from __future__ import annotations
@@ -66,7 +64,7 @@ class ZkvmModel(CostModel):
         "reserved_paging_cycles": Param(10, "paging cycles reserved per segment", integer(0)),
         "max_insn_cycles": Param(25000, "head room a segment keeps below 2^po2", integer(0)),
         "merkle_depth": Param(22, "depth of the page Merkle tree (4 GiB of 1 KiB pages)", integer(22, 22)),
-        "execute": Param(False, "execute the riscv32 build itself (exact user cycles and paging)", boolean),
+        "execute": Param(True, "execute the riscv32 build itself (exact user cycles and paging)", boolean),
     }
 
     def configure(self) -> None:
@@ -92,7 +90,7 @@ class ZkvmModel(CostModel):
         }
 
     def key_params(self) -> tuple[tuple[str, str], ...]:
-        # Builds and baselines made before ``execute`` existed stay valid while it is off.
+        # Builds and baselines made before ``execute`` existed stay valid with it off.
         return tuple(kv for kv in super().key_params() if kv != ("zkvm.execute", "False"))
 
     def executes(self) -> str | None:

@@ -1,0 +1,361 @@
+"""Cost models chosen per test (marker ``models=``) and per build (``cbuild.library(..., models=)``),
+and metrics of a model that cannot build a test's code, shown as unavailable: real pytest sessions."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+import pytest
+
+from pytest_instrbudget import report
+from pytest_instrbudget.results import OK, UNAVAILABLE, MetricResult
+from pytest_instrbudget.results import TestResult as Result
+
+WORK_C = """\
+long work(long n) {
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return s;
+}
+"""
+
+#: x86 inline assembly: builds for the host, not for riscv32 (an x86 register constraint).
+TICKS_C = """\
+long spin(long n) {
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return s;
+}
+
+unsigned long long ticks(void) {
+    unsigned lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((unsigned long long)hi << 32) | lo;
+}
+"""
+#: The line of the assembly statement in TICKS_C.
+TICKS_LINE = 9
+
+ZK_METRICS = {"zk_cycles", "zk_user_cycles", "zk_paging_cycles", "zk_segments"}
+ZKVM_TABLE = "[tool.instrbudget.zkvm]\nexecute = true\n"
+
+
+def project(pytester: pytest.Pytester, tests: str, *, models: str = '["ir-count"]', zkvm: str = ZKVM_TABLE) -> None:
+    pytester.makefile(".c", work=WORK_C, ticks=TICKS_C)
+    pytester.makepyfile(test_choice=textwrap.dedent(tests))
+    pytester.makepyprojecttoml(f'[tool.instrbudget]\nopt_level = "1"\nmodels = {models}\n{zkvm}')
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    out = pytester.path / "results.json"
+    out.unlink(missing_ok=True)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--instrbudget-json={out}", *args)
+    return result, json.loads(out.read_text()) if out.exists() else {}
+
+
+def metrics(doc: dict[str, Any], test: str) -> dict[str, Any]:
+    found: dict[str, Any] = doc["tests"][f"test_choice.py::{test}"]["metrics"]
+    return found
+
+
+def baseline(pytester: pytest.Pytester) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((pytester.path / ".instrbudget" / "baseline.json").read_text())
+    return doc
+
+
+def test_model_choice_marker_narrows_the_session_models(pytester: pytest.Pytester) -> None:
+    project(
+        pytester,
+        """
+        import pytest
+
+        @pytest.mark.budget(models=["ir-count"], max_instr=1000)
+        def test_ir_only(cbuild):
+            assert cbuild.library("work.c").work(10) == 45
+
+        def test_session_models(cbuild):
+            assert cbuild.library("work.c").work(10) == 45
+        """,
+        models='["ir-count", "zkvm"]',
+    )
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=2)
+    assert set(metrics(doc, "test_ir_only")) == {"ir_instructions"}
+    session = metrics(doc, "test_session_models")
+    assert set(session) == {"ir_instructions", *ZK_METRICS}
+    assert session["zk_user_cycles"]["value"] > 0
+    assert doc["tests"]["test_choice.py::test_ir_only"]["unavailable"] == {}
+
+
+def test_model_choice_marker_adds_a_model_and_the_baseline_describes_it(pytester: pytest.Pytester) -> None:
+    tests = """
+        import pytest
+
+        @pytest.mark.budget(models=["ir-count", "zkvm"], max_zkcycles=2**24)
+        def test_zk(cbuild):
+            assert cbuild.library("work.c").work(10) == 45
+
+        def test_plain(cbuild):
+            assert cbuild.library("work.c").work(10) == 45
+        """
+    project(pytester, tests)
+    result, doc = run(pytester, "--instrbudget-update")
+    result.assert_outcomes(passed=2)
+    assert set(metrics(doc, "test_zk")) == {"ir_instructions", *ZK_METRICS}
+    assert metrics(doc, "test_zk")["zk_user_cycles"]["value"] > 0
+    assert set(metrics(doc, "test_plain")) == {"ir_instructions"}
+    # The session's models are ir-count's alone; the model the test chose is described beside them.
+    fingerprint = baseline(pytester)["fingerprint"]
+    assert fingerprint["models"] == "ir-count version=1"
+    assert fingerprint["models.zkvm"].startswith("zkvm version=")
+    assert set(baseline(pytester)["tests"]["test_choice.py::test_zk"]) == {"ir_instructions", *ZK_METRICS}
+
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=2)
+    assert {m["status"] for t in doc["tests"].values() for m in t["metrics"].values()} == {"ok"}
+    assert "not comparable" not in result.stdout.str()
+
+    # Other zkvm parameters: the zkvm entries no longer compare, the rest of the baseline does.
+    pytester.makepyprojecttoml(f'[tool.instrbudget]\nopt_level = "1"\n{ZKVM_TABLE}po2 = 18\n')
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=2)
+    assert metrics(doc, "test_zk")["zk_cycles"]["status"] == "not comparable"
+    assert metrics(doc, "test_zk")["ir_instructions"]["status"] == "ok"
+    assert metrics(doc, "test_plain")["ir_instructions"]["status"] == "ok"
+    result.stdout.fnmatch_lines(["*holds zkvm costs made with other zkvm parameters (zkvm version=*po2=20*"])
+    assert "made with another toolchain or other models" not in result.stdout.str()
+
+
+def test_model_choice_errors_name_the_model_and_the_choices(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyprojecttoml('[tool.instrbudget]\nopt_level = "1"\n')
+    cases = {
+        '@pytest.mark.budget(models=["ir-count", "wallclock"])': (
+            "*test_a: budget(models=...): unknown cost model 'wallclock'; known models: ir-count, pipeline, zkvm*"
+        ),
+        '@pytest.mark.budget(models=["ir-count"], max_zkcycles=10)': (
+            "*test_a: budget(max_zkcycles=...) belongs to the cost model 'zkvm', which is not among this "
+            "test's models (ir-count); add 'zkvm' to budget(models=[[]...])*"
+        ),
+        "@pytest.mark.budget(max_cycles=10)": (
+            "*test_a: budget(max_cycles=...) belongs to the cost model 'pipeline', which is not active; add it to "
+            "`models`*--instrbudget-model=pipeline, or choose it for this test with budget(models=[[]...]) "
+            "(this test's models: ir-count)*"
+        ),
+        "@pytest.mark.budget(models=[])": "*test_a: budget(models=[[]]) chooses no cost model; name at least one*",
+    }
+    for marker, message in cases.items():
+        pytester.makepyfile(test_choice=f"import pytest\n\n{marker}\ndef test_a():\n    pass\n")
+        result = pytester.runpytest("-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, marker
+        result.stderr.fnmatch_lines([message])
+
+    # A build's models are some of its test's.
+    pytester.makepyfile(
+        test_choice="""
+        def test_unknown(cbuild):
+            cbuild.library("work.c", models=["wallclock"])
+
+        def test_not_the_tests(cbuild):
+            cbuild.program("work.c", models=["zkvm"])
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_choice.py:2: ModelError: models=: unknown cost model 'wallclock'; known models: ir-count, "
+            "pipeline, zkvm",
+            "*test_choice.py:5: ModelError: models=: the cost model 'zkvm' is not among this test's models "
+            "(ir-count)*choose it for the test with @pytest.mark.budget(models=[[]...])",
+        ],
+        consecutive=False,
+    )
+
+
+def test_model_choice_per_build(pytester: pytest.Pytester) -> None:
+    project(
+        pytester,
+        """
+        import pytest
+
+        ZK = ["ir-count", "zkvm"]
+
+        @pytest.mark.budget(models=ZK)
+        def test_one(cbuild):
+            assert cbuild.library("work.c").work(10) == 45
+
+        @pytest.mark.budget(models=ZK)
+        def test_two_builds(cbuild):
+            measured = cbuild.library("work.c")
+            helper = cbuild.library("work.c", models=["ir-count"])
+            assert measured.artifact.key != helper.artifact.key  # the models are part of the build's key
+            assert "zkvm" in measured.artifact.models() and "zkvm" not in helper.artifact.models()
+            assert measured.work(10) == helper.work(10) == 45
+
+        @pytest.mark.budget(models=ZK)
+        def test_no_zk_build(cbuild):
+            assert cbuild.library("work.c", models=["ir-count"]).work(10) == 45
+        """,
+    )
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=3)
+    one, two = metrics(doc, "test_one"), metrics(doc, "test_two_builds")
+    # Both builds count IR instructions; only the first counts for zkvm.
+    assert two["ir_instructions"]["value"] > one["ir_instructions"]["value"]
+    assert two["ir_instructions"]["functions"]["work"] == two["ir_instructions"]["value"]
+    assert {name: two[name]["value"] for name in ZK_METRICS} == {name: one[name]["value"] for name in ZK_METRICS}
+    # No build of the test has zkvm: its metrics are unavailable, not zero.
+    unavailable = doc["tests"]["test_choice.py::test_no_zk_build"]["unavailable"]
+    assert set(unavailable) == ZK_METRICS
+    assert unavailable["zk_cycles"]["reason"].startswith("no build of this test was made with the zkvm model")
+
+
+TICKS_TESTS = """
+    import pytest
+
+    @pytest.mark.budget(max_instr=10_000, max_zkcycles=LIMIT)
+    def test_ticks(cbuild):
+        assert cbuild.library("ticks.c").spin(10) == 45
+
+    @pytest.mark.budget(max_instr=5)
+    def test_ticks_over(cbuild):
+        assert cbuild.library("ticks.c").spin(10) == 45
+
+    def test_work(cbuild):
+        assert cbuild.library("work.c").work(10) == 45
+    """
+
+
+def test_model_choice_unavailable_metrics_are_shown_not_checked_and_kept(pytester: pytest.Pytester) -> None:
+    project(pytester, TICKS_TESTS.replace("LIMIT", "2**24"), models='["ir-count", "zkvm"]')
+    # First without the assembly: the zkvm entries of test_ticks go into the baseline.
+    source = pytester.path / "ticks.c"
+    source.write_text(TICKS_C.replace('__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));', "lo = hi = 1;"))
+    run(pytester, "--instrbudget-update", "-k", "not over")[0].assert_outcomes(passed=2, deselected=1)
+    kept = baseline(pytester)["tests"]["test_choice.py::test_ticks"]
+    assert set(kept) == {"ir_instructions", *ZK_METRICS}
+
+    # With the assembly, and more work per iteration; a zkvm limit the code could not meet.
+    source.write_text(TICKS_C.replace("i < n; i++) s += i;", "i < n; i++) { s += i; s ^= 0; }", 1))
+    pytester.makepyfile(test_choice=textwrap.dedent(TICKS_TESTS.replace("LIMIT", "10")))
+    result, doc = run(pytester, "--instrbudget-update", f"--instrbudget-markdown={pytester.path / 'summary.md'}")
+    # Passes on ir-count, with its max_zkcycles=10 not checked; the other fails on ir-count alone.
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*test_choice.py::test_ticks_over is over budget",
+            "*ir_instructions: * exceeds max_instr=5 by *",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*:test_ticks *ok (zkvm unavailable)",
+            "instrbudget: zkvm metrics unavailable in 2 test(s): not measured, their limits not checked and "
+            "their baseline entries kept:",
+            "instrbudget:   test_choice.py::test_ticks: cannot be built for riscv32: "
+            "invalid output constraint '=a' in asm",
+            f"instrbudget:     at ticks.c:{TICKS_LINE}, in ticks",
+            "instrbudget:     not checked: max_zkcycles=10",
+            "instrbudget:   test_choice.py::test_ticks_over: cannot be built for riscv32: *",
+        ],
+        consecutive=False,
+    )
+    assert "zk_cycles: 0" not in out
+    ticks = doc["tests"]["test_choice.py::test_ticks"]
+    assert set(ticks["metrics"]) == {"ir_instructions"}
+    assert ticks["unavailable"]["zk_cycles"] == {
+        "model": "zkvm",
+        "reason": "cannot be built for riscv32: invalid output constraint '=a' in asm",
+        "where": f"ticks.c:{TICKS_LINE}",
+        "function": "ticks",
+        "limit": 10,
+        "baseline": kept["zk_cycles"]["total"],
+    }
+    assert set(metrics(doc, "test_work")) == {"ir_instructions", *ZK_METRICS}
+    # The update wrote the new IR count and kept the zkvm entries it could not measure.
+    entry = baseline(pytester)["tests"]["test_choice.py::test_ticks"]
+    assert entry["ir_instructions"]["total"] == ticks["metrics"]["ir_instructions"]["value"]
+    assert entry["ir_instructions"] != kept["ir_instructions"]
+    assert {name: entry[name] for name in ZK_METRICS} == {name: kept[name] for name in ZK_METRICS}
+    summary = (pytester.path / "summary.md").read_text()
+    assert "| unavailable |" in summary
+    assert f"at ticks.c:{TICKS_LINE}, in ticks" in summary
+
+    # pytest-xdist: the same results.
+    _, serial = run(pytester)
+    result, parallel = run(pytester, "-n", "2")
+    result.assert_outcomes(passed=2, failed=1)
+    assert parallel["tests"] == serial["tests"]
+    result.stdout.fnmatch_lines([f"instrbudget:     at ticks.c:{TICKS_LINE}, in ticks"])
+
+
+def test_model_choice_unavailable_program_run(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", main=TICKS_C + "\nint main(void) { return (int)(spin(10) != 45); }\n")
+    pytester.makepyfile(
+        test_choice="""
+        import pytest
+
+        @pytest.mark.budget(models=["zkvm", "ir-count"])
+        def test_run(cbuild):
+            run = cbuild.program("main.c").run()
+            assert run.returncode == 0 and run.cost() > 0
+            with pytest.raises(LookupError, match="this run's zk_cycles is unavailable: cannot be built for riscv32"):
+                run.cost("zk_cycles")
+        """
+    )
+    pytester.makepyprojecttoml(f'[tool.instrbudget]\nopt_level = "1"\n{ZKVM_TABLE}')
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=1)
+    test = doc["tests"]["test_choice.py::test_run"]
+    assert set(test["metrics"]) == {"ir_instructions"}
+    assert set(test["unavailable"]) == ZK_METRICS
+    assert test["unavailable"]["zk_segments"]["where"] == f"main.c:{TICKS_LINE}"
+
+
+def test_model_choice_reports_show_unavailable_metrics() -> None:
+    measured = MetricResult("ir_instructions", "max_instr", 91, None, 91, 0.0, OK, model="ir-count")
+    missing = MetricResult(
+        "zk_cycles",
+        "max_zkcycles",
+        0,
+        10,
+        500,
+        0.0,
+        UNAVAILABLE,
+        model="zkvm",
+        unavailable="cannot be built for riscv32: invalid output constraint '=a' in asm",
+        unavailable_where="src/a.cc:3",
+        unavailable_function="_Z5ticksv",
+        region_limits={"parse": 50},
+    )
+    result = Result("t.py::test_a", True, [measured, missing])
+    assert missing.change is None
+    assert set(result.costs()) == {"ir_instructions"}  # nothing to write for it
+    assert report.table_lines([result], width=120) == [
+        "test          ir_instructions    zk_cycles  status",
+        "------------  ---------------  -----------  ---------------------",
+        "t.py::test_a               91  unavailable  ok (zkvm unavailable)",
+    ]
+    assert report.unavailable_lines([result]) == [
+        "zkvm metrics unavailable in 1 test(s): not measured, their limits not checked and their baseline "
+        "entries kept:",
+        "  t.py::test_a: cannot be built for riscv32: invalid output constraint '=a' in asm",
+        "    at src/a.cc:3, in ticks()",
+        "    not checked: max_zkcycles=10, zk_cycles of region 'parse'",
+    ]
+    doc = result.to_json()
+    assert set(doc["metrics"]) == {"ir_instructions"}
+    assert doc["unavailable"]["zk_cycles"]["function"] == "ticks()"
+    page = report.html_page([result], {}, "baseline.json")
+    payload = page.split('id="instrbudget-data">', 1)[1].split("</script>", 1)[0]
+    (test,) = json.loads(payload)["tests"]
+    assert test["status"] == "ok (zkvm unavailable)"
+    assert set(test["metrics"]) == {"ir_instructions"}
+    assert test["unavailable"]["zk_cycles"]["where"] == "src/a.cc:3"
+    assert "| `t.py::test_a` | 91 | unavailable | ok (zkvm unavailable) |" in report.markdown_text([result])
+    # Across an xdist worker's wire.
+    assert Result.from_wire(json.loads(json.dumps(result.to_wire()))) == result
