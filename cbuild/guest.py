@@ -1,18 +1,25 @@
 """A library's RISC-V build in a worker process, replaying the calls a test makes natively.
 
 The test sees the native results. Each call is made again in the RISC-V build (executed by
-:mod:`cbuild.rvexec`) with the same arguments: integers and floating-point values in the
-target's argument registers (soft-float ABI, 64-bit values in register pairs on riscv32),
-byte buffers copied into guest memory and back, pointers a function returned mapped to the
-guest's own. The guest's result and written buffers are compared with the native ones by
-the caller. A call whose arguments cannot be carried over (structs, raw addresses, more
-than eight argument registers) makes the RISC-V models unavailable for that library.
+:mod:`cbuild.rvexec`) with the same arguments, placed as the target's own code takes them:
+the build's table of its functions' IR signatures (:func:`cbuild.rvbuild.abi_table`, in the
+ELF's section :data:`cbuild.rvbuild.ABI_SECTION`) gives each parameter's register type, so a
+``size_t`` or a typedef of ``long`` is one 32-bit register on riscv32, an ``unsigned int`` is
+sign-extended on riscv64, a small struct travels in registers and a large one by reference,
+a large struct result through a result address (soft-float ABI: floating-point values in
+integer registers). Byte buffers are copied into guest memory and back, pointers a function
+returned are mapped to the guest's own. The guest's result and written buffers are compared
+with the native ones by the caller. A call whose arguments cannot be carried over (raw
+addresses, more than eight argument registers) makes the RISC-V models unavailable for that
+library.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import re
 import struct
 import subprocess
 import sys
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from cbuild.rvbuild import ABI_SECTION
 from cbuild.rvexec import (
     EXITED,
     READY,
@@ -35,6 +43,7 @@ from cbuild.rvexec import (
     ExecutorError,
     read_image,
 )
+from cbuild.signatures import _split_top
 
 #: Argument buffers are copied here, one call at a time.
 ARENA = 0x7000_0000
@@ -62,8 +71,9 @@ class Unreplayable(ExecutorError):
 
 @dataclass(frozen=True)
 class Arg:
-    """One argument as the guest gets it: ``kind`` int (``bits``, ``signed``), float (``bits``),
-    buffer (``data``, copied back if ``back``), handle (a guest address) or null."""
+    """One argument as the guest gets it: ``kind`` int (``bits``, ``signed``: the host's C type),
+    float (``bits``), buffer (``data``, copied back if ``back``), struct (its bytes), handle (a
+    guest address) or null."""
 
     kind: str
     value: Any = None
@@ -72,37 +82,189 @@ class Arg:
     back: bool = False
 
 
+#: A parameter or result as the target's code takes it: [IR type, extension, role] (see
+#: :func:`cbuild.rvbuild.abi_table`).
+Slot = Sequence[str]
+
+
 def word_bits(desc: dict[str, Any], xlen: int) -> int:
-    """Width of an integer type on the target."""
+    """Width of an integer type on the target, guessed from its name (for functions the build's
+    table does not list)."""
     bits = 8 * int(desc.get("size", 4))
     name = str(desc.get("name", "")).removeprefix("const ").strip()
     return xlen if bits == 64 and name in _WORD_TYPES else bits
 
 
-def _registers(args: Sequence[Arg], xlen: int, buffers: list[int]) -> list[int]:
-    """Argument register values (soft-float calling convention)."""
+def read_abi(elf: Path) -> dict[str, Any]:
+    """The table of :data:`~cbuild.rvbuild.ABI_SECTION` in a RISC-V build ({} if it has none)."""
+    data = elf.read_bytes()
+    wide = data[4] == 2
+    if wide:
+        shoff, shentsize, shnum, shstrndx = *struct.unpack_from("<Q", data, 40), *struct.unpack_from("<HHH", data, 58)
+        header = "<IIQQQQIIQQ"
+    else:
+        shoff, shentsize, shnum, shstrndx = *struct.unpack_from("<I", data, 32), *struct.unpack_from("<HHH", data, 46)
+        header = "<IIIIIIIIII"
+    sections = [struct.unpack_from(header, data, shoff + i * shentsize) for i in range(shnum)]
+    if shstrndx >= len(sections):
+        return {}
+    names = sections[shstrndx][4]
+    for name, _, _, _, offset, size, *_ in sections:
+        if data[names + name : data.index(b"\0", names + name)] == ABI_SECTION.encode():
+            table: dict[str, Any] = json.loads(data[offset : offset + size])
+            return table
+    return {}
+
+
+def ir_bytes(ir: str, xlen: int) -> int:
+    """Size in bytes of an IR type the calling convention passes in registers."""
+    if ir == "ptr":
+        return xlen // 8
+    if ir in ("float", "double"):
+        return 4 if ir == "float" else 8
+    if re.fullmatch(r"i\d+", ir):
+        return (int(ir[1:]) + 7) // 8
+    array = re.fullmatch(r"\[(\d+) x (.+)\]", ir)
+    if array:
+        return int(array.group(1)) * ir_bytes(array.group(2), xlen)
+    if ir.startswith("{") and ir.endswith("}"):
+        size = 0
+        for element in _split_top(ir[1:-1], ","):
+            n = ir_bytes(element, xlen)
+            size = (size + n - 1) // n * n + n  # each element at its natural alignment
+        return size
+    raise Unreplayable(f"a parameter of IR type {ir}")
+
+
+def fits(value: int, bits: int) -> bool:
+    """Whether a host integer (64 bits at most) means the same in ``bits`` bits: its low bits,
+    zero- or sign-extended, give it back (``(size_t)-10`` fits 32 bits, ``1L << 40`` does not)."""
+    low = value & ((1 << bits) - 1)
+    signed = low - (1 << bits) if low >> (bits - 1) else low
+    return (value - low) % 2**64 == 0 or (value - signed) % 2**64 == 0
+
+
+def _words(raw: int, size: int, xlen: int) -> list[int]:
+    """``raw`` (``size`` bytes) as the registers that carry it, least significant first."""
     mask = (1 << xlen) - 1
-    regs: list[int] = []
+    return [(raw >> shift) & mask for shift in range(0, max(size, 1) * 8, xlen)]
+
+
+def _float_bits(value: float, bits: int) -> int:
+    if bits == 32:
+        return int(struct.unpack("<I", struct.pack("<f", value))[0])
+    return int(struct.unpack("<Q", struct.pack("<d", value))[0])
+
+
+def default_slots(args: Sequence[Arg], ret: tuple[str, int, bool], xlen: int) -> tuple[list[Slot], Slot]:
+    """Parameters and result by the RISC-V psABI from the host's C types, for a function the
+    build's table does not list."""
+
+    def record(size: int) -> str:
+        return f"i{xlen}" if size <= xlen // 8 else f"[2 x i{xlen}]" if size <= xlen // 4 else "ptr"
+
+    params: list[Slot] = []
     for arg in args:
+        if arg.kind == "int":
+            params.append([f"i{arg.bits}", "s" if arg.signed else "z", ""])
+        elif arg.kind == "float":
+            params.append(["float" if arg.bits == 32 else "double", "", ""])
+        elif arg.kind == "struct":
+            params.append([record(len(arg.value)), "", ""])
+        else:
+            params.append(["ptr", "", ""])
+    kind, bits, signed = ret
+    result: Slot = ["void", "", ""]
+    if kind == "int":
+        result = [f"i{bits}", "s" if signed else "z", ""]
+    elif kind == "float":
+        result = ["float" if bits == 32 else "double", "", ""]
+    elif kind == "pointer":
+        result = ["ptr", "", ""]
+    elif kind == "struct":
+        result = [record(bits), "", ""]
+        if result[0] == "ptr":
+            result = ["void", "", ""]
+            params.insert(0, ["ptr", "", "sret"])
+    return params, result
+
+
+class _Arena:
+    """Guest memory for one call's buffers, by-reference structs and struct result."""
+
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+        self.pos = ARENA
+
+    def put(self, data: bytes) -> int:
+        address = self.pos
+        if address + len(data) > ARENA_END:
+            raise Unreplayable("the call's buffers do not fit the argument area")
+        self.ex.write(address, data)
+        self.pos = (address + len(data) + 16) & -16
+        return address
+
+
+def _registers(
+    args: Sequence[Arg], params: Sequence[Slot], xlen: int, arena: _Arena
+) -> tuple[list[int], list[int], str]:
+    """Argument register values, the guest addresses of the buffer arguments, and what makes the
+    guest's call differ from the native one ("" if nothing): an integer the target's parameter
+    cannot hold."""
+    regs: list[int] = []
+    buffers: list[int] = []
+    problem = ""
+    for n, (arg, (ir, ext, _)) in enumerate(zip(args, params, strict=True), start=1):
         if arg.kind == "null":
             regs.append(0)
-        elif arg.kind in ("buffer", "handle"):
-            regs.append(buffers.pop(0) if arg.kind == "buffer" else int(arg.value))
+        elif arg.kind == "handle":
+            regs.append(int(arg.value))
+        elif arg.kind == "buffer":
+            buffers.append(arena.put(bytes(arg.value)))
+            regs.append(buffers[-1])
+        elif arg.kind == "struct":
+            data = bytes(arg.value)
+            if ir == "ptr":  # passed by reference, to a copy the callee may change
+                regs.append(arena.put(data))
+                continue
+            size = ir_bytes(ir, xlen)
+            if len(data) > size:
+                raise Unreplayable(f"argument {n} ({len(data)} bytes) is {size} bytes in the build's {ir}")
+            regs.extend(_words(int.from_bytes(data, "little"), size, xlen))
         elif arg.kind == "float":
-            raw = (
-                struct.unpack("<I", struct.pack("<f", arg.value))[0]
-                if arg.bits == 32
-                else (struct.unpack("<Q", struct.pack("<d", arg.value))[0])
-            )
-            regs.extend([raw & mask, raw >> 32] if arg.bits == 64 and xlen == 32 else [raw])
+            size = ir_bytes(ir, xlen)
+            regs.extend(_words(_float_bits(float(arg.value), 8 * size), size, xlen))
         else:
-            value = int(arg.value) & ((1 << arg.bits) - 1)
-            if arg.signed and arg.bits < xlen and value >> (arg.bits - 1):
-                value |= mask ^ ((1 << arg.bits) - 1)  # sign-extended to the register
-            regs.extend([value & mask, value >> 32] if arg.bits == 64 and xlen == 32 else [value & mask])
-    if len(regs) > 8:
-        raise Unreplayable(f"{len(regs)} argument registers are needed; the replay passes at most 8")
-    return regs
+            bits = xlen if ir == "ptr" else int(ir[1:]) if re.fullmatch(r"i\d+", ir) else 8 * ir_bytes(ir, xlen)
+            value = int(arg.value)
+            if not fits(value, bits) and not problem:
+                problem = f"argument {n} ({value}) does not fit the build's {bits}-bit parameter"
+            raw = value & ((1 << bits) - 1)
+            width = max(bits, xlen)
+            if (ext == "s" or (not ext and arg.signed)) and raw >> (bits - 1):
+                raw |= ((1 << width) - 1) ^ ((1 << bits) - 1)  # sign-extended to the register
+            regs.extend(_words(raw, width // 8, xlen))
+    return regs, buffers, problem
+
+
+def _result(ir: str, ret: tuple[str, int, bool], a0: int, a1: int, xlen: int) -> Any:
+    """The result in a0 (and a1) as the host's C type ``ret`` has it; an integer with its width in
+    the build: ``(value, bits)`` (a ``Py_ssize_t`` is an ``i32`` on riscv32)."""
+    kind, bits, signed = ret
+    raw = a0 | (a1 << xlen)
+    if kind == "int":
+        width = xlen if ir == "ptr" else int(ir[1:]) if re.fullmatch(r"i\d+", ir) else bits
+        raw &= (1 << width) - 1
+        return (raw - (1 << width) if signed and raw >> (width - 1) else raw), width
+    if kind == "float":
+        if ir_bytes(ir, xlen) == 4:
+            return struct.unpack("<f", struct.pack("<I", raw & 0xFFFF_FFFF))[0]
+        return struct.unpack("<d", struct.pack("<Q", raw & (2**64 - 1)))[0]
+    if kind == "pointer":
+        return a0
+    if kind == "struct":
+        return raw.to_bytes(2 * xlen // 8, "little")[:bits]
+    return None
 
 
 class _Worker:
@@ -112,6 +274,8 @@ class _Worker:
         image = read_image(elf)
         self.ex = Executor(executor, image, runtimes)
         self.xlen = image.xlen
+        #: symbol -> [result, parameters] as the build's code takes them (cbuild.rvbuild.abi_table).
+        self.abi = read_abi(elf)
         self.ex.set_register(REG_SP, self.ex.setup_stack([os.fsencode(elf.name)]))
         status = self.ex.run(image.entry)
         if status != READY:
@@ -121,16 +285,25 @@ class _Worker:
         self.ex.reset()
 
     def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes], str]:
-        addresses, pos = [], ARENA
-        for arg in args:
-            if arg.kind == "buffer":
-                data = bytes(arg.value)
-                if pos + len(data) > ARENA_END:
-                    raise Unreplayable("the call's buffers do not fit the argument area")
-                self.ex.write(pos, data)
-                addresses.append(pos)
-                pos = (pos + len(data) + 16) & -16
-        regs = _registers(args, self.xlen, list(addresses))
+        """See :meth:`Guest.call`."""
+        entry = self.abi.get(name)
+        if entry is None:
+            params, result = default_slots(args, ret, self.xlen)
+        else:
+            result, params = entry
+        arena = _Arena(self.ex)
+        regs: list[int] = []
+        out = 0
+        if params and params[0][2] == "sret":  # the caller provides the result's memory
+            out = arena.put(bytes(ret[1]))
+            regs.append(out)
+            params = params[1:]
+        if len(params) != len(args):
+            raise Unreplayable(f"the build's {name}() takes {len(params)} parameters, the C declaration {len(args)}")
+        more, buffers, problem = _registers(args, params, self.xlen, arena)
+        regs += more
+        if len(regs) > 8:
+            raise Unreplayable(f"{len(regs)} argument registers are needed; the replay passes at most 8")
         for i, reg in enumerate(regs):
             self.ex.set_register(REG_A0 + i, reg)
         self.ex.set_register(REG_SP, self.sp)
@@ -139,28 +312,16 @@ class _Worker:
         if status != RETURNED:
             what = "exited" if status == EXITED else f"failed: {self.ex.error()}"
             return None, [], f"{name}() in the RISC-V build {what}"
-        a0, a1 = self.ex.register(REG_A0), self.ex.register(REG_A0 + 1)
-        kind, bits, signed = ret
-        value: Any = None
-        if kind == "int":
-            raw = a0 | (a1 << 32) if bits == 64 and self.xlen == 32 else a0
-            raw &= (1 << bits) - 1
-            value = raw - (1 << bits) if signed and raw >> (bits - 1) else raw
-        elif kind == "float":
-            raw = a0 | (a1 << 32) if bits == 64 and self.xlen == 32 else a0
-            value = (
-                struct.unpack("<f", struct.pack("<I", raw & 0xFFFFFFFF))[0]
-                if bits == 32
-                else (struct.unpack("<d", struct.pack("<Q", raw & (2**64 - 1)))[0])
-            )
-        elif kind == "pointer":
-            value = a0
+        if out:
+            value: Any = self.ex.read(out, ret[1])
+        else:
+            value = _result(result[0], ret, self.ex.register(REG_A0), self.ex.register(REG_A0 + 1), self.xlen)
         written = [
             self.ex.read(address, len(arg.value))
-            for arg, address in zip([a for a in args if a.kind == "buffer"], addresses, strict=True)
+            for arg, address in zip([a for a in args if a.kind == "buffer"], buffers, strict=True)
             if arg.back
         ]
-        return value, written, ""
+        return value, written, problem
 
     def measure(self) -> Execution:
         return self.ex.execution(RETURNED)
@@ -207,8 +368,9 @@ class Guest:
         return value
 
     def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes], str]:
-        """Call ``name`` in the guest: its result, the buffers it wrote (those marked ``back``), and
-        what went wrong ("" when it returned)."""
+        """Call ``name`` in the guest: its result (an integer as ``(value, bits in the build)``, a
+        struct as its bytes), the buffers it wrote (those marked ``back``), and what makes the call
+        differ from the native one ("" when it returned, with arguments it could hold)."""
         result: tuple[Any, list[bytes], str] = self._request("call", name, args, ret)
         return result
 

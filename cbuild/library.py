@@ -20,7 +20,7 @@ from cbuild.build import Artifact
 from cbuild.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.ctypes_map import TypeMap, UnsupportedType
 from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
-from cbuild.guest import Arg, Guest, Unreplayable, word_bits
+from cbuild.guest import Arg, Guest, Unreplayable, fits, word_bits
 from cbuild.hosts import HostProcess, default_pool
 from cbuild.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
 from cbuild.rvexec import ExecutorError, slot_results, slot_runtimes
@@ -270,6 +270,8 @@ class Function:
                 blobs.append(wire[2])
         library = self._library
         host = library.host
+        # The replay needs the buffers as they were before the call (the call writes into them).
+        inputs = [bytes(b) for b in blobs] if library._guests else blobs
         try:
             result, written = host.request(
                 "call", library.id, self.name, wires, what=f"{self.name}()", timeout=library.timeout, blobs=blobs
@@ -294,7 +296,7 @@ class Function:
             host.reply_blob_into(blob, ctypes.addressof(obj))
         value = self._result(result)
         if library._guests:
-            library._replay(self, args, wires, blobs, result)
+            library._replay(self, args, wires, inputs, result)
         return value
 
     def _result(self, wire: Wire) -> Any:
@@ -520,13 +522,33 @@ class Library:
         self.close()
 
 
+def _layout_problem(types: TypeMap, desc: dict[str, Any], xlen: int) -> str:
+    """Why a value of type ``desc`` does not have the same bytes in the RISC-V build ("" if it does)."""
+    kind = desc["kind"]
+    if kind == "pointer":
+        return f"a pointer ({desc['name']}) to the library's memory"
+    if kind in ("int", "enum") and word_bits(desc, xlen) != 8 * desc["size"]:
+        return f"a {desc['name']}, {word_bits(desc, xlen) // 8} bytes in the riscv{xlen} build"
+    if kind == "float" and desc["size"] > 8:
+        return f"a {desc['name']}, another format on RISC-V"
+    if kind == "array":
+        return _layout_problem(types, types.desc(desc["of"]), xlen)
+    if kind in ("struct", "union"):
+        for field in desc["fields"]:
+            problem = _layout_problem(types, types.desc(field["type"]), xlen)
+            if problem:
+                return f"{desc['name']}.{field['name'] or '(anonymous)'} is {problem}"
+    return ""
+
+
 def _guest_call(
     fn: Function, args: Sequence[Any], wires: list[Any], blobs: list[Any], xlen: int, handles: dict[int, int]
 ) -> tuple[list[Arg], tuple[str, int, bool]]:
-    """The call's arguments and result type as the RISC-V build gets them."""
+    """The call's arguments and result type as the RISC-V build gets them (``blobs``: the buffers'
+    contents before the native call)."""
     types = fn._library.type_map
     out: list[Arg] = []
-    for param, wire in zip(fn.signature["params"], wires, strict=True):
+    for n, (param, wire) in enumerate(zip(fn.signature["params"], wires, strict=True), start=1):
         desc = types.desc(param["type"])
         tag = wire[0]
         if desc["kind"] in ("int", "enum", "bool") and tag == "v":
@@ -542,7 +564,16 @@ def _guest_call(
             else:
                 raise Unreplayable(f"an address ({wire[1]:#x}) that no function of the library returned")
         elif desc["kind"] == "pointer" and tag == "m":
+            pointee = types.desc(desc.get("to"))
+            problem = _layout_problem(types, pointee, xlen) if pointee["kind"] in ("struct", "union") else ""
+            if problem:
+                raise Unreplayable(f"argument {n} points to a {pointee['name']}: {problem}")
             out.append(Arg("buffer", bytes(blobs[wire[2]]), back=bool(wire[3])))
+        elif desc["kind"] in ("struct", "union") and tag == "s":
+            problem = _layout_problem(types, desc, xlen)
+            if problem:
+                raise Unreplayable(f"argument {n}: {problem}")
+            out.append(Arg("struct", bytes(wire[1])))
         else:
             raise Unreplayable(f"a {desc['name']} argument passed as {tag!r}")
     ret = types.desc(fn.signature["ret"])
@@ -555,9 +586,18 @@ def _guest_call(
         result = ("pointer", xlen, False)
     elif ret["kind"] == "void":
         result = ("void", 0, False)
+    elif ret["kind"] in ("struct", "union") and not _layout_problem(types, ret, xlen):
+        result = ("struct", int(ret["size"]), False)
     else:
-        raise Unreplayable(f"its result ({ret['name']})")
+        problem = _layout_problem(types, ret, xlen) if ret["kind"] in ("struct", "union") else ""
+        raise Unreplayable(f"its result ({ret['name']}{': ' + problem if problem else ''})")
     return out, result
+
+
+def _same_integer(native: int, guest: int, width: int) -> bool:
+    """Whether a ``width``-bit result of the RISC-V build is the native result: the same bits, and
+    the native value one that fits them (``(size_t)-1`` is the same on riscv32, ``1L << 40`` is not)."""
+    return not (native ^ guest) & ((1 << width) - 1) and fits(native, width)
 
 
 def _difference(
@@ -580,9 +620,12 @@ def _difference(
         if native_value is not None:
             handles[native_value] = value
     elif kind == "int":
-        mask = (1 << ret[1]) - 1
-        if (int(native_value) & mask) != (int(value) & mask):
+        value, width = value  # the guest's result and its width in the build (an i32 for a Py_ssize_t)
+        if not _same_integer(int(native_value), int(value), min(ret[1], width)):
             return f"the result is {value} (natively {native_value})"
+    elif kind == "struct":
+        if bytes(native_value) != value:
+            return f"the result is {value.hex()} (natively {bytes(native_value).hex()})"
     elif kind == "float":
         same = native_value == value or (math.isnan(native_value) and math.isnan(value))
         if not same and not (ret[1] == 32 and ctypes.c_float(native_value).value == value):

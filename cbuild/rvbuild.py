@@ -4,7 +4,9 @@ Each source goes through the same clang command as the host build (:func:`cbuild
 so it is cached the same way), for the target's triple; the IR is then compiled to an object
 without optimising it again, and the objects are linked statically with zig's musl for the
 target. A library's build gets a ``main`` that tells the executor it is ready for calls
-(:data:`cbuild.rvexec.READY`) and keeps every function (no section garbage collection).
+(:data:`cbuild.rvexec.READY`) and keeps every function (no section garbage collection); it
+also carries, in a section that is not loaded, how its code takes each exported function's
+arguments (:func:`abi_table`), for the replay of library calls (:mod:`cbuild.guest`).
 
 Code that cannot be built for the target (x86 intrinsics, x86 assembly) raises
 :class:`TargetUnavailable` with clang's first error, its file and line.
@@ -12,6 +14,8 @@ Code that cannot be built for the target (x86 intrinsics, x86 assembly) raises
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import tempfile
@@ -23,6 +27,7 @@ from cbuild.cache import Cache, atomic_write, digest
 from cbuild.compile import compile_unit
 from cbuild.errors import CBuildError, CompileError
 from cbuild.options import BuildOptions, language_of
+from cbuild.signatures import _DEFINED_NAME, _LOCAL_LINKAGES, _closing_paren, _define_lines, _split_top, _unescape
 from cbuild.sources import Source
 from cbuild.toolchain import Toolchain
 
@@ -62,6 +67,9 @@ int main(void) {
     }
 }
 """
+#: Non-allocated section of a library's build: how its code takes each exported function's
+#: arguments and result (:func:`abi_table`, read by :mod:`cbuild.guest`).
+ABI_SECTION = ".instrbudget.abi"
 _DIAGNOSTIC = re.compile(r"^(?P<where>[^\s:][^:]*:\d+(?::\d+)?): (?:fatal )?error: (?P<what>.*)$", re.MULTILINE)
 
 
@@ -119,6 +127,68 @@ def with_region_markers(ir: str, tgt: Target) -> str:
     return _MARKER.sub(marker, ir)
 
 
+def _ir_parameter(text: str) -> list[str]:
+    """[IR type, extension, role] of a parameter or result: extension ``s`` (signext), ``z``
+    (zeroext) or ""; role ``sret`` (the address of the result) or ""."""
+    words = _split_top(text, " ")
+    ext = "s" if "signext" in words else "z" if "zeroext" in words else ""
+    role = "sret" if any(w.startswith("sret(") for w in words[1:]) else ""
+    return [words[0] if words else "void", ext, role]
+
+
+def abi_table(ir_texts: Sequence[str]) -> dict[str, list[object]]:
+    """Each externally visible function defined in ``ir_texts`` (the target's IR) as the target's
+    calling convention passes it: ``{symbol: [result, [parameter, ...]]}``, each a
+    :func:`_ir_parameter` triple.
+
+    clang lowers C types to the target's ABI in the IR it emits: ``size_t`` and typedefs of
+    ``long`` are ``i32`` on riscv32, ``unsigned int`` is ``signext i32`` on riscv64, a small
+    struct is ``[2 x i32]``, a large one a ``ptr`` (to a copy), a large result a ``sret``
+    parameter. The replay of a library call takes the guest's registers from this table rather
+    than from the host's C types.
+    """
+    table: dict[str, list[object]] = {}
+    for text in ir_texts:
+        for line in _define_lines(text):
+            found = _DEFINED_NAME.search(line)
+            if found is None:
+                continue
+            head = _split_top(line[len("define ") : found.start()], " ")
+            if _LOCAL_LINKAGES.intersection(head) or "hidden" in head:
+                continue
+            symbol = found.group(1)
+            symbol = _unescape(symbol[1:-1]) if symbol.startswith('"') else symbol
+            ret = head[-1] if head else "void"
+            ext = "s" if "signext" in head else "z" if "zeroext" in head else ""
+            close = _closing_paren(line, found.end())
+            params = [_ir_parameter(p) for p in _split_top(line[found.end() : close], ",") if p != "..."]
+            table[symbol] = [[ret, ext, ""], params]
+    return table
+
+
+def _abi_object(ir_paths: Sequence[Path], tmp: Path) -> Path:
+    """An assembly file whose only content is the :func:`abi_table` of ``ir_paths``, as JSON in
+    the non-allocated section :data:`ABI_SECTION` (nothing of it is loaded into guest memory)."""
+    table = abi_table([path.read_text() for path in ir_paths])
+    data = tmp / "instrbudget_abi.json"
+    data.write_text(json.dumps(table, separators=(",", ":")))
+    asm = tmp / "instrbudget_abi.s"
+    asm.write_text(f'\t.section {ABI_SECTION},"",@progbits\n\t.incbin "{data}"\n')
+    return asm
+
+
+def _relative_file_names(sources: Sequence[Source], options: BuildOptions) -> tuple[str, ...]:
+    """``__FILE__`` relative to the directory the sources and include directories share.
+
+    File names are data of the executed build: an absolute path would make where the project
+    is checked out move its data, and so change zk paging from one checkout to another.
+    """
+    dirs = [str(Path(s.path).resolve().parent) for s in sources]
+    dirs += [str(Path(d).resolve()) for d in options.include_dirs]
+    root = os.path.commonpath(dirs) if dirs else ""
+    return (f"-fmacro-prefix-map={root}=.",) if root and root != os.sep else ()
+
+
 def build_riscv(
     toolchain: Toolchain,
     cache: Cache,
@@ -132,7 +202,8 @@ def build_riscv(
     """Write the static RISC-V ELF of ``sources`` to ``out`` (raises :class:`TargetUnavailable`)."""
     tgt = target(target_name)
     tc = replace(toolchain, triple=tgt.triple)
-    opts = replace(options, cflags=(*options.cflags, *tgt.flags), cxxflags=(*options.cxxflags, *tgt.flags))
+    flags = (*tgt.flags, *_relative_file_names(sources, options))
+    opts = replace(options, cflags=(*options.cflags, *flags), cxxflags=(*options.cxxflags, *flags))
     units = []
     for source in sources:
         try:
@@ -163,7 +234,7 @@ def build_riscv(
         if kind == "library":
             main = Path(tmp) / "instrbudget_guest_main.c"
             main.write_text(_GUEST_MAIN)
-            link += [str(main), "-Wl,--no-gc-sections"]
+            link += [str(main), str(_abi_object([u.ir_path for u in units], Path(tmp))), "-Wl,--no-gc-sections"]
         elf = Path(tmp) / "guest.elf"
         _run([*link, "-o", str(elf)], target_name)
         atomic_write(out, elf.read_bytes(), mode=0o755)

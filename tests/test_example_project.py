@@ -75,7 +75,8 @@ def test_example_profiles_follow_the_speedscope_schema(pytester: pytest.Pytester
     doc = json.loads(document.read_text())
     jsonschema.validate(doc, schema)
     metrics = [p["name"].rsplit("(", 1)[1].rstrip(")") for p in doc["profiles"]]
-    assert metrics == ["ir_instructions", "pipeline_cycles", "zk_cycles"]
+    # Call paths are the native build's: the executed RISC-V builds' models have no clock there.
+    assert metrics == ["ir_instructions"]
     frames = {f["name"] for f in doc["shared"]["frames"]}
     assert {"mk_sort_ints", "introsort_loop", "mk_fill_random"} <= frames
     # The profile's weights add up to the test's cost (the same as in the baseline).

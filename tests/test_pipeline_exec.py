@@ -146,7 +146,7 @@ def test_pipeline_cycles_of_a_loop_grow_linearly(builder: Builder, write) -> Non
 def test_pipeline_library_calls_run_in_the_target_build(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     source = write(
         "lib.c",
-        "long fold(const unsigned char *p, long n) { long h = 5; for (long i = 0; i < n; i++) h = h * 33 + p[i];"
+        "unsigned fold(const unsigned char *p, int n) { unsigned h = 5; for (int i = 0; i < n; i++) h = h * 33 + p[i];"
         " return h; }",
     )
     model = default_registry().create("pipeline", {"execute": True})

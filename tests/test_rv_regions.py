@@ -128,3 +128,32 @@ def test_markers_in_a_64_bit_build(builder: Builder, write, target: str) -> None
     assert run.counts is not None
     assert run.counts.profile is not None
     assert run.counts.profile.regions["all/work"][1]["pipeline_cycles"] > 0
+
+
+FILE_C = """
+#include <stdio.h>
+#include <instrbudget.h>
+static const char *name = __FILE__; /* data before the table: its length moves the table */
+static unsigned char table[3000];
+int main(void) {
+    INSTRBUDGET_REGION_START("fill");
+    for (int i = 0; i < 3000; i++) table[i] = (unsigned char)(i + (name[0] != 0));
+    INSTRBUDGET_REGION_STOP();
+    printf("%d\\n", table[2999]);
+    return 0;
+}
+"""
+
+
+def test_executed_costs_do_not_depend_on_where_the_project_lies(builder: Builder, tmp_path: Path) -> None:
+    """File names are data of the executed build: a checkout elsewhere must not move it."""
+    results = []
+    for where in ("a", "a-much-longer-directory-name-than-the-first/with/more/levels"):
+        source = tmp_path / where / "src" / "prog.c"
+        source.parent.mkdir(parents=True)
+        source.write_text(FILE_C)
+        artifact = builder.build([source], options=BuildOptions(opt_level="2"), models=executing_models())
+        run = run_program(artifact)
+        assert run.counts is not None
+        results.append(run.counts.results)
+    assert results[0] == results[1]
