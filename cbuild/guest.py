@@ -43,7 +43,7 @@ from cbuild.rvexec import (
     ExecutorError,
     read_image,
 )
-from cbuild.signatures import _split_top
+from cbuild.signatures import split_top
 
 #: Argument buffers are copied here, one call at a time.
 ARENA = 0x7000_0000
@@ -129,7 +129,7 @@ def ir_bytes(ir: str, xlen: int) -> int:
         return int(array.group(1)) * ir_bytes(array.group(2), xlen)
     if ir.startswith("{") and ir.endswith("}"):
         size = 0
-        for element in _split_top(ir[1:-1], ","):
+        for element in split_top(ir[1:-1], ","):
             n = ir_bytes(element, xlen)
             size = (size + n - 1) // n * n + n  # each element at its natural alignment
         return size

@@ -27,7 +27,7 @@ from cbuild.cache import Cache, atomic_write, digest
 from cbuild.compile import compile_unit
 from cbuild.errors import CBuildError, CompileError
 from cbuild.options import BuildOptions, language_of
-from cbuild.signatures import _DEFINED_NAME, _LOCAL_LINKAGES, _closing_paren, _define_lines, _split_top, _unescape
+from cbuild.signatures import DEFINED_NAME, LOCAL_LINKAGES, closing_paren, define_lines, split_top, unescape
 from cbuild.sources import Source
 from cbuild.toolchain import Toolchain
 
@@ -130,7 +130,7 @@ def with_region_markers(ir: str, tgt: Target) -> str:
 def _ir_parameter(text: str) -> list[str]:
     """[IR type, extension, role] of a parameter or result: extension ``s`` (signext), ``z``
     (zeroext) or ""; role ``sret`` (the address of the result) or ""."""
-    words = _split_top(text, " ")
+    words = split_top(text, " ")
     ext = "s" if "signext" in words else "z" if "zeroext" in words else ""
     role = "sret" if any(w.startswith("sret(") for w in words[1:]) else ""
     return [words[0] if words else "void", ext, role]
@@ -149,19 +149,19 @@ def abi_table(ir_texts: Sequence[str]) -> dict[str, list[object]]:
     """
     table: dict[str, list[object]] = {}
     for text in ir_texts:
-        for line in _define_lines(text):
-            found = _DEFINED_NAME.search(line)
+        for line in define_lines(text):
+            found = DEFINED_NAME.search(line)
             if found is None:
                 continue
-            head = _split_top(line[len("define ") : found.start()], " ")
-            if _LOCAL_LINKAGES.intersection(head) or "hidden" in head:
+            head = split_top(line[len("define ") : found.start()], " ")
+            if LOCAL_LINKAGES.intersection(head) or "hidden" in head:
                 continue
             symbol = found.group(1)
-            symbol = _unescape(symbol[1:-1]) if symbol.startswith('"') else symbol
+            symbol = unescape(symbol[1:-1]) if symbol.startswith('"') else symbol
             ret = head[-1] if head else "void"
             ext = "s" if "signext" in head else "z" if "zeroext" in head else ""
-            close = _closing_paren(line, found.end())
-            params = [_ir_parameter(p) for p in _split_top(line[found.end() : close], ",") if p != "..."]
+            close = closing_paren(line, found.end())
+            params = [_ir_parameter(p) for p in split_top(line[found.end() : close], ",") if p != "..."]
             table[symbol] = [[ret, ext, ""], params]
     return table
 

@@ -26,7 +26,7 @@ _NODE_ID = re.compile(r"!(\d+) = ")
 _ARG_FAST = re.compile(r'!DILocalVariable\(name: "((?:[^"\\]|\\.)*)", arg: (\d+), scope: !(\d+)[,)]')
 #: Bytes of metadata between two lines of the sparse node index.
 _SAMPLE_STRIDE = 4096
-_DEFINED_NAME = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(')
+DEFINED_NAME = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(')
 _DBG = re.compile(r"!dbg !(\d+)")
 
 # Scanner pieces for metadata bodies.
@@ -44,7 +44,7 @@ _FAST_NODE = re.compile(rf"!(\w+)\(((?:\w+: {_PLAIN}(?:, (?=\w)|(?=\)$)))*)\)")
 _FAST_TUPLE = re.compile(r"!\{((?:(?:!\d+|null)(?:, (?=[!n])|(?=\}$)))*)\}")
 
 #: Linkages whose definitions the shared object does not export as they are.
-_LOCAL_LINKAGES = frozenset(
+LOCAL_LINKAGES = frozenset(
     {"private", "internal", "available_externally", "linkonce", "linkonce_odr", "appending", "extern_weak", "common"}
 )
 _QUALIFIERS = {
@@ -112,7 +112,7 @@ class MetadataError(ValueError):
     """A metadata body this parser cannot read."""
 
 
-def _unescape(text: str) -> str:
+def unescape(text: str) -> str:
     if "\\" not in text:
         return text
     raw = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
@@ -133,7 +133,7 @@ def _value(s: str, i: int) -> tuple[Any, int]:
         m = _STRING.match(s, i)
         if m is None:
             raise MetadataError("unterminated string")
-        return _unescape(m.group(1)), m.end()
+        return unescape(m.group(1)), m.end()
     if c == "!":
         nxt = s[i + 1 : i + 2]
         if nxt.isdigit():
@@ -221,7 +221,7 @@ def _simple(raw: str) -> Any:
     """A value the fast path matched: a string, ``!N``, a number, ``null``, a typed number or words."""
     c = raw[:1]
     if c == '"':
-        return _unescape(raw[1:-1])
+        return unescape(raw[1:-1])
     if c == "!":
         return Ref(int(raw[1:]))
     if c == "-" or c.isdigit():
@@ -253,7 +253,7 @@ def _parameter(text: str, start: int, end: int) -> tuple[int, int, str] | None:
     """Scope, position and name of the parameter variable at ``text[start:end]``, if it is one."""
     m = _ARG_FAST.match(text, start, end)
     if m is not None:
-        return int(m.group(3)), int(m.group(2)), _unescape(m.group(1))
+        return int(m.group(3)), int(m.group(2)), unescape(m.group(1))
     var = parse_node(text[start:end]) if "arg: " in text[start:end] else None
     if var is None:
         return None
@@ -283,7 +283,7 @@ def _outside_quotes(s: str, start: int = 0, depth: int = 0) -> Iterator[tuple[in
         yield i, c, depth
 
 
-def _split_top(s: str, sep: str) -> list[str]:
+def split_top(s: str, sep: str) -> list[str]:
     """``s`` split at ``sep`` outside brackets and quotes, parts stripped, empty ones dropped."""
     parts, start = [], 0
     for i, c, depth in _outside_quotes(s):
@@ -709,7 +709,7 @@ def _from_ir(types: dict[str, dict[str, Any]], name: str, head: list[str], param
         if param == "...":
             vararg = True
             continue
-        words = _split_top(param, " ")
+        words = split_top(param, " ")
         attrs = words[1:]
         param_name = attrs[-1][1:].strip('"') if attrs and attrs[-1].startswith("%") else ""
         if not param_name or param_name.isdigit():
@@ -768,18 +768,18 @@ def read_signatures(ir_text: str, exported: Iterable[str] | None = None) -> dict
     """
     wanted = set(exported) if exported is not None else None
     found: list[tuple[str, list[str], str, int | None]] = []
-    for line in _define_lines(ir_text):
-        name_match = _DEFINED_NAME.search(line)
+    for line in define_lines(ir_text):
+        name_match = DEFINED_NAME.search(line)
         if name_match is None:
             continue
         symbol = name_match.group(1)
-        symbol = _unescape(symbol[1:-1]) if symbol.startswith('"') else symbol
+        symbol = unescape(symbol[1:-1]) if symbol.startswith('"') else symbol
         if symbol.startswith("__instrbudget") or (wanted is not None and symbol not in wanted):
             continue
-        head = _split_top(line[len("define ") : name_match.start()], " ")
-        if _LOCAL_LINKAGES.intersection(head) or "hidden" in head:
+        head = split_top(line[len("define ") : name_match.start()], " ")
+        if LOCAL_LINKAGES.intersection(head) or "hidden" in head:
             continue
-        close = _closing_paren(line, name_match.end())
+        close = closing_paren(line, name_match.end())
         dbg = _DBG.search(line, close)
         found.append((symbol, head, line[name_match.end() : close], int(dbg.group(1)) if dbg else None))
     reader = _Reader(ir_text)
@@ -788,12 +788,12 @@ def read_signatures(ir_text: str, exported: Iterable[str] | None = None) -> dict
     for symbol, head, params, sp_id in found:
         signature = _from_dwarf(reader, symbol, sp_id) if sp_id is not None else None
         if signature is None:
-            signature = _from_ir(reader.types, symbol, head, _split_top(params, ","))
+            signature = _from_ir(reader.types, symbol, head, split_top(params, ","))
         functions[symbol] = signature
     return {"types": reader.types, "functions": functions}
 
 
-def _define_lines(text: str) -> Iterable[str]:
+def define_lines(text: str) -> Iterable[str]:
     """The ``define`` lines of a module (found by a plain search: cheap on large modules)."""
     pos = 0 if text.startswith("define ") else text.find("\ndefine ") + 1
     if pos == 0 and not text.startswith("define "):
@@ -817,7 +817,7 @@ def _first_node_line(text: str) -> int:
     return -1
 
 
-def _closing_paren(line: str, start: int) -> int:
+def closing_paren(line: str, start: int) -> int:
     """Index of the ``)`` closing the parameter list that opens before ``start``."""
     for i, _, depth in _outside_quotes(line, start, depth=1):
         if depth == 0:

@@ -15,6 +15,7 @@ from cbuild.models import default_registry
 from cbuild.models.pipeline import PipelineModel
 from cbuild.rvdecode import decode
 from cbuild.rvexec import read_image
+from tests.test_dynamic_models import LOOP_C
 
 ROOT = Path(__file__).parent.parent
 MACHINES = ROOT / "cbuild" / "machines"
@@ -38,16 +39,6 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 300; i++) s += (long)values[i] * i / (i % 7 + 1);
     printf("%d %d %ld\\n", values[0], values[299], s);
     return 0;
-}
-"""
-
-LOOP_C = """
-#include <stdlib.h>
-int main(int argc, char **argv) {
-    int n = atoi(argv[1]);
-    unsigned h = 2166136261u;
-    for (int i = 0; i < n; i++) { h ^= (unsigned)i; h *= 16777619u; h /= (unsigned)(i | 3); }
-    return (int)(h & 1);
 }
 """
 
