@@ -30,6 +30,8 @@ from cbuild.rvexec import ExecRuntime
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_model.c"
 EXEC_RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_exec.c"
+#: The resource state, result and clock both runtimes share, placed before either.
+STATE = Path(__file__).parent.parent / "runtime" / "pipeline_state.c"
 #: Words before a block's rows in its executor data (pipeline_exec.c): rows, inputs, two penalties,
 #: the memo key and one memo result per row.
 _HEAD = 6
@@ -78,6 +80,7 @@ class PipelineModel(CostModel):
         source = "".join(
             [
                 f"#define PL_RESOURCES {len(self.machine.resources)}\n#define PL_MAX_ROWS {widest}\n",
+                STATE.read_text(),
                 EXEC_RUNTIME.read_text(),
             ]
         )
@@ -132,6 +135,7 @@ class PipelineModel(CostModel):
                 c_array("uint32_t", "pl_row_entries", row_entries),
                 c_array("uint16_t", "pl_entry_column", columns),
                 c_array("int32_t", "pl_entry_value", values),
+                STATE.read_text(),
                 RUNTIME.read_text(),
             ]
         )

@@ -36,6 +36,8 @@ from cbuild.rvexec import ExecRuntime
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "zkvm_model.c"
 EXEC_RUNTIME = Path(__file__).parent.parent / "runtime" / "zkvm_exec.c"
+#: The page Merkle tree both runtimes mark, placed before either.
+MERKLE = Path(__file__).parent.parent / "runtime" / "zkvm_merkle.c"
 PAGE_BITS = 10
 #: Order of the dynamic phase's results.
 RESULTS = ("total", "user", "paging", "reserved", "segments", "page_ins", "page_outs")
@@ -97,7 +99,9 @@ class ZkvmModel(CostModel):
         return "riscv32" if self.config["execute"] else None
 
     def exec_runtime(self) -> ExecRuntime:
-        source = "".join([*(f"#define {k} {v}u\n" for k, v in self._defines().items()), EXEC_RUNTIME.read_text()])
+        source = "".join(
+            [*(f"#define {k} {v}u\n" for k, v in self._defines().items()), MERKLE.read_text(), EXEC_RUNTIME.read_text()]
+        )
         return ExecRuntime(source, results=len(RESULTS), memory=True)
 
     def analyse(self, build: BuildView) -> dict[str, Any]:
@@ -121,6 +125,7 @@ class ZkvmModel(CostModel):
                 c_array("uint32_t", "zk_user", analysis["user"]),
                 c_array("uint32_t", "zk_code_first", analysis["code_first"]),
                 c_array("uint32_t", "zk_code_last", analysis["code_last"]),
+                MERKLE.read_text(),
                 RUNTIME.read_text(),
             ]
         )

@@ -19,7 +19,6 @@
  */
 #define PL_HEAD 6
 
-static int64_t pl_state[PL_RESOURCES];
 static const int32_t *pl_prev; /* the previous block's data, for its transfer penalty */
 static uint64_t pl_prev_next;  /* where the previous block falls through to */
 
@@ -94,15 +93,3 @@ static void model_reset(void) {
     for (i = 0; i < PL_RESOURCES; i++) pl_state[i] = 0;
     pl_prev = NULL;
 }
-
-/* One result: the finishing cycle, the last release time of any resource. */
-static void model_finish(uint64_t *out) {
-    int64_t best = 0;
-    uint32_t i;
-    for (i = 0; i < PL_RESOURCES; i++)
-        if (pl_state[i] > best) best = pl_state[i];
-    out[0] = (uint64_t)best;
-}
-
-/* The issue slot: cycles so far, for regions. */
-static inline uint64_t model_now(void) { return (uint64_t)pl_state[0]; }

@@ -17,7 +17,6 @@
  * state) costs one comparison and a store per changed resource. The finishing
  * cycle, max(S), is the same for a vector and its clamped form.
  */
-static int64_t pl_state[PL_RESOURCES];
 static uint64_t pl_memo_key[PL_BLOCKS]; /* key + 1; 0: nothing remembered */
 static int32_t pl_memo_out[PL_ROWS];
 
@@ -69,15 +68,3 @@ static void model_reset(uint32_t in_process) {
     (void)in_process;
     for (i = 0; i < PL_RESOURCES; i++) pl_state[i] = 0;
 }
-
-/* One result: the finishing cycle, the last release time of any resource. */
-static void model_finish(uint64_t *out) {
-    int64_t best = 0;
-    uint32_t i;
-    for (i = 0; i < PL_RESOURCES; i++)
-        if (pl_state[i] > best) best = pl_state[i];
-    out[0] = (uint64_t)best;
-}
-
-/* The issue slot: cycles so far, for regions. */
-static inline uint64_t model_now(void) { return (uint64_t)pl_state[0]; }

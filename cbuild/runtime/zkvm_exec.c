@@ -20,7 +20,6 @@
 #define ZK_NONE 0xffffffffu
 
 static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
-static uint32_t zk_generation;
 static int64_t zk_seg_user, zk_seg_paging;
 static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
 static uint32_t zk_seen[2][ZK_SEEN];
@@ -32,18 +31,6 @@ static void zk_forget(void) {
     uint32_t i;
     for (i = 0; i < ZK_SEEN; i++) zk_seen[0][i] = zk_seen[1][i] = ZK_NONE;
     zk_fetch_page = ZK_NONE;
-}
-
-static uint64_t zk_mark(uint32_t *set, uint32_t page) {
-    uint32_t node = (1u << ZK_DEPTH) + page;
-    uint64_t cost = ZK_PAGE_CYCLES;
-    set[node] = zk_generation;
-    for (node >>= 1; node >= 1; node >>= 1) {
-        if (set[node] == zk_generation) break;
-        set[node] = zk_generation;
-        cost += ZK_NODE_CYCLES;
-    }
-    return cost;
 }
 
 __attribute__((noinline)) static void zk_touch_slow(uint32_t page, uint32_t is_store) {

@@ -35,7 +35,6 @@
 #define ZK_SEEN 256 /* direct-mapped caches of pages already paged in (read) or dirty (written) */
 
 static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
-static uint32_t zk_generation = 1;
 static int64_t zk_left = ZK_LIMIT;   /* cycles this segment can still take before it closes */
 static uint64_t zk_seg_paging;       /* paging cycles of this segment */
 static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
@@ -78,18 +77,6 @@ static void zk_forget(void) {
     uint32_t i;
     for (i = 0; i < ZK_SEEN; i++) zk_seen[0][i] = zk_seen[1][i] = 0xffffffffu;
     zk_code_page = 0xffffffffu;
-}
-
-static uint64_t zk_mark(uint32_t *set, uint32_t page) {
-    uint32_t node = (1u << ZK_DEPTH) + page;
-    uint64_t cost = ZK_PAGE_CYCLES;
-    set[node] = zk_generation;
-    for (node >>= 1; node >= 1; node >>= 1) {
-        if (set[node] == zk_generation) break;
-        set[node] = zk_generation;
-        cost += ZK_NODE_CYCLES;
-    }
-    return cost;
 }
 
 __attribute__((noinline)) static void zk_touch(uint32_t page, uint32_t is_store) {
