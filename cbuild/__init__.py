@@ -11,28 +11,84 @@ The engine behind pytest-instrbudget, usable on its own::
 
 from __future__ import annotations
 
-from cbuild.blocks import Block, BlockTable
-from cbuild.build import Artifact, Builder
-from cbuild.costs import BlockCounts, Cost
-from cbuild.errors import (
-    CBuildError,
-    CompileError,
-    ExecutionError,
-    InstrumentError,
-    LibraryCrashed,
-    LibraryTimeout,
-    LinkError,
-    ProgramCrashed,
-    ProgramTimeout,
-    SignatureError,
-    ToolchainError,
-)
-from cbuild.execute import RunResult, run_program
-from cbuild.extension import Extension, ExtensionError, extension_options
-from cbuild.library import Library, Pointer
-from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, Param, Runtime, default_registry
-from cbuild.options import BuildOptions
-from cbuild.sources import Source
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cbuild.blocks import Block, BlockTable
+    from cbuild.build import Artifact, Builder
+    from cbuild.costs import BlockCounts, Cost
+    from cbuild.errors import (
+        CBuildError,
+        CompileError,
+        ExecutionError,
+        InstrumentError,
+        LibraryCrashed,
+        LibraryTimeout,
+        LinkError,
+        ProgramCrashed,
+        ProgramTimeout,
+        SignatureError,
+        ToolchainError,
+    )
+    from cbuild.execute import RunResult, run_program
+    from cbuild.extension import Extension, ExtensionError, extension_options
+    from cbuild.library import Library, Pointer
+    from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, Param, Runtime, default_registry
+    from cbuild.options import BuildOptions
+    from cbuild.sources import Source
+
+#: Public name -> the module that defines it, imported on first use (PEP 562), so that a
+#: process needing one part (the RISC-V executor's child, a library worker) loads only that.
+_EXPORTS = {
+    "Block": "cbuild.blocks",
+    "BlockTable": "cbuild.blocks",
+    "Artifact": "cbuild.build",
+    "Builder": "cbuild.build",
+    "BlockCounts": "cbuild.costs",
+    "Cost": "cbuild.costs",
+    "CBuildError": "cbuild.errors",
+    "CompileError": "cbuild.errors",
+    "ExecutionError": "cbuild.errors",
+    "InstrumentError": "cbuild.errors",
+    "LibraryCrashed": "cbuild.errors",
+    "LibraryTimeout": "cbuild.errors",
+    "LinkError": "cbuild.errors",
+    "ProgramCrashed": "cbuild.errors",
+    "ProgramTimeout": "cbuild.errors",
+    "SignatureError": "cbuild.errors",
+    "ToolchainError": "cbuild.errors",
+    "RunResult": "cbuild.execute",
+    "run_program": "cbuild.execute",
+    "Extension": "cbuild.extension",
+    "ExtensionError": "cbuild.extension",
+    "extension_options": "cbuild.extension",
+    "Library": "cbuild.library",
+    "Pointer": "cbuild.library",
+    "CostModel": "cbuild.models",
+    "IrCountModel": "cbuild.models",
+    "Metric": "cbuild.models",
+    "ModelRegistry": "cbuild.models",
+    "Param": "cbuild.models",
+    "Runtime": "cbuild.models",
+    "default_registry": "cbuild.models",
+    "BuildOptions": "cbuild.options",
+    "Source": "cbuild.sources",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "Artifact",

@@ -24,7 +24,7 @@ from cbuild.build import Artifact
 from cbuild.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
 from cbuild.profile import Profile, clock_metrics, read_profile, with_machine_regions
-from cbuild.rvexec import Execution, run_isolated, slot_results, slot_runtimes
+from cbuild.rvexec import Execution, run_isolated, slot_results, slot_runtimes, slot_unavailable
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
@@ -243,6 +243,7 @@ def _with_machine_runs(
             )
         runs[target] = run
         results.update(slot_results(doc["slots"], run.results))
+        unavailable.update(slot_unavailable(doc["slots"], run, target))
         profile = with_machine_regions(profile, run.regions, doc.get("clocks", []))
     return dataclasses.replace(counts, machine=runs, results=results, unavailable=unavailable, profile=profile)
 

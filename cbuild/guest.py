@@ -41,7 +41,9 @@ from cbuild.rvexec import (
     Execution,
     Executor,
     ExecutorError,
+    pack_runtimes,
     read_image,
+    unpack_runtimes,
 )
 from cbuild.signatures import split_top
 
@@ -272,7 +274,7 @@ class _Worker:
 
     def __init__(self, executor: Path, elf: Path, runtimes: list[ExecRuntime]) -> None:
         image = read_image(elf)
-        self.ex = Executor(executor, image, runtimes)
+        self.ex = Executor(executor, image, runtimes, elf=elf)
         self.xlen = image.xlen
         #: symbol -> [result, parameters] as the build's code takes them (cbuild.rvbuild.abi_table).
         self.abi = read_abi(elf)
@@ -324,6 +326,7 @@ class _Worker:
         return value, written, problem
 
     def measure(self) -> Execution:
+        self.ex.save_block_data()
         return self.ex.execution(RETURNED)
 
 
@@ -352,7 +355,7 @@ class Guest:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        self._request("load", str(executor), str(elf), list(runtimes))
+        self._request("load", str(executor), str(elf), pack_runtimes(runtimes))
 
     def _request(self, *message: Any) -> Any:
         assert self.proc.stdin is not None
@@ -402,7 +405,7 @@ def _main() -> None:  # pragma: no cover - the worker process
             return
         try:
             if op == "load":
-                worker = _Worker(Path(args[0]), Path(args[1]), args[2])
+                worker = _Worker(Path(args[0]), Path(args[1]), unpack_runtimes(args[2]))
                 reply: Any = None
             elif worker is None:
                 raise ExecutorError("no RISC-V build loaded")

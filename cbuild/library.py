@@ -23,7 +23,7 @@ from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
 from cbuild.guest import Arg, Guest, Unreplayable, fits, word_bits
 from cbuild.hosts import HostProcess, default_pool
 from cbuild.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
-from cbuild.rvexec import ExecutorError, slot_results, slot_runtimes
+from cbuild.rvexec import ExecutorError, slot_results, slot_runtimes, slot_unavailable
 from cbuild.stops import CodeStopped, clock_limits, read_stop, requested
 
 _ids = itertools.count(1)
@@ -457,6 +457,7 @@ class Library:
             run = guest.measure()
             machine[target] = run
             dynamic.update(slot_results(slots, run.results))
+            unavailable.update(slot_unavailable(slots, run, target))
             profile = with_machine_regions(profile, run.regions, self._clocks[target])
         counts = BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile, machine, unavailable)
         warn_if_interleaved(self.artifact.name, threads, counts)

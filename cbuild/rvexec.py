@@ -11,7 +11,9 @@ child process, so that nothing the guest or the engine does can end the caller.
 from __future__ import annotations
 
 import base64
+import bisect
 import ctypes
+import hashlib
 import importlib.util
 import os
 import pickle
@@ -21,12 +23,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cbuild.cache import Cache
-from cbuild.compile import compile_own
 from cbuild.errors import CBuildError
-from cbuild.toolchain import Toolchain
+
+if TYPE_CHECKING:  # the executor's child process imports this module: only what running needs
+    from cbuild.cache import Cache
+    from cbuild.toolchain import Toolchain
 
 SOURCE = Path(__file__).parent / "runtime" / "rv_executor.c"
 
@@ -67,13 +70,17 @@ class ExecRuntime:
     store, ``index`` the instruction's position in the block), ``model_reset(void)``,
     ``model_finish(uint64_t *out)`` (``results`` numbers) and ``uint64_t model_now(void)`` (the
     cost so far). ``block_data`` (optional) computes a block's data from its instruction words
-    and address, once per block, in Python.
+    and address, once per block, in Python; a :class:`~cbuild.errors.CBuildError` it raises (a
+    word it cannot decode) makes the model's results unavailable for the run, with that reason.
+    ``block_data_id`` names the producer for the block-data file kept beside the ELF (see
+    :class:`BlockDataFile`); empty: computed in every process.
     """
 
     source: str
     results: int
     memory: bool = False
     block_data: Callable[[Sequence[int], int], Sequence[int]] | None = None
+    block_data_id: str = ""
 
 
 def unicorn_paths() -> tuple[Path, Path]:
@@ -125,6 +132,8 @@ static void rvx_models_now(uint64_t *out) {{ (void)out; {now} }}
 
 def build_executor(toolchain: Toolchain, cache: Cache, runtimes: Sequence[ExecRuntime]) -> Path:
     """The executor as a shared library for the host, with ``runtimes`` compiled in (cached by content)."""
+    from cbuild.compile import compile_own  # building needs the toolchain; running does not
+
     include, library = unicorn_paths()
     flags = [
         "-shared",
@@ -313,12 +322,13 @@ class Execution:
     functions: dict[str, int] = field(default_factory=dict)
     #: Region path ("parse", "parse/tokens") -> (times run, each model's clock over it, in runtime order).
     regions: dict[str, tuple[int, list[int]]] = field(default_factory=dict)
+    #: Models (by runtime index) whose block data could not be computed, with the reason: their
+    #: results are not measurements.
+    unavailable: dict[int, str] = field(default_factory=dict)
 
 
 def function_instructions(image: Image, blocks: Sequence[tuple[int, int, int]]) -> dict[str, int]:
     """Executed instructions per function symbol (blocks split where a symbol ends)."""
-    import bisect
-
     starts = [f[0] for f in image.functions]
     out: dict[str, int] = {}
     for pc, n, count in blocks:
@@ -339,6 +349,63 @@ def function_instructions(image: Image, blocks: Sequence[tuple[int, int, int]]) 
     return out
 
 
+def function_at(image: Image, address: int) -> str:
+    """The function symbol whose code holds ``address``, or "(no symbol)"."""
+    i = bisect.bisect_right([f[0] for f in image.functions], address) - 1
+    if i >= 0 and address < image.functions[i][0] + image.functions[i][1]:
+        return image.functions[i][2]
+    return "(no symbol)"
+
+
+BlockKey = tuple[int, tuple[int, ...]]
+#: A block-data file starts with this and the sha256 of the rest.
+_DATA_MAGIC = b"instrbudget block data 1\n"
+
+
+class BlockDataFile:
+    """A model's block data for one ELF, kept in a file beside it (``<elf>.blocks-<id>``) so that
+    later runs of the same build do not compute it again.
+
+    Keyed by the block's address and instruction words, so a file left by an earlier ELF at the
+    same path can only miss, never give another block's data. A file that cannot be read or whose
+    checksum does not match counts as empty (and is rewritten); one that cannot be written (a
+    read-only build directory) is left as it is; writes are atomic, and two runs writing at once
+    each leave a complete file.
+    """
+
+    def __init__(self, elf: Path, producer_id: str) -> None:
+        self.path = elf.with_name(f"{elf.name}.blocks-{producer_id}")
+        self.data: dict[BlockKey, list[int]] = {}
+        self.added = 0
+        try:
+            raw = self.path.read_bytes()
+        except OSError:
+            return
+        head, check, payload = (
+            raw[: len(_DATA_MAGIC)],
+            raw[len(_DATA_MAGIC) : len(_DATA_MAGIC) + 32],
+            raw[len(_DATA_MAGIC) + 32 :],
+        )
+        if head != _DATA_MAGIC or hashlib.sha256(payload).digest() != check:
+            return  # damaged or from another version: computed again and rewritten
+        loaded = pickle.loads(payload)
+        if isinstance(loaded, dict):
+            self.data = loaded
+
+    def save(self) -> None:
+        """Write the file if blocks were added since it was read."""
+        if not self.added:
+            return
+        from cbuild.cache import atomic_write
+
+        try:
+            payload = pickle.dumps(self.data, protocol=pickle.HIGHEST_PROTOCOL)
+            atomic_write(self.path, _DATA_MAGIC + hashlib.sha256(payload).digest() + payload)
+        except OSError:
+            return
+        self.added = 0
+
+
 _BLOCK_CB = ctypes.CFUNCTYPE(
     None, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)
 )
@@ -347,9 +414,19 @@ _BLOCK_CB = ctypes.CFUNCTYPE(
 class Executor:
     """One guest in this process: an ELF loaded into the executor library."""
 
-    def __init__(self, library: Path, image: Image, runtimes: Sequence[ExecRuntime]) -> None:
+    def __init__(
+        self, library: Path, image: Image, runtimes: Sequence[ExecRuntime], *, elf: Path | None = None
+    ) -> None:
+        """``elf``: the file ``image`` was read from, beside which block data is kept (see
+        :class:`BlockDataFile`); None keeps it in this process only."""
         self.image = image
         self.runtimes = list(runtimes)
+        self.unavailable: dict[int, str] = {}
+        self._data_files = {
+            i: BlockDataFile(elf, r.block_data_id)
+            for i, r in enumerate(self.runtimes)
+            if elf is not None and r.block_data is not None and r.block_data_id
+        }
         self.nresults = sum(r.results for r in runtimes)
         lib = self.lib = ctypes.CDLL(str(library))
         u64, u32, ptr = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
@@ -412,16 +489,35 @@ class Executor:
 
     def _block_data(self, model: int, block: int, pc: int, n: int, words: Any) -> None:
         try:
-            producer = self.runtimes[model].block_data
-            assert producer is not None
-            data = list(producer([words[i] for i in range(n)], pc))
+            data = self._compute_block_data(model, pc, tuple(words[i] for i in range(n)))
             array = (ctypes.c_int32 * max(len(data), 1))(*data)
             self.lib.rvx_set_block_data(self.handle, model, block, array, len(data))
         except BaseException as exc:  # an exception cannot cross the C frames: kept and raised after the run
-            if self._failure is None:
+            if isinstance(exc, CBuildError):  # the model cannot describe this block: no result, a reason
+                self.unavailable.setdefault(model, f"{exc} (in {function_at(self.image, pc)})")
+            elif self._failure is None:
                 self._failure = exc
             empty = (ctypes.c_int32 * 1)()
             self.lib.rvx_set_block_data(self.handle, model, block, empty, 0)
+
+    def _compute_block_data(self, model: int, pc: int, words: tuple[int, ...]) -> list[int]:
+        file = self._data_files.get(model)
+        if file is not None:
+            found = file.data.get((pc, words))
+            if found is not None:
+                return found
+        producer = self.runtimes[model].block_data
+        assert producer is not None
+        data = [int(v) for v in producer(list(words), pc)]
+        if file is not None:
+            file.data[(pc, words)] = data
+            file.added += 1
+        return data
+
+    def save_block_data(self) -> None:
+        """Keep the block data computed so far beside the ELF, for later runs."""
+        for file in self._data_files.values():
+            file.save()
 
     def map(self, start: int, end: int) -> None:
         """Make guest memory [start, end) usable (pages mapped already stay as they are)."""
@@ -534,6 +630,7 @@ class Executor:
             else ("more instructions than the limit" if status == LIMIT else self.error()),
             functions=function_instructions(self.image, blocks),
             regions=self.regions(),
+            unavailable=dict(self.unavailable),
         )
 
     def regions(self) -> dict[str, tuple[int, list[int]]]:
@@ -566,11 +663,12 @@ def run_program(
     """Run a static RISC-V program to its exit in this process; ``argv`` starts with the program's
     name (default: the ELF's file name)."""
     image = read_image(elf)
-    executor = Executor(library, image, runtimes)
+    executor = Executor(library, image, runtimes, elf=elf)
     sp = executor.setup_stack([os.fsencode(a) for a in (argv or [elf.name])])
     executor.set_register(REG_SP, sp)
     executor.lib.rvx_set_stdin(executor.handle, stdin, len(stdin))
     status = executor.run(image.entry, limit=limit)
+    executor.save_block_data()
     return executor.execution(status)
 
 
@@ -585,7 +683,7 @@ def run_isolated(
     timeout: float | None = None,
 ) -> Execution:
     """:func:`run_program` in a child process (block data producers must be picklable)."""
-    request = pickle.dumps((str(library), str(elf), list(runtimes), list(argv), stdin, limit))
+    request = pickle.dumps((str(library), str(elf), pack_runtimes(runtimes), list(argv), stdin, limit))
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "cbuild.rvexec"], input=request, capture_output=True, timeout=timeout, check=False
@@ -605,14 +703,32 @@ def run_isolated(
 
 
 def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
-    library, elf, runtimes, argv, stdin, limit = pickle.loads(sys.stdin.buffer.read())
+    library, elf, packed, argv, stdin, limit = pickle.loads(sys.stdin.buffer.read())
     try:
         result: Execution | ExecutorError = run_program(
-            Path(library), Path(elf), runtimes, argv, stdin=stdin, limit=limit
+            Path(library), Path(elf), unpack_runtimes(packed), argv, stdin=stdin, limit=limit
         )
     except ExecutorError as exc:
         result = exc
     sys.stdout.buffer.write(pickle.dumps(result))
+
+
+def pack_runtimes(runtimes: Sequence[ExecRuntime]) -> tuple[list[str], bytes]:
+    """Runtimes for an executor process: with this process's import path, so that a model's
+    block-data producer defined in a test suite's own modules (a conftest.py) loads there too."""
+    return list(sys.path), pickle.dumps(list(runtimes))
+
+
+def unpack_runtimes(packed: tuple[list[str], bytes]) -> list[ExecRuntime]:
+    """The runtimes :func:`pack_runtimes` packed, in the executor's process."""
+    path, data = packed
+    sys.path.extend(entry for entry in path if entry not in sys.path)
+    try:
+        runtimes = pickle.loads(data)
+    except Exception as exc:
+        raise ExecutorError(f"a cost model's block data cannot be loaded in the executor's process: {exc!r}") from None
+    assert isinstance(runtimes, list)
+    return runtimes
 
 
 def block_data_text(runtime: ExecRuntime) -> str | None:
@@ -632,13 +748,19 @@ def slot_runtimes(slots: Sequence[Sequence[Any]]) -> list[ExecRuntime]:
             producer = pickle.loads(base64.b64decode(data)) if data is not None else None
         except Exception as exc:
             raise ExecutorError(f"the recorded block data of cost model {name!r} cannot be read: {exc}") from None
-        runtimes.append(ExecRuntime("", results=n, memory=memory, block_data=producer))
+        producer_id = hashlib.sha256(data.encode()).hexdigest()[:16] if data is not None else ""
+        runtimes.append(ExecRuntime("", results=n, memory=memory, block_data=producer, block_data_id=producer_id))
     return runtimes
 
 
 def slot_results(slots: Sequence[Sequence[Any]], results: Sequence[int]) -> dict[str, tuple[int, ...]]:
     """Each model's slice of an executor's results, by model name."""
     return {name: tuple(results[offset : offset + n]) for name, offset, n, *_ in slots}
+
+
+def slot_unavailable(slots: Sequence[Sequence[Any]], run: Execution, target: str) -> dict[str, str]:
+    """The models of a run whose block data could not be computed, by name, with the reason."""
+    return {slots[i][0]: f"the {target} build: {reason}" for i, reason in run.unavailable.items()}
 
 
 if __name__ == "__main__":  # pragma: no cover

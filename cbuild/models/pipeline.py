@@ -16,7 +16,7 @@ RISC-V assembly (:mod:`cbuild.lowering`), applied by the instrumented native pro
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,16 +25,13 @@ from cbuild.costs import BlockCounts, Cost
 from cbuild.machine import Machine, MachineError, load_machine
 from cbuild.models.base import BLOCKS, BuildView, CostModel, Metric, ModelError, Param, Runtime, boolean
 from cbuild.models.csource import c_array
-from cbuild.rvdecode import decode
+from cbuild.models.pipeline_blocks import BlockMatrices
 from cbuild.rvexec import ExecRuntime
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_model.c"
 EXEC_RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_exec.c"
 #: The resource state, result and clock both runtimes share, placed before either.
 STATE = Path(__file__).parent.parent / "runtime" / "pipeline_state.c"
-#: Words before a block's rows in its executor data (pipeline_exec.c): rows, inputs, two penalties,
-#: the memo key and one memo result per row.
-_HEAD = 6
 #: Matrix entries of a program up to which the dynamic phase is compiled once per block.
 SPECIALISE_ENTRIES = 60_000
 
@@ -147,38 +144,3 @@ class PipelineModel(CostModel):
             return []
         (cycles,) = counts.results_of(self.name)
         return [Cost(self.metrics[0].name, cycles)]
-
-
-class BlockMatrices:
-    """The pipeline model's data for one executed machine block (the layout pipeline_exec.c reads):
-    its max-plus matrix and the penalties of leaving it by a transfer of control or by falling through."""
-
-    def __init__(self, machine: Machine) -> None:
-        self.machine = machine
-        self.xlen = 64 if machine.target == "riscv64" else 32
-
-    def __call__(self, words: Sequence[int], pc: int) -> list[int]:
-        instrs = [decode(word, pc + 4 * i, xlen=self.xlen) for i, word in enumerate(words)]
-        if not instrs:
-            return []
-        matrix = self.machine.block_matrix(instrs)
-        rows = sorted(matrix.rows.items())
-        inputs = sorted({j for _, row in rows for j in row} - {0})  # the issue slot is the reference
-        last, address = instrs[-1], pc + 4 * (len(instrs) - 1)
-        target = _branch_target(last.operands)
-        taken = self.machine.transfer_penalty(last, address, target, True)
-        fallen = self.machine.transfer_penalty(last, address, target, False)
-        data = [len(rows), len(inputs), taken, fallen, 0, 0, *([0] * len(rows)), *inputs]
-        for resource, row in rows:
-            data += [resource, len(row)]
-            for column, value in sorted(row.items()):
-                data += [column, int(value)]
-        return data
-
-
-def _branch_target(operands: Sequence[str]) -> int:
-    """The address a decoded branch or jal names (its last operand), or -1 (an indirect jump)."""
-    try:
-        return int(operands[-1], 16) if operands else -1
-    except ValueError:
-        return -1
