@@ -315,7 +315,10 @@ def _load_unicorn() -> tuple[Any, Any]:
     try:
         return importlib.import_module("unicorn"), importlib.import_module("unicorn.riscv_const")
     except ImportError as exc:
-        raise EmulatorError("emulate() needs the 'unicorn' package: pip install 'unicorn==2.1.4'") from exc
+        raise EmulatorError(
+            "emulate() needs the 'unicorn' package, a dependency of pytest-instrbudget "
+            "(pip install 'unicorn>=2.1.3,<2.2')"
+        ) from exc
 
 
 def _align_up(value: int, align: int = _HOST_PAGE) -> int:

@@ -10,20 +10,28 @@ child process, so that nothing the guest or the engine does can end the caller.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import bisect
+import contextlib
 import ctypes
+import faulthandler
 import hashlib
 import importlib.util
 import os
 import pickle
+import select
+import signal
 import struct
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from cbuild.errors import CBuildError
 
@@ -87,7 +95,10 @@ def unicorn_paths() -> tuple[Path, Path]:
     """The ``unicorn`` wheel's include directory and ``libunicorn.so.2``."""
     spec = importlib.util.find_spec("unicorn")
     if spec is None or spec.origin is None:
-        raise ExecutorError("the RISC-V cost models need the 'unicorn' package (pip install 'unicorn>=2.1.4,<2.2')")
+        raise ExecutorError(
+            "the RISC-V cost models need the 'unicorn' package, a dependency of pytest-instrbudget "
+            "(pip install 'unicorn>=2.1.3,<2.2')"
+        )
     root = Path(spec.origin).parent
     include, library = root / "include", root / "lib" / "libunicorn.so.2"
     if not (include / "unicorn" / "unicorn.h").exists() or not library.exists():
@@ -135,6 +146,10 @@ def build_executor(toolchain: Toolchain, cache: Cache, runtimes: Sequence[ExecRu
     from cbuild.compile import compile_own  # building needs the toolchain; running does not
 
     include, library = unicorn_paths()
+    header = (include / "unicorn" / "unicorn.h").read_bytes()
+    # Which unicorn it is built against is part of the cached executor's key (a reinstall of
+    # another version at the same path must not reuse it).
+    engine = f"/* unicorn.h {hashlib.sha256(header).hexdigest()[:16]}, {library.stat().st_size} bytes */\n"
     flags = [
         "-shared",
         "-fPIC",
@@ -149,7 +164,7 @@ def build_executor(toolchain: Toolchain, cache: Cache, runtimes: Sequence[ExecRu
         return compile_own(
             toolchain,
             cache,
-            executor_source(runtimes),
+            engine + executor_source(runtimes),
             what="RISC-V executor",
             stem="rvexec",
             flags=flags,
@@ -456,7 +471,7 @@ class Executor:
         lib.rvx_set_markers.restype = None
         lib.rvx_region_count.argtypes, lib.rvx_region_count.restype = [ptr], u32
         lib.rvx_regions.argtypes, lib.rvx_regions.restype = [ptr, ptr, ptr, ptr, ptr], None
-        for name in ("rvx_reset", "rvx_clear_output"):
+        for name in ("rvx_reset", "rvx_clear_output", "rvx_free"):
             getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr], None
         for name in ("rvx_finish", "rvx_now"):
             getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr, ptr], None
@@ -518,6 +533,12 @@ class Executor:
         """Keep the block data computed so far beside the ELF, for later runs."""
         for file in self._data_files.values():
             file.save()
+
+    def close(self) -> None:
+        """Free the machine (unicorn's engine and the block tables); the executor is unusable after."""
+        if self.handle:
+            self.lib.rvx_free(self.handle)
+            self.handle = None
 
     def map(self, start: int, end: int) -> None:
         """Make guest memory [start, end) usable (pages mapped already stay as they are)."""
@@ -664,12 +685,15 @@ def run_program(
     name (default: the ELF's file name)."""
     image = read_image(elf)
     executor = Executor(library, image, runtimes, elf=elf)
-    sp = executor.setup_stack([os.fsencode(a) for a in (argv or [elf.name])])
-    executor.set_register(REG_SP, sp)
-    executor.lib.rvx_set_stdin(executor.handle, stdin, len(stdin))
-    status = executor.run(image.entry, limit=limit)
-    executor.save_block_data()
-    return executor.execution(status)
+    try:
+        sp = executor.setup_stack([os.fsencode(a) for a in (argv or [elf.name])])
+        executor.set_register(REG_SP, sp)
+        executor.lib.rvx_set_stdin(executor.handle, stdin, len(stdin))
+        status = executor.run(image.entry, limit=limit)
+        executor.save_block_data()
+        return executor.execution(status)
+    finally:
+        executor.close()
 
 
 def run_isolated(
@@ -682,35 +706,162 @@ def run_isolated(
     limit: int = 2**63,
     timeout: float | None = None,
 ) -> Execution:
-    """:func:`run_program` in a child process (block data producers must be picklable)."""
-    request = pickle.dumps((str(library), str(elf), pack_runtimes(runtimes), list(argv), stdin, limit))
+    """:func:`run_program` in a child process (block data producers must be picklable).
+
+    The child is an executor server kept for later runs (its start-up, about 0.1 s, is paid once
+    per process): each run gets a new machine, and a server that crashes, or that a timeout
+    stops, ends and is replaced. Runs at the same time use servers of their own.
+    """
+    request = (str(library), str(elf), pack_runtimes(runtimes), list(argv), stdin, limit)
+    server = _Server.take()
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "cbuild.rvexec"], input=request, capture_output=True, timeout=timeout, check=False
-        )
+        result = server.request(request, timeout)
     except subprocess.TimeoutExpired:
-        raise ExecutorError(f"the RISC-V run of {elf.name} took longer than {timeout} s") from None
-    if proc.returncode != 0:
-        raise ExecutorError(
-            f"the RISC-V executor failed on {elf.name} (exit {proc.returncode}):\n"
-            f"{proc.stderr.decode(errors='replace')[-2000:]}"
-        )
-    result = pickle.loads(proc.stdout)
+        where = server.stack()
+        server.close()
+        raise ExecutorError(f"the RISC-V run of {elf.name} took longer than {timeout} s{where}") from None
+    except EOFError:
+        returncode, errors = server.close()
+        raise ExecutorError(f"the RISC-V executor failed on {elf.name} (exit {returncode}):\n{errors}") from None
+    except BaseException:  # interrupted mid-request: the server's state is unknown
+        server.close()
+        raise
+    server.give_back()
     if isinstance(result, ExecutorError):
         raise result
     assert isinstance(result, Execution)
     return result
 
 
-def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
-    library, elf, packed, argv, stdin, limit = pickle.loads(sys.stdin.buffer.read())
-    try:
-        result: Execution | ExecutorError = run_program(
-            Path(library), Path(elf), unpack_runtimes(packed), argv, stdin=stdin, limit=limit
+def send_message(out: IO[bytes], message: Any) -> None:
+    """One pickled message, length first (executor servers and library guests)."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(struct.pack("<Q", len(data)) + data)
+    out.flush()
+
+
+def receive_message(inp: IO[bytes]) -> Any:
+    """The next message :func:`send_message` sent; EOFError when the stream ended."""
+    head = inp.read(8)
+    if len(head) < 8:
+        raise EOFError
+    (n,) = struct.unpack("<Q", head)
+    data = inp.read(n)
+    if len(data) < n:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class _Server:
+    """A child process (``python -m cbuild.rvexec``) that runs programs one request at a time."""
+
+    _idle: ClassVar[list[_Server]] = []
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close(); a file, not a pipe, so stderr cannot block the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cbuild.rvexec"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
         )
-    except ExecutorError as exc:
-        result = exc
-    sys.stdout.buffer.write(pickle.dumps(result))
+
+    @classmethod
+    def take(cls) -> _Server:
+        with cls._lock:
+            while cls._idle:
+                server = cls._idle.pop()
+                if server.proc.poll() is None:
+                    return server
+                server.close()
+        return cls()
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._idle.append(self)
+
+    def request(self, message: Any, timeout: float | None) -> Any:
+        """Send a run and wait for its result (TimeoutExpired after ``timeout`` seconds)."""
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        try:
+            send_message(self.proc.stdin, message)
+        except (BrokenPipeError, OSError):
+            raise EOFError from None
+        if timeout is not None:
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            if not ready:
+                raise subprocess.TimeoutExpired(self.proc.args, timeout)
+        return receive_message(self.proc.stdout)  # the reply is written whole once it starts
+
+    def stack(self) -> str:
+        """Where the child is (its Python stack, which it writes to stderr on SIGUSR1), as text to
+        add to an error ("" if it does not answer)."""
+        self.errors.seek(0, os.SEEK_END)
+        start = self.errors.tell()
+        with contextlib.suppress(OSError):
+            self.proc.send_signal(signal.SIGUSR1)
+        for _ in range(20):
+            time.sleep(0.05)
+            self.errors.seek(start)
+            text = self.errors.read().decode(errors="replace")
+            if "File " in text and text.endswith("\n"):
+                return f"; the executor was at:\n{text[-2000:]}"
+        return ""
+
+    def close(self) -> tuple[int | None, str]:
+        """End the child: its exit status and the end of what it wrote to stderr."""
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        returncode = self.proc.wait()
+        self.errors.seek(0)
+        errors = self.errors.read().decode(errors="replace")[-2000:]
+        self.errors.close()
+        return returncode, errors
+
+    @classmethod
+    def close_all(cls) -> None:
+        """End the idle servers (at exit; in a forked child, forget the parent's)."""
+        with cls._lock:
+            idle, cls._idle = cls._idle, []
+        for server in idle:
+            server.close()
+
+    @classmethod
+    def forget_all(cls) -> None:
+        cls._idle = []
+        cls._lock = threading.Lock()
+
+
+def close_servers() -> None:
+    """End this process's idle executor servers (the next run starts a new one)."""
+    _Server.close_all()
+
+
+atexit.register(_Server.close_all)
+os.register_at_fork(after_in_child=_Server.forget_all)
+
+
+def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)  # see _Server.stack
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            library, elf, packed, argv, stdin, limit = receive_message(inp)
+        except EOFError:
+            return
+        try:
+            result: Execution | ExecutorError = run_program(
+                Path(library), Path(elf), unpack_runtimes(packed), argv, stdin=stdin, limit=limit
+            )
+        except ExecutorError as exc:
+            result = exc
+        send_message(out, result)
 
 
 def pack_runtimes(runtimes: Sequence[ExecRuntime]) -> tuple[list[str], bytes]:

@@ -168,9 +168,6 @@ WORKLOADS = {
 
 @pytest.fixture(scope="module")
 def rv32emu():  # type: ignore[no-untyped-def]
-    pytest.importorskip(
-        "unicorn", reason="the RV32IM emulator needs unicorn (pip install 'pytest-instrbudget[emulator]')"
-    )
     from cbuild import rv32emu
 
     return rv32emu

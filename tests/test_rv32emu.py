@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("unicorn", reason="the RV32 emulator tests need the 'unicorn' package (pip install unicorn==2.1.4)")
-
 from cbuild import rv32emu
 from cbuild.rv32emu import (
     Emulation,

@@ -525,6 +525,29 @@ RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t
     return x;
 }
 
+/* The machine and everything the executor allocated for it (a long-lived process runs many). */
+RVX_API void rvx_free(rvx *x) {
+    uint32_t i, m;
+    if (x == NULL) return;
+    uc_close(x->uc);
+    for (i = 0; i < x->nblocks; i++) {
+        rvx_block *b = x->order[i];
+        for (m = 0; m < RVX_MAX_MODELS; m++) free(b->data[m]);
+        free(b->memidx);
+        free(b);
+    }
+    free(x->table);
+    free(x->order);
+    free(x->in);
+    free(x->out[0]);
+    free(x->out[1]);
+    free(x->mark_at);
+    free(x->mark_kind);
+    free(x->mark_name);
+    free(x->regions);
+    free(x);
+}
+
 RVX_API int rvx_map(rvx *x, uint64_t start, uint64_t end) { return rvx_map_range(x, start & ~(uint64_t)(PAGE - 1), ALIGN_UP(end)); }
 
 RVX_API int rvx_write(rvx *x, uint64_t address, const void *data, size_t len) {

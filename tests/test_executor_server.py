@@ -1,0 +1,105 @@
+"""RISC-V runs go to executor servers kept between runs: the same results as a fresh process, and a
+server that crashes or overruns its time ends alone, without taking later runs with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, Cost, run_program
+from cbuild.costs import BlockCounts
+from cbuild.models import default_registry
+from cbuild.models.base import CostModel, Metric
+from cbuild.rvexec import ExecRuntime, ExecutorError, _Server, run_isolated, slot_runtimes
+
+PROGRAM_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    long n = argc > 1 ? atol(argv[1]) : 10, s = 0;
+    if (n < 0) for (;;) s++;              /* never ends */
+    for (long i = 0; i < n; i++) s += i * i % 7;
+    printf("%ld\n", s);
+    return 0;
+}
+"""
+
+#: A model whose C code aborts the executor's process at the 50th block.
+ABORT_SOURCE = """
+#include <stdlib.h>
+static uint64_t ab_blocks;
+static inline void model_block(const rvx_block *b) { (void)b; if (++ab_blocks == 50) abort(); }
+static inline void model_access(uint64_t a, uint32_t s, uint32_t st, uint32_t i) {
+    (void)a; (void)s; (void)st; (void)i;
+}
+static void model_reset(void) { ab_blocks = 0; }
+static void model_finish(uint64_t *out) { out[0] = ab_blocks; }
+static inline uint64_t model_now(void) { return ab_blocks; }
+"""
+
+
+class AbortingModel(CostModel):
+    name = "aborting"
+    metrics = (Metric("aborting_blocks", "blocks", "max_aborting_blocks"),)
+
+    def executes(self) -> str | None:
+        return "riscv32"
+
+    def exec_runtime(self) -> ExecRuntime:
+        return ExecRuntime(ABORT_SOURCE, results=1)
+
+    def evaluate(self, counts: BlockCounts) -> list[Cost]:
+        return [Cost("aborting_blocks", counts.results_of(self.name)[0])]
+
+
+def _zk(run) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
+    assert run.counts is not None
+    return run.counts.results_of("zkvm")
+
+
+def test_a_kept_server_gives_the_results_of_a_fresh_process(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+    fresh = {}
+    for n in (10, 5000):
+        _Server.close_all()
+        fresh[n] = _zk(run_program(artifact, [n]))  # the first run of a new server
+    # One server, after other runs (with other inputs), gives the same counts again.
+    for n in (10, 5000, 10, 5000):
+        assert _zk(run_program(artifact, [n])) == fresh[n]
+    assert fresh[10] != fresh[5000]
+
+
+def test_a_run_past_its_timeout_ends_its_server_only(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+    doc = artifact.machines()["riscv32"]
+    runtimes = slot_runtimes(doc["slots"])
+    library, elf = Path(doc["executor"]), Path(doc["elf"])
+    expected = run_isolated(library, elf, runtimes, ["squares", "100"])
+    with pytest.raises(ExecutorError, match=r"took longer than 0\.5 s; the executor was at:") as info:
+        run_isolated(library, elf, runtimes, ["squares", "-1"], timeout=0.5)
+    assert "in run_program" in str(info.value)  # the child's stack, inside the run
+    again = run_isolated(library, elf, runtimes, ["squares", "100"], timeout=30)
+    assert again.results == expected.results
+    assert again.stdout == expected.stdout == b"197\n"
+
+
+def test_a_server_killed_while_idle_is_replaced(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+    expected = _zk(run_program(artifact, [100]))
+    assert _Server._idle
+    for server in _Server._idle:
+        server.proc.kill()
+        server.proc.wait()
+    assert _zk(run_program(artifact, [100])) == expected
+
+
+def test_a_crashing_executor_fails_its_run_and_not_the_next(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    source = write("squares.c", PROGRAM_C)
+    crashing = builder.build([source], models=[AbortingModel()])
+    with pytest.raises(ExecutorError, match=r"the RISC-V executor failed on .*\(exit -6\)"):
+        run_program(crashing, [100])
+    healthy = builder.build([source], models=[default_registry().create("zkvm")])
+    run = run_program(healthy, [100])
+    assert run.stdout == b"197\n"
+    assert _zk(run)[1] > 0
