@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cbuild.cache import Cache, atomic_write, digest
-from cbuild.compile import compile_unit
+from cbuild.compile import compile_command, compile_unit
 from cbuild.errors import CBuildError, CompileError
 from cbuild.options import BuildOptions, language_of
 from cbuild.signatures import DEFINED_NAME, LOCAL_LINKAGES, closing_paren, define_lines, split_top, unescape
@@ -104,6 +104,24 @@ def _run(cmd: list[str], target_name: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise _unavailable(target_name, proc.stderr)
+
+
+def _locate_inline_asm(
+    error: TargetUnavailable, tc: Toolchain, source: Source, options: BuildOptions, tmp: Path
+) -> TargetUnavailable:
+    """``error`` from generating code for IR, which can only say ``<inline asm>:1:2`` of an
+    assembler statement the target rejects: the same error with the source line, found by
+    compiling the source itself for the target (clang maps inline assembly back to its line)."""
+    if not error.where.startswith("<inline asm>"):
+        return error
+    cmd = compile_command(tc, source, options, tmp / "locate.o")
+    cmd = [arg for arg in cmd if arg not in ("-emit-llvm", "-H")]
+    cmd[cmd.index("-S")] = "-c"
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=source.cwd)
+    found = _DIAGNOSTIC.search(proc.stderr) if proc.returncode != 0 else None
+    if found is None or found.group("where").startswith("<inline asm>"):
+        return error
+    return TargetUnavailable(error.target, found.group("what"), found.group("where"))
 
 
 def with_region_markers(ir: str, tgt: Target) -> str:
@@ -215,17 +233,20 @@ def build_riscv(
     codegen = [*driver, "-target", tgt.triple, *tgt.flags, f"-O{options.opt_level}", "-Xclang", "-disable-llvm-passes"]
     with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
         objects: list[str] = []
-        for unit in units:
+        for source, unit in zip(sources, units, strict=True):
             key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen)
             obj = cache.path("rvobj", key, ".o")
 
-            def make(files: list[Path], unit_ir: Path = unit.ir_path) -> None:
+            def make(files: list[Path], unit_ir: Path = unit.ir_path, source: Source | Path = source) -> None:
                 local = Path(tmp) / f"{len(objects)}.o"
                 text = unit_ir.read_text()
                 if "instrbudget-region" in text:
                     unit_ir = Path(tmp) / f"{len(objects)}.ll"
                     unit_ir.write_text(with_region_markers(text, tgt))
-                _run([*codegen, "-c", str(unit_ir), "-o", str(local)], target_name)
+                try:
+                    _run([*codegen, "-c", str(unit_ir), "-o", str(local)], target_name)
+                except TargetUnavailable as exc:
+                    raise _locate_inline_asm(exc, tc, Source.of(source), opts, Path(tmp)) from None
                 atomic_write(files[0], local.read_bytes())
 
             (obj,) = cache.entry("rvobj", key, [".o"], make, name=f"the {target_name} object of {unit.source.name}")

@@ -359,3 +359,29 @@ def test_model_choice_reports_show_unavailable_metrics() -> None:
     assert "| `t.py::test_a` | 91 | unavailable | ok (zkvm unavailable) |" in report.markdown_text([result])
     # Across an xdist worker's wire.
     assert Result.from_wire(json.loads(json.dumps(result.to_wire()))) == result
+
+
+#: Assembly the riscv32 assembler rejects (an x86 mnemonic with no constraints): clang accepts it
+#: until code generation, whose error alone would point at ``<inline asm>:1:2``.
+PAUSE_C = """\
+long spin(long n) {
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return s;
+}
+
+void relax(void) {
+    __asm__ volatile("mfence");
+}
+"""
+
+
+def test_model_choice_unavailable_inline_assembly_names_its_source_line(builder, write) -> None:  # type: ignore[no-untyped-def]
+    from cbuild.models import default_registry
+
+    source = write("relax.c", PAUSE_C)
+    artifact = builder.build([source], models=[default_registry().create("zkvm")], kind="library")
+    reason = artifact.machines()["riscv32"]["unavailable"]
+    assert "unrecognized instruction mnemonic" in reason
+    assert "relax.c:8" in reason
+    assert "<inline asm>" not in reason
