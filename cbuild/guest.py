@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import re
 import struct
 import subprocess
@@ -26,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from cbuild.rvbuild import ABI_SECTION
 from cbuild.rvexec import (
@@ -43,6 +42,8 @@ from cbuild.rvexec import (
     ExecutorError,
     pack_runtimes,
     read_image,
+    receive_message,
+    send_message,
     unpack_runtimes,
 )
 from cbuild.signatures import split_top
@@ -75,13 +76,17 @@ class Unreplayable(ExecutorError):
 class Arg:
     """One argument as the guest gets it: ``kind`` int (``bits``, ``signed``: the host's C type),
     float (``bits``), buffer (``data``, copied back if ``back``), struct (its bytes), handle (a
-    guest address) or null."""
+    guest address), null, or cell (a ``char **`` out-parameter: ``value`` the string it points to
+    before the call, or None; the string it points to after comes back)."""
 
     kind: str
     value: Any = None
     bits: int = 0
     signed: bool = True
     back: bool = False
+    #: A buffer of integers whose width differs on the target (size_t, long): (host bytes, target
+    #: bytes, signed) per element; ``value`` holds them at the target's width already.
+    element: tuple[int, int, bool] | None = None
 
 
 #: A parameter or result as the target's code takes it: [IR type, extension, role] (see
@@ -224,6 +229,10 @@ def _registers(
         elif arg.kind == "buffer":
             buffers.append(arena.put(bytes(arg.value)))
             regs.append(buffers[-1])
+        elif arg.kind == "cell":
+            text = 0 if arg.value is None else arena.put(bytes(arg.value) + b"\0")
+            buffers.append(arena.put(text.to_bytes(xlen // 8, "little")))
+            regs.append(buffers[-1])
         elif arg.kind == "struct":
             data = bytes(arg.value)
             if ir == "ptr":  # passed by reference, to a copy the callee may change
@@ -286,7 +295,7 @@ class _Worker:
         self.ex.map(ARENA, ARENA_END)
         self.ex.reset()
 
-    def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes], str]:
+    def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
         """See :meth:`Guest.call`."""
         entry = self.abi.get(name)
         if entry is None:
@@ -318,30 +327,30 @@ class _Worker:
             value: Any = self.ex.read(out, ret[1])
         else:
             value = _result(result[0], ret, self.ex.register(REG_A0), self.ex.register(REG_A0 + 1), self.xlen)
-        written = [
-            self.ex.read(address, len(arg.value))
-            for arg, address in zip([a for a in args if a.kind == "buffer"], buffers, strict=True)
-            if arg.back
-        ]
+        written: list[bytes | None] = []
+        for arg, address in zip([a for a in args if a.kind in ("buffer", "cell")], buffers, strict=True):
+            if arg.kind == "cell":
+                written.append(self._string(int.from_bytes(self.ex.read(address, self.xlen // 8), "little")))
+            elif arg.back:
+                written.append(self.ex.read(address, len(arg.value)))
         return value, written, problem
+
+    def _string(self, address: int, limit: int = 1 << 20) -> bytes | None:
+        """The C string at a guest address (None for NULL; at most ``limit`` bytes)."""
+        if address == 0:
+            return None
+        out = b""
+        while len(out) < limit:
+            chunk = self.ex.read(address + len(out), 256 - (address + len(out)) % 256)
+            end = chunk.find(b"\0")
+            if end >= 0:
+                return out + chunk[:end]
+            out += chunk
+        return out
 
     def measure(self) -> Execution:
         self.ex.save_block_data()
         return self.ex.execution(RETURNED)
-
-
-def _send(out: IO[bytes], message: Any) -> None:
-    data = pickle.dumps(message)
-    out.write(struct.pack("<Q", len(data)) + data)
-    out.flush()
-
-
-def _receive(inp: IO[bytes]) -> Any:
-    head = inp.read(8)
-    if len(head) < 8:
-        raise EOFError
-    (n,) = struct.unpack("<Q", head)
-    return pickle.loads(inp.read(n))
 
 
 class Guest:
@@ -361,8 +370,8 @@ class Guest:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         try:
-            _send(self.proc.stdin, message)
-            ok, value = _receive(self.proc.stdout)
+            send_message(self.proc.stdin, message)
+            ok, value = receive_message(self.proc.stdout)
         except (EOFError, BrokenPipeError, OSError):
             err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
             raise ExecutorError(f"the RISC-V executor of {self.elf.name} ended:\n{err}") from None
@@ -370,11 +379,11 @@ class Guest:
             raise value
         return value
 
-    def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes], str]:
+    def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
         """Call ``name`` in the guest: its result (an integer as ``(value, bits in the build)``, a
         struct as its bytes), the buffers it wrote (those marked ``back``), and what makes the call
         differ from the native one ("" when it returned, with arguments it could hold)."""
-        result: tuple[Any, list[bytes], str] = self._request("call", name, args, ret)
+        result: tuple[Any, list[bytes | None], str] = self._request("call", name, args, ret)
         return result
 
     def reset(self) -> None:
@@ -400,7 +409,7 @@ def _main() -> None:  # pragma: no cover - the worker process
     worker: _Worker | None = None
     while True:
         try:
-            op, *args = _receive(inp)
+            op, *args = receive_message(inp)
         except EOFError:
             return
         try:
@@ -416,9 +425,9 @@ def _main() -> None:  # pragma: no cover - the worker process
                 reply = None
             else:
                 reply = worker.measure()
-            _send(out, (True, reply))
+            send_message(out, (True, reply))
         except ExecutorError as exc:
-            _send(out, (False, exc))
+            send_message(out, (False, exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

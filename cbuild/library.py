@@ -97,7 +97,16 @@ def _ctypes_object(value: Any) -> Any:
     if isinstance(value, _BYREF):
         return value._obj  # type: ignore[attr-defined]
     if isinstance(value, ctypes._Pointer):
-        return value.contents if value else None
+        if not value:
+            return None
+        # ``contents`` is a new object over the same memory: what is stored through it (a char *'s
+        # string) would live only as long as that object. The object the pointer keeps alive is
+        # the caller's own.
+        kept = getattr(value, "_objects", None)
+        target = kept.get("1") if isinstance(kept, dict) else None
+        if target is not None and ctypes.addressof(target) == ctypes.addressof(value.contents):
+            return target
+        return value.contents
     if isinstance(value, (ctypes.Array, ctypes.Structure, ctypes.Union, ctypes._SimpleCData)):
         return value
     return None
@@ -569,7 +578,16 @@ def _guest_call(
             problem = _layout_problem(types, pointee, xlen) if pointee["kind"] in ("struct", "union") else ""
             if problem:
                 raise Unreplayable(f"argument {n} points to a {pointee['name']}: {problem}")
-            out.append(Arg("buffer", bytes(blobs[wire[2]]), back=bool(wire[3])))
+            data = bytes(blobs[wire[2]])
+            size = int(pointee.get("size", 0))
+            if pointee["kind"] in ("int", "enum") and word_bits(pointee, xlen) != 8 * size and len(data) % size == 0:
+                # An array of size_t or long: each element at the target's width (bits beyond it dropped).
+                element = (size, word_bits(pointee, xlen) // 8, bool(pointee.get("signed", True)))
+                out.append(Arg("buffer", _resized(data, element[0], element[1]), back=bool(wire[3]), element=element))
+            else:
+                out.append(Arg("buffer", data, back=bool(wire[3])))
+        elif desc["kind"] == "pointer" and tag == "cp":
+            out.append(Arg("cell", wire[1]))
         elif desc["kind"] in ("struct", "union") and tag == "s":
             problem = _layout_problem(types, desc, xlen)
             if problem:
@@ -608,7 +626,7 @@ def _difference(
     ret: tuple[str, int, bool],
     args: Sequence[Any],
     guest_args: Sequence[Arg],
-    written: list[bytes],
+    written: list[bytes | None],
     handles: dict[int, int],
 ) -> str:
     """How the RISC-V build's call differs from the native one ("" when it does not)."""
@@ -633,13 +651,33 @@ def _difference(
             return f"the result is {value!r} (natively {native_value!r})"
     returned = iter(written)
     for n, arg in enumerate(guest_args):
-        if arg.kind == "buffer" and arg.back:
+        if arg.kind == "cell":
+            text = next(returned)
+            native_text = getattr(_ctypes_object(args[n]), "value", None)  # the call pointed it there
+            if text != native_text:
+                return f"argument {n + 1} points to {_shown(text)} (natively {_shown(native_text)})"
+        elif arg.kind == "buffer" and arg.back:
+            theirs = next(returned)
             obj = _ctypes_object(args[n])
             try:
                 here = bytes(memoryview(args[n] if obj is None else obj).cast("B"))
             except TypeError:
                 continue
-            theirs = next(returned)
+            assert theirs is not None
+            if arg.element is not None:
+                host, target, signed = arg.element
+                theirs = _resized(theirs, target, host, signed=signed)
             if here[: len(theirs)] != theirs[: len(here)]:
                 return f"argument {n + 1} is written differently"
     return ""
+
+
+def _resized(data: bytes, size: int, new_size: int, *, signed: bool = False) -> bytes:
+    """Little-endian integers of ``size`` bytes as ``new_size`` bytes each (cut, or extended)."""
+    values = (int.from_bytes(data[i : i + size], "little", signed=signed) for i in range(0, len(data), size))
+    mask = (1 << (8 * new_size)) - 1
+    return b"".join((v & mask).to_bytes(new_size, "little") for v in values)
+
+
+def _shown(text: bytes | None) -> str:
+    return "NULL" if text is None else repr(text[:40] + (b"..." if len(text) > 40 else b""))
