@@ -11,8 +11,9 @@ The engine behind pytest-instrbudget, usable on its own::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cbuild.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cbuild.blocks import Block, BlockTable
@@ -38,8 +39,7 @@ if TYPE_CHECKING:
     from cbuild.options import BuildOptions
     from cbuild.sources import Source
 
-#: Public name -> the module that defines it, imported on first use (PEP 562), so that a
-#: process needing one part (the RISC-V executor's child, a library worker) loads only that.
+#: Public name -> the module that defines it, imported on first use (cbuild.lazy).
 _EXPORTS = {
     "Block": "cbuild.blocks",
     "BlockTable": "cbuild.blocks",
@@ -77,18 +77,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "Artifact",

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cbuild import Builder, Cost, run_program
+from cbuild.build import Artifact
 from cbuild.costs import BlockCounts
 from cbuild.errors import CBuildError
 from cbuild.models import default_registry
@@ -90,6 +91,15 @@ def _probe(log: Path, reject: int | None) -> BlockDataModel:
     return model
 
 
+def _built_without_kept_data(builder: Builder, write, model: CostModel) -> tuple[Artifact, Path]:  # type: ignore[no-untyped-def]
+    """The program built for ``model``, and its riscv32 ELF with no block data kept beside it yet."""
+    artifact = builder.build([write("collatz.c", PROGRAM_C)], models=[model])
+    elf = Path(artifact.machines()["riscv32"]["elf"])
+    for old in elf.parent.glob(f"{elf.name}.blocks-*"):
+        old.unlink()
+    return artifact, elf
+
+
 def _computed(log: Path) -> int:
     return len(log.read_text().split()) if log.exists() else 0
 
@@ -114,10 +124,7 @@ def test_a_block_the_model_cannot_describe_makes_it_unavailable(builder: Builder
 def test_block_data_is_kept_beside_the_build_and_survives_damage(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "log"
     probe = _probe(log, None)
-    artifact = builder.build([write("collatz.c", PROGRAM_C)], models=[probe])
-    elf = Path(artifact.machines()["riscv32"]["elf"])
-    for old in elf.parent.glob(f"{elf.name}.blocks-*"):
-        old.unlink()
+    artifact, elf = _built_without_kept_data(builder, write, probe)
 
     first = run_program(artifact, [27])
     assert first.counts is not None
@@ -126,7 +133,7 @@ def test_block_data_is_kept_beside_the_build_and_survives_damage(builder: Builde
     assert computed > 10  # libc's start-up, printf and the program's own blocks
     (kept,) = elf.parent.glob(f"{elf.name}.blocks-*")
 
-    # A later run of the same build (a new process) reads the data instead of computing it.
+    # A later run of the same build (a new machine) reads the data instead of computing it.
     second = run_program(artifact, [27])
     assert second.counts is not None
     assert second.counts.results_of(probe.name) == (blocks,)
@@ -159,10 +166,7 @@ def test_block_data_is_kept_beside_the_build_and_survives_damage(builder: Builde
 def test_block_data_that_cannot_be_written_only_costs_time(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "log"
     probe = _probe(log, None)
-    artifact = builder.build([write("collatz.c", PROGRAM_C)], models=[probe])
-    elf = Path(artifact.machines()["riscv32"]["elf"])
-    for old in elf.parent.glob(f"{elf.name}.blocks-*"):
-        old.unlink()
+    artifact, elf = _built_without_kept_data(builder, write, probe)
     first = run_program(artifact, [27])
     (kept,) = elf.parent.glob(f"{elf.name}.blocks-*")
     kept.unlink()
@@ -186,10 +190,7 @@ def test_block_data_that_cannot_be_written_only_costs_time(builder: Builder, wri
 
 def test_pipeline_cycles_equal_with_and_without_kept_block_data(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     pipeline = default_registry().create("pipeline")
-    artifact = builder.build([write("collatz.c", PROGRAM_C)], models=[pipeline])
-    elf = Path(artifact.machines()["riscv32"]["elf"])
-    for old in elf.parent.glob(f"{elf.name}.blocks-*"):
-        old.unlink()
+    artifact, elf = _built_without_kept_data(builder, write, pipeline)
     cold = run_program(artifact, [27])
     assert list(elf.parent.glob(f"{elf.name}.blocks-*"))
     warm = run_program(artifact, [27])

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cbuild.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cbuild.models.base import BLOCKS, MEMORY, BuildView, CostModel, Metric, ModelError, Param, Runtime, integer
     from cbuild.models.ir_count import IrCountModel
     from cbuild.models.registry import ModelRegistry, default_registry
 
-#: Public name -> the module that defines it, imported on first use (PEP 562), so that a
-#: process needing one part (the RISC-V executor's child, a library worker) loads only that.
+#: Public name -> the module that defines it, imported on first use (cbuild.lazy).
 _EXPORTS = {
     "BLOCKS": "cbuild.models.base",
     "MEMORY": "cbuild.models.base",
@@ -28,18 +28,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "BLOCKS",
