@@ -26,6 +26,10 @@ Prints these tables:
      the ir-count build, cold cache (a fresh ``cache_dir`` per build; zig's own caches, with its
      musl for both RISC-V targets, warmed by a build before the first measurement), with the
      extra phases of the executing builds.
+  5. what a small test pays per run (programs of a few thousand to a few hundred thousand
+     instructions, the size of a unit test's code): run_program with ir-count, zkvm and pipeline
+     against the plain program, a first run (a process with no executor server yet, no block data
+     kept beside the build) and repeated runs.
 No timing assertions: the script prints, the reader judges.
 """
 
@@ -213,6 +217,17 @@ def zkvm_model(**extra: Any) -> CostModel:
 
 def pipeline_model(machine: str = "inorder5") -> CostModel:
     return default_registry().create("pipeline", {"execute": True, "machine": machine})
+
+
+def build_variants(
+    builder: Builder, program: Program, models: dict[str, CostModel]
+) -> tuple[Artifact, dict[str, Artifact]]:
+    """The plain (uninstrumented) build, and the ir-count build and one build per model, by name."""
+    plain = builder.build(program.sources, options=program.options(instrument=False))
+    built = {"ir-count": builder.build(program.sources, options=program.options())}
+    for name, model in models.items():
+        built[name] = builder.build(program.sources, options=program.options(), models=[model])
+    return plain, built
 
 
 def run_checked(artifact: Artifact, program: Program, notes: list[str]) -> Any:
@@ -449,9 +464,24 @@ def interpreter_start(repeat: int) -> float:
 
 
 def cpu_seconds() -> float:
-    """User + system time of this process and its waited-for children so far."""
+    """User + system time of this process, its waited-for children and its live children (the
+    executor servers run_program keeps) so far."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + live_children_cpu()
+
+
+def live_children_cpu() -> float:
+    """User + system seconds of this process's children that are still running (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for children in Path("/proc/self/task").glob("*/children"):
+        for pid in children.read_text().split():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # ended meanwhile
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
+    return total
 
 
 @dataclasses.dataclass
@@ -495,10 +525,7 @@ def runtime_table(programs: Sequence[Program], work: Path, repeat: int, notes: l
     ratios: dict[str, list[float]] = {name: [] for name in models}
     biggest, most = Speed(programs[-1], 0.0), -1
     for program in programs:
-        plain = builder.build(program.sources, options=program.options(instrument=False))
-        built = {"ir-count": builder.build(program.sources, options=program.options())}
-        for name, model in models.items():
-            built[name] = builder.build(program.sources, options=program.options(), models=[model])
+        plain, built = build_variants(builder, program, models)
         times = {name: Timed() for name in ("plain", *built, *(f"probe {m}" for m in models))}
         results: dict[str, set[tuple[int, ...]]] = {name: set() for name in models}
         phases: dict[str, list[dict[str, Any]]] = {name: [] for name in models}
@@ -546,7 +573,8 @@ def runtime_table(programs: Sequence[Program], work: Path, repeat: int, notes: l
         "map, load), run (unicorn with the native hooks; for pipeline including the block data computed in Python,\n"
         "shown apart with the number of blocks), results (blocks and functions read back) and start/exit\n"
         "(interpreter start, imports, exit: the child's wall time less its phases; `python -c 'import cbuild.rvexec'`\n"
-        f"alone takes {start_cost:.2f} s); other = total - native - executor."
+        f"alone takes {start_cost:.2f} s); other = total - native - (executor - start/exit): run_program's runs go\n"
+        "to an executor server it keeps, which pays start/exit once, not per run."
     )
     print(
         f"{'workload':22} {'model':9} {'total':>7} {'native':>7} {'executor':>8} {'setup':>6} {'run':>7} "
@@ -562,7 +590,7 @@ def runtime_table(programs: Sequence[Program], work: Path, repeat: int, notes: l
                 f"{median([f['setup'] for f in found]):6.2f} {median([f['run'] for f in found]):7.2f} "
                 f"{median([f['block_data'] for f in found]):8.2f} {found[0]['new_blocks']:6} "
                 f"{median([f['results'] for f in found]):7.2f} {start_exit:10.2f} "
-                f"{best[name] - best['ir-count'] - child:6.2f}"
+                f"{best[name] - best['ir-count'] - (child - start_exit):6.2f}"
             )
     return biggest
 
@@ -728,11 +756,67 @@ def build_table(yy: Path, work: Path, repeat: int) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
+TINY_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    long long n = argc > 1 ? atoll(argv[1]) : 1000, s = 0;  /* long is 32 bits on riscv32 */
+    for (long long i = 0; i < n; i++) s += i * i % 7;
+    printf("%lld\\n", s);
+    return 0;
+}
+"""
+
+
+def first_run(artifact: Artifact, program: Program, notes: list[str]) -> Any:
+    """run_program as the first RISC-V run of a process would be: no executor server, and no
+    block data kept beside the build (removed before)."""
+    rvx.close_servers()
+    for doc in artifact.machines().values():
+        if "elf" in doc:
+            for kept in Path(doc["elf"]).parent.glob(Path(doc["elf"]).name + ".blocks-*"):
+                kept.unlink()
+    return run_checked(artifact, program, notes)
+
+
+def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: list[str]) -> None:
+    """Table 5."""
+    print("\n== 5. Small programs: what a unit-test-sized run pays ==")
+    print(
+        f"Median wall ms of {repeat} interleaved runs. 'first': the process's first RISC-V run (its executor server\n"
+        "starts, the pipeline's block data is computed); 'again': later runs (a kept server, block data read back)."
+    )
+    builder = quiet_builder(work / "cache-small")
+    models = {"zkvm": zkvm_model(), "pipeline": pipeline_model("inorder5")}
+    print(
+        f"{'program':22} {'plain':>7} {'ir-count':>8} {'zkvm first':>10} {'again':>7} {'ratio':>7} "
+        f"{'pipeline first':>14} {'again':>7} {'ratio':>7}  riscv32 instructions"
+    )
+    for program in programs:
+        plain, built = build_variants(builder, program, models)
+        times = {name: Timed() for name in ("plain", "ir-count", *models, *(f"{m} first" for m in models))}
+        instructions = 0
+        for _ in range(repeat):
+            times["plain"].measure(time_command, [str(plain.path), *program.args], program.stdin)
+            times["ir-count"].measure(run_checked, built["ir-count"], program, notes)
+            for name in models:
+                times[f"{name} first"].measure(first_run, built[name], program, notes)
+                run = times[name].measure(run_checked, built[name], program, notes)
+                assert run.counts is not None
+                instructions = run.counts.machine_run("riscv32").instructions
+        ms = {name: 1000 * median(t.wall) for name, t in times.items()}
+        print(
+            f"{program.label:22} {ms['plain']:7.1f} {ms['ir-count']:8.1f} {ms['zkvm first']:10.1f} {ms['zkvm']:7.1f} "
+            f"{ms['zkvm'] / ms['plain']:6.1f}x {ms['pipeline first']:14.1f} {ms['pipeline']:7.1f} "
+            f"{ms['pipeline'] / ms['plain']:6.1f}x  {instructions:,}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="bench.py's full inputs for tables 2 and 3")
     parser.add_argument("--repeat", type=int, default=3, help="runs per median (default 3)")
-    parser.add_argument("--parts", nargs="+", type=int, choices=(1, 2, 3, 4), default=[1, 2, 3, 4])
+    parser.add_argument("--parts", nargs="+", type=int, choices=(1, 2, 3, 4, 5), default=[1, 2, 3, 4, 5])
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
@@ -761,6 +845,15 @@ def main() -> int:
             speed_table(biggest, work, args.repeat)
         if 4 in args.parts:
             build_table(yy, work, args.repeat)
+        if 5 in args.parts:
+            (work / "tiny.c").write_text(TINY_C)
+            sort = next(p for p in programs if p.name == "sort")
+            small = [
+                Program("loop", [work / "tiny.c"], (), ["1000"]),
+                Program("loop", [work / "tiny.c"], (), ["100000"]),
+                dataclasses.replace(sort, args=["2000"]),
+            ]
+            small_table(small, work, args.repeat, notes)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[2]:.2f} (15 min)")
     print("\n== Notes ==")
     print("\n".join(notes) if notes else "none: no per-function difference, no run that differed from the native one")
