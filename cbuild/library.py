@@ -656,6 +656,16 @@ def _difference(
             native_text = getattr(_ctypes_object(args[n]), "value", None)  # the call pointed it there
             if text != native_text:
                 return f"argument {n + 1} points to {_shown(text)} (natively {_shown(native_text)})"
+        elif arg.kind == "buffer" and not arg.back and arg.element is not None:
+            host, target, _ = arg.element
+            sent = _ctypes_object(args[n])
+            if sent is not None:  # const: the values the guest got, before narrowing
+                data = bytes(memoryview(sent).cast("B"))
+                for i in range(0, len(data) - host + 1, host):
+                    value = int.from_bytes(data[i : i + host], "little")
+                    if not fits(value, 8 * target):
+                        where = f"argument {n + 1}[{i // host}] ({value})"
+                        return f"{where} does not fit the build's {8 * target}-bit element"
         elif arg.kind == "buffer" and arg.back:
             theirs = next(returned)
             obj = _ctypes_object(args[n])

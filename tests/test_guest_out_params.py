@@ -78,11 +78,11 @@ def test_size_t_arrays_travel_at_the_target_width(lib) -> None:  # type: ignore[
 
 
 def test_a_size_t_that_does_not_fit_the_target_is_a_difference(lib) -> None:  # type: ignore[no-untyped-def]
-    values = (ctypes.c_size_t * 2)(1 << 40, 1)
+    values = (ctypes.c_size_t * 2)(0xFFFF_FFFF, 1)  # both fit 32 bits; their sum does not
     prefix = (ctypes.c_size_t * 2)()
     with pytest.warns(RuntimeWarning, match=r"prefix_sums\(\): argument 2 is written differently in the riscv32"):
         lib.prefix_sums(values, prefix, 2)
-    assert list(prefix) == [1 << 40, (1 << 40) + 1]  # the test sees the native results
+    assert list(prefix) == [0xFFFF_FFFF, 1 << 32]  # the test sees the native results
 
 
 def test_a_string_that_differs_between_the_builds_is_named(lib) -> None:  # type: ignore[no-untyped-def]
@@ -104,3 +104,11 @@ def test_a_string_stored_through_a_pointer_outlives_the_call(builder: Builder, w
         filler = [bytes([i % 256]) * 6 for i in range(1000)]  # reuse freed memory, if the string was freed
         assert out.value == b"wide"
         assert filler
+
+
+def test_a_const_size_t_array_the_target_cannot_hold_is_a_difference(lib) -> None:  # type: ignore[no-untyped-def]
+    values = (ctypes.c_size_t * 3)(1, 1 << 33, 2)
+    prefix = (ctypes.c_size_t * 3)()
+    expected = r"prefix_sums\(\): argument 1\[1\] \(8589934592\) does not fit the build's 32-bit element"
+    with pytest.warns(RuntimeWarning, match=expected):
+        lib.prefix_sums(values, prefix, 3)
