@@ -103,3 +103,15 @@ def test_a_crashing_executor_fails_its_run_and_not_the_next(builder: Builder, wr
     run = run_program(healthy, [100])
     assert run.stdout == b"197\n"
     assert _zk(run)[1] > 0
+
+
+def test_runs_at_the_same_time_get_servers_of_their_own(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    from concurrent.futures import ThreadPoolExecutor
+
+    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+    expected = {n: _zk(run_program(artifact, [n])) for n in (100, 3000)}
+    _Server.close_all()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = list(pool.map(lambda n: (n, _zk(run_program(artifact, [n]))), [100, 3000] * 4))
+    assert all(counts == expected[n] for n, counts in found)
+    assert len(_Server._idle) >= 2  # busy servers were not shared: more than one was started
