@@ -17,8 +17,8 @@ from typing import Any
 from cbuild import cpu, dynamic, llvm_worker
 from cbuild.blocks import BlockTable
 from cbuild.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
-from cbuild.compile import CompiledUnit, compile_own, compile_unit
-from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError
+from cbuild.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
+from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError, LLVMCrashed
 from cbuild.instrument import instrument
 from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.options import BuildOptions, language_of
@@ -259,6 +259,12 @@ class Builder:
                     sources=[str(s.path) for s in sources],
                 )
                 break
+            except LLVMCrashed as exc:
+                # LLVM ends the process on inline assembly the assembler rejects, saying only <inline asm>.
+                located = locate_inline_asm(self.toolchain, sources, options) if "<inline asm>" in str(exc) else None
+                if located is not None:
+                    raise located from None
+                raise
             except InstrumentedIRRejected:
                 if placement == "blocks":
                     raise

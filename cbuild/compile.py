@@ -147,6 +147,30 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: Bu
     return CompiledUnit(path, ir_path, ir_key)
 
 
+def locate_inline_asm(tc: Toolchain, sources: Sequence[Source | Path], options: BuildOptions) -> CompileError | None:
+    """Clang's diagnostic, with file and line, for inline assembly the target's assembler rejects.
+
+    Code generation from IR can only say ``<inline asm>:1:2``; compiled from its source to an
+    object, clang names the statement's line. Returns the first source's error, or None if
+    every source compiles."""
+    with tempfile.TemporaryDirectory(prefix="instrbudget-asm-") as tmp:
+        for source in sources:
+            unit = Source.of(source)
+            if language_of(unit.path) == "ir":
+                continue
+            cmd = [
+                arg
+                for arg in compile_command(tc, unit, options, Path(tmp) / "unit.o")
+                if arg not in ("-emit-llvm", "-H")
+            ]
+            cmd[cmd.index("-S")] = "-c"
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=unit.cwd)
+            if proc.returncode != 0:
+                _, diagnostics = _split_stderr(proc.stderr, tc.system_root, unit.cwd)
+                return CompileError(str(unit.path), diagnostics or f"clang exited with status {proc.returncode}")
+    return None
+
+
 def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str) -> tuple[Path, str] | None:
     try:
         manifest = json.loads(manifest_path.read_text())

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cbuild.cache import Cache, atomic_write, digest
-from cbuild.compile import compile_command, compile_unit
+from cbuild.compile import compile_unit, locate_inline_asm
 from cbuild.errors import CBuildError, CompileError
 from cbuild.options import BuildOptions, language_of
 from cbuild.signatures import DEFINED_NAME, LOCAL_LINKAGES, closing_paren, define_lines, split_top, unescape
@@ -106,22 +106,16 @@ def _run(cmd: list[str], target_name: str) -> None:
         raise _unavailable(target_name, proc.stderr)
 
 
-def _locate_inline_asm(
-    error: TargetUnavailable, tc: Toolchain, source: Source, options: BuildOptions, tmp: Path
-) -> TargetUnavailable:
-    """``error`` from generating code for IR, which can only say ``<inline asm>:1:2`` of an
-    assembler statement the target rejects: the same error with the source line, found by
-    compiling the source itself for the target (clang maps inline assembly back to its line)."""
+def _located(error: TargetUnavailable, tc: Toolchain, source: Source, options: BuildOptions) -> TargetUnavailable:
+    """``error`` from generating code for IR, with the source line of the inline assembly it is
+    about when it only says ``<inline asm>``."""
     if not error.where.startswith("<inline asm>"):
         return error
-    cmd = compile_command(tc, source, options, tmp / "locate.o")
-    cmd = [arg for arg in cmd if arg not in ("-emit-llvm", "-H")]
-    cmd[cmd.index("-S")] = "-c"
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=source.cwd)
-    found = _DIAGNOSTIC.search(proc.stderr) if proc.returncode != 0 else None
-    if found is None or found.group("where").startswith("<inline asm>"):
+    located = locate_inline_asm(tc, [source], options)
+    if located is None:
         return error
-    return TargetUnavailable(error.target, found.group("what"), found.group("where"))
+    better = _unavailable(error.target, located.diagnostics)
+    return error if better.where.startswith("<inline asm>") else better
 
 
 def with_region_markers(ir: str, tgt: Target) -> str:
@@ -246,7 +240,7 @@ def build_riscv(
                 try:
                     _run([*codegen, "-c", str(unit_ir), "-o", str(local)], target_name)
                 except TargetUnavailable as exc:
-                    raise _locate_inline_asm(exc, tc, Source.of(source), opts, Path(tmp)) from None
+                    raise _located(exc, tc, Source.of(source), opts) from None
                 atomic_write(files[0], local.read_bytes())
 
             (obj,) = cache.entry("rvobj", key, [".o"], make, name=f"the {target_name} object of {unit.source.name}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import Builder, CBuildError, LinkError, ToolchainError
+from cbuild import Builder, CBuildError, CompileError, LinkError, ToolchainError
 from cbuild import toolchain as toolchain_mod
 
 TWICE_A = "int twice(int x) { return 2 * x; }\n"
@@ -25,6 +25,17 @@ def test_library_with_an_undefined_symbol_is_a_link_error(builder: Builder, writ
     assert message.startswith("linking the library of lib.c failed:")
     assert "undefined symbol: missing" in message
     assert f"({src}:3)" in message  # the file:line of the reference
+
+
+def test_inline_assembly_the_assembler_rejects_names_its_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # Accepted by clang's front end; only code generation (in the LLVM worker) rejects it.
+    src = write("bad_asm.c", 'int f(int x) {\n    __asm__ volatile(".byte 0x1ff");\n    return x;\n}\n')
+    with pytest.raises(CompileError) as info:
+        builder.build([src], kind="library")
+    message = str(info.value)
+    assert "bad_asm.c:2:" in message
+    assert "out of range" in message
+    assert "LLVM worker" not in message
 
 
 def test_library_may_allow_undefined_symbols_with_ldflags(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
