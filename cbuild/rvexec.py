@@ -5,7 +5,8 @@ the ``unicorn`` wheel's ``libunicorn.so.2``), with the C code of the cost models
 through it compiled in: their hooks see every executed machine block and, if they ask, every
 memory access with the index of the instruction that made it. Python only lays out memory,
 starts runs and reads results (:class:`Executor`). :func:`run_isolated` runs a program in a
-child process, so that nothing the guest or the engine does can end the caller.
+child process, an executor server kept for later runs, so that nothing the guest or the engine
+does can end the caller.
 """
 
 from __future__ import annotations
