@@ -3,7 +3,7 @@
 The test sees the native results. Each call is made again in the RISC-V build (executed by
 :mod:`cbuild.rvexec`) with the same arguments, placed as the target's own code takes them:
 the build's table of its functions' IR signatures (:func:`cbuild.rvbuild.abi_table`, in the
-ELF's section :data:`cbuild.rvbuild.ABI_SECTION`) gives each parameter's register type, so a
+ELF's section :data:`cbuild.rvexec.ABI_SECTION`) gives each parameter's register type, so a
 ``size_t`` or a typedef of ``long`` is one 32-bit register on riscv32, an ``unsigned int`` is
 sign-extended on riscv64, a small struct travels in registers and a large one by reference,
 a large struct result through a result address (soft-float ABI: floating-point values in
@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cbuild.rvbuild import ABI_SECTION
 from cbuild.rvexec import (
     EXITED,
     READY,
@@ -40,6 +39,7 @@ from cbuild.rvexec import (
     Execution,
     Executor,
     ExecutorError,
+    Image,
     pack_runtimes,
     read_image,
     receive_message,
@@ -102,25 +102,17 @@ def word_bits(desc: dict[str, Any], xlen: int) -> int:
     return xlen if bits == 64 and name in _WORD_TYPES else bits
 
 
-def read_abi(elf: Path) -> dict[str, Any]:
-    """The table of :data:`~cbuild.rvbuild.ABI_SECTION` in a RISC-V build ({} if it has none)."""
-    data = elf.read_bytes()
-    wide = data[4] == 2
-    if wide:
-        shoff, shentsize, shnum, shstrndx = *struct.unpack_from("<Q", data, 40), *struct.unpack_from("<HHH", data, 58)
-        header = "<IIQQQQIIQQ"
-    else:
-        shoff, shentsize, shnum, shstrndx = *struct.unpack_from("<I", data, 32), *struct.unpack_from("<HHH", data, 46)
-        header = "<IIIIIIIIII"
-    sections = [struct.unpack_from(header, data, shoff + i * shentsize) for i in range(shnum)]
-    if shstrndx >= len(sections):
+def read_abi(image: Image, elf: Path) -> dict[str, Any]:
+    """The table of :data:`~cbuild.rvexec.ABI_SECTION` in a RISC-V build ({} if it has none)."""
+    if not image.abi:
         return {}
-    names = sections[shstrndx][4]
-    for name, _, _, _, offset, size, *_ in sections:
-        if data[names + name : data.index(b"\0", names + name)] == ABI_SECTION.encode():
-            table: dict[str, Any] = json.loads(data[offset : offset + size])
-            return table
-    return {}
+    try:
+        table = json.loads(image.abi)
+    except ValueError as exc:
+        raise ExecutorError(f"the RISC-V build {elf} has an unreadable ABI table: {exc}") from None
+    if not isinstance(table, dict):
+        raise ExecutorError(f"the RISC-V build {elf} has an unreadable ABI table: not an object")
+    return table
 
 
 def ir_bytes(ir: str, xlen: int) -> int:
@@ -286,7 +278,7 @@ class _Worker:
         self.ex = Executor(executor, image, runtimes, elf=elf)
         self.xlen = image.xlen
         #: symbol -> [result, parameters] as the build's code takes them (cbuild.rvbuild.abi_table).
-        self.abi = read_abi(elf)
+        self.abi = read_abi(image, elf)
         self.ex.set_register(REG_SP, self.ex.setup_stack([os.fsencode(elf.name)]))
         status = self.ex.run(image.entry)
         if status != READY:
@@ -328,9 +320,15 @@ class _Worker:
         else:
             value = _result(result[0], ret, self.ex.register(REG_A0), self.ex.register(REG_A0 + 1), self.xlen)
         written: list[bytes | None] = []
-        for arg, address in zip([a for a in args if a.kind in ("buffer", "cell")], buffers, strict=True):
+        numbered = [(k, a) for k, a in enumerate(args, start=1) if a.kind in ("buffer", "cell")]
+        for (k, arg), address in zip(numbered, buffers, strict=True):
             if arg.kind == "cell":
-                written.append(self._string(int.from_bytes(self.ex.read(address, self.xlen // 8), "little")))
+                pointer = int.from_bytes(self.ex.read(address, self.xlen // 8), "little")
+                try:
+                    written.append(self._string(pointer))
+                except ExecutorError:
+                    written.append(None)
+                    problem = problem or f"argument {k} points to {pointer:#x}, where the build has no string"
             elif arg.back:
                 written.append(self.ex.read(address, len(arg.value)))
         return value, written, problem

@@ -497,7 +497,7 @@ class Library:
         for target, (guest, slots) in list(self._guests.items()):
             xlen = 32 if target == "riscv32" else 64
             try:
-                guest_args, ret = _guest_call(fn, args, wires, blobs, xlen, self._handles[target])
+                guest_args, ret, narrowed = _guest_call(fn, args, wires, blobs, xlen, self._handles[target])
                 value, written, failure = guest.call(fn.name, guest_args, ret)
             except ExecutorError as exc:  # arguments it cannot carry, or the worker ended
                 guest.close()
@@ -509,7 +509,11 @@ class Library:
                     )
                 )
                 continue
-            problem = failure or _difference(fn, native, value, ret, args, guest_args, written, self._handles[target])
+            problem = (
+                failure
+                or narrowed
+                or _difference(fn, native, value, ret, args, guest_args, written, self._handles[target])
+            )
             if problem:
                 warnings.warn(
                     f"{fn.name}(): {problem} in the {target} build; its costs measure a different execution",
@@ -553,11 +557,13 @@ def _layout_problem(types: TypeMap, desc: dict[str, Any], xlen: int) -> str:
 
 def _guest_call(
     fn: Function, args: Sequence[Any], wires: list[Any], blobs: list[Any], xlen: int, handles: dict[int, int]
-) -> tuple[list[Arg], tuple[str, int, bool]]:
+) -> tuple[list[Arg], tuple[str, int, bool], str]:
     """The call's arguments and result type as the RISC-V build gets them (``blobs``: the buffers'
-    contents before the native call)."""
+    contents before the native call), and what makes the guest's call differ ("" if nothing): an
+    array element the target's width cannot hold."""
     types = fn._library.type_map
     out: list[Arg] = []
+    narrowed = ""  # the first array element the target's width cannot hold
     for n, (param, wire) in enumerate(zip(fn.signature["params"], wires, strict=True), start=1):
         desc = types.desc(param["type"])
         tag = wire[0]
@@ -584,6 +590,11 @@ def _guest_call(
                 # An array of size_t or long: each element at the target's width (bits beyond it dropped).
                 element = (size, word_bits(pointee, xlen) // 8, bool(pointee.get("signed", True)))
                 out.append(Arg("buffer", _resized(data, element[0], element[1]), back=bool(wire[3]), element=element))
+                for i in range(0, len(data), size):
+                    value = int.from_bytes(data[i : i + size], "little")
+                    if not narrowed and not fits(value, 8 * element[1]):
+                        where = f"argument {n}[{i // size}] ({value})"
+                        narrowed = f"{where} does not fit the build's {8 * element[1]}-bit element"
             else:
                 out.append(Arg("buffer", data, back=bool(wire[3])))
         elif desc["kind"] == "pointer" and tag == "cp":
@@ -610,7 +621,7 @@ def _guest_call(
     else:
         problem = _layout_problem(types, ret, xlen) if ret["kind"] in ("struct", "union") else ""
         raise Unreplayable(f"its result ({ret['name']}{': ' + problem if problem else ''})")
-    return out, result
+    return out, result, narrowed
 
 
 def _same_integer(native: int, guest: int, width: int) -> bool:
@@ -656,16 +667,6 @@ def _difference(
             native_text = getattr(_ctypes_object(args[n]), "value", None)  # the call pointed it there
             if text != native_text:
                 return f"argument {n + 1} points to {_shown(text)} (natively {_shown(native_text)})"
-        elif arg.kind == "buffer" and not arg.back and arg.element is not None:
-            host, target, _ = arg.element
-            sent = _ctypes_object(args[n])
-            if sent is not None:  # const: the values the guest got, before narrowing
-                data = bytes(memoryview(sent).cast("B"))
-                for i in range(0, len(data) - host + 1, host):
-                    value = int.from_bytes(data[i : i + host], "little")
-                    if not fits(value, 8 * target):
-                        where = f"argument {n + 1}[{i // host}] ({value})"
-                        return f"{where} does not fit the build's {8 * target}-bit element"
         elif arg.kind == "buffer" and arg.back:
             theirs = next(returned)
             obj = _ctypes_object(args[n])

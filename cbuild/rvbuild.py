@@ -27,7 +27,8 @@ from cbuild.cache import Cache, atomic_write, digest
 from cbuild.compile import compile_unit, locate_inline_asm
 from cbuild.errors import CBuildError, CompileError
 from cbuild.options import BuildOptions, language_of
-from cbuild.signatures import DEFINED_NAME, LOCAL_LINKAGES, closing_paren, define_lines, split_top, unescape
+from cbuild.rvexec import ABI_SECTION, MARKER_SECTION
+from cbuild.signatures import exported_defines, split_top
 from cbuild.sources import Source
 from cbuild.toolchain import Toolchain
 
@@ -67,9 +68,6 @@ int main(void) {
     }
 }
 """
-#: Non-allocated section of a library's build: how its code takes each exported function's
-#: arguments and result (:func:`abi_table`, read by :mod:`cbuild.guest`).
-ABI_SECTION = ".instrbudget.abi"
 _DIAGNOSTIC = re.compile(r"^(?P<where>[^\s:][^:]*:\d+(?::\d+)?): (?:fatal )?error: (?P<what>.*)$", re.MULTILINE)
 
 
@@ -131,7 +129,7 @@ def with_region_markers(ir: str, tgt: Target) -> str:
     def marker(match: re.Match[str]) -> str:
         kind = _KINDS[match.group(1)]
         text = (
-            "1:\\0A\\09.word 0x0000000b\\0A\\09.pushsection .instrbudget_marks,\\22a\\22,@progbits\\0A"
+            f"1:\\0A\\09.word 0x0000000b\\0A\\09.pushsection {MARKER_SECTION},\\22a\\22,@progbits\\0A"
             f"\\09.p2align {align}\\0A\\09{word} 1b, {kind}, $0\\0A\\09.popsection"
         )
         return f'call void asm sideeffect "{text}", "'
@@ -143,9 +141,13 @@ def _ir_parameter(text: str) -> list[str]:
     """[IR type, extension, role] of a parameter or result: extension ``s`` (signext), ``z``
     (zeroext) or ""; role ``sret`` (the address of the result) or ""."""
     words = split_top(text, " ")
-    ext = "s" if "signext" in words else "z" if "zeroext" in words else ""
     role = "sret" if any(w.startswith("sret(") for w in words[1:]) else ""
-    return [words[0] if words else "void", ext, role]
+    return [words[0] if words else "void", _extension(words), role]
+
+
+def _extension(words: Sequence[str]) -> str:
+    """``s`` for a signext attribute among ``words``, ``z`` for zeroext, else ""."""
+    return "s" if "signext" in words else "z" if "zeroext" in words else ""
 
 
 def abi_table(ir_texts: Sequence[str]) -> dict[str, list[object]]:
@@ -161,20 +163,12 @@ def abi_table(ir_texts: Sequence[str]) -> dict[str, list[object]]:
     """
     table: dict[str, list[object]] = {}
     for text in ir_texts:
-        for line in define_lines(text):
-            found = DEFINED_NAME.search(line)
-            if found is None:
-                continue
-            head = split_top(line[len("define ") : found.start()], " ")
-            if LOCAL_LINKAGES.intersection(head) or "hidden" in head:
-                continue
-            symbol = found.group(1)
-            symbol = unescape(symbol[1:-1]) if symbol.startswith('"') else symbol
+        for symbol, head, params, _, _ in exported_defines(text):
             ret = head[-1] if head else "void"
-            ext = "s" if "signext" in head else "z" if "zeroext" in head else ""
-            close = closing_paren(line, found.end())
-            params = [_ir_parameter(p) for p in split_top(line[found.end() : close], ",") if p != "..."]
-            table[symbol] = [[ret, ext, ""], params]
+            table[symbol] = [
+                [ret, _extension(head), ""],
+                [_ir_parameter(p) for p in split_top(params, ",") if p != "..."],
+            ]
     return table
 
 

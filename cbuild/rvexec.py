@@ -60,6 +60,9 @@ REG_SP, REG_RA, REG_A0 = REG_X0 + 2, REG_X0 + 1, REG_X0 + 10
 _HOOKS = ("block", "access", "reset", "finish", "now")
 #: Section of the RISC-V builds listing region markers (written by :mod:`cbuild.rvbuild`).
 MARKER_SECTION = ".instrbudget_marks"
+#: Non-allocated section of a library's build: how its code takes each exported function's
+#: arguments and result (:func:`cbuild.rvbuild.abi_table`, JSON; read by :mod:`cbuild.guest`).
+ABI_SECTION = ".instrbudget.abi"
 #: Models one executor holds (RVX_MAX_MODELS in rv_executor.c).
 MAX_MODELS = 4
 _NO_REGION = 0xFFFF_FFFF
@@ -199,6 +202,8 @@ class Image:
     #: Region markers (section ``.instrbudget_marks``, :mod:`cbuild.rvbuild`): (address, kind, name),
     #: sorted by address; kind 0 start, 1 next, 2 stop.
     markers: tuple[tuple[int, int, str], ...] = ()
+    #: The contents of section :data:`ABI_SECTION` (a library build's), or b"".
+    abi: bytes = b""
 
     @property
     def end(self) -> int:
@@ -265,10 +270,14 @@ def _parse_image(data: bytes) -> Image:
         names.append(sname)
     shstrndx = struct.unpack_from("<H", data, 62 if wide else 50)[0]
     markers: list[tuple[int, int, str]] = []
+    abi = b""
     if shstrndx < len(sections):
         strings = sections[shstrndx][1]
         for (_, offset, size, _, _), sname in zip(sections, names, strict=True):
-            if data[strings + sname : data.index(b"\0", strings + sname)] == MARKER_SECTION.encode():
+            section = data[strings + sname : data.index(b"\0", strings + sname)]
+            if section == ABI_SECTION.encode():
+                abi = data[offset : offset + size]
+            elif section == MARKER_SECTION.encode():
                 fmt = "<QQQ" if wide else "<III"
                 for at in range(offset, offset + size - struct.calcsize(fmt) + 1, struct.calcsize(fmt)):
                     address, kind, name = struct.unpack_from(fmt, data, at)
@@ -307,7 +316,15 @@ def _parse_image(data: bytes) -> Image:
             size = (starts[i + 1] if i + 1 < len(starts) else start + 4) - start
         functions.append((start, size, name))
     return Image(
-        64 if wide else 32, entry, tuple(segments), phdr, phentsize, phnum, tuple(functions), tuple(sorted(markers))
+        64 if wide else 32,
+        entry,
+        tuple(segments),
+        phdr,
+        phentsize,
+        phnum,
+        tuple(functions),
+        tuple(sorted(markers)),
+        abi,
     )
 
 
@@ -394,6 +411,11 @@ class BlockDataFile:
         self.data: dict[BlockKey, list[int]] = {}
         self.added = 0
         try:
+            signature = _signature(self.path)
+            known = _KEPT.get(self.path)
+            if known is not None and known[0] == signature:  # read by an earlier run of this process
+                self.data = known[1]
+                return
             raw = self.path.read_bytes()
         except OSError:
             return
@@ -407,6 +429,7 @@ class BlockDataFile:
         loaded = pickle.loads(payload)
         if isinstance(loaded, dict):
             self.data = loaded
+            _KEPT[self.path] = (signature, loaded)
 
     def save(self) -> None:
         """Write the file if blocks were added since it was read."""
@@ -417,9 +440,20 @@ class BlockDataFile:
         try:
             payload = pickle.dumps(self.data, protocol=pickle.HIGHEST_PROTOCOL)
             atomic_write(self.path, _DATA_MAGIC + hashlib.sha256(payload).digest() + payload)
+            _KEPT[self.path] = (_signature(self.path), self.data)
         except OSError:
             return
         self.added = 0
+
+
+#: Block-data files this process has read or written, with their (size, mtime, inode) then: an
+#: executor server reads each once, not once per run.
+_KEPT: dict[Path, tuple[tuple[int, int, int], dict[BlockKey, list[int]]]] = {}
+
+
+def _signature(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 _BLOCK_CB = ctypes.CFUNCTYPE(

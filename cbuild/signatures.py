@@ -26,7 +26,7 @@ _NODE_ID = re.compile(r"!(\d+) = ")
 _ARG_FAST = re.compile(r'!DILocalVariable\(name: "((?:[^"\\]|\\.)*)", arg: (\d+), scope: !(\d+)[,)]')
 #: Bytes of metadata between two lines of the sparse node index.
 _SAMPLE_STRIDE = 4096
-DEFINED_NAME = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(')
+_DEFINED_NAME = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(')
 _DBG = re.compile(r"!dbg !(\d+)")
 
 # Scanner pieces for metadata bodies.
@@ -44,7 +44,7 @@ _FAST_NODE = re.compile(rf"!(\w+)\(((?:\w+: {_PLAIN}(?:, (?=\w)|(?=\)$)))*)\)")
 _FAST_TUPLE = re.compile(r"!\{((?:(?:!\d+|null)(?:, (?=[!n])|(?=\}$)))*)\}")
 
 #: Linkages whose definitions the shared object does not export as they are.
-LOCAL_LINKAGES = frozenset(
+_LOCAL_LINKAGES = frozenset(
     {"private", "internal", "available_externally", "linkonce", "linkonce_odr", "appending", "extern_weak", "common"}
 )
 _QUALIFIERS = {
@@ -112,7 +112,7 @@ class MetadataError(ValueError):
     """A metadata body this parser cannot read."""
 
 
-def unescape(text: str) -> str:
+def _unescape(text: str) -> str:
     if "\\" not in text:
         return text
     raw = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
@@ -133,7 +133,7 @@ def _value(s: str, i: int) -> tuple[Any, int]:
         m = _STRING.match(s, i)
         if m is None:
             raise MetadataError("unterminated string")
-        return unescape(m.group(1)), m.end()
+        return _unescape(m.group(1)), m.end()
     if c == "!":
         nxt = s[i + 1 : i + 2]
         if nxt.isdigit():
@@ -221,7 +221,7 @@ def _simple(raw: str) -> Any:
     """A value the fast path matched: a string, ``!N``, a number, ``null``, a typed number or words."""
     c = raw[:1]
     if c == '"':
-        return unescape(raw[1:-1])
+        return _unescape(raw[1:-1])
     if c == "!":
         return Ref(int(raw[1:]))
     if c == "-" or c.isdigit():
@@ -253,7 +253,7 @@ def _parameter(text: str, start: int, end: int) -> tuple[int, int, str] | None:
     """Scope, position and name of the parameter variable at ``text[start:end]``, if it is one."""
     m = _ARG_FAST.match(text, start, end)
     if m is not None:
-        return int(m.group(3)), int(m.group(2)), unescape(m.group(1))
+        return int(m.group(3)), int(m.group(2)), _unescape(m.group(1))
     var = parse_node(text[start:end]) if "arg: " in text[start:end] else None
     if var is None:
         return None
@@ -768,20 +768,11 @@ def read_signatures(ir_text: str, exported: Iterable[str] | None = None) -> dict
     """
     wanted = set(exported) if exported is not None else None
     found: list[tuple[str, list[str], str, int | None]] = []
-    for line in define_lines(ir_text):
-        name_match = DEFINED_NAME.search(line)
-        if name_match is None:
-            continue
-        symbol = name_match.group(1)
-        symbol = unescape(symbol[1:-1]) if symbol.startswith('"') else symbol
+    for symbol, head, params, line, close in exported_defines(ir_text):
         if symbol.startswith("__instrbudget") or (wanted is not None and symbol not in wanted):
             continue
-        head = split_top(line[len("define ") : name_match.start()], " ")
-        if LOCAL_LINKAGES.intersection(head) or "hidden" in head:
-            continue
-        close = closing_paren(line, name_match.end())
         dbg = _DBG.search(line, close)
-        found.append((symbol, head, line[name_match.end() : close], int(dbg.group(1)) if dbg else None))
+        found.append((symbol, head, params, int(dbg.group(1)) if dbg else None))
     reader = _Reader(ir_text)
     reader.read_parameter_names({sp for *_, sp in found if sp is not None})
     functions: dict[str, Any] = {}
@@ -793,7 +784,24 @@ def read_signatures(ir_text: str, exported: Iterable[str] | None = None) -> dict
     return {"types": reader.types, "functions": functions}
 
 
-def define_lines(text: str) -> Iterable[str]:
+def exported_defines(ir_text: str) -> Iterator[tuple[str, list[str], str, str, int]]:
+    """Each externally visible function defined in textual IR: its symbol, the words of its
+    ``define`` line before the name (linkage, attributes, result type), its parameter list's
+    text, the line, and where the parameter list closes in it."""
+    for line in _define_lines(ir_text):
+        name_match = _DEFINED_NAME.search(line)
+        if name_match is None:
+            continue
+        head = split_top(line[len("define ") : name_match.start()], " ")
+        if _LOCAL_LINKAGES.intersection(head) or "hidden" in head:
+            continue
+        symbol = name_match.group(1)
+        symbol = _unescape(symbol[1:-1]) if symbol.startswith('"') else symbol
+        close = _closing_paren(line, name_match.end())
+        yield symbol, head, line[name_match.end() : close], line, close
+
+
+def _define_lines(text: str) -> Iterable[str]:
     """The ``define`` lines of a module (found by a plain search: cheap on large modules)."""
     pos = 0 if text.startswith("define ") else text.find("\ndefine ") + 1
     if pos == 0 and not text.startswith("define "):
@@ -817,7 +825,7 @@ def _first_node_line(text: str) -> int:
     return -1
 
 
-def closing_paren(line: str, start: int) -> int:
+def _closing_paren(line: str, start: int) -> int:
     """Index of the ``)`` closing the parameter list that opens before ``start``."""
     for i, _, depth in _outside_quotes(line, start, depth=1):
         if depth == 0:

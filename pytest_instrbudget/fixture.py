@@ -14,9 +14,10 @@ from cbuild.execute import run_program
 from cbuild.extension import Extension, extension_options
 from cbuild.hosts import HostPool, HostProcess
 from cbuild.library import Library
-from cbuild.models import CostModel, ModelError
+from cbuild.models import CostModel, ModelError, ModelRegistry
 from cbuild.options import BuildOptions
 from cbuild.sources import Source, expand
+from pytest_instrbudget.marker import model_names
 from pytest_instrbudget.measure import Meter, measure
 
 
@@ -110,13 +111,13 @@ class CBuild:
         base_dir: Path,
         hosts: HostPool,
         timeout: float,
-        known_models: Sequence[str] = (),
+        registry: ModelRegistry,
     ) -> None:
         self._builder = builder
         self._options = options
         self._meter = meter
         self._models = models
-        self._known = tuple(known_models)
+        self._registry = registry
         self._base = base_dir
         self._hosts = hosts
         self._host: HostProcess | None = None
@@ -137,21 +138,19 @@ class CBuild:
     def _call_timeout(self, timeout: float | None) -> float:
         return timeout if timeout is not None else self._timeout
 
-    def _build_models(self, names: Sequence[str] | str | None) -> list[CostModel]:
+    def _build_models(self, names: Sequence[str] | str | None, call: str) -> list[CostModel]:
         """A build's models: the test's, or those of them ``models=`` names (in the test's order)."""
         if names is None:
             return self._models
-        chosen = [names] if isinstance(names, str) else list(names)
+        chosen = model_names(names, call, ModelError)
         mine = [model.name for model in self._models]
-        if not chosen:
-            raise ModelError("models=[] chooses no cost model; name at least one, or leave models= out")
-        if len(set(chosen)) != len(chosen):
-            raise ModelError(f"models= lists a cost model twice: {chosen}")
         for name in chosen:
             if name in mine:
                 continue
-            if not isinstance(name, str) or (self._known and name not in self._known):
-                raise ModelError(f"models=: unknown cost model {name!r}; known models: {', '.join(self._known)}")
+            try:
+                self._registry.model_class(name)
+            except ModelError as exc:
+                raise ModelError(f"models=: {exc}") from None
             raise ModelError(
                 f"models=: the cost model {name!r} is not among this test's models ({', '.join(mine)}); a build "
                 f"measures some of them: choose it for the test with @pytest.mark.budget(models=[...])"
@@ -228,7 +227,7 @@ class CBuild:
         """
         artifact = self._build(
             (*paths, *_listed(sources)), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
-            compile_commands=compile_commands, targets=targets, models=self._build_models(models),
+            compile_commands=compile_commands, targets=targets, models=self._build_models(models, "cbuild.library"),
         )  # fmt: skip
         library = Library(artifact, host=self._take_host(), timeout=self._call_timeout(timeout))
         self._meter.add_library(library)
@@ -249,7 +248,7 @@ class CBuild:
         models: Sequence[str] | None = None,
     ) -> Program:
         """Build an executable (sources and ``models`` as for :meth:`library`); run it with :meth:`Program.run`."""
-        chosen = self._build_models(models)
+        chosen = self._build_models(models, "cbuild.program")
         artifact = self._build(
             (*paths, *_listed(sources)), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=chosen,
@@ -281,7 +280,7 @@ class CBuild:
         """
         artifact = self._build(
             (*paths, *_listed(sources)), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
-            compile_commands=compile_commands, targets=targets, models=self._build_models(models),
+            compile_commands=compile_commands, targets=targets, models=self._build_models(models, "cbuild.extension"),
             adjust=lambda options: extension_options(options, limited_api=limited_api),
         )  # fmt: skip
         module = Extension(artifact, name, host=self._take_host(), timeout=self._call_timeout(timeout))

@@ -76,7 +76,7 @@ class Budget:
         models: list[CostModel],
         all_keywords: dict[str, str],
         *,
-        choose: ChooseModels | None = None,
+        choose: ChooseModels,
     ) -> Budget | None:
         """The item's budget, or None when it has no marker.
 
@@ -91,9 +91,7 @@ class Budget:
         chosen = next((mark.kwargs[MODELS] for mark in marks if MODELS in mark.kwargs), None)
         names: tuple[str, ...] = ()
         if chosen is not None:
-            names = _model_names(item.nodeid, chosen)
-            if choose is None:
-                raise ConfigError(f"{item.nodeid}: budget(models=...) cannot be used here")
+            names = model_names(chosen, f"{item.nodeid}: budget")
             try:
                 models = choose(names)
             except ModelError as exc:
@@ -168,16 +166,17 @@ class Budget:
         return cls(limits, tolerance, regions, timeout, stops, labels, names)
 
 
-def _model_names(nodeid: str, value: object) -> tuple[str, ...]:
-    """``models=["ir-count", "zkvm"]``: a non-empty list of distinct names."""
+def model_names(value: object, call: str, error: Callable[[str], Exception] = ConfigError) -> tuple[str, ...]:
+    """``models=["ir-count", "zkvm"]`` (or one name): a non-empty list of distinct names; errors
+    (``error``) name the ``call`` that was given it (``"<nodeid>: budget"``, ``"cbuild.library"``)."""
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(f"{nodeid}: budget(models=...) must be a list of cost model names, got {value!r}")
+        raise error(f"{call}(models=...) must be a list of cost model names, got {value!r}")
     if not value:
-        raise ConfigError(f"{nodeid}: budget(models=[]) chooses no cost model; name at least one")
+        raise error(f"{call}(models=[]) chooses no cost model; name at least one")
     if len(set(value)) != len(value):
-        raise ConfigError(f"{nodeid}: budget(models=...) lists a cost model twice: {list(value)}")
+        raise error(f"{call}(models=...) lists a cost model twice: {list(value)}")
     return tuple(value)
 
 

@@ -36,6 +36,8 @@ def measure(models: Sequence[CostModel], counts: Sequence[BlockCounts]) -> Measu
         for metric, cost in attributed(measuring, [c]).items():
             costs[metric] = costs[metric] + cost if metric in costs else cost
         for model in built:
+            if model.metrics[0].name in unavailable:  # one reason per model: the first found
+                continue
             why = unavailability(c, model.name)
             if why is not None:
                 for m in model.metrics:

@@ -33,7 +33,6 @@ OUTCOME = pytest.StashKey[Outcome]()
 METER = pytest.StashKey[Meter]()
 BUDGET = pytest.StashKey["Budget | None"]()
 #: The test's cost models: its marker's ``models=``, else the session's.
-MODELS = pytest.StashKey[list[CostModel]]()
 RESULT = pytest.StashKey[TestResult]()
 HOSTS = pytest.StashKey[HostPool]()
 WORKER_KEY = "instrbudget"
@@ -216,12 +215,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         except ConfigError as exc:
             raise pytest.UsageError(f"instrbudget: {exc}") from None
         item.stash[BUDGET] = budget
-        item.stash[MODELS] = session.test_models(budget)
 
 
 def _test_models(item: pytest.Item, session: BudgetSession) -> list[CostModel]:
     """The item's cost models (the session's for items collected before the plugin saw them)."""
-    return item.stash.get(MODELS, session.models)
+    return session.test_models(item.stash.get(BUDGET, None))
 
 
 @pytest.fixture
@@ -237,13 +235,12 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
         builder=session.builder,
         options=session.settings.build_options(
             instrument=not session.run.disable,
-            model_params=tuple(p for model in models for p in model.key_params()),
             calls=session.run.wants_calls,
             cutoff=bool(meter.limits),
         ),
         meter=meter,
         models=models,
-        known_models=session.registry.names,
+        registry=session.registry,
         base_dir=request.path.parent,
         hosts=request.config.stash[HOSTS],
         timeout=budget.timeout if budget is not None and budget.timeout is not None else session.settings.timeout,

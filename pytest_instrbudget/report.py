@@ -105,9 +105,10 @@ def _cell(m: MetricResult | None) -> str:
     return "-" if m.status == ERROR and not m.value else f"{m.value:,}"
 
 
-def _metric_names(results: Sequence[TestResult]) -> list[str]:
-    """Every metric measured, in the order the models report them."""
-    return list(dict.fromkeys(m.metric for r in results for m in r.metrics))
+def _metric_names(results: Sequence[TestResult], *, measured: bool = False) -> list[str]:
+    """Every metric of the results (``measured``: only those with a value, not unavailable), in
+    the order the models report them."""
+    return list(dict.fromkeys(m.metric for r in results for m in (r.measured if measured else r.metrics)))
 
 
 def table_lines(results: Iterable[TestResult], *, width: int | None = None, show_all: bool = False) -> list[str]:
@@ -468,7 +469,7 @@ def html_page(results: list[TestResult], fingerprint: dict[str, str], baseline: 
     fingerprint_text = ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()) if k != "models")
     data = {
         "tests": tests,
-        "metrics": list(dict.fromkeys(m.metric for r in results for m in r.measured)),
+        "metrics": _metric_names(results, measured=True),
         "baseline": baseline,
         "fingerprint": fingerprint,
         "fingerprint_text": fingerprint_text,

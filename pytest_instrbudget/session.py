@@ -98,6 +98,7 @@ class BudgetSession:
         self.metric_models = {m.name: name for name in registry.names for m in registry.model_class(name).metrics}
         self.baseline = baseline
         self.builder = builder
+        self._fingerprint: dict[str, str] | None = None
         #: Said in the summary, e.g. that a damaged baseline is being rewritten.
         self.baseline_note: str | None = None
         self.results: dict[str, TestResult] = {}
@@ -134,14 +135,16 @@ class BudgetSession:
         return fingerprint
 
     def _session_fingerprint(self) -> dict[str, str]:
-        """The toolchain, the canonical CPU and the session's models: what every entry depends on."""
+        """The toolchain, the canonical CPU and the session's models: what every entry depends on
+        (fixed for the session: made once, a copy returned)."""
         if self.builder is None:
             return {}
-        models = "; ".join(_describe(model) for model in self.models)
-        fingerprint = {**self.builder.toolchain.fingerprint, "models": models}
-        if cpu.applies(fingerprint["target"]):
-            fingerprint["cpu"] = self.settings.build.cpu
-        return fingerprint
+        if self._fingerprint is None:
+            models = "; ".join(_describe(model) for model in self.models)
+            self._fingerprint = {**self.builder.toolchain.fingerprint, "models": models}
+            if cpu.applies(self._fingerprint["target"]):
+                self._fingerprint["cpu"] = self.settings.build.cpu
+        return dict(self._fingerprint)
 
     @property
     def comparable(self) -> bool:
@@ -407,8 +410,12 @@ class BudgetSession:
             names = {self.metric_models.get(metric) for entry in tests.values() for metric in entry}
             return sorted(n for n in names if n is not None and n not in session)
 
+        described: dict[str, str] = {}
         for name in used():
-            current = _describe(self.model(name))
+            try:
+                described[name] = current = _describe(self.model(name))
+            except CBuildError as exc:  # its [tool.instrbudget.<name>] table is invalid
+                return f"baseline {base.path} holds costs of the cost model {name}, which cannot be configured: {exc}"
             old = recorded.get(MODEL_KEY + name, current)
             left = [
                 (nodeid, metric)
@@ -428,7 +435,7 @@ class BudgetSession:
                     if not tests[nodeid]:
                         del tests[nodeid]
         for name in used():
-            fingerprint[MODEL_KEY + name] = _describe(self.model(name))
+            fingerprint[MODEL_KEY + name] = described[name]
         return None
 
     def _is_stale(self, nodeid: str) -> bool:

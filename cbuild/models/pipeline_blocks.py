@@ -11,9 +11,6 @@ from collections.abc import Sequence
 from cbuild.machine import Machine
 from cbuild.rvdecode import decode
 
-#: Words before a block's rows in its data: rows, inputs, the two penalties and the memo key (two words).
-HEAD = 6
-
 
 class BlockMatrices:
     """The pipeline model's data for one executed machine block (the layout pipeline_exec.c reads):
@@ -34,6 +31,7 @@ class BlockMatrices:
         target = _branch_target(last.operands)
         taken = self.machine.transfer_penalty(last, address, target, True)
         fallen = self.machine.transfer_penalty(last, address, target, False)
+        # rows, inputs, the two penalties, the memo key (two words: PL_HEAD), a memo result per row
         data = [len(rows), len(inputs), taken, fallen, 0, 0, *([0] * len(rows)), *inputs]
         for resource, row in rows:
             data += [resource, len(row)]

@@ -6,7 +6,7 @@
  * slot (resource 0), then the block's max-plus matrix is applied to the vector of resource release
  * times: S'[i] = max_j (E[i][j] + S[j]) for the rows E changes; other rows keep their value.
  * Each block's data (computed once per block by the model in Python from the decoded machine
- * code, cbuild/models/pipeline.py) is laid out as
+ * code, cbuild/models/pipeline_blocks.py) is laid out as
  *   [0] rows, [1] inputs, [2] penalty if the block's last instruction transfers control,
  *   [3] penalty if execution falls through, [4..5] memo key, [6 .. 6+rows) memo results,
  *   then the input resources, then per row: target resource, entries, (column, value) pairs.
