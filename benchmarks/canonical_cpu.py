@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 
 from cbuild import Builder, BuildOptions, Library
-from cbuild.attribution import attributed
 from cbuild.models import CostModel, default_registry
+from cbuild.report.attribution import attributed
 
 DATA = b"instrbudget canonical cpu " * 2000
 PIP_DOWNLOAD = (sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps")

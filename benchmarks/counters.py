@@ -52,9 +52,7 @@ print(json.dumps(built))
 def build(tree: Path, work: Path, tag: str, *, plain: bool = False) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     args = [str(work), str(work / f"cache-{tag}"), str(ROOT / "benchmarks"), "plain" if plain else "instr", tag]
-    proc = subprocess.run(
-        [sys.executable, "-c", BUILD, *args], env=env, capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run([sys.executable, "-c", BUILD, *args], env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"building with {tree} failed:\n{proc.stderr[-3000:]}")
     built: dict[str, str] = json.loads(proc.stdout.strip().splitlines()[-1])

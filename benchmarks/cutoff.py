@@ -28,7 +28,7 @@ from pathlib import Path
 from bench import COUNTS_ENV, fetch_yyjson, make_workloads, stdin_words, time_command
 
 from cbuild import Builder, BuildOptions, run_program
-from cbuild.stops import CodeStopped
+from cbuild.run.stops import CodeStopped
 
 ENDLESS = r"""
 static volatile unsigned long sink;

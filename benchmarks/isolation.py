@@ -33,8 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cbuild import Builder, BuildOptions, Library
-from cbuild.extension import Extension, extension_options
-from cbuild.hosts import HostProcess, default_pool
+from cbuild.run.extension import Extension, extension_options
+from cbuild.run.hosts import HostProcess, default_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The in-process engine this design replaced.

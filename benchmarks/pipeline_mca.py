@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from cbuild.machine import CONDITIONAL_BRANCHES, JUMPS, Machine, load_machine  # noqa: E402
-from cbuild.riscv import parse_assembly  # noqa: E402
+from cbuild.riscv.isa import parse_assembly  # noqa: E402
+from cbuild.riscv.machine import CONDITIONAL_BRANCHES, JUMPS, Machine, load_machine  # noqa: E402
 
 LLVM_MCA = Path("/usr/bin/llvm-mca-14")
 

@@ -6,7 +6,7 @@
 
 Prints these tables:
   1. zkvm user cycles against an independent count: the riscv32 ELF the model executed, run again
-     by ``cbuild/rv32emu.py`` (unicorn with Python hooks, no code of the executor's), per user
+     by ``tests/rv32emu.py`` (unicorn with Python hooks, no code of the executor's), per user
      function (the functions the program's own sources define), on bench.py's four workloads (with
      inputs small enough for a Python-hooked emulator) and on third-party code from PyPI sdists:
      lz4.c (lz4 4.4.5) compressing and decompressing a buffer, xxhash.c (xxhash 4.1.0) hashing one.
@@ -57,19 +57,19 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-for _path in (ROOT, HERE):
+for _path in (ROOT, HERE, ROOT / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
 from bench import make_workloads, stdin_words, time_command  # noqa: E402
 
-import cbuild.build  # noqa: E402
-import cbuild.rvbuild  # noqa: E402
+import cbuild.build.builder  # noqa: E402
+import cbuild.riscv.build  # noqa: E402
 from cbuild import Builder, BuildOptions, run_program  # noqa: E402
-from cbuild import rvexec as rvx  # noqa: E402
-from cbuild.build import Artifact  # noqa: E402
+from cbuild.build.builder import Artifact  # noqa: E402
 from cbuild.models import default_registry  # noqa: E402
 from cbuild.models.base import CostModel  # noqa: E402
+from cbuild.riscv import executor as rvx  # noqa: E402
 
 INCLUDE = ROOT / "cbuild" / "include"  # instrbudget.h, which the builder adds by itself
 #: Targets of the issue (ratios against the plain program, and build time against ir-count).
@@ -261,7 +261,7 @@ def _load_segments(data: bytes) -> list[tuple[int, int, int]]:
 def nop_markers(elf: Path) -> dict[int, str]:
     """Replace the region markers (custom-0 word 0x0000000b, not an RV32IM instruction) in the code of
     ``elf``'s functions by ``nop``; returns their addresses and functions."""
-    from cbuild import rv32emu
+    import rv32emu
 
     data = bytearray(elf.read_bytes())
     segments = _load_segments(bytes(data))
@@ -279,9 +279,9 @@ def nop_markers(elf: Path) -> dict[int, str]:
 
 
 def emulator_table(programs: Sequence[Program], work: Path, notes: list[str]) -> None:
-    from cbuild import rv32emu
+    import rv32emu
 
-    print("\n== 1. zkvm user cycles vs an independent RV32IM emulator (cbuild/rv32emu.py), per user function ==")
+    print("\n== 1. zkvm user cycles vs an independent RV32IM emulator (tests/rv32emu.py), per user function ==")
     print(
         "Same riscv32 ELF on both sides (the one the model executed), same arguments and stdin; 'output': the\n"
         "emulator's stdout and exit status against the executor's, 'native': the executor's against the native\n"
@@ -406,9 +406,9 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def probe_bare_unicorn(request: dict[str, Any]) -> dict[str, Any]:
-    """The riscv32 ELF in unicorn with no block or memory hook, only the system calls (cbuild/rv32emu.py's
+    """The riscv32 ELF in unicorn with no block or memory hook, only the system calls (tests/rv32emu.py's
     machine with its counting hooks left out): how fast the engine alone runs the program."""
-    from cbuild import rv32emu
+    import rv32emu
 
     unicorn: Any = importlib.import_module("unicorn")
     original = unicorn.Uc.hook_add
@@ -458,7 +458,7 @@ def interpreter_start(repeat: int) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import cbuild.rvexec"], check=True, cwd=ROOT)
+        subprocess.run([sys.executable, "-c", "import cbuild.riscv.executor"], check=True, cwd=ROOT)
         times.append(time.perf_counter() - start)
     return median(times)
 
@@ -572,7 +572,8 @@ def runtime_table(programs: Sequence[Program], work: Path, repeat: int, notes: l
         "process running the same executor run (interleaved with the runs above), split into setup (read the ELF,\n"
         "map, load), run (unicorn with the native hooks; for pipeline including the block data computed in Python,\n"
         "shown apart with the number of blocks), results (blocks and functions read back) and start/exit\n"
-        "(interpreter start, imports, exit: the child's wall time less its phases; `python -c 'import cbuild.rvexec'`\n"
+        "(interpreter start, imports, exit: the child's wall time less its phases;\n"
+        "`python -c 'import cbuild.riscv.executor'`\n"
         f"alone takes {start_cost:.2f} s); other = total - native - (executor - start/exit): run_program's runs go\n"
         "to an executor server it keeps, which pays start/exit once, not per run."
     )
@@ -696,11 +697,11 @@ def phase_timers(seconds: dict[str, float]) -> Iterator[None]:
         setattr(module, attr, wrapper)
 
     patches: list[tuple[Any, str, Any]] = []
-    timed(cbuild.build, "build_riscv", lambda *a, **k: "riscv build")
-    timed(cbuild.build, "build_executor", lambda *a, **k: "executor .so")
-    timed(cbuild.rvbuild, "compile_unit", lambda *a, **k: "  clang to IR")
-    timed(cbuild.rvbuild, "_run", lambda cmd, *a: "  codegen" if "-c" in cmd else "  link")
-    timed(cbuild.rvbuild, "_abi_object", lambda *a: "  abi table")
+    timed(cbuild.build.builder, "build_riscv", lambda *a, **k: "riscv build")
+    timed(cbuild.build.builder, "build_executor", lambda *a, **k: "executor .so")
+    timed(cbuild.riscv.build, "compile_unit", lambda *a, **k: "  clang to IR")
+    timed(cbuild.riscv.build, "_run", lambda cmd, *a: "  codegen" if "-c" in cmd else "  link")
+    timed(cbuild.riscv.build, "_abi_object", lambda *a: "  abi table")
     try:
         yield
     finally:

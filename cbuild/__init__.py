@@ -7,6 +7,12 @@ The engine behind pytest-instrbudget, usable on its own::
     builder = Builder()
     program = builder.build(["main.c"], options=BuildOptions(opt_level="2"))
     result = run_program(program, ["arg"])
+
+Packages by stage, imports running one way (tests/test_layout.py checks it):
+``build`` (sources to an instrumented binary) <- ``riscv`` (the models' RISC-V build and
+executor) <- ``models`` (costs; the interface third parties implement) <- ``run``
+(programs, library and extension hosts) and ``report`` (snapshots, diffs, history, HTML).
+``errors`` and ``lazy`` sit under all of them; ``cli`` on top.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from typing import TYPE_CHECKING
 from cbuild.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from cbuild.blocks import Block, BlockTable
-    from cbuild.build import Artifact, Builder
-    from cbuild.costs import BlockCounts, Cost
+    from cbuild.build.blocks import Block, BlockTable
+    from cbuild.build.builder import Artifact, Builder
+    from cbuild.build.options import BuildOptions
+    from cbuild.build.sources import Source
     from cbuild.errors import (
         CBuildError,
         CompileError,
@@ -32,21 +39,20 @@ if TYPE_CHECKING:
         SignatureError,
         ToolchainError,
     )
-    from cbuild.execute import RunResult, run_program
-    from cbuild.extension import Extension, ExtensionError, extension_options
-    from cbuild.library import Library, Pointer
     from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, Param, Runtime, default_registry
-    from cbuild.options import BuildOptions
-    from cbuild.sources import Source
+    from cbuild.models.costs import BlockCounts, Cost
+    from cbuild.run.extension import Extension, ExtensionError, extension_options
+    from cbuild.run.library import Library, Pointer
+    from cbuild.run.program import RunResult, run_program
 
 #: Public name -> the module that defines it, imported on first use (cbuild.lazy).
 _EXPORTS = {
-    "Block": "cbuild.blocks",
-    "BlockTable": "cbuild.blocks",
-    "Artifact": "cbuild.build",
-    "Builder": "cbuild.build",
-    "BlockCounts": "cbuild.costs",
-    "Cost": "cbuild.costs",
+    "Block": "cbuild.build.blocks",
+    "BlockTable": "cbuild.build.blocks",
+    "Artifact": "cbuild.build.builder",
+    "Builder": "cbuild.build.builder",
+    "BlockCounts": "cbuild.models.costs",
+    "Cost": "cbuild.models.costs",
     "CBuildError": "cbuild.errors",
     "CompileError": "cbuild.errors",
     "ExecutionError": "cbuild.errors",
@@ -58,13 +64,13 @@ _EXPORTS = {
     "ProgramTimeout": "cbuild.errors",
     "SignatureError": "cbuild.errors",
     "ToolchainError": "cbuild.errors",
-    "RunResult": "cbuild.execute",
-    "run_program": "cbuild.execute",
-    "Extension": "cbuild.extension",
-    "ExtensionError": "cbuild.extension",
-    "extension_options": "cbuild.extension",
-    "Library": "cbuild.library",
-    "Pointer": "cbuild.library",
+    "RunResult": "cbuild.run.program",
+    "run_program": "cbuild.run.program",
+    "Extension": "cbuild.run.extension",
+    "ExtensionError": "cbuild.run.extension",
+    "extension_options": "cbuild.run.extension",
+    "Library": "cbuild.run.library",
+    "Pointer": "cbuild.run.library",
     "CostModel": "cbuild.models",
     "IrCountModel": "cbuild.models",
     "Metric": "cbuild.models",
@@ -72,8 +78,8 @@ _EXPORTS = {
     "Param": "cbuild.models",
     "Runtime": "cbuild.models",
     "default_registry": "cbuild.models",
-    "BuildOptions": "cbuild.options",
-    "Source": "cbuild.sources",
+    "BuildOptions": "cbuild.build.options",
+    "Source": "cbuild.build.sources",
 }
 
 

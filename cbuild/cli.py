@@ -16,20 +16,20 @@ else:  # pragma: no cover
 from collections.abc import Sequence
 from pathlib import Path
 
-from cbuild.build import Builder
-from cbuild.cache import atomic_write
-from cbuild.compile import INCLUDE_DIR
-from cbuild.demangle import demangle, demangled_keys
-from cbuild.diff import changes, load_run, only_in, render_markdown, render_text
+from cbuild.build.builder import Builder
+from cbuild.build.cache import atomic_write
+from cbuild.build.compile import INCLUDE_DIR
+from cbuild.build.demangle import demangle, demangled_keys
+from cbuild.build.options import OPT_LEVELS, BuildOptions
 from cbuild.errors import CBuildError, describe_os_error
-from cbuild.execute import run_program
-from cbuild.history import default_baseline, read_history
-from cbuild.history import render_text as render_history
-from cbuild.html import render as render_page
-from cbuild.machine import builtin_machines, load_machine
 from cbuild.models import CostModel, ModelError, default_registry
-from cbuild.options import OPT_LEVELS, BuildOptions
-from cbuild.riscv import parse_assembly
+from cbuild.report.diff import changes, load_run, only_in, render_markdown, render_text
+from cbuild.report.history import default_baseline, read_history
+from cbuild.report.history import render_text as render_history
+from cbuild.report.html import render as render_page
+from cbuild.riscv.isa import parse_assembly
+from cbuild.riscv.machine import builtin_machines, load_machine
+from cbuild.run.program import run_program
 
 
 def _add_build_flags(p: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """The committed baseline: per test and metric, the last accepted total and per-function costs.
 
-The file's layout is :mod:`cbuild.snapshot`'s; this module reads, locks and writes it.
+The file's layout is :mod:`cbuild.report.snapshot`'s; this module reads, locks and writes it.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cbuild.cache import atomic_write
-from cbuild.costs import Cost
-from cbuild.snapshot import Snapshot, SnapshotError, decode
+from cbuild.build.cache import atomic_write
+from cbuild.models.costs import Cost
+from cbuild.report.snapshot import Snapshot, SnapshotError, decode
 
 
 class BaselineError(Exception):

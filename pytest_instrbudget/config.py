@@ -14,9 +14,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from cbuild.cpu import CPU_LEVELS
-from cbuild.options import OPT_LEVELS, BuildOptions
-from cbuild.snapshot import DEFAULT_PATH
+from cbuild.build.cpu import CPU_LEVELS
+from cbuild.build.options import OPT_LEVELS, BuildOptions
+from cbuild.report.snapshot import DEFAULT_PATH
 
 
 class ConfigError(Exception):

@@ -6,17 +6,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cbuild import compiledb
-from cbuild.build import Artifact, Builder
-from cbuild.costs import Cost
+from cbuild.build import compiledb
+from cbuild.build.builder import Artifact, Builder
+from cbuild.build.options import BuildOptions
+from cbuild.build.sources import Source, expand
 from cbuild.errors import BuildDescriptionError
-from cbuild.execute import run_program
-from cbuild.extension import Extension, extension_options
-from cbuild.hosts import HostPool, HostProcess
-from cbuild.library import Library
 from cbuild.models import CostModel, ModelError, ModelRegistry
-from cbuild.options import BuildOptions
-from cbuild.sources import Source, expand
+from cbuild.models.costs import Cost
+from cbuild.run.extension import Extension, extension_options
+from cbuild.run.hosts import HostPool, HostProcess
+from cbuild.run.library import Library
+from cbuild.run.program import run_program
 from pytest_instrbudget.marker import model_names
 from pytest_instrbudget.measure import Meter, measure
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cbuild.attribution import attributed
-from cbuild.costs import BlockCounts, Cost, Unavailability, unavailability
-from cbuild.hosts import HostProcess
-from cbuild.library import Library
 from cbuild.models import CostModel
+from cbuild.models.costs import BlockCounts, Cost, Unavailability, unavailability
+from cbuild.report.attribution import attributed
+from cbuild.run.hosts import HostProcess
+from cbuild.run.library import Library
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from cbuild.build import Builder
-from cbuild.cache import atomic_write
+from cbuild.build.builder import Builder
+from cbuild.build.cache import atomic_write
 from cbuild.errors import CBuildError, describe_os_error
-from cbuild.hosts import HostPool, guard_library
 from cbuild.models import CostModel, default_registry
-from cbuild.stops import CodeStopped
+from cbuild.run.hosts import HostPool, guard_library
+from cbuild.run.stops import CodeStopped
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.config import ConfigError, load_settings, parse_percent

@@ -8,9 +8,9 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from cbuild.cache import atomic_write
-from cbuild.costs import Cost
-from cbuild.flamegraph import collapsed, speedscope
+from cbuild.build.cache import atomic_write
+from cbuild.models.costs import Cost
+from cbuild.report.flamegraph import collapsed, speedscope
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

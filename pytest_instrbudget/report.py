@@ -48,11 +48,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cbuild import texttable
-from cbuild.costs import line_label
-from cbuild.demangle import demangle
-from cbuild.flamegraph import flame_tree
-from cbuild.html import render
+from cbuild.build.demangle import demangle
+from cbuild.models.costs import line_label
+from cbuild.report import texttable
+from cbuild.report.flamegraph import flame_tree
+from cbuild.report.html import render
 from pytest_instrbudget.results import (
     ERROR,
     OK,
@@ -418,7 +418,7 @@ def _function_rows(
 
 
 def html_report(session: BudgetSession) -> str:
-    """The ``--instrbudget-html`` page (see :mod:`cbuild.html.page`)."""
+    """The ``--instrbudget-html`` page (see :mod:`cbuild.report.html.page`)."""
     return html_page(list(session.results.values()), session.fingerprint, str(session.baseline.path))
 
 

@@ -6,9 +6,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from cbuild.costs import Cost
-from cbuild.demangle import demangle, demangled_keys
-from cbuild.diff import deltas
+from cbuild.build.demangle import demangle, demangled_keys
+from cbuild.models.costs import Cost
+from cbuild.report.diff import deltas
 
 OK = "ok"
 NEW = "new"

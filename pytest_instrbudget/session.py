@@ -7,13 +7,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cbuild import cpu
-from cbuild.build import Builder
-from cbuild.costs import Cost, Unavailability, line_label
-from cbuild.demangle import demangle
+from cbuild.build import cpu
+from cbuild.build.builder import Builder
+from cbuild.build.demangle import demangle
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
-from cbuild.snapshot import differing_keys
+from cbuild.models.costs import Cost, Unavailability, line_label
+from cbuild.report.snapshot import differing_keys
 from pytest_instrbudget.baseline import Baseline, BaselineError, locked
 from pytest_instrbudget.config import Settings
 from pytest_instrbudget.marker import Budget

@@ -1,6 +1,6 @@
 """A cycle-by-cycle reference simulator for the ``pipeline`` cost model (docs/pipeline-model.md).
 
-This is the oracle the max-plus model (``cbuild.maxplus``, ``cbuild.machine``) is checked against,
+This is the oracle the max-plus model (``cbuild.riscv.maxplus``, ``cbuild.riscv.machine``) is checked against,
 so it shares no code with it: it reads the machine TOML itself and takes instructions as plain
 ``(mnemonic, dsts, srcs)`` tuples with ABI register names (no assembly parsing).
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, run_program
-from cbuild.attribution import attributed
-from cbuild.flamegraph import collapsed, speedscope
 from cbuild.models import default_registry
+from cbuild.report.attribution import attributed
+from cbuild.report.flamegraph import collapsed, speedscope
 
 DATA = Path(__file__).parent / "data"
 EXAMPLE = Path(__file__).parent.parent / "example_project"

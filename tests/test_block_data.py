@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cbuild import Builder, Cost, run_program
-from cbuild.build import Artifact
-from cbuild.costs import BlockCounts
+from cbuild.build.builder import Artifact
 from cbuild.errors import CBuildError
 from cbuild.models import default_registry
 from cbuild.models.base import CostModel, Metric
-from cbuild.rvexec import ExecRuntime
+from cbuild.models.costs import BlockCounts
+from cbuild.riscv.executor import ExecRuntime
 
 #: ``addi zero, zero, 1234``: a no-op word that only ``odd`` holds.
 ODD_WORD = 0x4D200013

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cbuild import codegen
-from cbuild.blocks import parse_module
-from cbuild.instrument import instrument
+from cbuild.build import codegen
+from cbuild.build.blocks import parse_module
+from cbuild.build.instrument import instrument
 
 # A loop with a PHI, a switch spanning several lines, debug records and
 # bookkeeping intrinsics that must not be counted.
@@ -154,8 +154,8 @@ attributes #1 = { nounwind memory(argmem: read) }
 
 def test_blocks_agree_with_llvmlite_on_real_c_and_cxx(builder, write) -> None:  # type: ignore[no-untyped-def]
     """The text-derived table matches llvmlite's own iteration on clang's output."""
-    from cbuild.compile import compile_unit
-    from cbuild.options import BuildOptions
+    from cbuild.build.compile import compile_unit
+    from cbuild.build.options import BuildOptions
 
     root = __import__("pathlib").Path(__file__).resolve().parent.parent / "example_project"
     options = BuildOptions(include_dirs=(root / "include",))

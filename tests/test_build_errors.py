@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, CBuildError, CompileError, LinkError, ToolchainError
-from cbuild import toolchain as toolchain_mod
+from cbuild.build import toolchain as toolchain_mod
 
 TWICE_A = "int twice(int x) { return 2 * x; }\n"
 TWICE_B = "int twice(int x) { return x + x; }\nint main(void) { return twice(0); }\n"
@@ -73,7 +73,7 @@ def test_a_failed_build_is_not_retried_until_a_source_changes(
     write,
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
-    import cbuild.compile
+    import cbuild.build.compile
 
     clang_runs: list[list[str]] = []
     real_run = subprocess.run
@@ -83,7 +83,7 @@ def test_a_failed_build_is_not_retried_until_a_source_changes(
             clang_runs.append(cmd)
         return real_run(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(cbuild.compile.subprocess, "run", counting_run)
+    monkeypatch.setattr(cbuild.build.compile.subprocess, "run", counting_run)
     builder = Builder(cache_dir=shared_cache, progress=lambda message: None)
     src = write("bad.c", "int f(void) { return nope; }\n")
     with pytest.raises(CBuildError) as first:

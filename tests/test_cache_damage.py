@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, CBuildError, run_program
-from cbuild import cache as cache_mod
-from cbuild.hosts import HostPool, guard_library
-from cbuild.library import Library
+from cbuild.build import cache as cache_mod
+from cbuild.run.hosts import HostPool, guard_library
+from cbuild.run.library import Library
 
 LIB_C = "int work(int n) {\n    int s = 0;\n    for (int i = 0; i < n; i++) s += i;\n    return s;\n}\n"
 PROG_C = '#include <stdio.h>\nint main(void) { puts("hello"); return 3; }\n'

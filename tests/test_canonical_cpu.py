@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, CBuildError, ExecutionError, run_program
-from cbuild.cpu import CPU_LEVELS, DEFAULT_CPU
+from cbuild.build.cpu import CPU_LEVELS, DEFAULT_CPU
 
 pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64 only")
 

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cbuild.blocks import BlockTable
-from cbuild.execute import read_counts
+from cbuild.build.blocks import BlockTable
 from cbuild.models import default_registry
+from cbuild.run.program import read_counts
 
 PROGRAM = """\
 #include <stdio.h>

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, Library, compiledb
-from cbuild.costs import Cost
+from cbuild.build.sources import Source, expand
+from cbuild.build.toolchain import find_toolchain
 from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning, CompileError
 from cbuild.models import IrCountModel
-from cbuild.sources import Source, expand
-from cbuild.toolchain import find_toolchain
+from cbuild.models.costs import Cost
 from tests.sdists import sdist
 
 SCALE_H = """\

@@ -8,11 +8,11 @@ import textwrap
 import pytest
 
 from cbuild import Builder
+from cbuild.build.options import BuildOptions
 from cbuild.errors import CBuildError
-from cbuild.execute import run_program
-from cbuild.library import Library
-from cbuild.options import BuildOptions
-from cbuild.stops import CodeStopped, Stop
+from cbuild.run.library import Library
+from cbuild.run.program import run_program
+from cbuild.run.stops import CodeStopped, Stop
 
 CUTOFF = BuildOptions(cutoff=True)
 

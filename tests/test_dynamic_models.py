@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, Library, run_program
-from cbuild.costs import BlockCounts
 from cbuild.models import default_registry
+from cbuild.models.costs import BlockCounts
 from cbuild.models.zkvm import RESULTS
 
 ROOT = Path(__file__).parent.parent
@@ -85,7 +85,7 @@ def test_zkvm_user_cycles_are_instruction_counts_and_segments_add_up(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from cbuild import rv32emu
+    import rv32emu
 
     model = default_registry().create("zkvm", {"po2": 15, "execute": True})
     artifact = builder.build([write("loop.c", LOOP_C)], models=[model])
@@ -168,7 +168,7 @@ WORKLOADS = {
 
 @pytest.fixture(scope="module")
 def rv32emu():  # type: ignore[no-untyped-def]
-    from cbuild import rv32emu
+    import rv32emu
 
     return rv32emu
 

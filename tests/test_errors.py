@@ -19,7 +19,7 @@ from cbuild import (
     ToolchainError,
     run_program,
 )
-from cbuild import toolchain as toolchain_mod
+from cbuild.build import toolchain as toolchain_mod
 
 
 def test_errors_compile_error_shows_clang_diagnostic_with_file_and_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
@@ -163,7 +163,7 @@ def test_toolchain_configured_clang_missing() -> None:
 
 
 def test_demangle_for_reports() -> None:
-    from cbuild.demangle import _cxa_demangle, demangle
+    from cbuild.build.demangle import _cxa_demangle, demangle
 
     assert demangle("main") == "main"
     if _cxa_demangle() is None:

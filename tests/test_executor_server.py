@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, Cost, run_program
-from cbuild.costs import BlockCounts
 from cbuild.models import default_registry
 from cbuild.models.base import CostModel, Metric
-from cbuild.rvexec import ExecRuntime, ExecutorError, _Server, run_isolated, slot_runtimes
+from cbuild.models.costs import BlockCounts
+from cbuild.riscv.executor import ExecRuntime, ExecutorError, _Server, run_isolated, slot_runtimes
 
 PROGRAM_C = r"""
 #include <stdio.h>

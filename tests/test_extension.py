@@ -1,4 +1,4 @@
-"""CPython extension modules through the instrumenting pipeline (cbuild.extension), run in a library host."""
+"""CPython extension modules through the instrumenting pipeline (cbuild.run.extension), run in a library host."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import mmh3
 import pytest
 
 from cbuild import Builder, BuildOptions, CBuildError, LibraryCrashed
-from cbuild.extension import Extension, ExtensionError, RemoteObject, extension_options
+from cbuild.run.extension import Extension, ExtensionError, RemoteObject, extension_options
 from tests.sdists import sdist
 
 DEMO_C = r"""
@@ -514,4 +514,3 @@ def test_writable_buffers_get_what_the_module_wrote(hostile_artifact) -> None:  
         assert hostile.echo(memoryview(b"read-only")) == (b"read-only",)
         with pytest.raises(TypeError):
             hostile.fill(b"immutable", 1)
-

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from cbuild.cli import main
-from cbuild.costs import Cost
 from cbuild.errors import CBuildError
-from cbuild.history import History, keyword_matcher, read_history, render_text
-from cbuild.snapshot import Snapshot
-from cbuild.sparkline import bar, sparkline
-from cbuild.texttable import elide
+from cbuild.models.costs import Cost
+from cbuild.report.history import History, keyword_matcher, read_history, render_text
+from cbuild.report.snapshot import Snapshot
+from cbuild.report.sparkline import bar, sparkline
+from cbuild.report.texttable import elide
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

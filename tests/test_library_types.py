@@ -179,7 +179,7 @@ def test_closed_hosts_are_reaped_and_a_stuck_one_is_killed(
     tmp_path: Path, builder: Builder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Closing does not wait for the host to exit; it is reaped later, or killed after its grace."""
-    from cbuild import hosts
+    from cbuild.run import hosts
 
     source = tmp_path / "types.c"
     source.write_text(TYPES_C)
@@ -215,7 +215,7 @@ def test_closing_a_host_twice_leaves_other_descriptors_alone(
     """A host closed, then collected while it is still exiting, must not close numbers reused meanwhile."""
     import gc
 
-    from cbuild import hosts
+    from cbuild.run import hosts
 
     monkeypatch.setattr(hosts, "EXIT_GRACE", 0.2)
     source = tmp_path / "types.c"

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from cbuild import Builder, BuildOptions, CompileError, InstrumentError, codegen, llvm_worker, run_program
-from cbuild import build as build_mod
+from cbuild.build import builder as build_mod
+from cbuild.build.instrument import Instrumented, instrument
 from cbuild.errors import InstrumentedIRRejected, LLVMCrashed
-from cbuild.instrument import Instrumented, instrument
 
 #: An AVX-512 intrinsic in a function compiled for generic x86-64: instruction selection
 #: cannot split the 512-bit vector, and LLVM aborts ("LLVM ERROR: Do not know how to
@@ -246,7 +246,7 @@ def test_workers_end_when_their_parent_dies(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import os, sys
-        from cbuild import llvm_worker
+        from cbuild.build import llvm_worker
         llvm_worker.prestart()
         (worker,) = llvm_worker.pool().workers()
         print(worker.pid, flush=True)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import codegen
-from cbuild.blocks import parse_module
-from cbuild.lowering import (
+from cbuild.build import codegen
+from cbuild.build.blocks import parse_module
+from cbuild.riscv.isa import parse_assembly
+from cbuild.riscv.lowering import (
     LoweringError,
     attribute,
     compile_riscv,
@@ -19,7 +20,6 @@ from cbuild.lowering import (
     lower_program,
     match_blocks,
 )
-from cbuild.riscv import parse_assembly
 
 EXAMPLE = Path(__file__).parent.parent / "example_project"
 

@@ -16,8 +16,8 @@ from types import ModuleType
 
 import pytest
 
-from cbuild.machine import Machine, MachineError, load_machine
-from cbuild.riscv import Instruction, parse_assembly
+from cbuild.riscv.isa import Instruction, parse_assembly
+from cbuild.riscv.machine import Machine, MachineError, load_machine
 
 ROOT = Path(__file__).resolve().parent.parent
 LLVM_MCA = Path("/usr/bin/llvm-mca-14")

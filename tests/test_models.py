@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, run_program
-from cbuild.machine import MACHINES_DIR
 from cbuild.models import CostModel, Metric, ModelError, ModelRegistry, default_registry
+from cbuild.riscv.machine import MACHINES_DIR
 
 LOADS_PLUGIN = '''
 """A company's own cost model: executed IR loads. Nothing of pytest-instrbudget is touched."""
@@ -30,7 +30,7 @@ class LoadCount(CostModel):
 
     def analyse(self, build):
         # Count load instructions per block from the IR of the build.
-        from cbuild.blocks import parse_module
+        from cbuild.build.blocks import parse_module
 
         parsed = parse_module(build.ir)
         out = []

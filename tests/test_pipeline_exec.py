@@ -1,6 +1,6 @@
 """The pipeline model with ``execute = true``: the executed machine code of the RISC-V build, costed
 block by block in the executor, against the same rules applied in Python to a trace recorded by a
-separate emulator (cbuild.rv32emu: Python hooks, no code of the executor's)."""
+separate emulator (rv32emu: Python hooks, no code of the executor's)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, Library, run_program
-from cbuild.machine import Machine, load_machine
-from cbuild.maxplus import Matrix
 from cbuild.models import default_registry
 from cbuild.models.pipeline import PipelineModel
-from cbuild.rvdecode import decode
-from cbuild.rvexec import read_image
+from cbuild.riscv.decode import decode
+from cbuild.riscv.executor import read_image
+from cbuild.riscv.machine import Machine, load_machine
+from cbuild.riscv.maxplus import Matrix
 from tests.test_dynamic_models import LOOP_C
 
 ROOT = Path(__file__).parent.parent
@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
 @pytest.fixture(scope="module")
 def rv32emu():  # type: ignore[no-untyped-def]
     pytest.importorskip("unicorn", reason="the RISC-V models need unicorn")
-    from cbuild import rv32emu
+    import rv32emu
 
     return rv32emu
 

@@ -31,14 +31,14 @@ from reference_pipeline import Simulator as BaseSimulator
 from reference_pipeline import parse_reference_machine as parse_base_machine
 
 from cbuild.errors import CBuildError
-from cbuild.machine import MachineError, load_machine
+from cbuild.riscv.machine import MachineError, load_machine
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-from cbuild.maxplus import NULL, Matrix
-from cbuild.riscv import Instruction, parse_assembly
+from cbuild.riscv.isa import Instruction, parse_assembly
+from cbuild.riscv.maxplus import NULL, Matrix
 
 REPO = Path(__file__).resolve().parent.parent
 MACHINES = ("inorder5", "rocket")

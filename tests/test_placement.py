@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, Library, run_program
-from cbuild.blocks import parse_module
-from cbuild.placement import place
+from cbuild.build.blocks import parse_module
+from cbuild.build.placement import place
 from tests.test_blocks import LOOP_IR
 from tests.test_counts import CXX, SETJMP_C, SUM_C
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, Library, run_program
-from cbuild.attribution import attributed
-from cbuild.compile import INCLUDE_DIR
+from cbuild.build.compile import INCLUDE_DIR
 from cbuild.models import default_registry
 from cbuild.models.zkvm import RESULTS
+from cbuild.report.attribution import attributed
 
 DATA = Path(__file__).parent / "data"
 

@@ -30,9 +30,9 @@ from typing import Any
 import pytest
 
 from cbuild import Builder, BuildOptions, Library
-from cbuild.build import Artifact
-from cbuild.costs import Cost
+from cbuild.build.builder import Artifact
 from cbuild.models import CostModel, default_registry
+from cbuild.models.costs import Cost
 from cbuild.models.pipeline import PipelineModel
 from tests.sdists import sdist
 

@@ -1,4 +1,4 @@
-"""cbuild.rv32emu: RV32IM builds with zig's clang, run in Unicorn, instruction counts and the 1 KiB page trace."""
+"""rv32emu: RV32IM builds with zig's clang, run in Unicorn, instruction counts and the 1 KiB page trace."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from cbuild import rv32emu
-from cbuild.rv32emu import (
+import rv32emu
+from rv32emu import (
     Emulation,
     EmulatorError,
     build_rv32,

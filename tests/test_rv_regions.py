@@ -8,7 +8,7 @@ import pytest
 
 from cbuild import Builder, BuildOptions, Library, run_program
 from cbuild.models import CostModel, default_registry
-from cbuild.rvexec import read_image
+from cbuild.riscv.executor import read_image
 
 REGIONS_C = """
 #include <stdio.h>

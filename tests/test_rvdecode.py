@@ -1,4 +1,4 @@
-"""cbuild.rvdecode against LLVM: each word decodes to what ``parse_line`` reads from ``llvm-objdump -M no-aliases``.
+"""cbuild.riscv.decode against LLVM: each word decodes to what ``parse_line`` reads from ``llvm-objdump -M no-aliases``.
 
 The references are real tools: C compiled for riscv32/riscv64 by the project's clang (``ziglang``), random
 words assembled by ``llvm-mc``, both disassembled by ``llvm-objdump`` 14 (the spelling the decoder follows).
@@ -18,8 +18,8 @@ import pytest
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-from cbuild.riscv import Instruction, parse_line
-from cbuild.rvdecode import DecodeError, decode, decode_block, is_control_transfer, memory_accesses
+from cbuild.riscv.decode import DecodeError, decode, decode_block, is_control_transfer, memory_accesses
+from cbuild.riscv.isa import Instruction, parse_line
 from tests.sdists import sdist
 
 OBJDUMP = shutil.which("llvm-objdump-14")
@@ -258,7 +258,7 @@ void barriers(void) {
 RV32 = ("-target", "riscv32-linux-musl", "-mno-relax")
 RV64 = ("-target", "riscv64-linux-musl", "-mno-relax")
 BUILDS = {
-    # The project's own RV32IM(+Zalrsc) flags (cbuild.rv32emu.RV32_FLAGS), then richer variants.
+    # The project's own RV32IM(+Zalrsc) flags (rv32emu.RV32_FLAGS), then richer variants.
     "rv32im": (32, (*RV32, "-mcpu=generic_rv32+m+zalrsc", "-O2", "-fomit-frame-pointer")),
     "rv32imafd": (32, (*RV32, "-mcpu=generic_rv32+m+a+f+d", "-O2")),
     "rv32imafd-Os": (32, (*RV32, "-mcpu=generic_rv32+m+a+f+d", "-Os")),

@@ -1,4 +1,4 @@
-"""C signatures of exported functions, read from clang's DWARF metadata (cbuild.signatures)."""
+"""C signatures of exported functions, read from clang's DWARF metadata (cbuild.build.signatures)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from cbuild import Builder, BuildOptions, IrCountModel, codegen, run_program
-from cbuild.compile import compile_command, compile_unit
-from cbuild.ctypes_map import TypeMap, UnsupportedType
-from cbuild.demangle import demangle
-from cbuild.signatures import parse_node, read_signatures
+from cbuild.build.compile import compile_command, compile_unit
+from cbuild.build.demangle import demangle
+from cbuild.build.signatures import parse_node, read_signatures
+from cbuild.run.ctypes_map import TypeMap, UnsupportedType
 
 EXAMPLE = Path(__file__).parent.parent / "example_project"
 DATA = Path(__file__).parent / "data"

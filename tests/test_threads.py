@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, IrCountModel, Library, run_program
-from cbuild.execute import RunResult
 from cbuild.models import default_registry
+from cbuild.run.program import RunResult
 
 MODEL = IrCountModel()
 
@@ -33,14 +33,17 @@ __attribute__((noinline)) static void *worker(void *arg) {
 """
 
 #: Every thread runs the same fixed work; the threads are joined before main prints their sum.
-THREADS_C = r"""
+THREADS_C = (
+    r"""
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-""" + WORKER_C + r"""
+"""
+    + WORKER_C
+    + r"""
 static pthread_barrier_t started;
 
 static void *endless(void *arg) {
@@ -95,6 +98,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+)
 
 ITERATIONS = 300_000
 
@@ -157,10 +161,13 @@ def test_fork_after_threads_counts_the_child_from_zero(threaded: object) -> None
     assert got["worker"] == joined["worker"] + alone["worker"]
 
 
-LIBRARY_C = r"""
+LIBRARY_C = (
+    r"""
 #include <pthread.h>
 
-""" + WORKER_C + r"""
+"""
+    + WORKER_C
+    + r"""
 long run_threads(int threads, long n) {
     struct job jobs[16];
     pthread_t ids[16];
@@ -182,6 +189,7 @@ long run_alone(long n) {
     return job.out;
 }
 """
+)
 
 #: Long enough for the threads to run at the same time.
 LIBRARY_ITERATIONS = 3_000_000

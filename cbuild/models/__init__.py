@@ -1,4 +1,13 @@
-"""Cost models: how an execution turns into metrics (interface, registry, built-in models)."""
+"""The models stage: what a run observed in, metrics out.
+
+The interface (:mod:`.base`), the registry that finds models through entry points
+(:mod:`.registry`), the built-in models registered like any third party's
+(:mod:`.builtin`: :mod:`.ir_count`, :mod:`.zkvm`, :mod:`.pipeline`), the counts and
+costs they work on (:mod:`.costs`, :mod:`.profile`) and the C code of their dynamic
+phases linked into builds (:mod:`.dynamic`).
+
+Imports :mod:`cbuild.build` and :mod:`cbuild.riscv`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +17,7 @@ from cbuild.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cbuild.models.base import BLOCKS, MEMORY, BuildView, CostModel, Metric, ModelError, Param, Runtime, integer
+    from cbuild.models.costs import BlockCounts, Cost
     from cbuild.models.ir_count import IrCountModel
     from cbuild.models.registry import ModelRegistry, default_registry
 
@@ -22,6 +32,8 @@ _EXPORTS = {
     "Param": "cbuild.models.base",
     "Runtime": "cbuild.models.base",
     "integer": "cbuild.models.base",
+    "BlockCounts": "cbuild.models.costs",
+    "Cost": "cbuild.models.costs",
     "IrCountModel": "cbuild.models.ir_count",
     "ModelRegistry": "cbuild.models.registry",
     "default_registry": "cbuild.models.registry",
@@ -33,7 +45,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 __all__ = [
     "BLOCKS",
     "MEMORY",
+    "BlockCounts",
     "BuildView",
+    "Cost",
     "CostModel",
     "IrCountModel",
     "Metric",

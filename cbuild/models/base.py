@@ -10,13 +10,13 @@ A model has
   for effects that are not additive (pipeline state, paging). Additive models have
   none and cost nothing at run time beyond the block counters;
 * :meth:`CostModel.evaluate`, which turns block counts (and the dynamic phase's
-  results) into one :class:`~cbuild.costs.Cost` per metric.
+  results) into one :class:`~cbuild.models.costs.Cost` per metric.
 
 A model of a RISC-V machine instead names the target it :meth:`~CostModel.executes`: the
 build is then also made for that target and executed in the RISC-V executor
-(:mod:`cbuild.rvexec`), where the model's :meth:`~CostModel.exec_runtime` C code sees every
+(:mod:`cbuild.riscv.executor`), where the model's :meth:`~CostModel.exec_runtime` C code sees every
 executed machine block and memory access; :meth:`~CostModel.evaluate` reads its results and
-the executed blocks from :attr:`BlockCounts.machine <cbuild.costs.BlockCounts.machine>`.
+the executed blocks from :attr:`BlockCounts.machine <cbuild.models.costs.BlockCounts.machine>`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cbuild.blocks import BlockTable
-from cbuild.costs import BlockCounts, Cost, weighted_cost
+from cbuild.build.blocks import BlockTable
 from cbuild.errors import CBuildError
-from cbuild.lowering import TWINS, LoweredProgram, lower_program
-from cbuild.rvexec import ExecRuntime
+from cbuild.models.costs import BlockCounts, Cost, weighted_cost
+from cbuild.riscv.executor import ExecRuntime
+from cbuild.riscv.lowering import TWINS, LoweredProgram, lower_program
 
 #: Run-time events a dynamic phase can ask for.
 BLOCKS = "blocks"

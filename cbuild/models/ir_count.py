@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cbuild.blocks import BlockTable
+from cbuild.build.blocks import BlockTable
 from cbuild.models.base import CostModel, Metric
 
 

@@ -1,16 +1,16 @@
 """The ``pipeline`` model: cycles on an in-order pipeline, by max-plus estimation.
 
 Every instruction is a max-plus matrix over the machine's resources, a block the product of its
-instructions' matrices in reverse order (:mod:`cbuild.machine`); the executed blocks' matrices
+instructions' matrices in reverse order (:mod:`cbuild.riscv.machine`); the executed blocks' matrices
 are applied in execution order to the resource release-time vector (zeros at the start), and the
 metric is the finishing cycle. Details and limits: docs/pipeline-model.md.
 
 By default (``execute = true``) the program or library is built for the machine's target
-(:mod:`cbuild.rvbuild`) and executed in the RISC-V executor (:mod:`cbuild.rvexec`): each executed
-machine block's matrix comes from its decoded machine code (:mod:`cbuild.rvdecode`), computed
+(:mod:`cbuild.riscv.build`) and executed in the RISC-V executor (:mod:`cbuild.riscv.executor`): each executed
+machine block's matrix comes from its decoded machine code (:mod:`cbuild.riscv.decode`), computed
 once per block, and the machine file's control-transfer penalty is added between blocks
 (runtime/pipeline_exec.c). With ``execute = false`` the blocks are those of the IR lowered to
-RISC-V assembly (:mod:`cbuild.lowering`), applied by the instrumented native program
+RISC-V assembly (:mod:`cbuild.riscv.lowering`), applied by the instrumented native program
 (runtime/pipeline_model.c); that mode supports cut-offs on cycles (``stop_at_cycles``).
 """
 
@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cbuild.cache import file_digest
-from cbuild.costs import BlockCounts, Cost
-from cbuild.machine import Machine, MachineError, load_machine
+from cbuild.build.cache import file_digest
 from cbuild.models.base import BLOCKS, BuildView, CostModel, Metric, ModelError, Param, Runtime, boolean
+from cbuild.models.costs import BlockCounts, Cost
 from cbuild.models.csource import c_array
 from cbuild.models.pipeline_blocks import BlockMatrices
-from cbuild.rvexec import ExecRuntime
+from cbuild.riscv.executor import ExecRuntime
+from cbuild.riscv.machine import Machine, MachineError, load_machine
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_model.c"
 EXEC_RUNTIME = Path(__file__).parent.parent / "runtime" / "pipeline_exec.c"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cbuild.machine import Machine
-from cbuild.rvdecode import decode
+from cbuild.riscv.decode import decode
+from cbuild.riscv.machine import Machine
 
 
 class BlockMatrices:

@@ -1,13 +1,13 @@
 """The ``zkvm`` model: RISC Zero rv32im cycles, with paging and segments.
 
 By default (``execute = true``) the program or library is built for riscv32 itself
-(:mod:`cbuild.rvbuild`) and executed in the RISC-V executor (:mod:`cbuild.rvexec`), where
+(:mod:`cbuild.riscv.build`) and executed in the RISC-V executor (:mod:`cbuild.riscv.executor`), where
 runtime/zkvm_exec.c sees every executed machine instruction and memory access: user cycles are
 exact, per function; 1 KiB pages are paged in and out per segment, and segments close before
 the exact instruction. Constants default to RISC Zero's circuit v2/v3 values (docs/cost-models.md).
 
 With ``execute = false`` it estimates from IR instead: the program's IR is compiled for RV32IM
-(:mod:`cbuild.lowering`), each block costs one user cycle per machine instruction, and the
+(:mod:`cbuild.riscv.lowering`), each block costs one user cycle per machine instruction, and the
 instrumented native program reports blocks and memory accesses to runtime/zkvm_model.c. That
 mode supports cut-offs on zk cycles (``stop_at_zkcycles``).
 """
@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cbuild.costs import BlockCounts, Cost
 from cbuild.models.base import (
     BLOCKS,
     MEMORY,
@@ -31,8 +30,9 @@ from cbuild.models.base import (
     boolean,
     integer,
 )
+from cbuild.models.costs import BlockCounts, Cost
 from cbuild.models.csource import c_array
-from cbuild.rvexec import ExecRuntime
+from cbuild.riscv.executor import ExecRuntime
 
 RUNTIME = Path(__file__).parent.parent / "runtime" / "zkvm_model.c"
 EXEC_RUNTIME = Path(__file__).parent.parent / "runtime" / "zkvm_exec.c"

@@ -1,6 +1,6 @@
 /* The canonical CPU: what a built program is told about the processor it runs on.
  *
- * The build (cbuild/cpu.py) rewrites `cpuid` and `xgetbv` inline assembly into calls
+ * The build (cbuild/build/cpu.py) rewrites `cpuid` and `xgetbv` inline assembly into calls
  * that read __instrbudget_cpuid_into / __instrbudget_xgetbv_into, the `llvm.x86.xgetbv` intrinsic into
  * __instrbudget_xgetbv64, and the names compiler-rt gives `__builtin_cpu_supports`
  * and `__builtin_cpu_init` (__cpu_model, __cpu_features2, __cpu_indicator_init) into

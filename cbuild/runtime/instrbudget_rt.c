@@ -8,7 +8,7 @@
  * File format: the ASCII line
  * "instrbudget-counts 2 <build-id> <ncounters> <total> <nresults>[ <threads>]\n"
  * followed by <ncounters> native-endian unsigned 64-bit counters, then the
- * <nresults> numbers of the cost models' dynamic phases (see cbuild/dynamic.py).
+ * <nresults> numbers of the cost models' dynamic phases (see cbuild/models/dynamic.py).
  * Block counts follow from the counters through the artifact's block table.
  * Counters and total are the sums over the process's threads; <threads>, there when more
  * than one, is how many threads ran instrumented code (see "Threads" below).
@@ -44,7 +44,7 @@ extern uint64_t __instrbudget_counters[]; /* NCOUNTERS counters, then the runnin
 extern uint64_t __instrbudget_total;      /* __instrbudget_counters[NCOUNTERS] */
 extern const uint64_t __instrbudget_ncounters;
 extern const char __instrbudget_build_id[];
-/* Defined by the build's generated cost-model unit (cbuild/dynamic.py). */
+/* Defined by the build's generated cost-model unit (cbuild/models/dynamic.py). */
 extern uint64_t __instrbudget_results[];
 extern const uint64_t __instrbudget_nresults;
 void __instrbudget_models_reset(uint32_t in_process);
@@ -206,7 +206,7 @@ static int write_all(int fd, const void *data, size_t left) {
 /* ---- Regions (instrbudget.h) ------------------------------------------------------------
  * Each region's cost is the difference of every clock between its start and its stop:
  * clock 0 is the running total of IR instructions of all threads (exact at every call, so
- * at every marker, for this thread and threads that ended), the others are the cost models' own (cbuild/dynamic.py). Regions nest; a
+ * at every marker, for this thread and threads that ended), the others are the cost models' own (cbuild/models/dynamic.py). Regions nest; a
  * region is identified by its path of names. Unbalanced markers are remembered with
  * their file and line and reported. */
 #define IB_CLOCKS 4
@@ -695,12 +695,12 @@ __attribute__((visibility("hidden"), noreturn)) void _Exit(int status) { _exit(s
 /* ---- Cut-off --------------------------------------------------------------------------------
  * Cut-off builds check the running total against __instrbudget_limit at every function entry
  * and loop head, and model clocks against their limits at every block while a limit is set
- * (cbuild/checks.py, cbuild/dynamic.py). Code that would pass a limit stops there: the
+ * (cbuild/build/checks.py, cbuild/models/dynamic.py). Code that would pass a limit stops there: the
  * runtime writes a stop record and ends the process with IB_STOP_STATUS, writing no counts
  * (between two calls they are not exact). The record names the limit's clock, the block
  * that would have passed it, the exact count before that block, the model results and the
  * return addresses of the callers, found through the frame pointers the build keeps; the
- * engine turns them into functions and lines (cbuild/stops.py).
+ * engine turns them into functions and lines (cbuild/run/stops.py).
  *
  * Text, one field per line: "instrbudget-stop 1", "clock C", "block B", "count N", "limit L",
  * "base HEX" (where the binary's ELF header is loaded), "results R0 R1 ..", "depth D" (frames

@@ -2,9 +2,9 @@
  * The RISC-V executor: runs a static riscv32/riscv64 Linux ELF (or calls functions of one) in
  * unicorn, with native hooks, and reports exactly which machine blocks ran.
  *
- * Built by cbuild/rvexec.py into a shared library, together with the C code of the cost models
+ * Built by cbuild/riscv/executor.py into a shared library, together with the C code of the cost models
  * that measure through it (their hooks are joined by a generated prelude that defines
- * rvx_models_block/access/reset/finish/now). Python (cbuild.rvexec) loads the ELF's segments,
+ * rvx_models_block/access/reset/finish/now). Python (cbuild.riscv.executor) loads the ELF's segments,
  * lays out the stack, and drives runs and calls through the functions marked RVX_API.
  *
  * Blocks: unicorn's translated blocks, keyed by (start address, instruction count); each has an

@@ -1,0 +1,435 @@
+"""The pipeline: sources -> IR -> one linked, instrumented module -> object -> program or library."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cbuild.build import cpu
+from cbuild.models import dynamic
+from cbuild.build import llvm_worker
+from cbuild.build.blocks import BlockTable
+from cbuild.build.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
+from cbuild.build.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
+from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError, LLVMCrashed
+from cbuild.build.instrument import instrument
+from cbuild.models.base import BuildView, CostModel, ModelError
+from cbuild.build.options import BuildOptions, language_of
+from cbuild.riscv.build import TargetUnavailable, build_riscv
+from cbuild.riscv.executor import block_data_text, build_executor
+from cbuild.build.signatures import read_signatures
+from cbuild.build.sources import Source
+from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
+
+RUNTIME_SOURCE = Path(__file__).parent.parent / "runtime" / "instrbudget_rt.c"
+CPU_SOURCE = Path(__file__).parent.parent / "runtime" / "canonical_cpu.c"
+Progress = Callable[[str], None]
+
+
+@functools.lru_cache(maxsize=64)
+def _read_sidecar(path: Path) -> dict[str, Any]:
+    # Cache entries are content-addressed and never change once written.
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_table(table_path: Path, binary: Path) -> BlockTable:
+    try:
+        return BlockTable.from_json(_read_sidecar(table_path)["table"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise CBuildError(f"the block table of {binary} is unreadable ({exc}); delete the cache entry") from exc
+
+
+@functools.cache
+def engine_digest() -> str:
+    """Identity of this engine's own code (instrumenter, placement, runtime): part of every artifact key,
+    so that a new version of the engine never reuses an artifact built by an older one."""
+    here = Path(__file__).parent.parent
+    files = [*here.rglob("*.py"), *here.glob("runtime/*.c"), *here.glob("riscv/machines/*.toml"), *here.glob("include/*.h")]
+    return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
+
+
+def _sources_state(sources: Sequence[Path | str]) -> tuple[tuple[str, int, int], ...]:
+    """Each source's path, size and modification time (-1 when it cannot be read)."""
+    state = []
+    for source in sources:
+        try:
+            st = os.stat(source)
+            state.append((str(source), st.st_size, st.st_mtime_ns))
+        except OSError:
+            state.append((str(source), -1, -1))
+    return tuple(state)
+
+
+def _stderr_progress(message: str) -> None:
+    print(f"instrbudget: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A built program or shared library and the block table of its counters."""
+
+    path: Path
+    #: A readable name for messages: the first source's file name.
+    name: str
+    kind: str  # "program" or "library"
+    table_path: Path
+    #: Build id, also embedded in the binary; the counts file names it.
+    key: str
+    instrumented: bool
+    fingerprint: dict[str, str]
+    #: Built with cut-off checks (``BuildOptions.cutoff``): runs can be given limits.
+    cutoff: bool = False
+
+    def machines(self) -> dict[str, Any]:
+        """RISC-V target -> {"elf", "executor", "models", "slots"} or {"unavailable", "models"}."""
+        doc: dict[str, Any] = self.metadata().get("machines", {})
+        return doc
+
+    def models(self) -> dict[str, Any]:
+        """Model name -> {"analysis": static document, "results": [offset, count]} for this build."""
+        doc: dict[str, Any] = self.metadata().get("models", {})
+        return doc
+
+    def metadata(self) -> dict[str, Any]:
+        """The sidecar document: block table and exported function signatures (read once per process)."""
+        try:
+            return _read_sidecar(self.table_path)
+        except (OSError, ValueError) as exc:
+            raise CBuildError(f"the block table of {self.path} is unreadable ({exc}); delete the cache entry") from exc
+
+    def table(self) -> BlockTable:
+        """The block table (parsed once per process; treat it as read-only)."""
+        return _parse_table(self.table_path, self.path)
+
+
+class Builder:
+    """Builds artifacts with one toolchain into one cache."""
+
+    def __init__(
+        self,
+        *,
+        cache_dir: Path | None = None,
+        clang: str | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.toolchain: Toolchain = find_toolchain(clang)
+        self.progress: Progress = progress or _stderr_progress
+        self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress)
+        self._failed: dict[Hashable, CBuildError] = {}
+
+    def build(
+        self,
+        sources: Sequence[Source | Path | str],
+        *,
+        options: BuildOptions | None = None,
+        kind: str = "program",
+        models: Sequence[CostModel] = (),
+    ) -> Artifact:
+        """Build (or find in the cache) a program or shared library from ``sources``: paths, or
+        :class:`~cbuild.build.sources.Source` values with flags and a directory of their own.
+
+        ``models`` run their static phase on the build, and their dynamic phases are
+        linked into it (instrumented builds only).
+        """
+        options = options or BuildOptions()
+        units = tuple(Source.of(s) for s in sources)
+        # A build that failed fails the same way until a source changes: not retried by every test.
+        state = _sources_state([u.path for u in units])
+        attempt = (state, units, options, kind, tuple((m.name, tuple(m.key_params())) for m in models))
+        failed = self._failed.get(attempt)
+        if failed is not None:
+            raise failed.with_traceback(None)
+        try:
+            return self._build(units, options, kind, models)
+        except CBuildError as exc:
+            self._failed[attempt] = exc
+            raise
+
+    def _build(
+        self, sources: Sequence[Source], options: BuildOptions, kind: str, models: Sequence[CostModel]
+    ) -> Artifact:
+        names = [m.name for m in models]
+        if len(set(names)) != len(names):
+            raise ModelError(f"each cost model can be active once, got {', '.join(names)}")
+        flags = tuple(dict.fromkeys(f for m in models if options.instrument for f in m.compile_flags))
+        if flags:
+            options = replace(options, cflags=options.cflags + flags, cxxflags=options.cxxflags + flags)
+        if kind not in ("program", "library"):
+            raise CBuildError(f"kind must be 'program' or 'library', not {kind!r}")
+        if not sources:
+            raise CBuildError("no source files given")
+        paths = [s.path for s in sources]
+        for path in paths:
+            if path.is_dir():
+                raise CBuildError(f"{path} is a directory; name the source files in it")
+        seen: dict[Path, Path] = {}
+        for path in paths:
+            earlier = seen.get(path.resolve())
+            if earlier is not None:
+                raise CBuildError(f"{path} is listed twice among the sources (also as {earlier})")
+            seen[path.resolve()] = path
+        languages = {language_of(p) for p in paths}
+        # The LLVM worker (Python and llvmlite) starts while clang runs; once per process.
+        llvm_worker.prestart()
+        self.cache.ensure_writable()
+        # clang runs are independent processes: compile the translation units side by side.
+        with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as pool:
+            units = list(pool.map(lambda s: compile_unit(self.toolchain, self.cache, s, options), sources))
+        key = digest(
+            PIPELINE_VERSION,
+            self.toolchain.identity,
+            kind,
+            *options.key_parts(),
+            engine_digest(),
+            *(f"{k}={v}" for model in models for k, v in model.key_params()),
+            *(u.key for u in units),
+        )
+        suffix = ".so" if kind == "library" else ""
+        binary = self.cache.path("bin", key, suffix)
+        table_path = self.cache.path("bin", key, ".blocks.json")
+        artifact = Artifact(
+            binary,
+            paths[0].name,
+            kind,
+            table_path,
+            key,
+            options.instrument,
+            self.toolchain.fingerprint,
+            options.cutoff and options.instrument,
+        )
+        cxx = "c++" in languages
+
+        def make(files: list[Path]) -> None:
+            self._make(units, files[0], files[1], artifact, options=options, models=models, cxx=cxx, sources=sources)
+
+        self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
+        return artifact
+
+    def _make(
+        self,
+        units: Sequence[CompiledUnit],
+        binary: Path,
+        table_path: Path,
+        artifact: Artifact,
+        *,
+        options: BuildOptions,
+        models: Sequence[CostModel],
+        cxx: bool,
+        sources: Sequence[Source],
+    ) -> None:
+        """Link, instrument, analyse, generate code and link the binary; write it and its sidecar."""
+        key = artifact.key
+        kind = artifact.kind
+        # LLVM runs in worker processes (cbuild.build.llvm_worker): an abort there fails this build only.
+        linked_text = llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
+        if cpu.applies(self.toolchain.triple):
+            linked_text = cpu.canonical_cpu(linked_text, options.cpu)
+        active = [m for m in models if m.executes() is None] if options.instrument else []
+        events = frozenset(e for model in active for e in model.events)
+        placement = options.placement
+        while True:
+            result = instrument(
+                linked_text,
+                build_id=key,
+                counting=options.instrument,
+                placement=placement,
+                events=events,
+                calls=options.calls,
+                cutoff=options.cutoff,
+            )
+            analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, sources)
+            # With dynamic phases the models' hooks join the program's module, to be inlined
+            # where they are called; without, the models' object holds the (empty) results.
+            extra = [] if dynamic_phases else [models_code]
+            try:
+                obj = llvm_worker.compile_module(
+                    result.text,
+                    models_code.read_text() if dynamic_phases else None,
+                    triple=self.toolchain.triple,
+                    speed_level=options.speed_level,
+                    sources=[str(s.path) for s in sources],
+                )
+                break
+            except LLVMCrashed as exc:
+                # LLVM ends the process on inline assembly the assembler rejects, saying only <inline asm>.
+                located = locate_inline_asm(self.toolchain, sources, options) if "<inline asm>" in str(exc) else None
+                if located is not None:
+                    raise located from None
+                raise
+            except InstrumentedIRRejected:
+                if placement == "blocks":
+                    raise
+                # Edge counters need new blocks on some edges; should LLVM refuse one,
+                # one counter per block still counts the same.
+                placement = "blocks"
+        self._link(obj, binary, name=artifact.name, kind=kind, cxx=cxx, options=options, extra=extra)
+        executing = [m for m in models if m.executes() is not None] if options.instrument else []
+        for model in executing:
+            analyses[model.name] = {"analysis": {}, "target": model.executes()}
+        sidecar = {
+            "table": result.table.to_json(),
+            "signatures": read_signatures(linked_text),
+            "models": analyses,
+            "machines": self._machine_builds(executing, sources, options, kind, key, artifact.name),
+        }
+        atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
+
+    def _models(
+        self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: Sequence[Source]
+    ) -> tuple[dict[str, Any], Path, bool]:
+        """Static phases of the models, and their dynamic phases: IR to link into the program
+        (True), or an object with just the empty results when no model has one (False)."""
+
+        def twin(triple: str) -> str:
+            # The same sources and flags for a host with another data model (never run).
+            toolchain = replace(self.toolchain, triple=triple)
+            with ThreadPoolExecutor(max_workers=min(len(sources), os.cpu_count() or 1)) as pool:
+                units = list(pool.map(lambda s: compile_unit(toolchain, self.cache, s, options), sources))
+            return llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
+
+        view = BuildView(table, ir, opt_level=options.speed_level, twin=twin)
+        analyses: dict[str, Any] = {}
+        runtimes = []
+        for model in models:
+            try:
+                analysis = model.analyse(view)
+                runtime = model.runtime(analysis)
+            except CBuildError as exc:
+                raise ModelError(f"cost model {model.name!r}: {exc}") from exc
+            analyses[model.name] = {"analysis": analysis}
+            if runtime is not None:
+                runtimes.append((model.name, runtime, model.events))
+        cutoff = options.cutoff and options.instrument
+        code, layout = dynamic.source(runtimes, len(table), cutoff=cutoff)
+        for name, slot in layout.slots.items():
+            analyses[name]["results"] = list(slot)
+        metric_of = {model.name: model.metrics[0].name for model in models}
+        for n, name in enumerate(layout.clocks, start=1):
+            analyses[name]["clock"] = [n, metric_of[name]]
+        if not runtimes and not cutoff:
+            return analyses, self._compile_c(code, "models"), False
+        return analyses, self._compile_c(code, "models", ir=True), True
+
+    def _machine_builds(
+        self,
+        models: Sequence[CostModel],
+        sources: Sequence[Source],
+        options: BuildOptions,
+        kind: str,
+        key: str,
+        name: str,
+    ) -> dict[str, Any]:
+        """For each RISC-V target a model executes: its build and the executor with the target's
+        models compiled in, or why the code cannot be built for it."""
+        out: dict[str, Any] = {}
+        targets = sorted({t for m in models if (t := m.executes()) is not None})
+        for target in targets:
+            mine = [m for m in models if m.executes() == target]
+            runtimes = [m.exec_runtime() for m in mine]
+            elf_key = digest(key, target)
+
+            def make(files: list[Path], target: str = target) -> None:
+                build_riscv(self.toolchain, self.cache, sources, options, kind=kind, target_name=target, out=files[0])
+
+            try:
+                (elf,) = self.cache.entry("rvbin", elf_key, [".elf"], make, name=f"the {target} build of {name}")
+            except TargetUnavailable as exc:
+                out[target] = {"unavailable": str(exc), "models": [m.name for m in mine]}
+                continue
+            library = build_executor(self.toolchain, self.cache, runtimes)
+            offset, slots = 0, []
+            for model, runtime in zip(mine, runtimes, strict=True):
+                slots.append([model.name, offset, runtime.results, runtime.memory, block_data_text(runtime)])
+                offset += runtime.results
+            out[target] = {
+                "elf": str(elf),
+                "executor": str(library),
+                "models": [m.name for m in mine],
+                "slots": slots,
+                # The metric each model's clock (``model_now``) gives regions.
+                "clocks": [m.metrics[0].name for m in mine],
+            }
+        return out
+
+    def _runtime_objects(self) -> list[Path]:
+        objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")]
+        if cpu.applies(self.toolchain.triple):
+            objects.append(self._compile_c(CPU_SOURCE.read_text(), "canonical-cpu"))
+        return objects
+
+    def _compile_c(self, code: str, what: str, *, ir: bool = False) -> Path:
+        """An object file (or LLVM IR) for C source of the plugin's own (cached by content)."""
+        flags = [
+            *(["-S", "-emit-llvm", "-g0"] if ir else ["-c"]),
+            "-O2",
+            "-fPIC",
+            "-std=c11",
+            "-D_POSIX_C_SOURCE=200809L",
+        ]
+        return compile_own(
+            self.toolchain,
+            self.cache,
+            code,
+            what=f"the instrbudget {what}",
+            stem=what,
+            flags=flags,
+            suffix=".ll" if ir else ".o",
+        )
+
+    def _link(
+        self,
+        obj: bytes,
+        out: Path,
+        *,
+        name: str,
+        kind: str,
+        cxx: bool,
+        options: BuildOptions,
+        extra: Sequence[Path] = (),
+    ) -> None:
+        tc = self.toolchain
+        runtime = self._runtime_objects()
+        marker = self.cache.root / f"libcxx-ready-{digest(tc.identity)}"
+        first_cxx = cxx and tc.is_zig and not marker.exists()
+        if first_cxx:
+            self.progress(
+                "first C++ build with this toolchain: zig is compiling libc++ and libc++abi "
+                "from source (about 1-2 minutes, once; later builds reuse it)"
+            )
+        with tempfile.TemporaryDirectory(prefix="instrbudget-ld-") as tmp:
+            obj_path = Path(tmp) / "program.o"
+            obj_path.write_bytes(obj)
+            tmp_out = Path(tmp) / ("out.so" if kind == "library" else "out")
+            driver = tc.cxx if cxx else tc.cc
+            cmd = [
+                *driver,
+                "-target",
+                tc.triple,
+                str(obj_path),
+                *map(str, runtime),
+                *map(str, extra),
+                "-o",
+                str(tmp_out),
+            ]
+            if kind == "library":
+                # A symbol nothing defines is a link error here, as for programs, not a failed load
+                # later (``-Wl,-z,undefs`` in ldflags allows it again, e.g. for symbols of a host).
+                cmd += ["-shared", "-Wl,--no-undefined"]
+            cmd += ["-lm", *options.ldflags]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise LinkError(f"linking the {kind} of {name} failed:\n{proc.stderr.strip()}")
+            atomic_write(out, tmp_out.read_bytes(), mode=0o755)
+        if first_cxx:
+            atomic_write(marker, b"")

@@ -1,0 +1,326 @@
+"""Compilation databases (``compile_commands.json`` of CMake, Meson, Bear): each source's own flags.
+
+Each entry's flags are sorted three ways:
+
+* kept: defines (``-D``/``-U``), include directories and files (``-I``, ``-isystem``,
+  ``-iquote``, ``-idirafter``, ``-include``, ``-imacros``; made absolute), the language
+  standard (``-std=``, ``-ansi``), ``-pthread`` and the ``-f`` flags that change what the
+  code means (``-fwrapv``, ``-fno-strict-aliasing``, ``-fno-exceptions``, ...);
+* replaced by the pipeline's own, silently: the compiler, the source, ``-c``, ``-o``,
+  dependency files (``-M*``), debug info (``-g*``), ``-fPIC``/``-fPIE`` (the pipeline's code
+  is position-independent) and diagnostics (``-W*``, ``-w``, ``-pedantic``,
+  ``-fdiagnostics-*``): none changes what is counted;
+* dropped and said once per database (:class:`BuildDescriptionWarning`): optimisation
+  levels (the build's ``opt_level`` decides), target flags (``-march``, ``-m64``, ...;
+  the pipeline picks the target) and every other flag, which the pipeline does not honour.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shlex
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning, describe_os_error
+from cbuild.build.sources import Source, is_pattern, matches, pattern_parts
+
+#: Options whose value is the next argument.
+_SEPARATE = frozenset(
+    {"-o", "-MF", "-MT", "-MQ", "-target", "-arch", "-x", "-Xclang", "-Xpreprocessor", "-Xassembler", "-Xlinker",
+     "-isysroot", "--sysroot", "-include-pch", "--param", "-imultilib", "-iprefix", "-iwithprefix",
+     "-iwithprefixbefore", "-gcc-toolchain", "-I", "-D", "-U", "-isystem", "-iquote", "-idirafter", "-include",
+     "-imacros", "-L", "-l", "-MJ"}
+)  # fmt: skip
+_DIRECTORY_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter")
+_FILE_OPTIONS = ("-include", "-imacros")
+_KEPT_F = frozenset(
+    f"-f{no}{name}"
+    for no in ("", "no-")
+    for name in (
+        "wrapv", "strict-aliasing", "strict-overflow", "signed-char", "unsigned-char", "common", "short-enums",
+        "short-wchar", "exceptions", "cxx-exceptions", "rtti", "builtin", "freestanding", "math-errno", "fast-math",
+        "finite-math-only", "delete-null-pointer-checks", "ms-extensions", "gnu89-inline", "char8_t",
+        "threadsafe-statics", "sized-deallocation", "aligned-new", "operator-names", "gnu-keywords",
+        "dollars-in-identifiers", "trapping-math", "unsafe-math-optimizations", "associative-math",
+        "reciprocal-math", "signed-zeros", "elide-constructors", "access-control", "asm", "gnu-inline-asm",
+        "trigraphs", "permissive",
+    )
+)  # fmt: skip
+_KEPT_F_PREFIXES = (
+    "-fno-builtin-", "-ffp-contract=", "-fmacro-prefix-map=", "-ffile-prefix-map=", "-fconstexpr-depth=",
+    "-fconstexpr-steps=", "-ftemplate-depth=", "-fbracket-depth=", "-finput-charset=", "-fexec-charset=",
+)  # fmt: skip
+_REPLACED = frozenset({"-c", "-S", "-w", "-pipe", "-pedantic", "-pedantic-errors", "--", "-v"})
+_REPLACED_PREFIXES = (
+    "-M", "-g", "-fdiagnostics", "-fcolor-diagnostics", "-fno-color-diagnostics", "-fmessage-length", "-fPIC", "-fpic",
+    "-fPIE", "-fpie",
+)  # fmt: skip
+_TARGET_PREFIXES = ("-m", "--target=", "-target", "-arch", "--sysroot", "-isysroot", "-stdlib=", "-nostdinc", "-B")
+
+OPTIMISATION = "optimisation levels (the build's opt_level decides)"
+TARGET = "target flags (the pipeline picks the target)"
+OTHER = "flags the pipeline does not honour"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One compile command of a database."""
+
+    source: Source
+    #: The object file it names (its ``output``, else its ``-o``), or "".
+    output: str
+    #: CMake and Meson targets its object belongs to (``CMakeFiles/<target>.dir``, ``<target>.p``).
+    targets: tuple[str, ...]
+
+    def belongs_to(self, target: str) -> bool:
+        """Whether ``target`` names this entry's target, or is a glob matching its object file."""
+        return target in self.targets or (bool(self.output) and fnmatchcase(self.output, target))
+
+    @property
+    def label(self) -> str:
+        """How messages name this entry: its object file (relative to its directory), else its directory."""
+        if not self.output:
+            return f"the command in {self.source.cwd}"
+        output = Path(self.output)
+        cwd = self.source.cwd
+        return str(output.relative_to(cwd)) if cwd is not None and output.is_relative_to(cwd) else self.output
+
+
+@dataclass(frozen=True)
+class CompilationDatabase:
+    """The compile commands of one ``compile_commands.json``."""
+
+    path: Path
+    entries: tuple[Entry, ...]
+    #: (why, flags) for the flags left out (shell-quoted), each flag once, in order of appearance.
+    dropped: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def dropped_message(self) -> str:
+        """The warning saying which flags were left out ("" when none)."""
+        if not self.dropped:
+            return ""
+        parts = "; ".join(f"{why}: {' '.join(flags)}" for why, flags in self.dropped)
+        return f"{self.path}: flags of this compilation database were left out: {parts}"
+
+    def select(self, patterns: Sequence[str | Path], *, base: Path, targets: Sequence[str] = ()) -> list[Source]:
+        """The sources named by ``patterns`` (paths or globs relative to ``base``; none: every
+        source, sorted), of the given ``targets`` only when some are named."""
+        entries = list(self.entries)
+        if not entries:
+            raise BuildDescriptionError(f"the compilation database {self.path} lists no compile commands")
+        if targets:
+            known = sorted({t for e in entries for t in e.targets})
+            for target in targets:
+                if not any(e.belongs_to(target) for e in entries):
+                    raise BuildDescriptionError(
+                        f"no compile command of {self.path} belongs to the target {target!r} "
+                        f"(its targets: {', '.join(known) or 'none named'}; a target may also be "
+                        "a glob matched against the object files)"
+                    )
+            entries = [e for e in entries if any(e.belongs_to(t) for t in targets)]
+        by_file: dict[Path, list[Entry]] = {}
+        for entry in entries:
+            by_file.setdefault(entry.source.path, []).append(entry)
+        among = f"{self.path}" + (f" (targets {', '.join(targets)})" if targets else "")
+        chosen: list[Path] = []
+        for pattern in patterns:
+            if is_pattern(str(pattern)) and (base / pattern).resolve() not in by_file:  # "[" in a file's name
+                parts = pattern_parts(pattern, base)
+                hits = sorted(f for f in by_file if matches(f, parts))
+                if not hits:
+                    raise BuildDescriptionError(f"the pattern {pattern} (in {base}) matches no source of {among}")
+            else:
+                wanted = (base / pattern).resolve()
+                if wanted not in by_file:
+                    raise BuildDescriptionError(f"{wanted} is not a source of {among}{_close(wanted, by_file, base)}")
+                hits = [wanted]
+            chosen += [f for f in hits if f not in chosen]
+        return [self._one(f, by_file[f]) for f in (chosen if patterns else sorted(by_file))]
+
+    def _one(self, file: Path, entries: list[Entry]) -> Source:
+        distinct = list({e.source.flags: e for e in entries}.values())
+        if len(distinct) == 1:
+            return distinct[0].source
+        shared = set.intersection(*(set(e.source.flags) for e in distinct))
+        ways = "; ".join(
+            f"{e.label} ({shlex.join(f for f in e.source.flags if f not in shared) or 'no flags of its own'})"
+            for e in distinct
+        )
+        names = sorted({t for e in distinct for t in e.targets})
+        pick = f"targets=[{names[0]!r}] (its targets: {', '.join(names)})" if names else "targets=[<object file glob>]"
+        raise BuildDescriptionError(
+            f"{self.path} compiles {file} {len(distinct)} ways, with different flags: {ways}; choose one with {pick}"
+        )
+
+
+def _close(wanted: Path, files: dict[Path, list[Entry]], base: Path) -> str:
+    """The close matches of a path missing from the database, as "; close matches: a, b" (or "")."""
+    names = {os.path.relpath(f, base): f for f in files}
+    close = difflib.get_close_matches(os.path.relpath(wanted, base), list(names), n=5, cutoff=0.75)
+    close += [n for n, f in names.items() if f.name == wanted.name and n not in close]
+    return f"; close matches: {', '.join(close[:5])}" if close else ""
+
+
+_loaded: dict[Path, tuple[tuple[int, int], CompilationDatabase]] = {}
+
+
+def load(path: Path, *, stacklevel: int = 2) -> CompilationDatabase:
+    """Read the database at ``path`` (once per content per process), warning about left-out flags
+    the first time; ``stacklevel`` means what it would for ``warnings.warn`` called by the caller."""
+    path = path.resolve()
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise BuildDescriptionError(
+            f"the compilation database {path} does not exist; generate it with CMake "
+            "(cmake -DCMAKE_EXPORT_COMPILE_COMMANDS=ON), Meson (it writes one into the build directory) "
+            "or Bear (bear -- make)"
+        ) from None
+    except OSError as exc:
+        raise BuildDescriptionError(f"cannot read the compilation database {path}: {describe_os_error(exc)}") from exc
+    stamp = (st.st_mtime_ns, st.st_size)
+    cached = _loaded.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    db = read(path)
+    _loaded[path] = (stamp, db)
+    if db.dropped:
+        warnings.warn(db.dropped_message(), BuildDescriptionWarning, stacklevel=stacklevel + 1)
+    return db
+
+
+def read(path: Path) -> CompilationDatabase:
+    """Parse the database at ``path``; every problem is an error naming the file (and the entry)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = describe_os_error(exc) if isinstance(exc, OSError) else f"not UTF-8 ({exc.reason})"
+        raise BuildDescriptionError(f"cannot read the compilation database {path}: {why}") from exc
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise BuildDescriptionError(f"{path} is not a compilation database: it is not JSON ({exc})") from None
+    if not isinstance(doc, list):
+        raise BuildDescriptionError(
+            f"{path} is not a compilation database: expected a JSON list of compile commands, "
+            f"found a JSON {type(doc).__name__ if not isinstance(doc, dict) else 'object'}"
+        )
+    entries = []
+    dropped: dict[str, dict[str, None]] = {}
+    for n, item in enumerate(doc):
+        entry, left_out = _entry(item, path, n)
+        entries.append(entry)
+        for why, flag in left_out:
+            dropped.setdefault(why, {})[flag] = None
+    order = [OPTIMISATION, TARGET, OTHER]
+    return CompilationDatabase(
+        path, tuple(entries), tuple((why, tuple(dropped[why])) for why in order if why in dropped)
+    )
+
+
+def _entry(item: Any, db: Path, n: int) -> tuple[Entry, list[tuple[str, str]]]:
+    where = f"{db}, entry {n}"
+    if not isinstance(item, dict):
+        raise BuildDescriptionError(f"{where}: expected an object with directory, file and arguments or command")
+    for key in ("directory", "file"):
+        if not isinstance(item.get(key), str):
+            raise BuildDescriptionError(f"{where}: has no {key!r} string")
+    where = f"{db}, entry {n} ({item['file']})"
+    if "\0" in item["directory"] + item["file"]:
+        raise BuildDescriptionError(f"{where}: its directory or file name holds a NUL character")
+    directory = db.parent / item["directory"]
+    if isinstance(item.get("arguments"), list) and all(isinstance(a, str) for a in item["arguments"]):
+        args: list[str] = item["arguments"]
+    elif isinstance(item.get("command"), str):
+        try:
+            args = shlex.split(item["command"])
+        except ValueError as exc:
+            raise BuildDescriptionError(f"{where}: its command cannot be split into arguments ({exc})") from None
+    else:
+        raise BuildDescriptionError(f"{where}: has neither an 'arguments' list of strings nor a 'command' string")
+    file = (directory / item["file"]).resolve()
+    args = _expand_response_files(args, directory, where)
+    flags, output, left_out = _sort_flags(args[1:], directory, file)
+    output = item["output"] if isinstance(item.get("output"), str) else output
+    targets = tuple(
+        part.removesuffix(".dir") if part.endswith(".dir") else part.removesuffix(".p")
+        for part in Path(output).parts[:-1]
+        if part.endswith((".dir", ".p"))
+    )
+    return Entry(Source(file, tuple(flags), directory.resolve()), output, targets), left_out
+
+
+def _expand_response_files(args: list[str], directory: Path, where: str, depth: int = 0) -> list[str]:
+    """``@file`` arguments replaced by the arguments the file holds."""
+    out: list[str] = []
+    for arg in args:
+        if arg.startswith("@") and depth < 8:
+            try:
+                text = (directory / arg[1:]).read_text(encoding="utf-8")
+                parts = shlex.split(text)
+            except (OSError, ValueError) as exc:
+                why = describe_os_error(exc) if isinstance(exc, OSError) else exc
+                if isinstance(exc, UnicodeDecodeError):
+                    why = f"not UTF-8 ({exc.reason})"
+                raise BuildDescriptionError(
+                    f"{where}: its response file {directory / arg[1:]} cannot be read: {why}"
+                ) from None
+            out += _expand_response_files(parts, directory, where, depth + 1)
+        else:
+            out.append(arg)
+    return out
+
+
+def _sort_flags(args: list[str], directory: Path, file: Path) -> tuple[list[str], str, list[tuple[str, str]]]:
+    """The flags kept (paths made absolute), the ``-o`` output, and (why, flag) for each one dropped."""
+    kept: list[str] = []
+    output = ""
+    dropped: list[tuple[str, str]] = []
+
+    def absolute(value: str) -> str:
+        return os.path.normpath(os.path.join(directory, value))
+
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        value = args[i + 1] if arg in _SEPARATE and i + 1 < len(args) else None
+        i += 2 if value is not None else 1
+        whole = shlex.join([arg] if value is None else [arg, value])  # as the message shows it
+        if arg == "-o":
+            output = value or ""
+        elif not arg.startswith("-"):
+            if (directory / arg).resolve() != file:
+                dropped.append((OTHER, shlex.quote(arg)))  # another input file
+        elif arg in ("-D", "-U") and value is not None:
+            kept.append(arg + value)
+        elif arg.startswith(("-D", "-U")) and len(arg) > 2:
+            kept.append(arg)
+        elif arg in _DIRECTORY_OPTIONS and value is not None:
+            kept.append(arg + absolute(value))
+        elif arg.startswith(_DIRECTORY_OPTIONS):
+            option = next(o for o in sorted(_DIRECTORY_OPTIONS, key=len, reverse=True) if arg.startswith(o))
+            kept.append(option + absolute(arg[len(option) :]))
+        elif arg in _FILE_OPTIONS and value is not None:
+            kept += [arg, absolute(value)]
+        elif arg.startswith(("-std=", "--std=")) or arg in ("-ansi", "-pthread"):
+            kept.append(arg.removeprefix("-") if arg.startswith("--") else arg)
+        elif arg in _KEPT_F or arg.startswith(_KEPT_F_PREFIXES):
+            kept.append(arg)
+        elif arg in _REPLACED or arg.startswith(_REPLACED_PREFIXES):
+            pass
+        elif arg.startswith("-W") and not arg.startswith(("-Wl,", "-Wa,", "-Wp,")):
+            pass  # warnings: clang's own diagnostics, not counted
+        elif arg.startswith("-O"):
+            dropped.append((OPTIMISATION, whole))
+        elif arg.startswith(_TARGET_PREFIXES):
+            dropped.append((TARGET, whole))
+        else:
+            dropped.append((OTHER, whole))
+    return kept, output, dropped

@@ -1,0 +1,82 @@
+"""What a build is asked to do: one frozen value shared by the CLI and the pytest plugin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cbuild.build.cpu import DEFAULT_CPU, cpu_level
+from cbuild.errors import CBuildError
+
+OPT_LEVELS = ("0", "1", "2", "3", "s", "z")
+CXX_SUFFIXES = frozenset({".cc", ".cpp", ".cxx", ".c++", ".C", ".CPP"})
+C_SUFFIXES = frozenset({".c"})
+IR_SUFFIXES = frozenset({".ll"})
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Compiler and link settings; every field is part of the build cache key."""
+
+    opt_level: str = "2"
+    cflags: tuple[str, ...] = ()
+    cxxflags: tuple[str, ...] = ()
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    #: False builds through the same pipeline without counting code (for overhead comparisons).
+    instrument: bool = True
+    #: ``edges`` (counters off a spanning tree of each function, fewer updates) or
+    #: ``blocks`` (one counter per block); the block counts are the same.
+    placement: str = "edges"
+    #: Cost-model parameters that change built artifacts (part of the key).
+    model_params: tuple[tuple[str, str], ...] = field(default=())
+    #: Report function entries and returns: inclusive costs, call counts and call-path
+    #: profiles (a little slower; the counts are the same).
+    calls: bool = False
+    #: The x86-64 level programs are told they run on (cbuild.build.cpu): ``x86-64``, ``x86-64-v2``,
+    #: ``x86-64-v3`` or ``x86-64-v4``, whatever the host.
+    cpu: str = DEFAULT_CPU
+    #: Check the running total at every function entry and loop head, so that code can be
+    #: stopped at a limit set when it runs (cbuild.build.checks); the counts are the same.
+    cutoff: bool = False
+
+    def __post_init__(self) -> None:
+        if self.opt_level not in OPT_LEVELS:
+            raise CBuildError(f"optimisation level {self.opt_level!r} is not one of {', '.join(OPT_LEVELS)}")
+        cpu_level(self.cpu)
+
+    @property
+    def speed_level(self) -> int:
+        """The llvmlite pipeline level matching :attr:`opt_level` (``s``/``z`` optimise as 2)."""
+        return int(self.opt_level) if self.opt_level.isdigit() else 2
+
+    def key_parts(self) -> list[str]:
+        """Every field, rendered for a cache key."""
+        return [
+            f"O{self.opt_level}",
+            "\0".join(self.cflags),
+            "\0".join(self.cxxflags),
+            "\0".join(str(p) for p in self.include_dirs),
+            "\0".join(self.defines),
+            "\0".join(self.ldflags),
+            f"instrument={self.instrument}",
+            f"placement={self.placement}",
+            "\0".join(f"{k}={v}" for k, v in self.model_params),
+            f"calls={self.calls}",
+            f"cpu={self.cpu}",
+            f"cutoff={self.cutoff}",
+        ]
+
+
+def language_of(source: Path) -> str:
+    """``c``, ``c++`` or ``ir`` (textual LLVM IR) from the file suffix; anything else is an error."""
+    if source.suffix in C_SUFFIXES:
+        return "c"
+    if source.suffix in IR_SUFFIXES:
+        return "ir"
+    if source.suffix in CXX_SUFFIXES:
+        return "c++"
+    raise CBuildError(
+        f"{source}: unknown source language (expected .c, .ll, or one of {', '.join(sorted(CXX_SUFFIXES))})"
+    )

@@ -1,5 +1,0 @@
-"""Self-contained HTML reports: one file with the data, the page's script and the bundled libraries."""
-
-from cbuild.html.page import render
-
-__all__ = ["render"]

@@ -1,0 +1,227 @@
+"""Executed block counts and what they cost."""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cbuild.build.blocks import BlockTable
+from cbuild.models.profile import Profile
+
+if TYPE_CHECKING:
+    from cbuild.riscv.executor import Execution
+
+
+@dataclass(frozen=True)
+class BlockCounts:
+    """How often each block of one artifact ran."""
+
+    table: BlockTable
+    counts: tuple[int, ...]
+    #: Model name -> its static phase's document for this artifact.
+    analyses: Mapping[str, Any] = field(default_factory=dict)
+    #: Model name -> the numbers its dynamic phase reported for this execution.
+    results: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: Regions the execution passed through (instrbudget.h), if any.
+    profile: Profile | None = None
+    #: RISC-V target -> what its build executed in the executor (models that execute a target).
+    machine: Mapping[str, Execution] = field(default_factory=dict)
+    #: Model name -> why it could not measure this artifact (its target cannot build the code).
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.counts) != len(self.table):
+            raise ValueError(f"{len(self.counts)} counters for a table of {len(self.table)} blocks")
+
+    def analysis(self, model: str) -> Mapping[str, Any]:
+        """A model's static document (empty if the artifact was built without it)."""
+        doc: Mapping[str, Any] = self.analyses.get(model, {})
+        return doc
+
+    def machine_run(self, target: str) -> Execution:
+        """What the build for ``target`` executed; an error if it was not executed."""
+        try:
+            return self.machine[target]
+        except KeyError:
+            raise ValueError(f"this measurement has no execution of the {target} build") from None
+
+    def results_of(self, model: str) -> tuple[int, ...]:
+        """A model's dynamic results; an error if the artifact was built without the model."""
+        try:
+            return self.results[model]
+        except KeyError:
+            raise ValueError(
+                f"this artifact was built without the dynamic phase of cost model {model!r}; "
+                "build it with the model active"
+            ) from None
+
+
+#: ``REASON (FILE:LINE[:COLUMN])``: a target's compiler error ends with where it points.
+_WHERE = re.compile(r"^(?P<reason>.*) \((?P<file>[^()]+?):(?P<line>\d+)(?::\d+)?\)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Unavailability:
+    """Why a model could not measure an artifact, and the code the reason points at."""
+
+    model: str
+    reason: str
+    #: ``file:line`` in a source file, when the reason names one.
+    where: str | None = None
+    #: The function around ``where`` in the artifact's block table (a symbol), when found.
+    function: str | None = None
+
+
+def unavailability(counts: BlockCounts, model: str) -> Unavailability | None:
+    """Why ``model`` could not measure ``counts`` (None: it could), with the file, line and
+    function of the code its reason points at, where it names one."""
+    text = counts.unavailable.get(model)
+    if text is None:
+        return None
+    found = _WHERE.match(text)
+    if found is None or found.group("file").startswith("<"):  # ``<inline asm>``: not a source file
+        return Unavailability(model, text)
+    file, line = found.group("file"), int(found.group("line"))
+    return Unavailability(model, found.group("reason"), f"{file}:{line}", enclosing_function(counts.table, file, line))
+
+
+def enclosing_function(table: BlockTable, file: str, line: int) -> str | None:
+    """The function of ``table`` whose code in ``file`` spans ``line``: one with code on that line
+    if any, else the one whose lines enclose it most narrowly (None: no function does)."""
+    wanted = os.path.normpath(file)
+
+    def same(path: str) -> bool:
+        path = os.path.normpath(path)
+        return path == wanted or (not os.path.isabs(wanted) and path.endswith(os.sep + wanted))
+
+    spans: dict[str, tuple[int, int]] = {}
+    on_line: set[str] = set()
+    for block in table.blocks:
+        for path, n, _ in block.lines:
+            if n and same(path):
+                low, high = spans.get(block.function, (n, n))
+                spans[block.function] = (min(low, n), max(high, n))
+                if n == line:
+                    on_line.add(block.function)
+    candidates = [(high - low, name) for name, (low, high) in spans.items() if low <= line <= high]
+    if on_line:
+        candidates = [(spans[name][1] - spans[name][0], name) for name in on_line]
+    return min(candidates)[1] if candidates else None
+
+
+def _merged(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out.get(key, 0) + value
+    return out
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One metric's value for a measurement, with its breakdowns."""
+
+    metric: str
+    total: int
+    #: Function name -> exclusive cost (the cost of the function's own blocks).
+    functions: dict[str, int] = field(default_factory=dict)
+    #: Region path ("parse", "parse/tokens") -> inclusive cost between its markers.
+    regions: dict[str, int] = field(default_factory=dict)
+    #: Function name -> {"file:line": cost} (models whose cost is per instruction).
+    lines: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: In builds made for profiles: function -> inclusive cost, function -> calls, and
+    #: call path ("main;parse;next_token", outermost first) -> exclusive cost.
+    inclusive: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    stacks: dict[str, int] = field(default_factory=dict)
+
+    def __add__(self, other: Cost) -> Cost:
+        if other.metric != self.metric:
+            raise ValueError(f"cannot add {other.metric} to {self.metric}")
+        lines = {f: dict(v) for f, v in self.lines.items()}
+        for function, per_line in other.lines.items():
+            lines[function] = _merged(lines.get(function, {}), per_line)
+        return Cost(
+            self.metric,
+            self.total + other.total,
+            _merged(self.functions, other.functions),
+            _merged(self.regions, other.regions),
+            lines,
+            _merged(self.inclusive, other.inclusive),
+            _merged(self.calls, other.calls),
+            _merged(self.stacks, other.stacks),
+        )
+
+    def top_lines(self, n: int = 5, function: str | None = None) -> list[tuple[str, str, int]]:
+        """The ``n`` costliest source lines, of one function or of all: (function, "file:line", cost)."""
+        rows = [
+            (f, where, value)
+            for f, per_line in self.lines.items()
+            if function is None or f == function
+            for where, value in per_line.items()
+        ]
+        return sorted(rows, key=lambda r: (-r[2], r[0], r[1]))[:n]
+
+    def top_functions(self, n: int = 5) -> list[tuple[str, int]]:
+        """The ``n`` costliest functions, ties broken by name."""
+        return sorted(self.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def line_label(where: str) -> str:
+    """``file:line`` for people: line 0 (code the compiler made up, with no source line) says so."""
+    file, _, line = where.rpartition(":")
+    return f"{file} (no source line)" if line == "0" else where
+
+
+def line_costs(counts: BlockCounts) -> dict[str, dict[str, int]]:
+    """Executed IR instructions per function and source line (from the blocks' debug locations)."""
+    out: dict[str, dict[str, int]] = {}
+    for block, count in zip(counts.table.blocks, counts.counts, strict=True):
+        if not count:
+            continue
+        per_line = out.setdefault(block.function, {})
+        for file, line, n in block.lines:
+            where = f"{file}:{line}"
+            per_line[where] = per_line.get(where, 0) + n * count
+    return out
+
+
+def weighted_cost(metric: str, counts: BlockCounts, block_costs: Sequence[int]) -> Cost:
+    """Sum of count x per-block cost, overall and per function."""
+    functions: dict[str, int] = {}
+    total = 0
+    for block, count, cost in zip(counts.table.blocks, counts.counts, block_costs, strict=True):
+        if count and cost:
+            value = count * cost
+            total += value
+            functions[block.function] = functions.get(block.function, 0) + value
+    return Cost(metric, total, functions)
+
+
+def split_results(models: Mapping[str, Any], raw: Sequence[int]) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
+    """Each model's static document and its slice of the dynamic phases' results."""
+    analyses = {name: doc.get("analysis", {}) for name, doc in models.items()}
+    results = {}
+    for name, doc in models.items():
+        if "results" in doc:
+            offset, count = doc["results"]
+            results[name] = tuple(raw[offset : offset + count])
+    return analyses, results
+
+
+def warn_if_interleaved(name: str, threads: int, counts: BlockCounts, *, stacklevel: int = 2) -> None:
+    """Warn when more than one thread ran instrumented code and ``counts`` hold results that depend
+    on how the threads interleaved: the cost models' dynamic phases and call paths."""
+    shared = sorted(counts.results)
+    if counts.profile is not None and counts.profile.functions:
+        shared.append("call paths")
+    if threads > 1 and shared:
+        warnings.warn(
+            f"{name}: {threads} threads ran instrumented code; {', '.join(shared)} "
+            f"depend on how the threads interleaved (IR instruction counts do not)",
+            RuntimeWarning,
+            stacklevel=stacklevel + 1,
+        )

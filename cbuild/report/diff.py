@@ -1,0 +1,142 @@
+"""Differences between two runs: baselines or ``--instrbudget-json`` documents.
+
+``python -m cbuild diff OLD.json NEW.json`` prints the tests whose costs changed, with
+the functions and regions that changed most; ``--markdown`` renders the same as a
+markdown table for a CI job summary.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cbuild.build.demangle import demangle
+from cbuild.errors import CBuildError
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One metric of one test in a run."""
+
+    total: int
+    functions: dict[str, int] = field(default_factory=dict)
+    regions: dict[str, int] = field(default_factory=dict)
+
+
+Run = dict[str, dict[str, Entry]]  # test -> metric -> entry
+
+
+def load_run(path: Path) -> Run:
+    """Read a baseline or a results document (both have ``tests``)."""
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise CBuildError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise CBuildError(f"{path} is not valid JSON: {exc}") from None
+    tests = doc.get("tests") if isinstance(doc, dict) else None
+    if not isinstance(tests, dict):
+        raise CBuildError(f"{path} is neither an instrbudget baseline nor a --instrbudget-json document")
+    run: Run = {}
+    try:
+        for test, body in tests.items():
+            metrics: dict[str, Any] = body.get("metrics", body)
+            run[test] = {
+                metric: Entry(
+                    int(value["value"] if "value" in value else value["total"]),
+                    dict(value.get("functions", {})),
+                    dict(value.get("regions", {})),
+                )
+                for metric, value in metrics.items()
+            }
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CBuildError(f"{path}: unexpected entry ({exc!r})") from None
+    return run
+
+
+@dataclass(frozen=True)
+class Change:
+    """A metric of a test whose total differs, or that exists in one run only."""
+
+    test: str
+    metric: str
+    old: int | None
+    new: int | None
+    functions: list[tuple[str, int, int]]
+    regions: list[tuple[str, int, int]]
+
+    @property
+    def percent(self) -> float | None:
+        if self.old in (None, 0) or self.new is None:
+            return None
+        return 100.0 * (self.new - self.old) / self.old
+
+
+def deltas(old: dict[str, int], new: dict[str, int], n: int, *, grown_only: bool = False) -> list[tuple[str, int, int]]:
+    """The ``n`` keys whose value changed (or grew) most: (key, old, new); a missing key counts as 0."""
+    rows = [(k, old.get(k, 0), new.get(k, 0)) for k in set(old) | set(new)]
+    rows = [r for r in rows if (r[2] > r[1] if grown_only else r[2] != r[1])]
+    return sorted(rows, key=lambda r: (-abs(r[2] - r[1]), r[0]))[:n]
+
+
+def only_in(a: Run, b: Run) -> list[str]:
+    """Tests of ``a`` that ``b`` does not have."""
+    return sorted(set(a) - set(b))
+
+
+def changes(old: Run, new: Run, *, top: int = 5) -> list[Change]:
+    """Every changed metric of the tests both runs measured, by test and metric."""
+    out = []
+    for test in sorted(set(old) & set(new)):
+        a, b = old.get(test, {}), new.get(test, {})
+        for metric in sorted(set(a) | set(b)):
+            x, y = a.get(metric), b.get(metric)
+            if x is not None and y is not None and x.total == y.total and x.regions == y.regions:
+                continue
+            out.append(
+                Change(
+                    test,
+                    metric,
+                    x.total if x else None,
+                    y.total if y else None,
+                    deltas(x.functions if x else {}, y.functions if y else {}, top),
+                    deltas(x.regions if x else {}, y.regions if y else {}, top),
+                )
+            )
+    return out
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _pct(change: Change) -> str:
+    p = change.percent
+    return "" if p is None else f"{p:+.2f}%"
+
+
+def render_text(found: list[Change]) -> str:
+    """Plain text for a terminal."""
+    if not found:
+        return "no differences\n"
+    lines = []
+    for c in found:
+        lines.append(f"{c.test}  {c.metric}: {_num(c.old)} -> {_num(c.new)} {_pct(c)}".rstrip())
+        for name, a, b in c.functions:
+            lines.append(f"    {demangle(name)}  {b - a:+,}  ({a:,} -> {b:,})")
+        for name, a, b in c.regions:
+            lines.append(f"    region {name}  {b - a:+,}  ({a:,} -> {b:,})")
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(found: list[Change]) -> str:
+    """A markdown table and the largest function changes, for a CI job summary."""
+    if not found:
+        return "No cost changed.\n"
+    lines = ["| test | metric | old | new | change | functions that changed most |", "|---|---|---:|---:|---:|---|"]
+    for c in found:
+        moved = ", ".join(f"`{demangle(n)}` {b - a:+,}" for n, a, b in c.functions[:3])
+        lines.append(f"| `{c.test}` | {c.metric} | {_num(c.old)} | {_num(c.new)} | {_pct(c)} | {moved} |")
+    return "\n".join(lines) + "\n"

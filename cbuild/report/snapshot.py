@@ -1,0 +1,119 @@
+"""The baseline snapshot's document: per test and metric, a total with per-function and per-region costs.
+
+The plugin reads and writes it (``pytest_instrbudget.baseline``); ``python -m cbuild history``
+reads its past versions out of git. Layout (sorted keys, two-space indent, one trailing newline)::
+
+    {
+      "fingerprint": {"clang": "22.1.8", "llvm": "22.1.0", "pipeline": "1", "target": "x86_64-linux-gnu"},
+      "tests": {
+        "tests/test_sort.py::test_sort_1000": {
+          "ir_instructions": {"functions": {"mk_sort_ints": 118000}, "total": 119872}
+        }
+      },
+      "version": 1
+    }
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cbuild.models.costs import Cost
+
+VERSION = 1
+#: Where a project keeps its baseline unless ``[tool.instrbudget] baseline`` says otherwise.
+DEFAULT_PATH = Path(".instrbudget/baseline.json")
+
+
+class SnapshotError(ValueError):
+    """The document is not a snapshot; the message says why and where (without naming the file)."""
+
+
+@dataclass
+class Snapshot:
+    """Decoded snapshot: the fingerprint it was made with, and test -> metric -> Cost."""
+
+    fingerprint: dict[str, str] = field(default_factory=dict)
+    tests: dict[str, dict[str, Cost]] = field(default_factory=dict)
+
+    def to_doc(self) -> dict[str, Any]:
+        """The JSON document, ready to dump with sorted keys."""
+        return {
+            "version": VERSION,
+            "fingerprint": dict(self.fingerprint),
+            "tests": {
+                nodeid: {
+                    metric: {
+                        "total": cost.total,
+                        "functions": dict(cost.functions),
+                        **({"regions": dict(cost.regions)} if cost.regions else {}),
+                    }
+                    for metric, cost in metrics.items()
+                }
+                for nodeid, metrics in self.tests.items()
+            },
+        }
+
+    def dumps(self) -> str:
+        """The file's text."""
+        return json.dumps(self.to_doc(), indent=2, sort_keys=True) + "\n"
+
+
+def differing_keys(old: dict[str, str], new: dict[str, str]) -> tuple[str, ...]:
+    """The fingerprint keys whose values differ between two snapshots (sorted)."""
+    return tuple(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
+
+
+def _no_constant(name: str) -> Any:
+    """JSON has no NaN or Infinity; Python's reader would accept them."""
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _count(value: object) -> bool:
+    """Whether ``value`` is a cost a snapshot can hold: a non-negative integer."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def decode(data: bytes) -> Snapshot:
+    """Parse a snapshot file's bytes; :class:`SnapshotError` says what is wrong."""
+    try:
+        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except ValueError as exc:  # bad JSON, bytes that are not UTF-8, NaN or Infinity
+        if isinstance(exc, json.JSONDecodeError):
+            why = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        elif isinstance(exc, UnicodeDecodeError):
+            why = f"byte {exc.start} is not UTF-8 text"
+        else:
+            why = str(exc)
+        raise SnapshotError(f"is not valid JSON ({why})") from None
+    try:
+        return _from_doc(doc)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SnapshotError(f"does not have the expected layout ({type(exc).__name__}: {exc})") from None
+
+
+def _from_doc(doc: Any) -> Snapshot:
+    if not isinstance(doc, dict):
+        raise TypeError("top level is not an object")
+    if doc.get("version") != VERSION:
+        raise ValueError(f"version {doc.get('version')!r}, expected {VERSION}")
+    fingerprint = {str(k): str(v) for k, v in doc["fingerprint"].items()}
+    tests: dict[str, dict[str, Cost]] = {}
+    for nodeid, metrics in doc["tests"].items():
+        entry: dict[str, Cost] = {}
+        for metric, value in metrics.items():
+            total = value["total"]
+            functions = value.get("functions", {})
+            regions = value.get("regions", {})
+            if not _count(total):
+                raise ValueError(f"{nodeid} {metric}: total {total!r} is not a non-negative integer")
+            for kind, costs in (("function", functions), ("region", regions)):
+                bad = next((f"{k} = {v!r}" for k, v in costs.items() if not _count(v)), None)
+                if bad is not None:
+                    raise ValueError(f"{nodeid} {metric}: {kind} cost {bad} is not a non-negative integer")
+            entry[metric] = Cost(metric, total, dict(functions), dict(regions))
+        tests[nodeid] = entry
+    return Snapshot(fingerprint, tests)

@@ -1,0 +1,11 @@
+"""The riscv stage: sources in, the cost models' RISC-V build of them and its runs out.
+
+Takes the sources and options of a build (from :mod:`cbuild.build`) and gives a static
+RISC-V ELF (:mod:`.build`), its decoded instructions (:mod:`.isa`, :mod:`.decode`), and
+runs of it in unicorn with the models' C hooks compiled in (:mod:`.executor`), including
+replays of library calls (:mod:`.guest`). :mod:`.machine` and :mod:`.maxplus` describe
+pipelines for the pipeline model; :mod:`.lowering` is the IR-level estimate used with
+``execute = false``.
+
+Imports :mod:`cbuild.build` and :mod:`cbuild.errors` only.
+"""

@@ -1,0 +1,956 @@
+"""The RISC-V executor: run a static riscv32/riscv64 ELF, or call its functions, in unicorn.
+
+The executing code is native (``runtime/rv_executor.c``, built with the project's clang against
+the ``unicorn`` wheel's ``libunicorn.so.2``), with the C code of the cost models that measure
+through it compiled in: their hooks see every executed machine block and, if they ask, every
+memory access with the index of the instruction that made it. Python only lays out memory,
+starts runs and reads results (:class:`Executor`). :func:`run_isolated` runs a program in a
+child process, an executor server kept for later runs, so that nothing the guest or the engine
+does can end the caller.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import bisect
+import contextlib
+import ctypes
+import faulthandler
+import hashlib
+import importlib.util
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, ClassVar
+
+from cbuild.errors import CBuildError
+
+if TYPE_CHECKING:  # the executor's child process imports this module: only what running needs
+    from cbuild.build.cache import Cache
+    from cbuild.build.toolchain import Toolchain
+
+SOURCE = Path(__file__).parent.parent / "runtime" / "rv_executor.c"
+
+#: rvx_run outcomes.
+EXITED, RETURNED, FAULT, LIMIT, READY = 0, 1, 2, 3, 4
+#: Guest memory layout: the stack ends at STACK_TOP, anonymous mappings grow up from MMAP_BASE.
+STACK_TOP = 0x8000_0000
+STACK_SIZE = 16 << 20
+MMAP_BASE = 0x4000_0000
+#: A mapped address no code lives at: called functions return to it.
+RETURN_ADDRESS = STACK_TOP - STACK_SIZE - 0x1000
+PAGE = 4096
+_AT = {"PHDR": 3, "PHENT": 4, "PHNUM": 5, "PAGESZ": 6, "BASE": 7, "FLAGS": 8, "ENTRY": 9, "UID": 11, "EUID": 12}
+_AT |= {"GID": 13, "EGID": 14, "HWCAP": 16, "CLKTCK": 17, "SECURE": 23, "RANDOM": 25, "EXECFN": 31}
+_HWCAP_IMA = (1 << (ord("i") - 97)) | (1 << (ord("m") - 97)) | (1 << (ord("a") - 97))
+#: unicorn's RISC-V register numbers (unicorn/riscv.h): x0..x31 are 1..32, pc 33.
+REG_X0, REG_PC = 1, 33
+REG_SP, REG_RA, REG_A0 = REG_X0 + 2, REG_X0 + 1, REG_X0 + 10
+_HOOKS = ("block", "access", "reset", "finish", "now")
+#: Section of the RISC-V builds listing region markers (written by :mod:`cbuild.riscv.build`).
+MARKER_SECTION = ".instrbudget_marks"
+#: Non-allocated section of a library's build: how its code takes each exported function's
+#: arguments and result (:func:`cbuild.riscv.build.abi_table`, JSON; read by :mod:`cbuild.riscv.guest`).
+ABI_SECTION = ".instrbudget.abi"
+#: Models one executor holds (RVX_MAX_MODELS in rv_executor.c).
+MAX_MODELS = 4
+_NO_REGION = 0xFFFF_FFFF
+
+
+class ExecutorError(CBuildError):
+    """The executor could not be built, or a guest could not be loaded or run."""
+
+
+@dataclass(frozen=True)
+class ExecRuntime:
+    """A cost model's C code inside the executor.
+
+    ``source`` defines ``model_block(const rvx_block *b)`` (before each executed block: ``b->pc``,
+    ``b->n`` instructions, ``b->data[model]`` the model's block data), ``model_access(uint64_t
+    address, uint32_t size, uint32_t is_store, uint32_t index)`` (with ``memory``: each load and
+    store, ``index`` the instruction's position in the block), ``model_reset(void)``,
+    ``model_finish(uint64_t *out)`` (``results`` numbers) and ``uint64_t model_now(void)`` (the
+    cost so far). ``block_data`` (optional) computes a block's data from its instruction words
+    and address, once per block, in Python; a :class:`~cbuild.errors.CBuildError` it raises (a
+    word it cannot decode) makes the model's results unavailable for the run, with that reason.
+    ``block_data_id`` names the producer for the block-data file kept beside the ELF (see
+    :class:`BlockDataFile`); empty: computed in every process.
+    """
+
+    source: str
+    results: int
+    memory: bool = False
+    block_data: Callable[[Sequence[int], int], Sequence[int]] | None = None
+    block_data_id: str = ""
+
+
+def unicorn_paths() -> tuple[Path, Path]:
+    """The ``unicorn`` wheel's include directory and ``libunicorn.so.2``."""
+    spec = importlib.util.find_spec("unicorn")
+    if spec is None or spec.origin is None:
+        raise ExecutorError(
+            "the RISC-V cost models need the 'unicorn' package, a dependency of pytest-instrbudget "
+            "(pip install 'unicorn>=2.1.3,<2.2')"
+        )
+    root = Path(spec.origin).parent
+    include, library = root / "include", root / "lib" / "libunicorn.so.2"
+    if not (include / "unicorn" / "unicorn.h").exists() or not library.exists():
+        raise ExecutorError(f"the unicorn package at {root} has no C headers or libunicorn.so.2")
+    return include, library
+
+
+def executor_source(runtimes: Sequence[ExecRuntime]) -> str:
+    """The executor's C source with the models' hooks joined in."""
+    if len(runtimes) > MAX_MODELS:
+        raise ExecutorError(f"a RISC-V target runs at most {MAX_MODELS} executing cost models, not {len(runtimes)}")
+    memory = any(r.memory for r in runtimes)
+    parts = [
+        "/* Generated by pytest-instrbudget: the RISC-V executor and its cost models. */\n",
+        f"#define RVX_MEMORY_EVENTS {int(memory)}\n",
+        SOURCE.read_text(),
+    ]
+    for i, runtime in enumerate(runtimes):
+        parts.append(f"\n/* ---- cost model {i} ---- */\n#define RVX_MODEL {i}\n")
+        parts.extend(f"#define model_{hook} rvm{i}_{hook}\n" for hook in _HOOKS)
+        parts.append(runtime.source)
+        parts.extend(f"\n#undef model_{hook}" for hook in _HOOKS)
+        parts.append("\n#undef RVX_MODEL\n")
+    block = " ".join(f"rvm{i}_block(b);" for i in range(len(runtimes)))
+    access = " ".join(f"rvm{i}_access(a, s, w, k);" for i, r in enumerate(runtimes) if r.memory)
+    reset = " ".join(f"rvm{i}_reset();" for i in range(len(runtimes)))
+    offsets = [sum(r.results for r in runtimes[:i]) for i in range(len(runtimes))]
+    finish = " ".join(f"rvm{i}_finish(out + {offsets[i]});" for i in range(len(runtimes)))
+    now = " ".join(f"out[{i}] = rvm{i}_now();" for i in range(len(runtimes)))
+    parts.append(
+        f"""
+static void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}
+static void rvx_models_access(uint64_t a, uint32_t s, uint32_t w, uint32_t k) {{
+    (void)a; (void)s; (void)w; (void)k; {access} }}
+static void rvx_models_reset(void) {{ {reset} }}
+static void rvx_models_finish(uint64_t *out) {{ (void)out; {finish} }}
+static void rvx_models_now(uint64_t *out) {{ (void)out; {now} }}
+"""
+    )
+    return "".join(parts)
+
+
+def build_executor(toolchain: Toolchain, cache: Cache, runtimes: Sequence[ExecRuntime]) -> Path:
+    """The executor as a shared library for the host, with ``runtimes`` compiled in (cached by content)."""
+    from cbuild.build.compile import compile_own  # building needs the toolchain; running does not
+
+    include, library = unicorn_paths()
+    header = (include / "unicorn" / "unicorn.h").read_bytes()
+    # Which unicorn it is built against is part of the cached executor's key (a reinstall of
+    # another version at the same path must not reuse it).
+    engine = f"/* unicorn.h {hashlib.sha256(header).hexdigest()[:16]}, {library.stat().st_size} bytes */\n"
+    flags = [
+        "-shared",
+        "-fPIC",
+        "-O2",
+        "-std=c11",
+        "-D_POSIX_C_SOURCE=200809L",
+        f"-I{include}",
+        str(library),
+        f"-Wl,-rpath,{library.parent}",
+    ]
+    try:
+        return compile_own(
+            toolchain,
+            cache,
+            engine + executor_source(runtimes),
+            what="RISC-V executor",
+            stem="rvexec",
+            flags=flags,
+            suffix=".so",
+        )
+    except CBuildError as exc:
+        raise ExecutorError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A loadable part of an ELF image."""
+
+    vaddr: int
+    memsz: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Image:
+    """What loading a static RISC-V ELF needs."""
+
+    xlen: int
+    entry: int
+    segments: tuple[Segment, ...]
+    phdr: int
+    phentsize: int
+    phnum: int
+    #: Function symbols: (start, size, name), sorted by start.
+    functions: tuple[tuple[int, int, str], ...]
+    #: Region markers (section ``.instrbudget_marks``, :mod:`cbuild.riscv.build`): (address, kind, name),
+    #: sorted by address; kind 0 start, 1 next, 2 stop.
+    markers: tuple[tuple[int, int, str], ...] = ()
+    #: The contents of section :data:`ABI_SECTION` (a library build's), or b"".
+    abi: bytes = b""
+
+    @property
+    def end(self) -> int:
+        """First page-aligned address after the image (where the heap starts)."""
+        return max(_align(s.vaddr + s.memsz) for s in self.segments)
+
+    def symbol(self, name: str) -> int:
+        """A function's address; an error naming the ELF's functions if there is none."""
+        for start, _, sym in self.functions:
+            if sym == name:
+                return start
+        raise ExecutorError(f"the RISC-V build has no function {name!r}")
+
+
+def _align(value: int) -> int:
+    return (value + PAGE - 1) & -PAGE
+
+
+def read_image(path: Path) -> Image:
+    """Segments, entry point and function symbols of a static RISC-V ELF (ELF32 or ELF64, little-endian)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ExecutorError(f"cannot read the RISC-V build {path}: {exc}") from None
+    try:
+        return _parse_image(data)
+    except (struct.error, IndexError, ValueError) as exc:
+        raise ExecutorError(f"{path} is not a usable RISC-V ELF: {exc}") from None
+
+
+def _parse_image(data: bytes) -> Image:
+    if data[:4] != b"\x7fELF" or data[5] != 1:
+        raise ValueError("not a little-endian ELF file")
+    wide = data[4] == 2
+    if wide:
+        _, machine, _, entry, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _ = struct.unpack_from(
+            "<HHIQQQIHHHHHH", data, 16
+        )
+    else:
+        _, machine, _, entry, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _ = struct.unpack_from(
+            "<HHIIIIIHHHHHH", data, 16
+        )
+    if machine != 243:
+        raise ValueError(f"machine {machine}, not RISC-V (243)")
+    segments, phdr = [], 0
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if wide:
+            ptype, _, offset, vaddr, _, filesz, memsz, _ = struct.unpack_from("<IIQQQQQQ", data, at)
+        else:
+            ptype, offset, vaddr, _, filesz, memsz, _, _ = struct.unpack_from("<IIIIIIII", data, at)
+        if ptype == 1:
+            segments.append(Segment(vaddr, memsz, data[offset : offset + filesz]))
+        elif ptype == 6:
+            phdr = vaddr
+    sections, names = [], []
+    for i in range(shnum):
+        at = shoff + i * shentsize
+        if wide:
+            sname, stype, _, _, offset, size, link, _, _, entsize = struct.unpack_from("<IIQQQQIIQQ", data, at)
+        else:
+            sname, stype, _, _, offset, size, link, _, _, entsize = struct.unpack_from("<IIIIIIIIII", data, at)
+        sections.append((stype, offset, size, link, entsize))
+        names.append(sname)
+    shstrndx = struct.unpack_from("<H", data, 62 if wide else 50)[0]
+    markers: list[tuple[int, int, str]] = []
+    abi = b""
+    if shstrndx < len(sections):
+        strings = sections[shstrndx][1]
+        for (_, offset, size, _, _), sname in zip(sections, names, strict=True):
+            section = data[strings + sname : data.index(b"\0", strings + sname)]
+            if section == ABI_SECTION.encode():
+                abi = data[offset : offset + size]
+            elif section == MARKER_SECTION.encode():
+                fmt = "<QQQ" if wide else "<III"
+                for at in range(offset, offset + size - struct.calcsize(fmt) + 1, struct.calcsize(fmt)):
+                    address, kind, name = struct.unpack_from(fmt, data, at)
+                    markers.append((address, kind, _string_at(segments, name)))
+    symbols: list[tuple[int, int, int, str]] = []  # (start, size, bind, name)
+    for stype, offset, size, link, entsize in sections:
+        if stype != 2 or not entsize:  # SHT_SYMTAB
+            continue
+        strtab = sections[link]
+        for at in range(offset, offset + size, entsize):
+            if wide:
+                name, info, _, shndx, value, symsize = struct.unpack_from("<IBBHQQ", data, at)
+            else:
+                name, value, symsize, info, _, shndx = struct.unpack_from("<IIIBBH", data, at)
+            if info & 0xF != 2 or shndx == 0 or not name:  # functions defined here
+                continue
+            end = data.index(b"\0", strtab[1] + name)
+            symbols.append((value, symsize, info >> 4, data[strtab[1] + name : end].decode(errors="replace")))
+    # Aliases of one address: the global name wins, then the shorter one. A function without a size
+    # reaches to the next one.
+    best: dict[int, tuple[int, int, int, str]] = {}
+    for sym in symbols:
+        known = best.get(sym[0])
+        if known is None or (sym[2] != 1, -sym[1], len(sym[3]), sym[3]) < (
+            known[2] != 1,
+            -known[1],
+            len(known[3]),
+            known[3],
+        ):
+            best[sym[0]] = sym
+    starts = sorted(best)
+    functions = []
+    for i, start in enumerate(starts):
+        _, size, _, name = best[start]
+        if size == 0:
+            size = (starts[i + 1] if i + 1 < len(starts) else start + 4) - start
+        functions.append((start, size, name))
+    return Image(
+        64 if wide else 32,
+        entry,
+        tuple(segments),
+        phdr,
+        phentsize,
+        phnum,
+        tuple(functions),
+        tuple(sorted(markers)),
+        abi,
+    )
+
+
+def _string_at(segments: Sequence[Segment], address: int) -> str:
+    """The NUL-terminated string the image holds at ``address``."""
+    for seg in segments:
+        if seg.vaddr <= address < seg.vaddr + len(seg.data):
+            start = address - seg.vaddr
+            end = seg.data.find(b"\0", start)
+            return seg.data[start : end if end >= 0 else len(seg.data)].decode(errors="replace")
+    raise ValueError(f"a region marker's name at {address:#x} lies outside the image")
+
+
+@dataclass
+class Execution:
+    """What one run or one measured stretch of calls executed."""
+
+    #: Executed machine blocks: (start address, instructions, executions).
+    blocks: list[tuple[int, int, int]]
+    #: The models' results, in the order their runtimes were given.
+    results: list[int]
+    instructions: int
+    exit_code: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    #: Why the run did not end normally (fault, limit), or "".
+    error: str = ""
+    functions: dict[str, int] = field(default_factory=dict)
+    #: Region path ("parse", "parse/tokens") -> (times run, each model's clock over it, in runtime order).
+    regions: dict[str, tuple[int, list[int]]] = field(default_factory=dict)
+    #: Models (by runtime index) whose block data could not be computed, with the reason: their
+    #: results are not measurements.
+    unavailable: dict[int, str] = field(default_factory=dict)
+
+
+def function_instructions(image: Image, blocks: Sequence[tuple[int, int, int]]) -> dict[str, int]:
+    """Executed instructions per function symbol (blocks split where a symbol ends)."""
+    starts = [f[0] for f in image.functions]
+    out: dict[str, int] = {}
+    for pc, n, count in blocks:
+        if not count:
+            continue
+        address, end = pc, pc + 4 * n
+        while address < end:
+            i = bisect.bisect_right(starts, address) - 1
+            if i >= 0 and address < image.functions[i][0] + image.functions[i][1]:
+                name = image.functions[i][2]
+                stop = min(end, image.functions[i][0] + image.functions[i][1])
+            else:
+                name = "(no symbol)"
+                nxt = starts[i + 1] if i + 1 < len(starts) else end
+                stop = min(end, max(nxt, address + 4))
+            out[name] = out.get(name, 0) + count * ((stop - address) // 4)
+            address = stop
+    return out
+
+
+def function_at(image: Image, address: int) -> str:
+    """The function symbol whose code holds ``address``, or "(no symbol)"."""
+    i = bisect.bisect_right([f[0] for f in image.functions], address) - 1
+    if i >= 0 and address < image.functions[i][0] + image.functions[i][1]:
+        return image.functions[i][2]
+    return "(no symbol)"
+
+
+BlockKey = tuple[int, tuple[int, ...]]
+#: A block-data file starts with this and the sha256 of the rest.
+_DATA_MAGIC = b"instrbudget block data 1\n"
+
+
+class BlockDataFile:
+    """A model's block data for one ELF, kept in a file beside it (``<elf>.blocks-<id>``) so that
+    later runs of the same build do not compute it again.
+
+    Keyed by the block's address and instruction words, so a file left by an earlier ELF at the
+    same path can only miss, never give another block's data. A file that cannot be read or whose
+    checksum does not match counts as empty (and is rewritten); one that cannot be written (a
+    read-only build directory) is left as it is; writes are atomic, and two runs writing at once
+    each leave a complete file.
+    """
+
+    def __init__(self, elf: Path, producer_id: str) -> None:
+        self.path = elf.with_name(f"{elf.name}.blocks-{producer_id}")
+        self.data: dict[BlockKey, list[int]] = {}
+        self.added = 0
+        try:
+            signature = _signature(self.path)
+            known = _KEPT.get(self.path)
+            if known is not None and known[0] == signature:  # read by an earlier run of this process
+                self.data = known[1]
+                return
+            raw = self.path.read_bytes()
+        except OSError:
+            return
+        head, check, payload = (
+            raw[: len(_DATA_MAGIC)],
+            raw[len(_DATA_MAGIC) : len(_DATA_MAGIC) + 32],
+            raw[len(_DATA_MAGIC) + 32 :],
+        )
+        if head != _DATA_MAGIC or hashlib.sha256(payload).digest() != check:
+            return  # damaged or from another version: computed again and rewritten
+        loaded = pickle.loads(payload)
+        if isinstance(loaded, dict):
+            self.data = loaded
+            _KEPT[self.path] = (signature, loaded)
+
+    def save(self) -> None:
+        """Write the file if blocks were added since it was read."""
+        if not self.added:
+            return
+        from cbuild.build.cache import atomic_write
+
+        try:
+            payload = pickle.dumps(self.data, protocol=pickle.HIGHEST_PROTOCOL)
+            atomic_write(self.path, _DATA_MAGIC + hashlib.sha256(payload).digest() + payload)
+            _KEPT[self.path] = (_signature(self.path), self.data)
+        except OSError:
+            return
+        self.added = 0
+
+
+#: Block-data files this process has read or written, with their (size, mtime, inode) then: an
+#: executor server reads each once, not once per run.
+_KEPT: dict[Path, tuple[tuple[int, int, int], dict[BlockKey, list[int]]]] = {}
+
+
+def _signature(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+_BLOCK_CB = ctypes.CFUNCTYPE(
+    None, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)
+)
+
+
+class Executor:
+    """One guest in this process: an ELF loaded into the executor library."""
+
+    def __init__(
+        self, library: Path, image: Image, runtimes: Sequence[ExecRuntime], *, elf: Path | None = None
+    ) -> None:
+        """``elf``: the file ``image`` was read from, beside which block data is kept (see
+        :class:`BlockDataFile`); None keeps it in this process only."""
+        self.image = image
+        self.runtimes = list(runtimes)
+        self.unavailable: dict[int, str] = {}
+        self._data_files = {
+            i: BlockDataFile(elf, r.block_data_id)
+            for i, r in enumerate(self.runtimes)
+            if elf is not None and r.block_data is not None and r.block_data_id
+        }
+        self.nresults = sum(r.results for r in runtimes)
+        lib = self.lib = ctypes.CDLL(str(library))
+        u64, u32, ptr = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
+        lib.rvx_new.restype = ptr
+        lib.rvx_new.argtypes = [ctypes.c_int, u64, u64, u64, _BLOCK_CB, u32]
+        for name, args in {
+            "rvx_map": [ptr, u64, u64],
+            "rvx_write": [ptr, u64, ctypes.c_char_p, ctypes.c_size_t],
+            "rvx_read": [ptr, u64, ptr, ctypes.c_size_t],
+            "rvx_run": [ptr, u64, u64, u64],
+            "rvx_exit_code": [ptr],
+        }.items():
+            getattr(lib, name).argtypes = args
+            getattr(lib, name).restype = ctypes.c_int
+        lib.rvx_get_reg.argtypes, lib.rvx_get_reg.restype = [ptr, ctypes.c_int], u64
+        lib.rvx_set_reg.argtypes, lib.rvx_set_reg.restype = [ptr, ctypes.c_int, u64], None
+        lib.rvx_set_stdin.argtypes, lib.rvx_set_stdin.restype = [ptr, ctypes.c_char_p, ctypes.c_size_t], None
+        lib.rvx_output.argtypes = [ptr, ctypes.c_int, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8))]
+        lib.rvx_output.restype = ctypes.c_size_t
+        lib.rvx_error.argtypes, lib.rvx_error.restype = [ptr], ctypes.c_char_p
+        lib.rvx_executed.argtypes, lib.rvx_executed.restype = [ptr], u64
+        lib.rvx_block_count.argtypes, lib.rvx_block_count.restype = [ptr], u32
+        lib.rvx_blocks.argtypes, lib.rvx_blocks.restype = [ptr, ptr, ptr, ptr], None
+        lib.rvx_set_block_data.argtypes = [ptr, u32, u32, ctypes.POINTER(ctypes.c_int32), u32]
+        lib.rvx_set_block_data.restype = None
+        lib.rvx_set_markers.argtypes = [ptr, u32, ctypes.POINTER(u64), ctypes.POINTER(u32), ctypes.POINTER(u32)]
+        lib.rvx_set_markers.restype = None
+        lib.rvx_region_count.argtypes, lib.rvx_region_count.restype = [ptr], u32
+        lib.rvx_regions.argtypes, lib.rvx_regions.restype = [ptr, ptr, ptr, ptr, ptr], None
+        for name in ("rvx_reset", "rvx_clear_output", "rvx_free"):
+            getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr], None
+        for name in ("rvx_finish", "rvx_now"):
+            getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr, ptr], None
+        self._callback = _BLOCK_CB(self._block_data)  # kept alive as long as the executor
+        data_models = sum(1 << i for i, r in enumerate(runtimes) if r.block_data is not None)
+        self.handle = lib.rvx_new(image.xlen, image.end, MMAP_BASE, 0x7000_0000, self._callback, data_models)
+        if not self.handle:
+            raise ExecutorError("unicorn could not start a RISC-V machine")
+        self._failure: BaseException | None = None
+        for seg in image.segments:
+            self._check(lib.rvx_map(self.handle, seg.vaddr, seg.vaddr + seg.memsz), f"mapping {seg.vaddr:#x}")
+            self.write(seg.vaddr, seg.data)
+        self._check(lib.rvx_map(self.handle, STACK_TOP - STACK_SIZE, STACK_TOP), "mapping the stack")
+        self._check(lib.rvx_map(self.handle, RETURN_ADDRESS, RETURN_ADDRESS + PAGE), "mapping the return page")
+        self._marker_names = sorted({name for _, _, name in image.markers})
+        if image.markers:
+            ids = {name: i for i, name in enumerate(self._marker_names)}
+            n = len(image.markers)
+            lib.rvx_set_markers(
+                self.handle,
+                n,
+                (ctypes.c_uint64 * n)(*(a for a, _, _ in image.markers)),
+                (ctypes.c_uint32 * n)(*(k for _, k, _ in image.markers)),
+                (ctypes.c_uint32 * n)(*(ids[name] for _, _, name in image.markers)),
+            )
+
+    def _check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            raise ExecutorError(f"the RISC-V executor failed {what}")
+
+    def _block_data(self, model: int, block: int, pc: int, n: int, words: Any) -> None:
+        try:
+            data = self._compute_block_data(model, pc, tuple(words[i] for i in range(n)))
+            array = (ctypes.c_int32 * max(len(data), 1))(*data)
+            self.lib.rvx_set_block_data(self.handle, model, block, array, len(data))
+        except BaseException as exc:  # an exception cannot cross the C frames: kept and raised after the run
+            if isinstance(exc, CBuildError):  # the model cannot describe this block: no result, a reason
+                self.unavailable.setdefault(model, f"{exc} (in {function_at(self.image, pc)})")
+            elif self._failure is None:
+                self._failure = exc
+            empty = (ctypes.c_int32 * 1)()
+            self.lib.rvx_set_block_data(self.handle, model, block, empty, 0)
+
+    def _compute_block_data(self, model: int, pc: int, words: tuple[int, ...]) -> list[int]:
+        file = self._data_files.get(model)
+        if file is not None:
+            found = file.data.get((pc, words))
+            if found is not None:
+                return found
+        producer = self.runtimes[model].block_data
+        assert producer is not None
+        data = [int(v) for v in producer(list(words), pc)]
+        if file is not None:
+            file.data[(pc, words)] = data
+            file.added += 1
+        return data
+
+    def save_block_data(self) -> None:
+        """Keep the block data computed so far beside the ELF, for later runs."""
+        for file in self._data_files.values():
+            file.save()
+
+    def close(self) -> None:
+        """Free the machine (unicorn's engine and the block tables); the executor is unusable after."""
+        if self.handle:
+            self.lib.rvx_free(self.handle)
+            self.handle = None
+
+    def map(self, start: int, end: int) -> None:
+        """Make guest memory [start, end) usable (pages mapped already stay as they are)."""
+        self._check(self.lib.rvx_map(self.handle, start, end), f"mapping {start:#x}")
+
+    def write(self, address: int, data: bytes) -> None:
+        """Copy ``data`` into guest memory."""
+        if data:
+            self._check(self.lib.rvx_write(self.handle, address, data, len(data)), f"writing {address:#x}")
+
+    def read(self, address: int, size: int) -> bytes:
+        """Guest memory."""
+        buf = ctypes.create_string_buffer(size)
+        self._check(self.lib.rvx_read(self.handle, address, buf, size), f"reading {address:#x}")
+        return buf.raw
+
+    def _word_bytes(self) -> int:
+        return self.image.xlen // 8
+
+    def setup_stack(self, argv: Sequence[bytes]) -> int:
+        """The Linux initial stack (argc, argv, empty environment, auxiliary vector); returns sp."""
+        width = self._word_bytes()
+        sp = STACK_TOP - 64
+        random_addr = sp - 16
+        strings = b"".join(a + b"\0" for a in argv)
+        base = random_addr - len(strings)
+        pointers, pos = [], base
+        for arg in argv:
+            pointers.append(pos)
+            pos += len(arg) + 1
+        self.write(base, strings)
+        self.write(random_addr, bytes(range(16)))  # fixed AT_RANDOM: runs stay deterministic
+        image = self.image
+        auxv = [
+            (_AT["PHDR"], image.phdr),
+            (_AT["PHENT"], image.phentsize),
+            (_AT["PHNUM"], image.phnum),
+            (_AT["PAGESZ"], PAGE),
+            (_AT["BASE"], 0),
+            (_AT["FLAGS"], 0),
+            (_AT["ENTRY"], image.entry),
+            (_AT["UID"], 0),
+            (_AT["EUID"], 0),
+            (_AT["GID"], 0),
+            (_AT["EGID"], 0),
+            (_AT["HWCAP"], _HWCAP_IMA),
+            (_AT["CLKTCK"], 100),
+            (_AT["SECURE"], 0),
+            (_AT["RANDOM"], random_addr),
+            (_AT["EXECFN"], pointers[0] if pointers else 0),
+            (0, 0),
+        ]
+        words = [len(argv), *pointers, 0, 0, *(w for pair in auxv for w in pair)]
+        sp = (base - width * len(words)) & -16
+        self.write(sp, b"".join(w.to_bytes(width, "little") for w in words))
+        return sp
+
+    def run(self, pc: int, *, stop: int = 0, limit: int = 2**63) -> int:
+        """Execute from ``pc``: an outcome (EXITED, RETURNED, FAULT, LIMIT, READY)."""
+        status = self.lib.rvx_run(self.handle, pc, stop, limit)
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise ExecutorError(f"a cost model's block data failed: {failure!r}") from failure
+        return int(status)
+
+    def output(self, which: int) -> bytes:
+        """What the guest wrote to stdout (0) or stderr (1)."""
+        data = ctypes.POINTER(ctypes.c_uint8)()
+        n = self.lib.rvx_output(self.handle, which, ctypes.byref(data))
+        return ctypes.string_at(data, n) if n else b""
+
+    def blocks(self) -> list[tuple[int, int, int]]:
+        """Every block seen: (start, instructions, executions since the last reset)."""
+        n = self.lib.rvx_block_count(self.handle)
+        pcs, sizes, counts = (ctypes.c_uint64 * n)(), (ctypes.c_uint32 * n)(), (ctypes.c_uint64 * n)()
+        self.lib.rvx_blocks(self.handle, pcs, sizes, counts)
+        return list(zip(pcs, sizes, counts, strict=True))
+
+    def results(self) -> list[int]:
+        """The models' results for what ran since the last reset."""
+        out = (ctypes.c_uint64 * max(self.nresults, 1))()
+        self.lib.rvx_finish(self.handle, out)
+        return list(out)[: self.nresults]
+
+    def reset(self) -> None:
+        """Start a measurement: counts and the models' state from zero."""
+        self.lib.rvx_reset(self.handle)
+
+    def register(self, number: int) -> int:
+        return int(self.lib.rvx_get_reg(self.handle, number))
+
+    def set_register(self, number: int, value: int) -> None:
+        self.lib.rvx_set_reg(self.handle, number, value)
+
+    def error(self) -> str:
+        return (self.lib.rvx_error(self.handle) or b"").decode(errors="replace")
+
+    def execution(self, status: int) -> Execution:
+        """What ran since the last reset, after a run that ended with ``status``."""
+        blocks = [b for b in self.blocks() if b[2]]
+        return Execution(
+            blocks=blocks,
+            results=self.results(),
+            instructions=sum(n * c for _, n, c in blocks),
+            exit_code=self.lib.rvx_exit_code(self.handle) if status == EXITED else None,
+            stdout=self.output(0),
+            stderr=self.output(1),
+            error=""
+            if status in (EXITED, RETURNED, READY)
+            else ("more instructions than the limit" if status == LIMIT else self.error()),
+            functions=function_instructions(self.image, blocks),
+            regions=self.regions(),
+            unavailable=dict(self.unavailable),
+        )
+
+    def regions(self) -> dict[str, tuple[int, list[int]]]:
+        """Regions closed since the last reset: path -> (times run, each model's clock over it)."""
+        n = self.lib.rvx_region_count(self.handle)
+        if not n:
+            return {}
+        parents, names = (ctypes.c_uint32 * n)(), (ctypes.c_uint32 * n)()
+        counts, sums = (ctypes.c_uint64 * n)(), (ctypes.c_uint64 * (n * MAX_MODELS))()
+        self.lib.rvx_regions(self.handle, parents, names, counts, sums)
+        paths: list[str] = []
+        out: dict[str, tuple[int, list[int]]] = {}
+        for i in range(n):  # a node comes after its parent
+            name = self._marker_names[names[i]]
+            paths.append(name if parents[i] == _NO_REGION else f"{paths[parents[i]]}/{name}")
+            if counts[i]:
+                out[paths[i]] = (counts[i], list(sums[i * MAX_MODELS : i * MAX_MODELS + len(self.runtimes)]))
+        return out
+
+
+def run_program(
+    library: Path,
+    elf: Path,
+    runtimes: Sequence[ExecRuntime],
+    argv: Sequence[str] = (),
+    *,
+    stdin: bytes = b"",
+    limit: int = 2**63,
+) -> Execution:
+    """Run a static RISC-V program to its exit in this process; ``argv`` starts with the program's
+    name (default: the ELF's file name)."""
+    image = read_image(elf)
+    executor = Executor(library, image, runtimes, elf=elf)
+    try:
+        sp = executor.setup_stack([os.fsencode(a) for a in (argv or [elf.name])])
+        executor.set_register(REG_SP, sp)
+        executor.lib.rvx_set_stdin(executor.handle, stdin, len(stdin))
+        status = executor.run(image.entry, limit=limit)
+        executor.save_block_data()
+        return executor.execution(status)
+    finally:
+        executor.close()
+
+
+def run_isolated(
+    library: Path,
+    elf: Path,
+    runtimes: Sequence[ExecRuntime],
+    argv: Sequence[str] = (),
+    *,
+    stdin: bytes = b"",
+    limit: int = 2**63,
+    timeout: float | None = None,
+) -> Execution:
+    """:func:`run_program` in a child process (block data producers must be picklable).
+
+    The child is an executor server kept for later runs (its start-up, about 0.1 s, is paid once
+    per process): each run gets a new machine, and a server that crashes, or that a timeout
+    stops, ends and is replaced. Runs at the same time use servers of their own.
+    """
+    request = (str(library), str(elf), pack_runtimes(runtimes), list(argv), stdin, limit)
+    server = _Server.take()
+    try:
+        result = server.request(request, timeout)
+    except subprocess.TimeoutExpired:
+        where = server.stack()
+        server.close()
+        raise ExecutorError(f"the RISC-V run of {elf.name} took longer than {timeout} s{where}") from None
+    except EOFError:
+        returncode, errors = server.close()
+        raise ExecutorError(f"the RISC-V executor failed on {elf.name} (exit {returncode}):\n{errors}") from None
+    except BaseException:  # interrupted mid-request: the server's state is unknown
+        server.close()
+        raise
+    server.give_back()
+    if isinstance(result, ExecutorError):
+        raise result
+    assert isinstance(result, Execution)
+    return result
+
+
+def send_message(out: IO[bytes], message: Any) -> None:
+    """One pickled message, length first (executor servers and library guests)."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(struct.pack("<Q", len(data)) + data)
+    out.flush()
+
+
+def receive_message(inp: IO[bytes]) -> Any:
+    """The next message :func:`send_message` sent; EOFError when the stream ended."""
+    head = inp.read(8)
+    if len(head) < 8:
+        raise EOFError
+    (n,) = struct.unpack("<Q", head)
+    data = inp.read(n)
+    if len(data) < n:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class _Server:
+    """A child process (``python -m cbuild.riscv.executor``) that runs programs one request at a time."""
+
+    _idle: ClassVar[list[_Server]] = []
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close(); a file, not a pipe, so stderr cannot block the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cbuild.riscv.executor"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+        )
+
+    @classmethod
+    def take(cls) -> _Server:
+        with cls._lock:
+            while cls._idle:
+                server = cls._idle.pop()
+                if server.proc.poll() is None:
+                    return server
+                server.close()
+        return cls()
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._idle.append(self)
+
+    def request(self, message: Any, timeout: float | None) -> Any:
+        """Send a run and wait for its result (TimeoutExpired after ``timeout`` seconds)."""
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        try:
+            send_message(self.proc.stdin, message)
+        except (BrokenPipeError, OSError):
+            raise EOFError from None
+        if timeout is not None:
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            if not ready:
+                raise subprocess.TimeoutExpired(self.proc.args, timeout)
+        return receive_message(self.proc.stdout)  # the reply is written whole once it starts
+
+    def stack(self) -> str:
+        """Where the child is (its Python stack, which it writes to stderr on SIGUSR1), as text to
+        add to an error ("" if it does not answer)."""
+        self.errors.seek(0, os.SEEK_END)
+        start = self.errors.tell()
+        with contextlib.suppress(OSError):
+            self.proc.send_signal(signal.SIGUSR1)
+        for _ in range(20):
+            time.sleep(0.05)
+            self.errors.seek(start)
+            text = self.errors.read().decode(errors="replace")
+            if "File " in text and text.endswith("\n"):
+                return f"; the executor was at:\n{text[-2000:]}"
+        return ""
+
+    def close(self) -> tuple[int | None, str]:
+        """End the child: its exit status and the end of what it wrote to stderr."""
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        returncode = self.proc.wait()
+        self.errors.seek(0)
+        errors = self.errors.read().decode(errors="replace")[-2000:]
+        self.errors.close()
+        return returncode, errors
+
+    @classmethod
+    def close_all(cls) -> None:
+        """End the idle servers (at exit; in a forked child, forget the parent's)."""
+        with cls._lock:
+            idle, cls._idle = cls._idle, []
+        for server in idle:
+            server.close()
+
+    @classmethod
+    def forget_all(cls) -> None:
+        cls._idle = []
+        cls._lock = threading.Lock()
+
+
+def close_servers() -> None:
+    """End this process's idle executor servers (the next run starts a new one)."""
+    _Server.close_all()
+
+
+atexit.register(_Server.close_all)
+os.register_at_fork(after_in_child=_Server.forget_all)
+
+
+def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)  # see _Server.stack
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            library, elf, packed, argv, stdin, limit = receive_message(inp)
+        except EOFError:
+            return
+        try:
+            result: Execution | ExecutorError = run_program(
+                Path(library), Path(elf), unpack_runtimes(packed), argv, stdin=stdin, limit=limit
+            )
+        except ExecutorError as exc:
+            result = exc
+        send_message(out, result)
+
+
+def pack_runtimes(runtimes: Sequence[ExecRuntime]) -> tuple[list[str], bytes]:
+    """Runtimes for an executor process: with this process's import path, so that a model's
+    block-data producer defined in a test suite's own modules (a conftest.py) loads there too."""
+    return list(sys.path), pickle.dumps(list(runtimes))
+
+
+def unpack_runtimes(packed: tuple[list[str], bytes]) -> list[ExecRuntime]:
+    """The runtimes :func:`pack_runtimes` packed, in the executor's process."""
+    path, data = packed
+    sys.path.extend(entry for entry in path if entry not in sys.path)
+    try:
+        runtimes = pickle.loads(data)
+    except Exception as exc:
+        raise ExecutorError(f"a cost model's block data cannot be loaded in the executor's process: {exc!r}") from None
+    assert isinstance(runtimes, list)
+    return runtimes
+
+
+def block_data_text(runtime: ExecRuntime) -> str | None:
+    """A runtime's block-data producer as text for a build's sidecar (a pickle, base64), or None."""
+    if runtime.block_data is None:
+        return None
+    return base64.b64encode(pickle.dumps(runtime.block_data)).decode()
+
+
+def slot_runtimes(slots: Sequence[Sequence[Any]]) -> list[ExecRuntime]:
+    """The runtimes of a built executor, from its slots ``[name, offset, results, memory, block data]``
+    (their C code is compiled in already: running needs their shapes and block-data producers)."""
+    runtimes = []
+    for name, _, n, memory, *rest in slots:
+        data = rest[0] if rest else None
+        try:
+            producer = pickle.loads(base64.b64decode(data)) if data is not None else None
+        except Exception as exc:
+            raise ExecutorError(f"the recorded block data of cost model {name!r} cannot be read: {exc}") from None
+        producer_id = hashlib.sha256(data.encode()).hexdigest()[:16] if data is not None else ""
+        runtimes.append(ExecRuntime("", results=n, memory=memory, block_data=producer, block_data_id=producer_id))
+    return runtimes
+
+
+def slot_results(slots: Sequence[Sequence[Any]], results: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """Each model's slice of an executor's results, by model name."""
+    return {name: tuple(results[offset : offset + n]) for name, offset, n, *_ in slots}
+
+
+def slot_unavailable(slots: Sequence[Sequence[Any]], run: Execution, target: str) -> dict[str, str]:
+    """The models of a run whose block data could not be computed, by name, with the reason."""
+    return {slots[i][0]: f"the {target} build: {reason}" for i, reason in run.unavailable.items()}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    # Through the module's import name, so that the results pickle as cbuild.riscv.executor classes.
+    from cbuild.riscv.executor import _main as main
+
+    main()

@@ -1,0 +1,434 @@
+"""A library's RISC-V build in a worker process, replaying the calls a test makes natively.
+
+The test sees the native results. Each call is made again in the RISC-V build (executed by
+:mod:`cbuild.riscv.executor`) with the same arguments, placed as the target's own code takes them:
+the build's table of its functions' IR signatures (:func:`cbuild.riscv.build.abi_table`, in the
+ELF's section :data:`cbuild.riscv.executor.ABI_SECTION`) gives each parameter's register type, so a
+``size_t`` or a typedef of ``long`` is one 32-bit register on riscv32, an ``unsigned int`` is
+sign-extended on riscv64, a small struct travels in registers and a large one by reference,
+a large struct result through a result address (soft-float ABI: floating-point values in
+integer registers). Byte buffers are copied into guest memory and back, pointers a function
+returned are mapped to the guest's own. The guest's result and written buffers are compared
+with the native ones by the caller. A call whose arguments cannot be carried over (raw
+addresses, more than eight argument registers) makes the RISC-V models unavailable for that
+library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cbuild.build.signatures import split_top
+from cbuild.riscv.executor import (
+    EXITED,
+    READY,
+    REG_A0,
+    REG_RA,
+    REG_SP,
+    RETURN_ADDRESS,
+    RETURNED,
+    ExecRuntime,
+    Execution,
+    Executor,
+    ExecutorError,
+    Image,
+    pack_runtimes,
+    read_image,
+    receive_message,
+    send_message,
+    unpack_runtimes,
+)
+
+#: Argument buffers are copied here, one call at a time.
+ARENA = 0x7000_0000
+ARENA_END = 0x7E00_0000
+#: Integer types whose width is the target's word (ILP32: 4 bytes on riscv32).
+_WORD_TYPES = frozenset(
+    {
+        "long",
+        "unsigned long",
+        "long int",
+        "long unsigned int",
+        "size_t",
+        "ssize_t",
+        "ptrdiff_t",
+        "intptr_t",
+        "uintptr_t",
+        "off_t",
+    }
+)
+
+
+class Unreplayable(ExecutorError):
+    """A call's arguments cannot be carried into the RISC-V build."""
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument as the guest gets it: ``kind`` int (``bits``, ``signed``: the host's C type),
+    float (``bits``), buffer (``data``, copied back if ``back``), struct (its bytes), handle (a
+    guest address), null, or cell (a ``char **`` out-parameter: ``value`` the string it points to
+    before the call, or None; the string it points to after comes back)."""
+
+    kind: str
+    value: Any = None
+    bits: int = 0
+    signed: bool = True
+    back: bool = False
+    #: A buffer of integers whose width differs on the target (size_t, long): (host bytes, target
+    #: bytes, signed) per element; ``value`` holds them at the target's width already.
+    element: tuple[int, int, bool] | None = None
+
+
+#: A parameter or result as the target's code takes it: [IR type, extension, role] (see
+#: :func:`cbuild.riscv.build.abi_table`).
+Slot = Sequence[str]
+
+
+def word_bits(desc: dict[str, Any], xlen: int) -> int:
+    """Width of an integer type on the target, guessed from its name (for functions the build's
+    table does not list)."""
+    bits = 8 * int(desc.get("size", 4))
+    name = str(desc.get("name", "")).removeprefix("const ").strip()
+    return xlen if bits == 64 and name in _WORD_TYPES else bits
+
+
+def read_abi(image: Image, elf: Path) -> dict[str, Any]:
+    """The table of :data:`~cbuild.riscv.executor.ABI_SECTION` in a RISC-V build ({} if it has none)."""
+    if not image.abi:
+        return {}
+    try:
+        table = json.loads(image.abi)
+    except ValueError as exc:
+        raise ExecutorError(f"the RISC-V build {elf} has an unreadable ABI table: {exc}") from None
+    if not isinstance(table, dict):
+        raise ExecutorError(f"the RISC-V build {elf} has an unreadable ABI table: not an object")
+    return table
+
+
+def ir_bytes(ir: str, xlen: int) -> int:
+    """Size in bytes of an IR type the calling convention passes in registers."""
+    if ir == "ptr":
+        return xlen // 8
+    if ir in ("float", "double"):
+        return 4 if ir == "float" else 8
+    if re.fullmatch(r"i\d+", ir):
+        return (int(ir[1:]) + 7) // 8
+    array = re.fullmatch(r"\[(\d+) x (.+)\]", ir)
+    if array:
+        return int(array.group(1)) * ir_bytes(array.group(2), xlen)
+    if ir.startswith("{") and ir.endswith("}"):
+        size = 0
+        for element in split_top(ir[1:-1], ","):
+            n = ir_bytes(element, xlen)
+            size = (size + n - 1) // n * n + n  # each element at its natural alignment
+        return size
+    raise Unreplayable(f"a parameter of IR type {ir}")
+
+
+def fits(value: int, bits: int) -> bool:
+    """Whether a host integer (64 bits at most) means the same in ``bits`` bits: its low bits,
+    zero- or sign-extended, give it back (``(size_t)-10`` fits 32 bits, ``1L << 40`` does not)."""
+    low = value & ((1 << bits) - 1)
+    signed = low - (1 << bits) if low >> (bits - 1) else low
+    return (value - low) % 2**64 == 0 or (value - signed) % 2**64 == 0
+
+
+def _words(raw: int, size: int, xlen: int) -> list[int]:
+    """``raw`` (``size`` bytes) as the registers that carry it, least significant first."""
+    mask = (1 << xlen) - 1
+    return [(raw >> shift) & mask for shift in range(0, max(size, 1) * 8, xlen)]
+
+
+def _float_bits(value: float, bits: int) -> int:
+    if bits == 32:
+        return int(struct.unpack("<I", struct.pack("<f", value))[0])
+    return int(struct.unpack("<Q", struct.pack("<d", value))[0])
+
+
+def default_slots(args: Sequence[Arg], ret: tuple[str, int, bool], xlen: int) -> tuple[list[Slot], Slot]:
+    """Parameters and result by the RISC-V psABI from the host's C types, for a function the
+    build's table does not list."""
+
+    def record(size: int) -> str:
+        return f"i{xlen}" if size <= xlen // 8 else f"[2 x i{xlen}]" if size <= xlen // 4 else "ptr"
+
+    params: list[Slot] = []
+    for arg in args:
+        if arg.kind == "int":
+            params.append([f"i{arg.bits}", "s" if arg.signed else "z", ""])
+        elif arg.kind == "float":
+            params.append(["float" if arg.bits == 32 else "double", "", ""])
+        elif arg.kind == "struct":
+            params.append([record(len(arg.value)), "", ""])
+        else:
+            params.append(["ptr", "", ""])
+    kind, bits, signed = ret
+    result: Slot = ["void", "", ""]
+    if kind == "int":
+        result = [f"i{bits}", "s" if signed else "z", ""]
+    elif kind == "float":
+        result = ["float" if bits == 32 else "double", "", ""]
+    elif kind == "pointer":
+        result = ["ptr", "", ""]
+    elif kind == "struct":
+        result = [record(bits), "", ""]
+        if result[0] == "ptr":
+            result = ["void", "", ""]
+            params.insert(0, ["ptr", "", "sret"])
+    return params, result
+
+
+class _Arena:
+    """Guest memory for one call's buffers, by-reference structs and struct result."""
+
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+        self.pos = ARENA
+
+    def put(self, data: bytes) -> int:
+        address = self.pos
+        if address + len(data) > ARENA_END:
+            raise Unreplayable("the call's buffers do not fit the argument area")
+        self.ex.write(address, data)
+        self.pos = (address + len(data) + 16) & -16
+        return address
+
+
+def _registers(
+    args: Sequence[Arg], params: Sequence[Slot], xlen: int, arena: _Arena
+) -> tuple[list[int], list[int], str]:
+    """Argument register values, the guest addresses of the buffer arguments, and what makes the
+    guest's call differ from the native one ("" if nothing): an integer the target's parameter
+    cannot hold."""
+    regs: list[int] = []
+    buffers: list[int] = []
+    problem = ""
+    for n, (arg, (ir, ext, _)) in enumerate(zip(args, params, strict=True), start=1):
+        if arg.kind == "null":
+            regs.append(0)
+        elif arg.kind == "handle":
+            regs.append(int(arg.value))
+        elif arg.kind == "buffer":
+            buffers.append(arena.put(bytes(arg.value)))
+            regs.append(buffers[-1])
+        elif arg.kind == "cell":
+            text = 0 if arg.value is None else arena.put(bytes(arg.value) + b"\0")
+            buffers.append(arena.put(text.to_bytes(xlen // 8, "little")))
+            regs.append(buffers[-1])
+        elif arg.kind == "struct":
+            data = bytes(arg.value)
+            if ir == "ptr":  # passed by reference, to a copy the callee may change
+                regs.append(arena.put(data))
+                continue
+            size = ir_bytes(ir, xlen)
+            if len(data) > size:
+                raise Unreplayable(f"argument {n} ({len(data)} bytes) is {size} bytes in the build's {ir}")
+            regs.extend(_words(int.from_bytes(data, "little"), size, xlen))
+        elif arg.kind == "float":
+            size = ir_bytes(ir, xlen)
+            regs.extend(_words(_float_bits(float(arg.value), 8 * size), size, xlen))
+        else:
+            bits = xlen if ir == "ptr" else int(ir[1:]) if re.fullmatch(r"i\d+", ir) else 8 * ir_bytes(ir, xlen)
+            value = int(arg.value)
+            if not fits(value, bits) and not problem:
+                problem = f"argument {n} ({value}) does not fit the build's {bits}-bit parameter"
+            raw = value & ((1 << bits) - 1)
+            width = max(bits, xlen)
+            if (ext == "s" or (not ext and arg.signed)) and raw >> (bits - 1):
+                raw |= ((1 << width) - 1) ^ ((1 << bits) - 1)  # sign-extended to the register
+            regs.extend(_words(raw, width // 8, xlen))
+    return regs, buffers, problem
+
+
+def _result(ir: str, ret: tuple[str, int, bool], a0: int, a1: int, xlen: int) -> Any:
+    """The result in a0 (and a1) as the host's C type ``ret`` has it; an integer with its width in
+    the build: ``(value, bits)`` (a ``Py_ssize_t`` is an ``i32`` on riscv32)."""
+    kind, bits, signed = ret
+    raw = a0 | (a1 << xlen)
+    if kind == "int":
+        width = xlen if ir == "ptr" else int(ir[1:]) if re.fullmatch(r"i\d+", ir) else bits
+        raw &= (1 << width) - 1
+        return (raw - (1 << width) if signed and raw >> (width - 1) else raw), width
+    if kind == "float":
+        if ir_bytes(ir, xlen) == 4:
+            return struct.unpack("<f", struct.pack("<I", raw & 0xFFFF_FFFF))[0]
+        return struct.unpack("<d", struct.pack("<Q", raw & (2**64 - 1)))[0]
+    if kind == "pointer":
+        return a0
+    if kind == "struct":
+        return raw.to_bytes(2 * xlen // 8, "little")[:bits]
+    return None
+
+
+class _Worker:
+    """The guest in the worker process."""
+
+    def __init__(self, executor: Path, elf: Path, runtimes: list[ExecRuntime]) -> None:
+        image = read_image(elf)
+        self.ex = Executor(executor, image, runtimes, elf=elf)
+        self.xlen = image.xlen
+        #: symbol -> [result, parameters] as the build's code takes them (cbuild.riscv.build.abi_table).
+        self.abi = read_abi(image, elf)
+        self.ex.set_register(REG_SP, self.ex.setup_stack([os.fsencode(elf.name)]))
+        status = self.ex.run(image.entry)
+        if status != READY:
+            raise ExecutorError(f"the RISC-V build of {elf.name} did not start: {self.ex.error() or status}")
+        self.sp = (self.ex.register(REG_SP) - 4096) & -16
+        self.ex.map(ARENA, ARENA_END)
+        self.ex.reset()
+
+    def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
+        """See :meth:`Guest.call`."""
+        entry = self.abi.get(name)
+        if entry is None:
+            params, result = default_slots(args, ret, self.xlen)
+        else:
+            result, params = entry
+        arena = _Arena(self.ex)
+        regs: list[int] = []
+        out = 0
+        if params and params[0][2] == "sret":  # the caller provides the result's memory
+            out = arena.put(bytes(ret[1]))
+            regs.append(out)
+            params = params[1:]
+        if len(params) != len(args):
+            raise Unreplayable(f"the build's {name}() takes {len(params)} parameters, the C declaration {len(args)}")
+        more, buffers, problem = _registers(args, params, self.xlen, arena)
+        regs += more
+        if len(regs) > 8:
+            raise Unreplayable(f"{len(regs)} argument registers are needed; the replay passes at most 8")
+        for i, reg in enumerate(regs):
+            self.ex.set_register(REG_A0 + i, reg)
+        self.ex.set_register(REG_SP, self.sp)
+        self.ex.set_register(REG_RA, RETURN_ADDRESS)
+        status = self.ex.run(self.ex.image.symbol(name), stop=RETURN_ADDRESS)
+        if status != RETURNED:
+            what = "exited" if status == EXITED else f"failed: {self.ex.error()}"
+            return None, [], f"{name}() in the RISC-V build {what}"
+        if out:
+            value: Any = self.ex.read(out, ret[1])
+        else:
+            value = _result(result[0], ret, self.ex.register(REG_A0), self.ex.register(REG_A0 + 1), self.xlen)
+        written: list[bytes | None] = []
+        numbered = [(k, a) for k, a in enumerate(args, start=1) if a.kind in ("buffer", "cell")]
+        for (k, arg), address in zip(numbered, buffers, strict=True):
+            if arg.kind == "cell":
+                pointer = int.from_bytes(self.ex.read(address, self.xlen // 8), "little")
+                try:
+                    written.append(self._string(pointer))
+                except ExecutorError:
+                    written.append(None)
+                    problem = problem or f"argument {k} points to {pointer:#x}, where the build has no string"
+            elif arg.back:
+                written.append(self.ex.read(address, len(arg.value)))
+        return value, written, problem
+
+    def _string(self, address: int, limit: int = 1 << 20) -> bytes | None:
+        """The C string at a guest address (None for NULL; at most ``limit`` bytes)."""
+        if address == 0:
+            return None
+        out = b""
+        while len(out) < limit:
+            chunk = self.ex.read(address + len(out), 256 - (address + len(out)) % 256)
+            end = chunk.find(b"\0")
+            if end >= 0:
+                return out + chunk[:end]
+            out += chunk
+        return out
+
+    def measure(self) -> Execution:
+        self.ex.save_block_data()
+        return self.ex.execution(RETURNED)
+
+
+class Guest:
+    """The RISC-V build of a library, in a worker process of its own."""
+
+    def __init__(self, executor: Path, elf: Path, runtimes: Sequence[ExecRuntime]) -> None:
+        self.elf = elf
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cbuild.riscv.guest"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self._request("load", str(executor), str(elf), pack_runtimes(runtimes))
+
+    def _request(self, *message: Any) -> Any:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        try:
+            send_message(self.proc.stdin, message)
+            ok, value = receive_message(self.proc.stdout)
+        except (EOFError, BrokenPipeError, OSError):
+            err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
+            raise ExecutorError(f"the RISC-V executor of {self.elf.name} ended:\n{err}") from None
+        if not ok:
+            raise value
+        return value
+
+    def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
+        """Call ``name`` in the guest: its result (an integer as ``(value, bits in the build)``, a
+        struct as its bytes), the buffers it wrote (those marked ``back``), and what makes the call
+        differ from the native one ("" when it returned, with arguments it could hold)."""
+        result: tuple[Any, list[bytes | None], str] = self._request("call", name, args, ret)
+        return result
+
+    def reset(self) -> None:
+        """A measurement starts."""
+        self._request("reset")
+
+    def measure(self) -> Execution:
+        """What the calls since the last reset executed, and the models' results."""
+        result: Execution = self._request("measure")
+        return result
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _main() -> None:  # pragma: no cover - the worker process
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    worker: _Worker | None = None
+    while True:
+        try:
+            op, *args = receive_message(inp)
+        except EOFError:
+            return
+        try:
+            if op == "load":
+                worker = _Worker(Path(args[0]), Path(args[1]), unpack_runtimes(args[2]))
+                reply: Any = None
+            elif worker is None:
+                raise ExecutorError("no RISC-V build loaded")
+            elif op == "call":
+                reply = worker.call(*args)
+            elif op == "reset":
+                worker.ex.reset()
+                reply = None
+            else:
+                reply = worker.measure()
+            send_message(out, (True, reply))
+        except ExecutorError as exc:
+            send_message(out, (False, exc))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from cbuild.riscv.guest import _main as main
+
+    main()

@@ -1,0 +1,157 @@
+"""RISC-V assembly: instructions with the registers they read and write.
+
+The pipeline and zkvm models cost a program by its RISC-V code. This module reads
+assembly (written by a user, or printed by LLVM's RISC-V back end, see
+:mod:`cbuild.riscv.lowering`) into :class:`Instruction` values.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cbuild.errors import CBuildError
+
+_INT_ABI = (
+    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5",
+    "a6", "a7", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+)  # fmt: skip
+_FP_ABI = (
+    "ft0", "ft1", "ft2", "ft3", "ft4", "ft5", "ft6", "ft7", "fs0", "fs1", "fa0", "fa1", "fa2", "fa3", "fa4", "fa5",
+    "fa6", "fa7", "fs2", "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11", "ft8", "ft9", "ft10", "ft11",
+)  # fmt: skip
+#: Every register that is a resource of a pipeline (``zero`` is not: it is always ready).
+REGISTERS: tuple[str, ...] = (*_INT_ABI[1:], *_FP_ABI)
+_CANONICAL = {
+    **{name: name for name in (*_INT_ABI, *_FP_ABI)},
+    **{f"x{i}": name for i, name in enumerate(_INT_ABI)},
+    **{f"f{i}": name for i, name in enumerate(_FP_ABI)},
+    "fp": "s0",
+}
+_STORES = frozenset({"sb", "sh", "sw", "sd", "fsw", "fsd"})
+_BRANCHES = frozenset(
+    {"beq", "bne", "blt", "bge", "bltu", "bgeu", "beqz", "bnez", "blez", "bgez", "bltz", "bgtz", "bgt", "ble", "bgtu"}
+    | {"bleu"}
+)
+_MEMORY = re.compile(r"^(.*)\((\w+)\)$")
+_LABEL = re.compile(r"^[\w.$]+:")
+_SMALL_IMMEDIATE = range(-2048, 2048)
+
+
+class AssemblyError(CBuildError):
+    """A line of assembly could not be read."""
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One assembly instruction and the registers it writes and reads."""
+
+    mnemonic: str
+    dsts: tuple[str, ...]
+    srcs: tuple[str, ...]
+    operands: tuple[str, ...] = ()
+    #: 1-based line in the text it was read from.
+    line: int = 0
+
+    @property
+    def words(self) -> int:
+        """Machine instructions this stands for once assembled (pseudo-instructions expand).
+
+        ``call``/``tail`` and ``la``/``lla`` are an ``auipc`` plus one more; ``li`` of a
+        constant that does not fit 12 bits is ``lui`` plus ``addi`` (two), or more for
+        a 64-bit constant (counted as four).
+        """
+        if self.mnemonic in ("call", "tail", "la", "lla"):
+            return 2
+        if self.mnemonic == "li" and len(self.operands) == 2:
+            try:
+                value = int(self.operands[1], 0)
+            except ValueError:
+                return 2
+            if value in _SMALL_IMMEDIATE or (value & 0xFFF == 0 and -(2**31) <= value < 2**31):
+                return 1
+            return 2 if -(2**31) <= value < 2**32 else 4
+        return 1
+
+
+def split_operands(text: str) -> list[str]:
+    """Split an operand list at commas outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def _register(operand: str) -> str | None:
+    return _CANONICAL.get(operand.strip().lower())
+
+
+def _registers_of(operands: list[str]) -> list[str]:
+    """Register operands in order; a memory operand ``off(rs)`` contributes ``rs``."""
+    regs = []
+    for op in operands:
+        m = _MEMORY.match(op)
+        name = _register(m.group(2)) if m else _register(op)
+        if name is not None:
+            regs.append(name)
+    return regs
+
+
+def instruction(mnemonic: str, operands: list[str], *, line: int = 0) -> Instruction:
+    """Decide which registers an instruction writes and reads (rules in docs/pipeline-model.md)."""
+    mnemonic = mnemonic.lower()
+    regs = _registers_of(operands)
+    dsts: list[str]
+    srcs: list[str]
+    if mnemonic in _STORES or mnemonic in _BRANCHES:
+        dsts, srcs = [], regs
+    elif mnemonic in ("j", "tail"):
+        dsts, srcs = [], []
+    elif mnemonic in ("jr", "ret"):
+        dsts, srcs = [], regs if mnemonic == "jr" else ["ra"]
+    elif mnemonic == "call":
+        dsts, srcs = ["ra"], []
+    elif mnemonic in ("jal", "jalr") and len(operands) == 1:
+        dsts, srcs = ["ra"], regs
+    else:
+        dsts, srcs = regs[:1], regs[1:]
+    return Instruction(
+        mnemonic,
+        tuple(r for r in dsts if r != "zero"),
+        tuple(r for r in srcs if r != "zero"),
+        tuple(operands),
+        line,
+    )
+
+
+def parse_line(text: str, number: int = 0) -> Instruction | None:
+    """The instruction on one line, or None for labels, directives, comments and blank lines."""
+    code = text.split("#", 1)[0].strip()
+    while (m := _LABEL.match(code)) is not None:
+        code = code[m.end() :].strip()
+    if not code or code.startswith("."):
+        return None
+    mnemonic, _, rest = code.partition(" ")
+    if "\t" in mnemonic:
+        mnemonic, _, more = mnemonic.partition("\t")
+        rest = f"{more} {rest}"
+    return instruction(mnemonic, split_operands(rest.strip()), line=number)
+
+
+def parse_assembly(text: str) -> list[Instruction]:
+    """All instructions of an assembly text, in order."""
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        instr = parse_line(line, number)
+        if instr is not None:
+            out.append(instr)
+    return out

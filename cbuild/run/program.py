@@ -1,0 +1,352 @@
+"""Running built programs as subprocesses and reading back their counters."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cbuild.build.blocks import BlockTable
+from cbuild.build.builder import Artifact
+from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
+from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
+from cbuild.models.profile import Profile, clock_metrics, read_profile, with_machine_regions
+from cbuild.riscv.executor import Execution, run_isolated, slot_results, slot_runtimes, slot_unavailable
+from cbuild.run.stops import CodeStopped, clock_limits, read_stop, requested
+
+COUNTS_ENV = "INSTRBUDGET_COUNTS"
+#: The environment programs get unless the caller passes one. Its size moves the
+#: initial stack, so a fixed environment keeps address-dependent work the same
+#: whatever the caller's (or pytest-xdist's) variables are.
+DEFAULT_ENV = {"LC_ALL": "C", "PATH": "/usr/local/bin:/usr/bin:/bin"}
+_ADDR_NO_RANDOMIZE = 0x0040000
+_MAGIC = b"instrbudget-counts 2 "
+
+
+def _disable_aslr() -> None:  # pragma: no cover - runs in the child between fork and exec
+    libc = ctypes.CDLL(None, use_errno=True)
+    current = libc.personality(0xFFFFFFFF)
+    if current != -1:
+        libc.personality(current | _ADDR_NO_RANDOMIZE)
+
+
+def _start_program() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """The program leads a process group of its own (its leftover children go with it); ASLR off on Linux."""
+    os.setpgid(0, 0)
+    if sys.platform.startswith("linux"):
+        _disable_aslr()
+
+
+def read_counts(
+    path: Path, *, build_id: str, table: BlockTable, models: Mapping[str, Any] | None = None
+) -> tuple[BlockCounts, int]:
+    """Parse a counts file; returns the counts and the program's running total.
+
+    ``models`` is the artifact's model metadata (:meth:`Artifact.models`).
+    """
+    counts, total, _threads = _read_counts(path, build_id=build_id, table=table, models=models)
+    return counts, total
+
+
+def _read_counts(
+    path: Path, *, build_id: str, table: BlockTable, models: Mapping[str, Any] | None
+) -> tuple[BlockCounts, int, int]:
+    """:func:`read_counts`, and how many threads ran instrumented code in the process that wrote it."""
+    data = path.read_bytes()
+    newline = data.find(b"\n")
+    if not data.startswith(_MAGIC) or newline < 0:
+        raise ExecutionError(f"{path} is not an instrbudget counts file")
+    fields = data[len(_MAGIC) : newline].decode(errors="replace").split()
+    if len(fields) not in (4, 5):  # the fifth, there when more than one: threads
+        raise ExecutionError(f"{path}: malformed counts header")
+    try:
+        got_id, ncounters, total, nresults = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+        threads = int(fields[4]) if len(fields) == 5 else 1
+    except ValueError:
+        raise ExecutionError(f"{path}: malformed counts header") from None
+    if got_id != build_id:
+        raise ExecutionError(f"{path} was written by build {got_id}, expected {build_id}")
+    raw = data[newline + 1 :]
+    if len(raw) != 8 * (ncounters + nresults) or ncounters != table.counters:
+        raise ExecutionError(
+            f"{path}: expected {table.counters} counters and {nresults} results, found {len(raw)} bytes"
+        )
+    view = memoryview(raw).cast("Q")
+    analyses, results = split_results(models or {}, view[ncounters:].tolist())
+    return BlockCounts(table, table.block_counts(view[:ncounters]), analyses, results), total, threads
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a program run produced."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    #: None for a program built without instrumentation. Summed over the program's forked processes.
+    counts: BlockCounts | None
+    #: How many processes' counts were summed (the program and its forked children).
+    processes: int = 1
+    #: The most threads that ran instrumented code in one of those processes.
+    threads: int = 1
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait until ``proc`` has exited, leaving it unreaped (its pid, and so its process group's
+    id, stay taken); False on timeout. Where that is not possible, waits and reaps."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
+
+
+def _group_left(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies waiting for their parent do not)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not sys.platform.startswith("linux"):
+        return True
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        state, _, group = stat[stat.rfind(")") + 2 :].split(" ", 3)[:3]
+        if int(group) == pgid and state not in ("Z", "X"):
+            return True
+    return False
+
+
+def _end_group(proc: subprocess.Popen[bytes], *, grace: float = 5.0) -> None:
+    """Kill what is left of the program's process group, reap the program, and wait (up to
+    ``grace`` seconds) until the group's processes are gone, so no one writes after this."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + grace
+    while _group_left(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _count_files(counts_path: Path) -> list[tuple[int, Path]]:
+    """Counts files of the forked processes (``NAME.PID``, ``NAME.PID.N``), by pid."""
+    pattern = re.compile(re.escape(counts_path.name) + r"\.(\d+)(?:\.(\d+))?")
+    found = []
+    for path in counts_path.parent.iterdir():
+        m = pattern.fullmatch(path.name)
+        if m:
+            found.append((int(m.group(1)), int(m.group(2) or 0), path))
+    return [(pid, path) for pid, _, path in sorted(found)]
+
+
+def _added(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out.get(key, 0) + value
+    return out
+
+
+def merge_profiles(profiles: Iterable[Profile]) -> Profile | None:
+    """One profile for several processes: counts and costs of equal regions, functions and call
+    paths added, problems listed once each."""
+    profiles = list(profiles)
+    if len(profiles) <= 1:
+        return profiles[0] if profiles else None
+    regions: dict[str, tuple[int, dict[str, int]]] = {}
+    functions: dict[str, tuple[int, dict[str, int]]] = {}
+    paths: dict[tuple[str, ...], dict[str, int]] = {}
+    for profile in profiles:
+        for table, part in ((regions, profile.regions), (functions, profile.functions)):
+            for key, (count, costs) in part.items():
+                old_count, old_costs = table.get(key, (0, {}))
+                table[key] = (old_count + count, _added(old_costs, costs))
+        for stack, costs in profile.paths.items():
+            paths[stack] = _added(paths.get(stack, {}), costs)
+    problems = tuple(dict.fromkeys(problem for profile in profiles for problem in profile.problems))
+    return Profile(regions, problems, functions, paths)
+
+
+def _summed(parts: Sequence[BlockCounts]) -> BlockCounts:
+    """Block counts and model results of several processes of one artifact, added up."""
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    counts = tuple(map(sum, zip(*(part.counts for part in parts), strict=True)))
+    results = {
+        name: tuple(map(sum, zip(*(part.results[name] for part in parts), strict=True))) for name in first.results
+    }
+    profile = merge_profiles(part.profile for part in parts if part.profile is not None)
+    return dataclasses.replace(first, counts=counts, results=results, profile=profile)
+
+
+def _with_machine_runs(
+    artifact: Artifact,
+    machines: Mapping[str, Any],
+    counts: BlockCounts,
+    argv: Sequence[str],
+    stdin: bytes,
+    timeout: float | None,
+    stdout: bytes,
+    returncode: int,
+) -> BlockCounts:
+    """``counts`` with the RISC-V builds' executions and their models' results added."""
+    runs: dict[str, Execution] = {}
+    results = dict(counts.results)
+    unavailable = dict(counts.unavailable)
+    profile = counts.profile
+    for target, doc in machines.items():
+        if "unavailable" in doc:
+            unavailable.update(dict.fromkeys(doc["models"], doc["unavailable"]))
+            continue
+        runtimes = slot_runtimes(doc["slots"])
+        run = run_isolated(Path(doc["executor"]), Path(doc["elf"]), runtimes, argv, stdin=stdin, timeout=timeout)
+        if run.error:
+            raise ExecutionError(f"the {target} build of {artifact.name} did not finish: {run.error}")
+        if run.exit_code != returncode or run.stdout != stdout:
+            what = (
+                f"exit status {run.exit_code} differs from the native build's {returncode}"
+                if run.exit_code != returncode
+                else f"output ({len(run.stdout)} bytes) differs from the native build's ({len(stdout)} bytes)"
+            )
+            warnings.warn(
+                f"{artifact.name}: the {target} build's {what}; its costs measure a different execution",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        runs[target] = run
+        results.update(slot_results(doc["slots"], run.results))
+        unavailable.update(slot_unavailable(doc["slots"], run, target))
+        profile = with_machine_regions(profile, run.regions, doc.get("clocks", []))
+    return dataclasses.replace(counts, machine=runs, results=results, unavailable=unavailable, profile=profile)
+
+
+def run_program(
+    artifact: Artifact,
+    args: Sequence[object] = (),
+    *,
+    input: bytes = b"",
+    timeout: float | None = 60.0,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    table: BlockTable | None = None,
+    max_instr: int | None = None,
+    limits: Mapping[str, int] | None = None,
+) -> RunResult:
+    """Run ``artifact`` with ASLR off (Linux); crashes and timeouts raise with stderr attached.
+
+    ``max_instr`` (IR instructions) and ``limits`` (metric -> limit, for the IR total and
+    the cost models' clocks) stop the program before it passes them, raising
+    :class:`~cbuild.run.stops.CodeStopped`; the artifact must be a cut-off build.
+
+    The program sees ``env`` (default :data:`DEFAULT_ENV`) and its source name as ``argv[0]``.
+    It runs in a process group of its own: the run ends when the program's own process exits
+    (or times out), and whatever is left of its group is then killed. The counts are the sum
+    over the program and the children it forked that exited before it.
+    """
+    argv = [Path(artifact.name).stem, *map(str, args)]
+    clocks = clock_limits(artifact, requested(max_instr, limits))
+    with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
+        counts_path = Path(tmp) / "counts"
+        if clocks:
+            counts_path.with_name("counts.limits").write_text("".join(f"{c} {v}\n" for c, v in clocks.items()))
+        child_env = dict(DEFAULT_ENV if env is None else env)
+        child_env[COUNTS_ENV] = str(counts_path)
+        stdin_path, stdout_path, stderr_path = (Path(tmp) / name for name in ("stdin", "stdout", "stderr"))
+        stdin_path.write_bytes(input)
+        # Files, not pipes: a child the program leaves behind holding them cannot keep the run going.
+        with stdin_path.open("rb") as stdin, stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+            proc = subprocess.Popen(
+                argv,
+                executable=artifact.path,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                env=child_env,
+                cwd=cwd,
+                preexec_fn=_start_program,
+            )
+        try:
+            exited = _wait_exit(proc, timeout)
+        finally:
+            _end_group(proc)
+        out, err = stdout_path.read_bytes(), stderr_path.read_bytes()
+        stop_path = counts_path.with_name("counts.stop")
+        if exited and stop_path.exists():
+            stop = read_stop(stop_path, binary=artifact.path, table=table or artifact.table(), models=artifact.models())
+            raise CodeStopped(f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'})", stop, out, err)
+        if not exited:
+            raise ProgramTimeout(
+                f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'}) ran past its {timeout} s "
+                f"timeout and was killed\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
+            )
+        if proc.returncode < 0:
+            sig = -proc.returncode
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = f"signal {sig}"
+            raise ProgramCrashed(
+                f"program {artifact.name} was killed by {name} (exit status {proc.returncode})"
+                f"\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
+            )
+        counts = None
+        processes = threads = 1
+        if artifact.instrumented:
+            if not counts_path.exists():
+                raise ExecutionError(
+                    f"{artifact.name} exited with status {proc.returncode} without writing its "
+                    f"counts (it may have called _exit or exec); stderr:\n"
+                    f"{err.decode(errors='replace')[-4000:]}"
+                )
+            table = table or artifact.table()
+            models = artifact.models()
+            parts = []
+            for pid, path in [(None, counts_path), *_count_files(counts_path)]:
+                part, total, part_threads = _read_counts(path, build_id=artifact.key, table=table, models=models)
+                threads = max(threads, part_threads)
+                profile = read_profile(path.with_name(path.name + ".profile"), clock_metrics(models), table.functions)
+                if profile is not None:
+                    part = dataclasses.replace(part, profile=profile)
+                expected = sum(c * s for c, s in zip(part.counts, table.sizes, strict=True))
+                if expected != total:
+                    who = artifact.name if pid is None else f"{artifact.name} (forked process {pid})"
+                    raise ExecutionError(
+                        f"{who}: running total {total} differs from the block counters' {expected}: "
+                        f"the counts are inconsistent (a thread still running when the process exited "
+                        f"was counted as far as it got; otherwise please report this program)"
+                    )
+                parts.append(part)
+            counts, processes = _summed(parts), len(parts)
+            machines = artifact.machines()
+            if machines:
+                counts = _with_machine_runs(artifact, machines, counts, argv, input, timeout, out, proc.returncode)
+            warn_if_interleaved(artifact.name, threads, counts)
+    return RunResult(tuple(argv[1:]), proc.returncode, out, err, counts, processes, threads)

@@ -1,0 +1,274 @@
+"""Where a cut-off stopped code: the runtime's stop record, read and turned into functions and lines.
+
+A cut-off build (``BuildOptions(cutoff=True)``) checks the running total at every
+function entry and loop head; given a limit, code that would pass it stops before
+the block that would, and the runtime writes a stop record (format in
+``runtime/instrbudget_rt.c``) and ends its process. The stopped block comes from the
+block table; its callers from return addresses, looked up in the binary's symbol
+table and line tables (pyelftools).
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from cbuild.build.blocks import BlockTable
+from cbuild.build.builder import Artifact
+from cbuild.build.demangle import demangle
+from cbuild.errors import CBuildError, ExecutionError
+from cbuild.models.costs import split_results
+from cbuild.models.profile import IR_METRIC, clock_metrics, clock_numbers
+
+#: Exit status of a process the runtime stopped at a limit.
+STOP_STATUS = 86
+_MAGIC = "instrbudget-stop 1"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A place in the measured code."""
+
+    function: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        name = Path(self.file).name if self.file else "?"
+        return f"{self.function} ({name}:{self.line})" if self.line else f"{self.function} ({name}, no source line)"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Code stopped before passing a limit: the count it had reached, where, and its callers."""
+
+    #: The limited metric: ``ir_instructions`` or a cost model's clock metric.
+    metric: str
+    #: Exactly what had run when it stopped (before the block that would have passed the limit).
+    count: int
+    limit: int
+    where: Frame
+    #: Callers in the measured binary, innermost first (the walk ends at the first frame outside it).
+    callers: tuple[Frame, ...]
+    #: Cost models' dynamic results at the stop, by model (a model can say more, such as a segment).
+    results: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
+    #: Frames the runtime walked above the stopped one, when more than it recorded (deep recursion).
+    depth: int | None = None
+
+    def stack(self, *, limit: int = 6) -> str:
+        """``f (a.c:3), called from g (a.c:9) ...``: repeated frames (recursion) folded."""
+        runs: list[tuple[Frame, int]] = []
+        for frame in (self.where, *self.callers):
+            if runs and runs[-1][0] == frame:
+                runs[-1] = (frame, runs[-1][1] + 1)
+            else:
+                runs.append((frame, 1))
+        parts = [f"{frame}" + (f" x {n:,}" if n > 1 else "") for frame, n in runs[:limit]]
+        if len(runs) > limit:
+            parts.append(f"... ({len(runs) - limit} more)")
+        text = ", called from ".join(parts)
+        return text + (f" ({self.depth:,} calls deep)" if self.depth is not None else "")
+
+    def describe(self, unit: str | None = None, label: str | None = None, notes: Sequence[str] = ()) -> str:
+        """One line: what ran, against which limit (``label`` says how it was set), and where it stopped."""
+        what = unit or ("IR instructions" if self.metric == IR_METRIC else self.metric)
+        if unit and self.metric != IR_METRIC:
+            what = f"{unit} ({self.metric})"
+        given = f"{self.limit:,}" + (f", {label}" if label else "")
+        extra = "".join(f"; {note}" for note in notes)
+        return f"stopped after {self.count:,} {what} (cut-off {given}) in {self.stack()}{extra}"
+
+
+class CodeStopped(ExecutionError):
+    """Measured code reached its cut-off and was stopped; :attr:`stop` says where."""
+
+    def __init__(self, what: str, stop: Stop, stdout: bytes = b"", stderr: bytes = b"") -> None:
+        super().__init__(f"{what}: {stop.describe()}")
+        self.what = what
+        self.stop = stop
+        #: What a program wrote before it stopped.
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+class _Symbols:
+    """Functions and source lines of a binary's addresses (symbol table and DWARF line tables).
+
+    Line tables are decoded per compilation unit, only for the units holding addresses asked for
+    (found through ``.debug_aranges`` where the binary has it).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("rb")
+        self.elf = ELFFile(self._file)
+        loads = [seg for seg in self.elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
+        self.link_base = min((seg["p_vaddr"] - seg["p_offset"] for seg in loads), default=0)
+        symtab = self.elf.get_section_by_name(".symtab") or self.elf.get_section_by_name(".dynsym")
+        found = []
+        if symtab is not None:
+            for sym in symtab.iter_symbols():  # type: ignore[attr-defined]
+                if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0:
+                    found.append((sym["st_value"], sym["st_value"] + sym["st_size"], sym.name))
+        found.sort()
+        self.starts: list[int] = [start for start, _, _ in found]
+        self.functions: list[tuple[int, str]] = [(end, str(name)) for _, end, name in found]
+        self.dwarf = self.elf.get_dwarf_info() if self.elf.has_dwarf_info() else None
+        self.aranges = self.dwarf.get_aranges() if self.dwarf is not None else None
+        self._units: dict[int, tuple[list[int], list[tuple[str, int] | None]]] = {}
+
+    def _rows(self, cu: Any) -> tuple[list[int], list[tuple[str, int] | None]]:
+        if cu.cu_offset in self._units:
+            return self._units[cu.cu_offset]
+        rows: list[tuple[int, tuple[str, int] | None]] = []
+        program = self.dwarf.line_program_for_CU(cu) if self.dwarf is not None else None
+        if program is not None:
+            comp_dir = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
+            names = _file_names(program.header, comp_dir.value.decode(errors="replace") if comp_dir else "")
+            for entry in program.get_entries():
+                state = entry.state
+                if state is None:
+                    continue
+                place = None if state.end_sequence else (names.get(state.file, "?"), state.line)
+                rows.append((state.address, place))
+        rows.sort(key=lambda r: (r[0], r[1] is not None))
+        unit = ([address for address, _ in rows], [place for _, place in rows])
+        self._units[cu.cu_offset] = unit
+        return unit
+
+    def function(self, address: int) -> str | None:
+        i = bisect.bisect_right(self.starts, address) - 1
+        if i < 0 or address >= self.functions[i][0]:
+            return None
+        return self.functions[i][1]
+
+    def place(self, address: int) -> tuple[str, int] | None:
+        if self.dwarf is None:
+            return None
+        offset = self.aranges.cu_offset_at_addr(address) if self.aranges is not None else None
+        units = [self.dwarf.get_CU_at(offset)] if offset is not None else list(self.dwarf.iter_CUs())
+        for cu in units:
+            addresses, places = self._rows(cu)
+            i = bisect.bisect_right(addresses, address) - 1
+            if i >= 0 and places[i] is not None:
+                return places[i]
+        return None
+
+
+def _file_names(header: Any, comp_dir: str) -> dict[int, str]:
+    """A line program's file numbers -> paths (DWARF 5 numbers files and folders from 0, earlier from 1)."""
+    version = header["version"]
+    dirs = [d.decode(errors="replace") for d in header["include_directory"]]
+    out = {}
+    for n, entry in enumerate(header["file_entry"]):
+        name = entry.name.decode(errors="replace")
+        d = entry.dir_index if version >= 5 else entry.dir_index - 1
+        folder = dirs[d] if 0 <= d < len(dirs) else comp_dir
+        out[n if version >= 5 else n + 1] = name if name.startswith("/") else str(Path(comp_dir, folder, name))
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _symbols(path: Path, mtime_ns: int) -> _Symbols:
+    return _Symbols(path)
+
+
+def requested(max_instr: int | None, limits: Mapping[str, int] | None) -> dict[str, int]:
+    """Limits by metric from the ``max_instr`` and ``limits`` arguments of a run or a library."""
+    wanted = dict(limits or {})
+    if max_instr is not None:
+        wanted[IR_METRIC] = max_instr
+    return wanted
+
+
+def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> dict[int, int]:
+    """The runtime's clock numbers for limits by metric (``ir_instructions`` or a model clock's metric)."""
+    if not limits:
+        return {}
+    if not artifact.cutoff:
+        raise CBuildError(
+            f"{artifact.name} was built without cut-off checks; build it with BuildOptions(cutoff=True) "
+            f"to give its runs a limit"
+        )
+    clocks = clock_numbers(artifact.models())
+    out = {}
+    for metric, value in limits.items():
+        if metric not in clocks:
+            raise CBuildError(
+                f"{artifact.name}: no limit can be set on {metric!r}; metrics with a cut-off here: "
+                f"{', '.join(sorted(clocks))}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            raise CBuildError(f"the limit on {metric} must be a non-negative integer below 2**63, got {value!r}")
+        out[clocks[metric]] = value
+    return out
+
+
+def _field(fields: dict[str, list[str]], name: str, where: Path) -> list[str]:
+    if name not in fields:
+        raise ExecutionError(f"{where}: the stop record has no {name!r} field")
+    return fields[name]
+
+
+def read_stop(path: Path, *, binary: Path, table: BlockTable, models: Mapping[str, Any]) -> Stop:
+    """The stop record at ``path``, written by ``binary`` (whose table and model metadata are given)."""
+    text = path.read_text(errors="replace")
+    lines = text.splitlines()
+    if not lines or lines[0] != _MAGIC:
+        raise ExecutionError(f"{path} is not an instrbudget stop record")
+    fields = {line.split(" ", 1)[0]: line.split()[1:] for line in lines[1:] if line}
+    try:
+        clock = int(_field(fields, "clock", path)[0])
+        block = int(_field(fields, "block", path)[0])
+        count = int(_field(fields, "count", path)[0])
+        limit = int(_field(fields, "limit", path)[0])
+        base = int(_field(fields, "base", path)[0], 16)
+        results = [int(x) for x in _field(fields, "results", path)]
+        frames = [int(x, 16) for x in _field(fields, "frames", path)]
+        depth = int(_field(fields, "depth", path)[0])
+    except (ValueError, IndexError):
+        raise ExecutionError(f"{path}: malformed stop record:\n{text[:500]}") from None
+    if not 0 <= block < len(table.blocks):
+        raise ExecutionError(f"{path}: block {block} is not in the table of {binary.name}")
+    metrics = clock_metrics(dict(models))
+    if not 0 <= clock < len(metrics) or not metrics[clock]:
+        raise ExecutionError(f"{path}: clock {clock} is not one of {binary.name}'s")
+    _, per_model = split_results(models, results)
+    b = table.blocks[block]
+    where = Frame(demangle(b.function), b.file, b.line)
+    callers = _callers(binary, table, base, frames)
+    deep = depth if depth > len(frames) and len(callers) >= len(frames) - 2 else None
+    return Stop(metrics[clock], count, limit, where, callers, per_model, deep)
+
+
+def _callers(binary: Path, table: BlockTable, base: int, frames: Sequence[int]) -> tuple[Frame, ...]:
+    """The frames of ``frames`` (return addresses) up to the first outside the measured code."""
+    if not frames:
+        return ()
+    try:
+        symbols = _symbols(binary, binary.stat().st_mtime_ns)
+    except (OSError, ELFError):
+        return ()
+    measured = set(table.functions)
+    out = []
+    hooks = True  # the first frames are the runtime's and the models' hooks, then the stopped function
+    for address in frames:
+        at = address - base + symbols.link_base - 1  # inside the call instruction
+        name = symbols.function(at)
+        if hooks:
+            if name is not None and name in measured:
+                hooks = False  # the stopped function itself: its place is the stopped block's
+            elif name is None:
+                break
+            continue
+        if name is None or name not in measured:
+            break
+        file, line = symbols.place(at) or ("", 0)
+        out.append(Frame(demangle(name), file, line))
+    return tuple(out)
