@@ -101,6 +101,8 @@ _KEYS = {
     "timeout": "seconds a program run or a library call may take",
     "cutoff": "factor (at least 1) of a budgeted test's limit, else its baseline, at which its code is stopped",
     "cpu": "the x86-64 level programs see: one of " + ", ".join(CPU_LEVELS),
+    "count_libraries": "true (count the C library's string, memory, allocation, sorting and conversion work) "
+    "or false (count only your own code)",
 }
 
 
@@ -147,6 +149,10 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
         elif key == "cpu":
             if value not in CPU_LEVELS:
                 raise ConfigError(f"{where}: expected one of {', '.join(CPU_LEVELS)}, got {value!r}")
+            build[key] = value
+        elif key == "count_libraries":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: expected true or false, got {value!r}")
             build[key] = value
         elif key == "clang":
             if not isinstance(value, str) or not value:

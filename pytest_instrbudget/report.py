@@ -176,6 +176,12 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             f"baseline {session.baseline.path} was made with another toolchain or other models "
             f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update)"
         )
+        if "libraries" in session.fingerprint_differences():
+            lines.append(
+                "  the C library's work is counted now (string, memory, allocation, sorting and conversion "
+                "functions): counts grow by that work; rewrite the baseline with --instrbudget-update, or set "
+                "count_libraries = false in [tool.instrbudget] to count only your own code as before"
+            )
     for name in session.other_model_parameters():
         lines.append(
             f"baseline {session.baseline.path} holds {name} costs made with other {name} parameters "

@@ -75,6 +75,10 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
 
 
+#: The fingerprint's ``libraries``: whether the C library's work is in the counts (count_libraries).
+LIBRARIES = {True: "counted C library", False: "host C library, uncounted"}
+
+
 class BudgetSession:
     """Holds what every test needs and what the end of the session writes."""
 
@@ -142,6 +146,7 @@ class BudgetSession:
         if self._fingerprint is None:
             models = "; ".join(_describe(model) for model in self.models)
             self._fingerprint = {**self.builder.toolchain.fingerprint, "models": models}
+            self._fingerprint["libraries"] = LIBRARIES[self.settings.build.count_libraries]
             if cpu.applies(self._fingerprint["target"]):
                 self._fingerprint["cpu"] = self.settings.build.cpu
         return dict(self._fingerprint)
@@ -193,6 +198,8 @@ class BudgetSession:
         # Baselines from before the canonical CPU: counts of code that asks no CPU questions.
         if "cpu" in current:
             old.setdefault("cpu", cpu.DEFAULT_CPU)
+        # Baselines from before the counted C library counted the user's code alone.
+        old.setdefault("libraries", LIBRARIES[False])
         return old == current
 
     def cutoffs(self, nodeid: str, budget: Budget | None) -> tuple[dict[str, int], dict[str, str]]:

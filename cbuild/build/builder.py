@@ -14,21 +14,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cbuild.build import cpu
-from cbuild.models import dynamic
-from cbuild.build import llvm_worker
+from cbuild.build import cpu, llvm_worker
 from cbuild.build.blocks import BlockTable
 from cbuild.build.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
 from cbuild.build.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
-from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError, LLVMCrashed
 from cbuild.build.instrument import instrument
-from cbuild.models.base import BuildView, CostModel, ModelError
+from cbuild.build.libc import libc_ir, size_t_bits
 from cbuild.build.options import BuildOptions, language_of
-from cbuild.riscv.build import TargetUnavailable, build_riscv
-from cbuild.riscv.executor import block_data_text, build_executor
 from cbuild.build.signatures import read_signatures
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
+from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError, LLVMCrashed
+from cbuild.models import dynamic
+from cbuild.models.base import BuildView, CostModel, ModelError
+from cbuild.riscv.build import TargetUnavailable, build_riscv
+from cbuild.riscv.executor import block_data_text, build_executor
 
 RUNTIME_SOURCE = Path(__file__).parent.parent / "runtime" / "instrbudget_rt.c"
 CPU_SOURCE = Path(__file__).parent.parent / "runtime" / "canonical_cpu.c"
@@ -55,7 +55,8 @@ def engine_digest() -> str:
     """Identity of this engine's own code (instrumenter, placement, runtime): part of every artifact key,
     so that a new version of the engine never reuses an artifact built by an older one."""
     here = Path(__file__).parent.parent
-    files = [*here.rglob("*.py"), *here.glob("runtime/*.c"), *here.glob("riscv/machines/*.toml"), *here.glob("include/*.h")]
+    files = [*here.rglob("*.py"), *here.glob("runtime/*.c"), *here.glob("libc/*.[ch]"), *here.glob("riscv/machines/*.toml")]
+    files += here.glob("include/*.h")
     return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
 
 
@@ -232,7 +233,7 @@ class Builder:
         key = artifact.key
         kind = artifact.kind
         # LLVM runs in worker processes (cbuild.build.llvm_worker): an abort there fails this build only.
-        linked_text = llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
+        linked_text = self._link_units(units, options, self.toolchain)
         if cpu.applies(self.toolchain.triple):
             linked_text = cpu.canonical_cpu(linked_text, options.cpu)
         active = [m for m in models if m.executes() is None] if options.instrument else []
@@ -296,7 +297,7 @@ class Builder:
             toolchain = replace(self.toolchain, triple=triple)
             with ThreadPoolExecutor(max_workers=min(len(sources), os.cpu_count() or 1)) as pool:
                 units = list(pool.map(lambda s: compile_unit(toolchain, self.cache, s, options), sources))
-            return llvm_worker.link_units([u.ir_path for u in units], [str(u.source) for u in units])
+            return self._link_units(units, options, toolchain)
 
         view = BuildView(table, ir, opt_level=options.speed_level, twin=twin)
         analyses: dict[str, Any] = {}
@@ -320,6 +321,19 @@ class Builder:
         if not runtimes and not cutoff:
             return analyses, self._compile_c(code, "models"), False
         return analyses, self._compile_c(code, "models", ir=True), True
+
+    def _link_units(self, units: Sequence[CompiledUnit], options: BuildOptions, toolchain: Toolchain) -> str:
+        """The units linked into one module; in instrumented builds with the counted C library."""
+        libc = None
+        if options.instrument and options.count_libraries:
+            self.cache.ensure_writable()
+            libc = libc_ir(toolchain, self.cache)
+        return llvm_worker.link_units(
+            [u.ir_path for u in units],
+            [str(u.source) for u in units],
+            libc=libc,
+            size_bits=size_t_bits(toolchain.triple),
+        )
 
     def _machine_builds(
         self,

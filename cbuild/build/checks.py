@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cbuild.build.blocks import ParsedBlock
-from cbuild.errors import InstrumentError
 from cbuild.build.placement import END, SPLIT, START, Placement, back_edges, function_spans
+from cbuild.errors import InstrumentError
 
 
 @dataclass(frozen=True)

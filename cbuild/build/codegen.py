@@ -13,6 +13,7 @@ from pathlib import Path
 
 from llvmlite import binding as llvm
 
+from cbuild.build import libc as libc_mod
 from cbuild.build.blocks import UNCOUNTED_INTRINSIC, BlockTable, region_marker
 from cbuild.errors import InstrumentedIRRejected, InstrumentError, LinkError
 
@@ -87,15 +88,43 @@ def line_tables_only(text: str) -> str:
     return text.replace("emissionKind: FullDebug", "emissionKind: LineTablesOnly")
 
 
-def link_units(paths: Sequence[str], names: Sequence[str]) -> str:
+def link_units(paths: Sequence[str], names: Sequence[str], *, libc: str | None = None, size_bits: int = 64) -> str:
     """The text of one module linking the IR files at ``paths`` in order; errors name each by ``names``.
 
+    With ``libc`` (the counted C library's IR, :mod:`cbuild.build.libc`) the units call it
+    instead of the host's C library; the functions they use are linked in, internal.
     A fresh context per call: struct type names (``%struct.s.3``) then depend on these
     units alone, not on what the process parsed before.
     """
     context = llvm.create_context()
-    modules = [parse(Path(p).read_text(), name=n, context=context) for p, n in zip(paths, names, strict=True)]
-    return str(link(modules))
+    texts = [Path(p).read_text() for p in paths]
+    if libc is not None:
+        own = libc_mod.defined_names(texts)
+        texts = [libc_mod.point_at_libc(text, own=own, size_bits=size_bits) for text in texts]
+    modules = [parse(text, name=n, context=context) for text, n in zip(texts, names, strict=True)]
+    if libc is not None:
+        library = parse(Path(libc).read_text(), name="the counted C library", context=context)
+        for fn in library.functions:  # its helpers too, so that reports tell them apart
+            if not fn.is_declaration and not fn.name.startswith(libc_mod.PREFIX):
+                fn.name = libc_mod.PREFIX + fn.name
+        modules.append(library)
+    module = link(modules)
+    if libc is not None:
+        _keep_used_libc(module)
+    return str(module)
+
+
+def _keep_used_libc(module: llvm.ModuleRef) -> None:
+    """The counted library's functions made internal to the build, the unused ones dropped."""
+    for fn in module.functions:
+        if fn.name.startswith(libc_mod.PREFIX) and not fn.is_declaration:
+            fn.visibility = llvm.Visibility.default
+            fn.linkage = llvm.Linkage.internal
+    tm = target_machine(module.triple, 0)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_global_dead_code_eliminate_pass()
+    mpm.run(module, pb)
 
 
 def compile_module(text: str, models: str | None, *, triple: str, speed_level: int) -> bytes:

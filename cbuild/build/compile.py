@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cbuild.build.cache import Cache, atomic_write, digest, file_digest
-from cbuild.errors import CompileError, LinkError, ToolchainError
 from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import Toolchain, zig_cache_problem
+from cbuild.errors import CompileError, LinkError, ToolchainError
 
 _HEADER_LINE = re.compile(r"^\.+ (.+)$")
 _GUARD_NOTE = "Multiple include guards may be useful for:"

@@ -28,8 +28,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning, describe_os_error
 from cbuild.build.sources import Source, is_pattern, matches, pattern_parts
+from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning, describe_os_error
 
 #: Options whose value is the next argument.
 _SEPARATE = frozenset(

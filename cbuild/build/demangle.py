@@ -25,9 +25,18 @@ def _cxa_demangle() -> Any | None:
     return None
 
 
+#: Functions of the counted C library (cbuild.build.libc) carry this prefix in builds.
+LIBC_PREFIX = "__instrbudget_libc_"
+#: Reports show them as ``strlen [libc]``.
+LIBC_MARK = " [libc]"
+
+
 @functools.cache
 def demangle(symbol: str) -> str:
-    """``_Z1fi`` -> ``f(int)``; C names and unknown forms come back unchanged."""
+    """``_Z1fi`` -> ``f(int)``, ``__instrbudget_libc_strlen`` -> ``strlen [libc]``; other C names
+    and unknown forms come back unchanged."""
+    if symbol.startswith(LIBC_PREFIX):
+        return symbol[len(LIBC_PREFIX) :] + LIBC_MARK
     if not symbol.startswith("_Z"):
         return symbol
     fn = _cxa_demangle()

@@ -38,8 +38,8 @@ from cbuild.build.blocks import (
     region_marker,
 )
 from cbuild.build.checks import CheckPoint, check_points
-from cbuild.errors import InstrumentError
 from cbuild.build.placement import END, START, Placement, place, place_per_block
+from cbuild.errors import InstrumentError
 
 COUNTERS = "__instrbudget_counters"
 TOTAL = "__instrbudget_total"

@@ -363,9 +363,17 @@ def prestart() -> None:
     _pool.prestart()
 
 
-def link_units(paths: Sequence[Path], names: Sequence[str]) -> str:
+def link_units(paths: Sequence[Path], names: Sequence[str], *, libc: Path | None = None, size_bits: int = 64) -> str:
     """:func:`cbuild.build.codegen.link_units` in a worker: the linked module's text."""
-    text: str = _pool.call("linking the IR of", names, "link_units", [str(p) for p in paths], list(names))
+    text: str = _pool.call(
+        "linking the IR of",
+        names,
+        "link_units",
+        [str(p) for p in paths],
+        list(names),
+        libc=None if libc is None else str(libc),
+        size_bits=size_bits,
+    )
     return text
 
 

@@ -40,6 +40,11 @@ class BuildOptions:
     #: Check the running total at every function entry and loop head, so that code can be
     #: stopped at a limit set when it runs (cbuild.build.checks); the counts are the same.
     cutoff: bool = False
+    #: Link the counted C library (cbuild.build.libc) into instrumented builds: string, memory,
+    #: allocation, sorting and conversion functions are counted like the user's code and the
+    #: heap lies at a fixed address. False counts only the user's own code (the host's C
+    #: library then does that work, uncounted).
+    count_libraries: bool = True
 
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
@@ -66,6 +71,7 @@ class BuildOptions:
             f"calls={self.calls}",
             f"cpu={self.cpu}",
             f"cutoff={self.cutoff}",
+            f"count_libraries={self.count_libraries}",
         ]
 
 

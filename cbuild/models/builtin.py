@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from cbuild.hookspecs import hookimpl
 from cbuild.models.base import CostModel
+from cbuild.models.heap import HeapModel
 from cbuild.models.ir_count import IrCountModel
 from cbuild.models.pipeline import PipelineModel
 from cbuild.models.zkvm import ZkvmModel
@@ -13,5 +14,5 @@ from cbuild.models.zkvm import ZkvmModel
 
 @hookimpl
 def instrbudget_cost_models() -> Sequence[type[CostModel]]:
-    """``ir-count``, ``pipeline`` and ``zkvm``."""
-    return [IrCountModel, PipelineModel, ZkvmModel]
+    """``ir-count``, ``heap``, ``pipeline`` and ``zkvm``."""
+    return [IrCountModel, HeapModel, PipelineModel, ZkvmModel]

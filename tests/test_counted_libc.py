@@ -1,0 +1,341 @@
+"""The counted C library (cbuild/libc): the work of string, memory, allocation, sorting and
+conversion functions shows in the count, the same from any path and environment."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, BuildOptions, IrCountModel, Library, run_program
+from cbuild.build.libc import aliases, functions, point_at_libc
+from cbuild.models import default_registry
+
+MODEL = IrCountModel()
+
+QUADRATIC_C = """\
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    char *s = malloc(n + 1);
+    memset(s, 'a', n);
+    s[n] = 0;
+    for (size_t i = 0; i < strlen(s); i++)
+        if (s[i] == 'a') s[i] = 'A';
+    int ok = s[n - 1] == 'A';
+    free(s);
+    return !ok;
+}
+"""
+
+COPY_C = """\
+#include <string.h>
+void copy(char *dst, const char *src, unsigned long n) { memcpy(dst, src, n); }
+"""
+
+SORT_C = """\
+#include <stdlib.h>
+static long calls;
+static int by_value(const void *a, const void *b) {
+    calls++;
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+long sort_scrambled(int n) {
+    int *v = malloc(n * sizeof *v);
+    for (int i = 0; i < n; i++) v[i] = (int)((i * 2654435761u) % 100003u);
+    calls = 0;
+    qsort(v, n, sizeof *v, by_value);
+    for (int i = 1; i < n; i++)
+        if (v[i - 1] > v[i]) return -1;
+    free(v);
+    return calls;
+}
+int main(int argc, char **argv) { return sort_scrambled(atoi(argv[1])) < 0; }
+"""
+
+ADDRESSES_C = """\
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+/* A hash table keyed by heap addresses: its collisions (and so its count) follow the addresses. */
+int main(void) {
+    enum { N = 2000, BUCKETS = 61 };
+    unsigned long chain[BUCKETS] = {0}, work = 0;
+    void *keep[N];
+    for (int i = 0; i < N; i++) {
+        keep[i] = malloc(16 + i % 50);
+        uintptr_t h = (uintptr_t)keep[i] * 0x9E3779B97F4A7C15ull;
+        unsigned b = (unsigned)(h >> 58) % BUCKETS;
+        for (unsigned long k = 0; k < chain[b]; k++) work++;
+        chain[b]++;
+    }
+    printf("%lu %p\\n", work, keep[0]);
+    for (int i = 0; i < N; i++) free(keep[i]);
+    return 0;
+}
+"""
+
+HOLD_C = """\
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    void **p = malloc(64 * sizeof *p);
+    for (int i = 0; i < n; i++) p[i] = malloc(1024);
+    for (int i = 0; i < n; i++) free(p[i]);
+    free(p);
+    return 0;
+}
+"""
+
+
+def _total(result: object) -> int:
+    counts = getattr(result, "counts", None)
+    assert counts is not None
+    (cost,) = MODEL.evaluate(counts)
+    return cost.total
+
+
+def _run_total(builder: Builder, source: Path, *args: object, options: BuildOptions | None = None) -> int:
+    program = builder.build([source], options=options)
+    result = run_program(program, args)
+    assert result.returncode == 0, result.stderr
+    return _total(result)
+
+
+def test_counted_libc_quadratic_strlen_loop_shows_quadratic(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    source = write("quadratic.c", QUADRATIC_C)
+    small, large = _run_total(builder, source, 200), _run_total(builder, source, 2000)
+    assert large >= 50 * small, (small, large)
+
+
+def test_counted_libc_switched_off_counts_only_own_code(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """count_libraries = false: strlen is the host's again and costs its call (today's behaviour)."""
+    source = write("quadratic.c", QUADRATIC_C)
+    options = BuildOptions(count_libraries=False)
+    small, large = _run_total(builder, source, 200, options=options), _run_total(builder, source, 2000, options=options)
+    assert large < 12 * small, (small, large)
+
+
+def test_counted_libc_memcpy_of_a_runtime_length_grows_with_it(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    lib = Library(builder.build([write("copy.c", COPY_C)], kind="library"))
+    src = bytes(range(256)) * 400
+    dst = bytearray(len(src))
+
+    def cost(n: int) -> int:
+        before = lib.snapshot()
+        lib.copy(dst, src, n)
+        (c,) = MODEL.evaluate(lib.counts(before))
+        return c.total
+
+    small, large = cost(10_000), cost(100_000)
+    assert large >= 5 * small, (small, large)
+    assert bytes(dst) == src[:100_000] + bytes(len(src) - 100_000)
+
+
+def test_counted_libc_qsort_same_in_a_library_and_a_program(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """The comparator is user code: with the counted qsort it runs as often in the host process
+    (the host's C library beside it) as in a program, and the sort's count grows as n log n."""
+    source = write("sort.c", SORT_C)
+    lib = Library(builder.build([source], kind="library"))
+    calls = lib.sort_scrambled(10_000)
+    assert calls > 0
+    program = builder.build([source])
+    costs = []
+    for n in (10_000, 10_000, 100_000):
+        result = run_program(program, [n])
+        assert result.returncode == 0
+        costs.append(_total(result))
+    assert costs[0] == costs[1]
+    assert 10 * costs[0] < costs[2] < 14 * costs[0]
+    before = lib.snapshot()
+    assert lib.sort_scrambled(10_000) == calls
+    (in_library,) = MODEL.evaluate(lib.counts(before))
+    # The program's count adds main and atoi to the same sort.
+    assert 0 < costs[0] - in_library.total < 200
+
+
+def test_counted_libc_addresses_do_not_move_with_paths_or_environment(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]
+    source = write("addresses.c", ADDRESSES_C)
+    outputs = []
+    for cache, env in (
+        (tmp_path / "c", {"PATH": "/usr/bin:/bin"}),
+        (tmp_path / ("very-long-cache-directory-name-" * 4) / "c", {"PATH": "/usr/bin:/bin", "EXTRA": "x" * 500}),
+    ):
+        builder = Builder(cache_dir=cache, progress=lambda message: None)
+        result = run_program(builder.build([source]), env=env)
+        assert result.returncode == 0, result.stderr
+        outputs.append((result.stdout, _total(result)))
+    assert outputs[0] == outputs[1]
+    assert re.search(rb" 0x40000", outputs[0][0]), outputs[0][0]  # the fixed heap
+
+
+def test_counted_libc_peak_heap_grows_by_what_is_held(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    heap = default_registry().create("heap")
+    program = builder.build([write("hold.c", HOLD_C)], models=[heap, IrCountModel()])
+    metrics = {}
+    for n in (10, 30):
+        result = run_program(program, [n])
+        assert result.counts is not None
+        metrics[n] = {c.metric: c.total for c in heap.evaluate(result.counts)}
+    assert metrics[30]["peak_heap_bytes"] - metrics[10]["peak_heap_bytes"] == 20 * 1024
+    assert metrics[30]["allocations"] - metrics[10]["allocations"] == 20
+    assert metrics[30]["allocated_bytes"] == 64 * 8 + 30 * 1024
+
+
+def test_counted_libc_heap_model_refuses_a_build_without_it(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    heap = default_registry().create("heap")
+    with pytest.raises(Exception, match="count_libraries"):
+        builder.build([write("hold.c", HOLD_C)], models=[heap], options=BuildOptions(count_libraries=False))
+
+
+REALLOC_C = """\
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+/* Grow a buffer by doubling; keep its bytes; aligned and zeroed allocations; OOM at the limit. */
+int main(int argc, char **argv) {
+    char *p = NULL;
+    size_t n = 0;
+    for (int i = 0; i < 20; i++) {
+        size_t m = n ? 2 * n : 16;
+        char *q = realloc(p, m);
+        if (!q) return 2;
+        memset(q + n, i, m - n);
+        p = q;
+        n = m;
+    }
+    for (size_t k = 16; k < n; k *= 2)
+        if (p[k] != (char)(__builtin_ctzll(k) - 3)) return 3;
+    free(p);
+    void *a = aligned_alloc(4096, 100);
+    if (!a || (unsigned long)a % 4096) return 4;
+    free(a);
+    int *z = calloc(1000, sizeof *z);
+    for (int i = 0; i < 1000; i++) if (z[i]) return 5;
+    free(z);
+    if (argc > 1) {  /* past the heap limit: NULL and ENOMEM, not a crash */
+        errno = 0;
+        void *big = malloc((size_t)1 << 32);
+        return big == NULL && errno == ENOMEM ? 0 : 6;
+    }
+    return 0;
+}
+"""
+
+
+def test_counted_libc_realloc_aligned_calloc_and_the_heap_limit(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    program = builder.build([write("realloc.c", REALLOC_C)])
+    assert run_program(program).returncode == 0
+    limited = run_program(program, ["limit"], env={"PATH": "/usr/bin:/bin", "INSTRBUDGET_HEAP_LIMIT": str(64 << 20)})
+    assert limited.returncode == 0, limited.stderr
+
+
+def test_counted_libc_users_own_definition_wins(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    source = write(
+        "own.c",
+        "#include <string.h>\nsize_t strlen(const char *s) { (void)s; return 7; }\n"
+        "int main(int c, char **v) { return (int)strlen(v[0]) == 7 ? 0 : 1; }\n",
+    )
+    program = builder.build([source])
+    assert run_program(program).returncode == 0
+
+
+def test_counted_libc_names_in_reports(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    program = builder.build([write("quadratic.c", QUADRATIC_C)])
+    result = run_program(program, [100])
+    assert result.counts is not None
+    (cost,) = MODEL.evaluate(result.counts)
+    assert "__instrbudget_libc_strlen" in cost.functions  # baselines keep the symbol
+    from cbuild.build.demangle import demangle
+
+    assert demangle("__instrbudget_libc_strlen") == "strlen [libc]"
+
+
+def test_counted_libc_routes_runtime_length_intrinsics_only() -> None:
+    text = (
+        "define void @f(ptr %d, ptr %s, i64 %n) {\n"
+        "  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 %n, i1 false), !dbg !7\n"
+        "  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 16, i1 false)\n"
+        "  tail call void @llvm.memset.p0.i64(ptr align 1 %d, i8 0, i64 %n, i1 false) #3\n"
+        "  %l = call i64 @strlen(ptr %s)\n"
+        "  ret void\n}\n"
+        "declare i64 @strlen(ptr)\n"
+    )
+    out = point_at_libc(text, own=set(), size_bits=64)
+    routed = "%instrbudget.libc.0 = call ptr @__instrbudget_libc_memcpy(ptr align 1 %d, ptr align 1 %s, i64 %n)"
+    assert routed + ", !dbg !7" in out
+    assert "@llvm.memcpy.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 16, i1 false)" in out
+    assert "tail call ptr @__instrbudget_libc_memset_byte(ptr align 1 %d, i8 zeroext 0, i64 %n)" in out
+    assert "call i64 @__instrbudget_libc_strlen(ptr %s)" in out
+    assert "declare i64 @__instrbudget_libc_strlen(ptr)" in out
+    assert point_at_libc(text, own={"strlen"}, size_bits=64).count("@strlen(") == 2
+
+
+def test_counted_libc_covers_the_listed_families() -> None:
+    names = functions()
+    for family in (
+        {"memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strcmp", "strncmp", "strcpy", "strstr"},
+        {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign"},
+        {"qsort", "bsearch", "strtol", "strtoul", "strtoll", "strtoull", "atoi", "atol"},
+        {"wcslen", "wcscmp"},
+    ):
+        assert family <= names, family - names
+    assert aliases()["__isoc23_strtol"] == "__instrbudget_libc_strtol"
+
+
+def test_counted_libc_fingerprint_says_why_old_baselines_differ(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work="#include <string.h>\nunsigned long work(const char *s) { return strlen(s); }\n")
+    pytester.makepyfile(
+        test_w="import pytest\n\n@pytest.mark.budget(max_instr=10_000)\n"
+        "def test_w(cbuild):\n    assert cbuild.library('work.c').work(b'abc') == 3\n"
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\n")
+    assert pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").ret == 0
+    path = pytester.path / ".instrbudget" / "baseline.json"
+    doc = json.loads(path.read_text())
+    assert doc["fingerprint"]["libraries"] == "counted C library"
+    del doc["fingerprint"]["libraries"]  # as a baseline made before the counted library
+    path.write_text(json.dumps(doc))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(
+        ["*differs in: libraries*", "*the C library's work is counted now*count_libraries = false*"]
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\ncount_libraries = false\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert "not comparable" not in result.stdout.str()
+
+
+def test_counted_libc_bad_config_value(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    pytester.makepyprojecttoml("[tool.instrbudget]\ncount_libraries = 'yes'\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*count_libraries: expected true or false, got 'yes'*"])
+
+
+def test_counted_libc_max_allocations_budget_fails(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".c",
+        per_item="#include <stdlib.h>\nlong build(int n) { long s = 0; for (int i = 0; i < n; i++) "
+        "{ int *p = malloc(sizeof *p); *p = i; s += *p; free(p); } return s; }\n",
+    )
+    pytester.makepyfile(
+        test_alloc="import pytest\n\n@pytest.mark.budget(max_allocations=10, models=['ir-count', 'heap'])\n"
+        "def test_items(cbuild):\n    assert cbuild.library('per_item.c').build(100) == 4950\n"
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*allocations*100*10*"])
+
+
+def test_counted_libc_same_counts_twice(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    source = write("addresses.c", ADDRESSES_C)
+    program = builder.build([source], options=replace(BuildOptions(), opt_level="1"))
+    first, second = run_program(program), run_program(program)
+    assert (first.stdout, _total(first)) == (second.stdout, _total(second))
