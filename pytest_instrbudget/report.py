@@ -178,9 +178,9 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         )
         if "libraries" in session.fingerprint_differences():
             lines.append(
-                "  the C library's work is counted now (string, memory, allocation, sorting and conversion "
-                "functions): counts grow by that work; rewrite the baseline with --instrbudget-update, or set "
-                "count_libraries = false in [tool.instrbudget] to count only your own code as before"
+                "  count_libraries changed: with it the C library's string, memory, allocation, sorting and "
+                "conversion work is counted, without it only your own code; rewrite the baseline with "
+                "--instrbudget-update, or set count_libraries back to what the baseline was made with"
             )
     for name in session.other_model_parameters():
         lines.append(

@@ -33,7 +33,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-MACHINES_DIR = Path(__file__).resolve().parent.parent / "cbuild" / "machines"
+MACHINES_DIR = Path(__file__).resolve().parent.parent / "cbuild" / "riscv" / "machines"
 
 # One instruction: (mnemonic, destination registers, source registers), ABI register names.
 RefInstr = tuple[str, Sequence[str], Sequence[str]]

@@ -87,7 +87,7 @@ def test_cli_build_with_a_model_builds_its_run_time_part_in(tmp_path: Path) -> N
 
     bad = cli("build", "prog.c", "-o", "prog", "--model", "nope", cwd=tmp_path)
     assert bad.returncode == 2
-    assert b"unknown cost model 'nope'; known models: ir-count, pipeline, zkvm" in bad.stderr
+    assert b"unknown cost model 'nope'; known models: heap, ir-count, pipeline, zkvm" in bad.stderr
     bad = cli("build", "prog.c", "-o", "prog", "--model", "zkvm:segment=16", cwd=tmp_path)
     assert bad.returncode == 2
     assert b"--model zkvm:segment=16: has an unknown key 'segment'; accepted: execute, max_insn_cycles," in bad.stderr

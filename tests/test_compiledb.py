@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import Builder, Library, compiledb
+from cbuild import Builder, Library
+from cbuild.build import compiledb
 from cbuild.build.sources import Source, expand
 from cbuild.build.toolchain import find_toolchain
 from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning, CompileError

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from cbuild import Builder, BuildOptions, CompileError, InstrumentError, codegen, llvm_worker, run_program
+from cbuild import Builder, BuildOptions, CompileError, InstrumentError, run_program
 from cbuild.build import builder as build_mod
+from cbuild.build import codegen, llvm_worker
 from cbuild.build.instrument import Instrumented, instrument
 from cbuild.errors import InstrumentedIRRejected, LLVMCrashed
 

@@ -160,7 +160,7 @@ def test_model_choice_errors_name_the_model_and_the_choices(pytester: pytest.Pyt
     pytester.makepyprojecttoml('[tool.instrbudget]\nopt_level = "1"\n')
     cases = {
         '@pytest.mark.budget(models=["ir-count", "wallclock"])': (
-            "*test_a: budget(models=...): unknown cost model 'wallclock'; known models: ir-count, pipeline, zkvm*"
+            "*test_a: budget(models=...): unknown cost model 'wallclock'; known models: heap, ir-count, pipeline, zkvm*"
         ),
         '@pytest.mark.budget(models=["ir-count"], max_zkcycles=10)': (
             "*test_a: budget(max_zkcycles=...) belongs to the cost model 'zkvm', which is not among this "
@@ -193,8 +193,8 @@ def test_model_choice_errors_name_the_model_and_the_choices(pytester: pytest.Pyt
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*test_choice.py:2: ModelError: models=: unknown cost model 'wallclock'; known models: ir-count, "
-            "pipeline, zkvm",
+            "*test_choice.py:2: ModelError: models=: unknown cost model 'wallclock'; known models: heap, "
+            "ir-count, pipeline, zkvm",
             "*test_choice.py:5: ModelError: models=: the cost model 'zkvm' is not among this test's models "
             "(ir-count)*choose it for the test with @pytest.mark.budget(models=[[]...])",
         ],

@@ -86,7 +86,7 @@ def test_registry_rejects_clashes_and_non_models() -> None:
         registry.register(Clash)
     with pytest.raises(ModelError, match="not a CostModel subclass"):
         registry.register(int)  # type: ignore[arg-type]
-    with pytest.raises(ModelError, match="unknown cost model 'nope'; known models: ir-count, pipeline, zkvm"):
+    with pytest.raises(ModelError, match="unknown cost model 'nope'; known models: heap, ir-count, pipeline, zkvm"):
         registry.create("nope")
 
 

@@ -18,7 +18,7 @@ from cbuild.riscv.maxplus import Matrix
 from tests.test_dynamic_models import LOOP_C
 
 ROOT = Path(__file__).parent.parent
-MACHINES = ROOT / "cbuild" / "machines"
+MACHINES = ROOT / "cbuild" / "riscv" / "machines"
 
 SORT_C = """
 #include <stdio.h>

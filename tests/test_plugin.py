@@ -290,13 +290,13 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
     [
         (
             "opt_levle = 2",
-            "has an unknown key 'opt_levle'; accepted keys: baseline, cache_dir, cflags, clang, cpu, cutoff, "
-            "cxxflags, defines",
+            "has an unknown key 'opt_levle'; accepted keys: baseline, cache_dir, cflags, clang, count_libraries, "
+            "cpu, cutoff, cxxflags, defines",
         ),
         ("opt_level = 5", "opt_level: expected one of 0, 1, 2, 3, s, z, got 5"),
         ("cflags = '-Wall'", "cflags: expected a list of strings, got '-Wall'"),
         ("tolerance = 'lots'", "tolerance: expected a percentage such as 5 or \"5%\", got 'lots'"),
-        ("models = ['wallclock']", "models: unknown cost model 'wallclock'; known models: ir-count"),
+        ("models = ['wallclock']", "models: unknown cost model 'wallclock'; known models: heap, ir-count"),
         ("timeout = -1", "timeout: expected a positive number of seconds, got -1"),
         ("timeout = nan", "timeout: expected a positive number of seconds, got nan"),
     ],
@@ -423,7 +423,7 @@ def test_plugin_model_option_selects_and_rejects_unknown(project: pytest.Pyteste
     result = project.runpytest("--instrbudget-model=wallclock")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*instrbudget: unknown cost model 'wallclock'; known models: ir-count, pipeline, zkvm"]
+        ["*instrbudget: unknown cost model 'wallclock'; known models: heap, ir-count, pipeline, zkvm"]
     )
 
 

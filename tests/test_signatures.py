@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from cbuild import Builder, BuildOptions, IrCountModel, codegen, run_program
+from cbuild import Builder, BuildOptions, IrCountModel, run_program
+from cbuild.build import codegen
 from cbuild.build.compile import compile_command, compile_unit
 from cbuild.build.demangle import demangle
 from cbuild.build.signatures import parse_node, read_signatures

@@ -55,8 +55,8 @@ def engine_digest() -> str:
     """Identity of this engine's own code (instrumenter, placement, runtime): part of every artifact key,
     so that a new version of the engine never reuses an artifact built by an older one."""
     here = Path(__file__).parent.parent
-    files = [*here.rglob("*.py"), *here.glob("runtime/*.c"), *here.glob("libc/*.[ch]"), *here.glob("riscv/machines/*.toml")]
-    files += here.glob("include/*.h")
+    data = ("runtime/*.c", "libc/*.[ch]", "riscv/machines/*.toml", "include/*.h")
+    files = [*here.rglob("*.py"), *(p for pattern in data for p in here.glob(pattern))]
     return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
 
 

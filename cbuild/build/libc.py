@@ -133,7 +133,8 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
         # A named result: an unnamed one would take a number and shift the function's numbering.
         result = f"%instrbudget.libc.{len(names_used)}"
         names_used.append(result)
-        return f"{m.group('indent')}{result} = {m.group('tail_kind')}call ptr @{target}({', '.join(call_args)}){m.group('tail')}"
+        call = f"call ptr @{target}({', '.join(call_args)})"
+        return f"{m.group('indent')}{result} = {m.group('tail_kind')}{call}{m.group('tail')}"
 
     text = _INTRINSIC.sub(route, text)
     for target in sorted(routed):

@@ -105,6 +105,7 @@ def serve() -> None:
     os.close(devnull)
     os.dup2(2, 1)
     from cbuild.build import codegen
+
     operations: dict[str, Callable[..., Any]] = {
         "link_units": codegen.link_units,
         "compile_module": codegen.compile_module,

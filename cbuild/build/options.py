@@ -42,9 +42,9 @@ class BuildOptions:
     cutoff: bool = False
     #: Link the counted C library (cbuild.build.libc) into instrumented builds: string, memory,
     #: allocation, sorting and conversion functions are counted like the user's code and the
-    #: heap lies at a fixed address. False counts only the user's own code (the host's C
-    #: library then does that work, uncounted).
-    count_libraries: bool = True
+    #: heap lies at a fixed address. False (the default for now) counts only the user's own
+    #: code: the host's C library does that work, uncounted.
+    count_libraries: bool = False
 
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
