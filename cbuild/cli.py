@@ -41,6 +41,11 @@ def _add_build_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cxxflags", default="", metavar="'FLAGS'", help="extra C++ flags")
     p.add_argument("--ldflags", default="", metavar="'FLAGS'", help="extra link flags, e.g. --ldflags=-lpthread")
     p.add_argument("--no-instrument", action="store_true", help="same pipeline, no counting code")
+    p.add_argument(
+        "--count-libraries",
+        action="store_true",
+        help="count the C library's string, memory, allocation, sorting and conversion work too",
+    )
     p.add_argument("--clang", default=None, help="a clang driver to use instead of the ziglang wheel's")
     p.add_argument("--cache-dir", type=Path, default=None, help="build cache (default ~/.cache/instrbudget)")
 
@@ -64,6 +69,7 @@ def _options(args: argparse.Namespace) -> BuildOptions:
         include_dirs=tuple(d.resolve() for d in args.include_dirs),
         defines=tuple(args.defines),
         instrument=not args.no_instrument,
+        count_libraries=args.count_libraries,
     )
 
 

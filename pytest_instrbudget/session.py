@@ -160,7 +160,7 @@ class BudgetSession:
 
     def fingerprint_differences(self) -> tuple[str, ...]:
         """The keys that make the baseline not :attr:`comparable`."""
-        return differing_keys(_session_part(self.baseline.fingerprint), self._session_fingerprint())
+        return differing_keys(self._recorded(self.baseline.fingerprint), self._session_fingerprint())
 
     def metric_comparable(self, metric: str) -> bool:
         """Whether the baseline's entries of ``metric`` compare with this session's: the baseline is
@@ -189,18 +189,21 @@ class BudgetSession:
         return out
 
     def _matches(self, recorded: dict[str, str]) -> bool:
-        """Whether a baseline's fingerprint is this session's (older baselines lack some fields); the models
-        tests chose beyond the session's are compared per metric instead (:meth:`metric_comparable`)."""
-        current = self._session_fingerprint()
+        """Whether a baseline's fingerprint is this session's; the models tests chose beyond the
+        session's are compared per metric instead (:meth:`metric_comparable`)."""
+        return self._recorded(recorded) == self._session_fingerprint()
+
+    def _recorded(self, recorded: Mapping[str, str]) -> dict[str, str]:
+        """A baseline's session fingerprint with the fields older baselines lack filled in as they were."""
         old = _session_part(recorded)
         # Baselines from before cost models were configurable measured ir-count alone.
         old.setdefault("models", "ir-count version=1")
         # Baselines from before the canonical CPU: counts of code that asks no CPU questions.
-        if "cpu" in current:
+        if "cpu" in self._session_fingerprint():
             old.setdefault("cpu", cpu.DEFAULT_CPU)
         # Baselines from before the counted C library counted the user's code alone.
         old.setdefault("libraries", LIBRARIES[False])
-        return old == current
+        return old
 
     def cutoffs(self, nodeid: str, budget: Budget | None) -> tuple[dict[str, int], dict[str, str]]:
         """Where a test's code stops (metric -> count) and how each was given: the marker's ``stop_at``

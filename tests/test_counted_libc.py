@@ -283,6 +283,14 @@ def test_counted_libc_covers_the_listed_families() -> None:
     assert aliases()["__isoc23_strtol"] == "__instrbudget_libc_strtol"
 
 
+def test_counted_libc_docs_table_lists_what_the_library_defines() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "counted-libraries.md").read_text()
+    table = doc.split("## What is counted", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[2] for line in table.splitlines() if line.startswith("| ") and "`" in line]
+    listed = {name for row in rows for name in re.findall(r"`(\w+)`", row)}
+    assert listed == set(functions())
+
+
 def test_counted_libc_fingerprint_says_why_old_baselines_differ(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", work="#include <string.h>\nunsigned long work(const char *s) { return strlen(s); }\n")
     pytester.makepyfile(

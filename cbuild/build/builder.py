@@ -326,7 +326,6 @@ class Builder:
         """The units linked into one module; in instrumented builds with the counted C library."""
         libc = None
         if options.instrument and options.count_libraries:
-            self.cache.ensure_writable()
             libc = libc_ir(toolchain, self.cache)
         return llvm_worker.link_units(
             [u.ir_path for u in units],

@@ -36,7 +36,6 @@ HEADER_ALIASES = {
     "__isoc23_strtoull": "strtoull",
     "__isoc23_strtoimax": "strtoimax",
     "__isoc23_strtoumax": "strtoumax",
-    "__isoc23_atoi": "atoi",
     "__strdup": "strdup",
     "__strndup": "strndup",
     "__stpcpy": "stpcpy",
@@ -69,7 +68,8 @@ def source() -> str:
 @functools.cache
 def functions() -> frozenset[str]:
     """The C library functions the counted library defines."""
-    return frozenset(_DEFINED.findall(source())) - _INTERNAL
+    # The .c files only: the prelude's ``#define LIBC(name)`` defines nothing.
+    return frozenset(name for path in _files() for name in _DEFINED.findall(path.read_text())) - _INTERNAL
 
 
 @functools.cache
@@ -108,7 +108,7 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
     table = {name: target for name, target in aliases().items() if name not in own}
     if table:
         names = "|".join(re.escape(n) for n in sorted(table, key=len, reverse=True))
-        text = re.sub(rf"@({names})(?=[\s(),])", lambda m: "@" + table[m.group(1)], text)
+        text = re.sub(rf"@({names})(?![\w.$])", lambda m: "@" + table[m.group(1)], text)
         # A unit may now declare a counted function twice (its own name and an alias).
         text = _dedupe_declarations(text)
     routed: set[str] = set()
