@@ -43,8 +43,9 @@ def _add_build_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-instrument", action="store_true", help="same pipeline, no counting code")
     p.add_argument(
         "--count-libraries",
-        action="store_true",
-        help="count the C library's string, memory, allocation, sorting and conversion work too",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="count the C library's and libc++'s work too (the default); --no-count-libraries counts only yours",
     )
     p.add_argument("--clang", default=None, help="a clang driver to use instead of the ziglang wheel's")
     p.add_argument("--cache-dir", type=Path, default=None, help="build cache (default ~/.cache/instrbudget)")

@@ -8,14 +8,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cbuild.build.cache import atomic_write
 from cbuild.models.costs import Cost
 from cbuild.report.snapshot import Snapshot, SnapshotError, decode
+from pytest_instrbudget.outputs import write_output
 
 
 class BaselineError(Exception):
@@ -54,23 +53,21 @@ class Baseline:
     def save(self) -> None:
         """Write atomically: readers see the old file or the new one, never a mix.
 
-        A file that exists keeps its permissions (a read-only baseline stays read-only).
+        A file that exists keeps its permissions (a read-only baseline stays read-only); a
+        symlinked baseline's target is the file written (:mod:`pytest_instrbudget.outputs`).
         """
-        text = self.snapshot().dumps()
-        try:
-            mode = stat.S_IMODE(self.path.stat().st_mode)
-        except FileNotFoundError:
-            mode = 0o644
-        atomic_write(self.path, text.encode(), mode=mode)
+        write_output(self.path, self.snapshot().dumps().encode())
 
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
     """Hold the lock of the baseline at ``path`` (other sessions updating it wait).
 
-    The lock is on the baseline's directory, since the file itself is replaced on
-    every write; it is released when the process ends, however it ends.
+    The lock is on the directory of the file written (a symlink's target), since the
+    file itself is replaced on every write; it is released when the process ends,
+    however it ends.
     """
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:

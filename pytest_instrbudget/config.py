@@ -73,6 +73,8 @@ class Settings:
     cutoff: float | None = None
     #: Per-model parameter tables, ``[tool.instrbudget.<model>]``.
     model_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: A limit on a metric that could not be measured: ``fail`` the test, or ``skip`` the check.
+    unavailable: str = "fail"
 
     def build_options(
         self,
@@ -99,10 +101,11 @@ _KEYS = {
     "models": "list of cost model names",
     "clang": "path or command of a clang driver",
     "timeout": "seconds a program run or a library call may take",
+    "unavailable": '"fail" (a limit on a metric that could not be measured fails the test) or "skip" (not checked)',
     "cutoff": "factor (at least 1) of a budgeted test's limit, else its baseline, at which its code is stopped",
     "cpu": "the x86-64 level programs see: one of " + ", ".join(CPU_LEVELS),
-    "count_libraries": "true (count the C library's string, memory, allocation, sorting and conversion work) "
-    "or false (count only your own code)",
+    "count_libraries": "true (the default: count the C library's and libc++'s string, memory, allocation, sorting "
+    "and conversion work) or false (count only your own code)",
 }
 
 
@@ -166,11 +169,24 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise ConfigError(f"{where}: expected a positive number of seconds, got {value!r}")
             kwargs[key] = float(value)
+        elif key == "unavailable":
+            kwargs[key] = unavailable_policy(value, where)
     kwargs["model_params"] = params
     kwargs["build"] = BuildOptions(**build)
     if "baseline" not in kwargs:
         kwargs["baseline"] = root / Settings.baseline
     return Settings(**kwargs)
+
+
+#: What a limit on a metric that could not be measured does.
+UNAVAILABLE_POLICIES = ("fail", "skip")
+
+
+def unavailable_policy(value: object, where: str) -> str:
+    """``"fail"`` or ``"skip"``; anything else is an error naming ``where``."""
+    if value not in UNAVAILABLE_POLICIES:
+        raise ConfigError(f'{where}: expected "fail" or "skip", got {value!r}')
+    return str(value)
 
 
 def load_settings(rootdir: Path, *, known_models: list[str]) -> Settings:

@@ -9,19 +9,23 @@ from dataclasses import dataclass, field
 import pytest
 
 from cbuild.models import CostModel, ModelError
-from pytest_instrbudget.config import ConfigError, parse_percent
+from pytest_instrbudget.config import ConfigError, parse_percent, unavailable_policy
 
 MARKER = "budget"
 MARKER_HELP = (
-    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}, timeout=SECONDS, stop_at=M, models=[NAME, ...]): fail "
+    "budget(max_instr=N, tolerance=PCT, regions={NAME: N}, timeout=SECONDS, stop_at=M, models=[NAME, ...], "
+    'unavailable="fail"|"skip"): fail '
     "when the test's instrumented C/C++ code executes more than N IR instructions (or a region more than its N), or "
     "more than its baseline plus PCT percent; library calls and program runs may take SECONDS each; code that would "
-    'pass M instructions (or "10x" max_instr) is stopped there; models= chooses the test\'s cost models'
+    'pass M instructions (or "10x" max_instr) is stopped there; models= chooses the test\'s cost models; '
+    'a limit on a metric its model could not measure fails the test unless unavailable="skip"'
 )
 #: The cut-off keyword of the IR instruction total; a model's clock metric ``max_K`` has ``stop_at_K``.
 STOP_AT = "stop_at"
 #: The keyword choosing a test's cost models.
 MODELS = "models"
+#: The keyword saying what a limit on a metric that could not be measured does.
+UNAVAILABLE = "unavailable"
 #: Model names -> the session's instances of them (an unknown name raises ModelError naming the known ones).
 ChooseModels = Callable[[Sequence[str]], list[CostModel]]
 
@@ -68,6 +72,8 @@ class Budget:
     stop_labels: dict[str, str] = field(default_factory=dict)
     #: The test's cost models (``models=``); empty: the session's.
     models: tuple[str, ...] = ()
+    #: ``unavailable=``: what a limit on a metric that could not be measured does (None: the config's).
+    unavailable: str | None = None
 
     @classmethod
     def from_item(
@@ -100,6 +106,7 @@ class Budget:
         limits: dict[str, int] = {}
         tolerance: float | None = None
         timeout: float | None = None
+        unavailable: str | None = None
         regions: dict[str, dict[str, int]] = {}
         stops_given: dict[str, object] = {}
         cutoffs = {stop_keyword(m.keyword): m for model in models for m in model.metrics[:1]}
@@ -119,6 +126,8 @@ class Budget:
                             f"{item.nodeid}: budget(timeout=...) must be a positive number of seconds, got {value!r}"
                         )
                     timeout = float(value)
+                elif key == UNAVAILABLE:
+                    unavailable = unavailable_policy(value, f"{item.nodeid}: budget(unavailable=...)")
                 elif key == "regions":
                     regions.update(_region_limits(item.nodeid, value, active, headline))
                 elif key in cutoffs:
@@ -152,7 +161,9 @@ class Budget:
                         f"with budget(models=[...]) (this test's models: {mine})"
                     )
                 else:
-                    accepted = ", ".join(sorted([*active, *cutoffs, MODELS, "regions", "timeout", "tolerance"]))
+                    accepted = ", ".join(
+                        sorted([*active, *cutoffs, MODELS, UNAVAILABLE, "regions", "timeout", "tolerance"])
+                    )
                     raise ConfigError(
                         f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget; accepted: {accepted}"
                     )
@@ -163,7 +174,7 @@ class Budget:
             where = f"{item.nodeid}: budget({key}=...)"
             stops[metric.name] = cutoff_value(where, value, limits.get(metric.name), metric.keyword)
             labels[metric.name] = f"{value} {metric.keyword}" if isinstance(value, str) else f"{key}={value:,}"
-        return cls(limits, tolerance, regions, timeout, stops, labels, names)
+        return cls(limits, tolerance, regions, timeout, stops, labels, names, unavailable)
 
 
 def model_names(value: object, call: str, error: Callable[[str], Exception] = ConfigError) -> tuple[str, ...]:

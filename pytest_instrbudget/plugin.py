@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from cbuild.build.builder import Builder
-from cbuild.build.cache import atomic_write
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, default_registry
 from cbuild.run.hosts import HostPool, guard_library
@@ -24,6 +23,7 @@ from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
 from pytest_instrbudget.fixture import CBuild
 from pytest_instrbudget.marker import MARKER_HELP, Budget
 from pytest_instrbudget.measure import Meter, measure
+from pytest_instrbudget.outputs import write_output
 from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
 from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions
@@ -359,14 +359,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if budget.run.html_path is not None:
         _write_output(outcome, "the HTML report", budget.run.html_path, report.html_report(budget))
     if budget.run.markdown_path is not None:
-        _write_output(outcome, "the markdown summary", budget.run.markdown_path, report.markdown(budget))
+        # Appended: $GITHUB_STEP_SUMMARY collects what every command of a CI step writes.
+        _write_output(outcome, "the markdown summary", budget.run.markdown_path, report.markdown(budget), append=True)
     if outcome.errors and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _write_output(outcome: Outcome, what: str, path: Path, text: str) -> None:
+def _write_output(outcome: Outcome, what: str, path: Path, text: str, *, append: bool = False) -> None:
     try:
-        atomic_write(path, text.encode())
+        write_output(path, text.encode(), append=append)
     except OSError as exc:
         outcome.errors.append(f"cannot write {what} {path}: {describe_os_error(exc)}")
 

@@ -178,8 +178,8 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         )
         if "libraries" in session.fingerprint_differences():
             lines.append(
-                "  count_libraries changed: with it the C library's string, memory, allocation, sorting and "
-                "conversion work is counted, without it only your own code; rewrite the baseline with "
+                "  count_libraries changed: with it the C library's and libc++'s string, memory, allocation, "
+                "sorting and conversion work is counted, without it only your own code; rewrite the baseline with "
                 "--instrbudget-update, or set count_libraries back to what the baseline was made with"
             )
     for name in session.other_model_parameters():

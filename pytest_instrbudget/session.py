@@ -76,7 +76,7 @@ class Outcome:
 
 
 #: The fingerprint's ``libraries``: whether the C library's work is in the counts (count_libraries).
-LIBRARIES = {True: "counted C library", False: "host C library, uncounted"}
+LIBRARIES = {True: "counted C library and libc++", False: "host C library, uncounted"}
 
 
 class BudgetSession:
@@ -267,22 +267,23 @@ class BudgetSession:
             }
             why = missing.get(name)
             if why is not None:
-                metrics.append(
-                    MetricResult(
-                        metric=name,
-                        keyword=keywords.get(name, ""),
-                        value=0,
-                        limit=limit,
-                        baseline=old.total if old is not None else None,
-                        tolerance=tolerance,
-                        status=UNAVAILABLE,
-                        region_limits=region_limits,
-                        model=why.model,
-                        unavailable=why.reason,
-                        unavailable_where=_relative(why.where, self.settings.root) if why.where else None,
-                        unavailable_function=why.function,
-                    )
+                unchecked = MetricResult(
+                    metric=name,
+                    keyword=keywords.get(name, ""),
+                    value=0,
+                    limit=limit,
+                    baseline=old.total if old is not None else None,
+                    tolerance=tolerance,
+                    status=UNAVAILABLE,
+                    region_limits=region_limits,
+                    model=why.model,
+                    unavailable=why.reason,
+                    unavailable_where=_relative(why.where, self.settings.root) if why.where else None,
+                    unavailable_function=why.function,
                 )
+                metrics.append(unchecked)
+                if (limit is not None or region_limits) and self._unavailable_policy(budget) == "fail":
+                    failures.append(_unchecked_text(unchecked))
                 continue
             cost = costs[name]
             if old is not None and not self.metric_comparable(name):
@@ -327,12 +328,18 @@ class BudgetSession:
                 failures.append(_failure_text(metric_result))
         failure = None
         if failures:
-            failure = f"instrbudget: {nodeid} is over budget\n" + "\n".join(failures)
+            over = any(m.status in (OVER_LIMIT, REGRESSED) for m in metrics)
+            failure = f"instrbudget: {nodeid} is {'over budget' if over else 'not measured'}\n" + "\n".join(failures)
             if any(m.status == REGRESSED for m in metrics):
                 failure += "\n  if the new cost is intended, accept it with: pytest --instrbudget-update"
         result = TestResult(nodeid, budget is not None, metrics, failure, completed, list(region_problems or []))
         self.results[nodeid] = result
         return result
+
+    def _unavailable_policy(self, budget: Budget | None) -> str:
+        if budget is not None and budget.unavailable is not None:
+            return budget.unavailable
+        return self.settings.unavailable
 
     def finish(self) -> Outcome:
         """Apply ``--instrbudget-update``/``--instrbudget-prune`` to the baseline, once."""
@@ -482,6 +489,19 @@ def _relative(where: str, root: Path) -> str:
 
 def _fp(fingerprint: dict[str, str]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()))
+
+
+def _unchecked_text(m: MetricResult) -> str:
+    """Why a limit of ``m`` (an unavailable metric) was not checked, and the ways out."""
+    limits = [f"{m.keyword}={m.limit:,}"] if m.limit is not None else []
+    limits += [f"regions[{path!r}]={n:,}" for path, n in sorted(m.region_limits.items())]
+    where = f" (at {m.unavailable_where})" if m.unavailable_where else ""
+    return (
+        f"  {', '.join(limits)} not checked: the {m.model} model could not measure this test:\n"
+        f"    {m.unavailable}{where}\n"
+        "  make the code build for it or drop the limit; to accept unchecked limits:\n"
+        '    budget(unavailable="skip"), or unavailable = "skip" in [tool.instrbudget]'
+    )
 
 
 def _failure_text(m: MetricResult) -> str:

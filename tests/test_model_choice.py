@@ -268,6 +268,23 @@ def test_model_choice_unavailable_metrics_are_shown_not_checked_and_kept(pyteste
     # With the assembly, and more work per iteration; a zkvm limit the code could not meet.
     source.write_text(TICKS_C.replace("i < n; i++) s += i;", "i < n; i++) { s += i; s ^= 0; }", 1))
     pytester.makepyfile(test_choice=textwrap.dedent(TICKS_TESTS.replace("LIMIT", "10")))
+    # A limit that could not be checked fails the test, saying why and the ways out.
+    result, _ = run(pytester)
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_choice.py::test_ticks is over budget",
+            "  max_zkcycles=10 not checked: the zkvm model could not measure this test:",
+            f"    cannot be built for riscv32: invalid output constraint '=a' in asm (at ticks.c:{TICKS_LINE})",
+            "  make the code build for it or drop the limit; to accept unchecked limits:",
+            '    budget(unavailable="skip"), or unavailable = "skip" in [tool.instrbudget]',
+        ],
+        consecutive=False,
+    )
+    # A project that accepts it: the limit is reported not checked and the test passes on ir-count.
+    pytester.makepyprojecttoml(
+        f'[tool.instrbudget]\nopt_level = "1"\nmodels = ["ir-count", "zkvm"]\nunavailable = "skip"\n{ZKVM_TABLE}'
+    )
     result, doc = run(pytester, "--instrbudget-update", f"--instrbudget-markdown={pytester.path / 'summary.md'}")
     # Passes on ir-count, with its max_zkcycles=10 not checked; the other fails on ir-count alone.
     result.assert_outcomes(passed=2, failed=1)
@@ -318,6 +335,44 @@ def test_model_choice_unavailable_metrics_are_shown_not_checked_and_kept(pyteste
     result.assert_outcomes(passed=2, failed=1)
     assert parallel["tests"] == serial["tests"]
     result.stdout.fnmatch_lines([f"instrbudget:     at ticks.c:{TICKS_LINE}, in ticks"])
+
+
+def test_model_choice_unavailable_limit_skipped_per_test_and_bad_policy(pytester: pytest.Pytester) -> None:
+    tests = TICKS_TESTS.replace("LIMIT", "10").replace("max_zkcycles=10)", 'max_zkcycles=10, unavailable="skip")')
+    project(pytester, tests, models='["ir-count", "zkvm"]')
+    result, doc = run(pytester, "-k", "test_ticks and not over")
+    result.assert_outcomes(passed=1, deselected=2)
+    assert doc["tests"]["test_choice.py::test_ticks"]["unavailable"]["zk_cycles"]["limit"] == 10
+    pytester.makepyfile(test_choice=textwrap.dedent(tests.replace('unavailable="skip"', 'unavailable="ignore"')))
+    result, _ = run(pytester, "-k", "test_ticks and not over")
+    result.stderr.fnmatch_lines(['*test_ticks: budget(unavailable=...): expected "fail" or "skip", got \'ignore\''])
+    assert result.ret != 0
+
+
+LIBRARY_WITH_MAIN_C = """\
+int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }
+int main(void) { return work(10) != 45; }
+"""
+
+
+def test_model_choice_library_defining_main_builds_for_riscv(pytester: pytest.Pytester) -> None:
+    """The RISC-V library build's own entry does not collide with the library's main: the
+    zkvm limit is measured (and here exceeded), not reported unavailable."""
+    pytester.makefile(".c", lib=LIBRARY_WITH_MAIN_C)
+    pytester.makepyfile(
+        test_choice="""
+        import pytest
+
+        @pytest.mark.budget(max_zkcycles=1)
+        def test_lib(cbuild):
+            assert cbuild.library("lib.c").work(10) == 45
+        """
+    )
+    pytester.makepyprojecttoml(f'[tool.instrbudget]\nopt_level = "1"\nmodels = ["ir-count", "zkvm"]\n{ZKVM_TABLE}')
+    result, doc = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_choice.py::test_lib is over budget", "*zk_cycles: * exceeds max_zkcycles=1 *"])
+    assert not doc["tests"]["test_choice.py::test_lib"]["unavailable"]
 
 
 def test_model_choice_unavailable_program_run(pytester: pytest.Pytester) -> None:

@@ -126,7 +126,7 @@ def test_threads_count_the_same_every_run_and_add_up(threaded: object) -> None:
     assert alone["work"] > 3 * ITERATIONS
     assert got["work"] == 4 * alone["work"]
     assert got["worker"] == 4 * alone["worker"]
-    assert set(got) == {"main", "worker", "work"}
+    assert {name for name in got if not name.startswith("__instrbudget_libc_")} == {"main", "worker", "work"}
     assert runs[0].threads == 5  # main and four workers ran instrumented code
     # main's own part grows by the same amount per thread it starts and joins.
     mains = [_functions(run_program(threaded, [ITERATIONS, k]))["main"] for k in (1, 2, 3)]  # type: ignore[arg-type]

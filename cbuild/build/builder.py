@@ -20,6 +20,7 @@ from cbuild.build.cache import Cache, atomic_write, default_cache_dir, digest, f
 from cbuild.build.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
 from cbuild.build.instrument import instrument
 from cbuild.build.libc import libc_ir, size_t_bits
+from cbuild.build.libcxx import libcxx_ir
 from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.signatures import read_signatures
 from cbuild.build.sources import Source
@@ -323,14 +324,17 @@ class Builder:
         return analyses, self._compile_c(code, "models", ir=True), True
 
     def _link_units(self, units: Sequence[CompiledUnit], options: BuildOptions, toolchain: Toolchain) -> str:
-        """The units linked into one module; in instrumented builds with the counted C library."""
-        libc = None
+        """The units linked into one module; in instrumented builds with the counted libraries."""
+        libc = libcxx = None
         if options.instrument and options.count_libraries:
             libc = libc_ir(toolchain, self.cache)
+            if any(language_of(u.source) == "c++" for u in units):
+                libcxx = libcxx_ir(toolchain, self.cache)
         return llvm_worker.link_units(
             [u.ir_path for u in units],
             [str(u.source) for u in units],
             libc=libc,
+            libcxx=libcxx,
             size_bits=size_t_bits(toolchain.triple),
         )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from llvmlite import binding as llvm
 
 from cbuild.build import libc as libc_mod
+from cbuild.build import libcxx as libcxx_mod
 from cbuild.build.blocks import UNCOUNTED_INTRINSIC, BlockTable, region_marker
 from cbuild.errors import InstrumentedIRRejected, InstrumentError, LinkError
 
@@ -88,36 +89,56 @@ def line_tables_only(text: str) -> str:
     return text.replace("emissionKind: FullDebug", "emissionKind: LineTablesOnly")
 
 
-def link_units(paths: Sequence[str], names: Sequence[str], *, libc: str | None = None, size_bits: int = 64) -> str:
+def link_units(
+    paths: Sequence[str],
+    names: Sequence[str],
+    *,
+    libc: str | None = None,
+    libcxx: str | None = None,
+    size_bits: int = 64,
+) -> str:
     """The text of one module linking the IR files at ``paths`` in order; errors name each by ``names``.
 
     With ``libc`` (the counted C library's IR, :mod:`cbuild.build.libc`) the units call it
-    instead of the host's C library; the functions they use are linked in, internal.
+    instead of the host's C library; with ``libcxx`` (the counted part of libc++,
+    :mod:`cbuild.build.libcxx`) the libc++ functions they call are linked in. Either way
+    the library functions they use become internal to the module and the rest are dropped.
     A fresh context per call: struct type names (``%struct.s.3``) then depend on these
     units alone, not on what the process parsed before.
     """
     context = llvm.create_context()
     texts = [Path(p).read_text() for p in paths]
+    own = libc_mod.defined_names(texts)
+    library_texts: list[tuple[str, str]] = []
+    if libcxx is not None:
+        library_texts.append((libcxx_mod.prepare(Path(libcxx).read_text()), "the counted C++ library"))
     if libc is not None:
-        own = libc_mod.defined_names(texts)
         texts = [libc_mod.point_at_libc(text, own=own, size_bits=size_bits) for text in texts]
+        library_texts = [(libc_mod.point_at_libc(t, own=own, size_bits=size_bits), n) for t, n in library_texts]
     modules = [parse(text, name=n, context=context) for text, n in zip(texts, names, strict=True)]
+    counted: set[str] = set()
+    for text, name in library_texts:
+        library = parse(text, name=name, context=context)
+        # The user's own definition of a function wins (a replaced ``operator new``).
+        counted.update(fn.name for fn in library.functions if not fn.is_declaration and fn.name not in own)
+        modules.append(library)
     if libc is not None:
         library = parse(Path(libc).read_text(), name="the counted C library", context=context)
         for fn in library.functions:  # its helpers too, so that reports tell them apart
             if not fn.is_declaration and not fn.name.startswith(libc_mod.PREFIX):
                 fn.name = libc_mod.PREFIX + fn.name
+        counted.update(fn.name for fn in library.functions if not fn.is_declaration)
         modules.append(library)
     module = link(modules)
-    if libc is not None:
-        _keep_used_libc(module)
+    if counted:
+        _keep_used(module, counted)
     return str(module)
 
 
-def _keep_used_libc(module: llvm.ModuleRef) -> None:
-    """The counted library's functions made internal to the build, the unused ones dropped."""
+def _keep_used(module: llvm.ModuleRef, counted: set[str]) -> None:
+    """The counted libraries' functions made internal to the build, the unused ones dropped."""
     for fn in module.functions:
-        if fn.name.startswith(libc_mod.PREFIX) and not fn.is_declaration:
+        if fn.name in counted and not fn.is_declaration:
             fn.visibility = llvm.Visibility.default
             fn.linkage = llvm.Linkage.internal
     tm = target_machine(module.triple, 0)

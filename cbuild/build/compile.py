@@ -203,16 +203,18 @@ def compile_own(
     flags: Sequence[str],
     suffix: str,
     mode: int = 0o644,
+    cxx: bool = False,
 ) -> Path:
     """Build C source of the engine's own (the runtime, the models' code, the host guard) with
-    ``flags`` into one cache entry ending in ``suffix``; ``what`` names it in messages."""
-    key = digest(tc.identity, code, *flags)
+    ``flags`` into one cache entry ending in ``suffix``; ``what`` names it in messages.
+    With ``cxx`` the code is C++."""
+    key = digest(tc.identity, code, *flags, *(["c++"] if cxx else []))
 
     def make(files: list[Path]) -> None:
         with tempfile.TemporaryDirectory(prefix="instrbudget-rt-") as tmp:
-            src, out = Path(tmp) / f"{stem}.c", Path(tmp) / f"{stem}{suffix}"
+            src, out = Path(tmp) / f"{stem}.{'cpp' if cxx else 'c'}", Path(tmp) / f"{stem}{suffix}"
             src.write_text(code)
-            cmd = [*tc.cc, "-target", tc.triple, *flags, str(src), "-o", str(out)]
+            cmd = [*(tc.cxx if cxx else tc.cc), "-target", tc.triple, *flags, str(src), "-o", str(out)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 raise LinkError(f"building {what} failed:\n{proc.stderr}")

@@ -84,7 +84,7 @@ def libc_ir(toolchain: Toolchain, cache: Cache) -> Path:
     """The library's IR for the toolchain's target (built once, cached by content)."""
     from cbuild.build.compile import compile_own  # the LLVM worker imports this module: keep it light
 
-    flags = ["-S", "-emit-llvm", "-g0", "-O2", "-fPIC", "-std=c11", "-fno-builtin", "-D_GNU_SOURCE"]
+    flags = ["-S", "-emit-llvm", "-gline-tables-only", "-O2", "-fPIC", "-std=c11", "-fno-builtin", "-D_GNU_SOURCE"]
     return compile_own(toolchain, cache, source(), what="the counted C library", stem="libc", flags=flags, suffix=".ll")
 
 

@@ -364,7 +364,14 @@ def prestart() -> None:
     _pool.prestart()
 
 
-def link_units(paths: Sequence[Path], names: Sequence[str], *, libc: Path | None = None, size_bits: int = 64) -> str:
+def link_units(
+    paths: Sequence[Path],
+    names: Sequence[str],
+    *,
+    libc: Path | None = None,
+    libcxx: Path | None = None,
+    size_bits: int = 64,
+) -> str:
     """:func:`cbuild.build.codegen.link_units` in a worker: the linked module's text."""
     text: str = _pool.call(
         "linking the IR of",
@@ -373,6 +380,7 @@ def link_units(paths: Sequence[Path], names: Sequence[str], *, libc: Path | None
         [str(p) for p in paths],
         list(names),
         libc=None if libc is None else str(libc),
+        libcxx=None if libcxx is None else str(libcxx),
         size_bits=size_bits,
     )
     return text

@@ -40,11 +40,12 @@ class BuildOptions:
     #: Check the running total at every function entry and loop head, so that code can be
     #: stopped at a limit set when it runs (cbuild.build.checks); the counts are the same.
     cutoff: bool = False
-    #: Link the counted C library (cbuild.build.libc) into instrumented builds: string, memory,
-    #: allocation, sorting and conversion functions are counted like the user's code and the
-    #: heap lies at a fixed address. False (the default for now) counts only the user's own
-    #: code: the host's C library does that work, uncounted.
-    count_libraries: bool = False
+    #: Link the counted libraries into instrumented builds: the C library (cbuild.build.libc)
+    #: and, in C++ builds, libc++'s out-of-line parts (cbuild.build.libcxx). String, memory,
+    #: allocation, sorting and conversion work is counted like the user's code and the heap
+    #: lies at a fixed address. False counts only the user's own code: the host's libraries
+    #: do that work, uncounted.
+    count_libraries: bool = True
 
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:

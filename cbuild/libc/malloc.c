@@ -52,6 +52,10 @@ struct ib_chunk {
     uint64_t requested;
 };
 
+/* The runtime's (uninstrumented): a wait for another thread is not counted. */
+void __instrbudget_heap_lock(int *lock);
+int __instrbudget_heap_ready(const uint64_t *magic, uint64_t want);
+
 /* This binary's pointer to the process's heap (the heap model reads the statistics through it). */
 __attribute__((visibility("hidden"))) struct ib_heap *__instrbudget_heap;
 #define ib_heap_state __instrbudget_heap
@@ -88,13 +92,13 @@ static struct ib_heap *ib_heap(void) {
     if (at == MAP_FAILED) {
         /* Another instrumented library of this process made the heap already. */
         h = (struct ib_heap *)IB_HEAP_BASE;
-        if (msync(h, 4096, MS_ASYNC) != 0 || h->magic != IB_HEAP_MAGIC) return NULL;
+        if (msync(h, 4096, MS_ASYNC) != 0 || !__instrbudget_heap_ready(&h->magic, IB_HEAP_MAGIC)) return NULL;
         return ib_heap_state = h;
     }
     h = (struct ib_heap *)at;
     h->limit = limit;
     h->top = (uintptr_t)at + 4096;
-    h->magic = IB_HEAP_MAGIC;
+    __atomic_store_n(&h->magic, IB_HEAP_MAGIC, __ATOMIC_RELEASE); /* last: the header is complete */
     return ib_heap_state = h;
 }
 
@@ -102,9 +106,7 @@ static int ib_owns(const struct ib_heap *h, const void *p) {
     return h && (uintptr_t)p > (uintptr_t)h && (uintptr_t)p < (uintptr_t)h + h->limit;
 }
 
-static void ib_lock(struct ib_heap *h) {
-    while (__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE)) {}
-}
+static void ib_lock(struct ib_heap *h) { __instrbudget_heap_lock(&h->lock); }
 
 static void ib_unlock(struct ib_heap *h) { __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE); }
 

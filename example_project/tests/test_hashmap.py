@@ -36,7 +36,7 @@ def _keys(n: int, prefix: str = "key") -> list[bytes]:
     return [f"{prefix}-{i}".encode() for i in range(n)]
 
 
-@pytest.mark.budget(max_instr=500_000)
+@pytest.mark.budget(max_instr=1_000_000)
 def test_hashmap_put_get_grow_1000(minikit):
     keys = _keys(1000)
     with _new_map(minikit) as m:
@@ -47,7 +47,7 @@ def test_hashmap_put_get_grow_1000(minikit):
             assert _get(minikit, m, key) == i * i - 500
 
 
-@pytest.mark.budget(max_instr=220_000)
+@pytest.mark.budget(max_instr=550_000)
 def test_hashmap_presized_1000(minikit):
     keys = _keys(1000)
     with _new_map(minikit, 1000) as m:
@@ -57,7 +57,7 @@ def test_hashmap_presized_1000(minikit):
         assert _get(minikit, m, b"key-999") == 999
 
 
-@pytest.mark.budget(max_instr=100_000)
+@pytest.mark.budget(max_instr=180_000)
 def test_hashmap_missing_keys(minikit):
     with _new_map(minikit) as m:
         for i, key in enumerate(_keys(200)):
@@ -72,7 +72,7 @@ def test_hashmap_missing_keys(minikit):
         assert minikit.mk_map_get(m, b"absent-7", None) == 0
 
 
-@pytest.mark.budget(max_instr=60_000)
+@pytest.mark.budget(max_instr=125_000)
 def test_hashmap_overwrite_keeps_size(minikit):
     keys = _keys(100)
     with _new_map(minikit) as m:
@@ -91,7 +91,7 @@ def test_hashmap_overwrite_keeps_size(minikit):
         assert minikit.mk_map_size(m) == 101
 
 
-@pytest.mark.budget(max_instr=100_000)
+@pytest.mark.budget(max_instr=200_000)
 def test_hashmap_iterate_all_entries(minikit):
     expected = {key: i * 3 for i, key in enumerate(_keys(300))}
     with _new_map(minikit) as m:

@@ -1,0 +1,87 @@
+"""The counted C++ library: the parts of libc++ whose work depends on the arguments, as IR.
+
+libc++ declares its common template instantiations ``extern``: ``std::sort`` of ``int*``,
+``std::string``'s members, ``std::to_string`` are compiled into libc++ itself, so a user's
+translation unit only calls them and the count stops at the call. Here the libc++ sources
+the ziglang wheel ships that define them (:data:`SOURCES`) are compiled to IR once per
+toolchain with the same headers and configuration as the user's code, and
+:func:`cbuild.build.codegen.link_units` links them into C++ builds: the functions the
+build calls become internal to it and are instrumented like the user's code; the host's
+libc++ still provides everything else (streams, locales, threads, the exception runtime).
+Their own calls of ``malloc``, ``memcpy`` and the rest reach the counted C library.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cbuild.build.cache import Cache
+    from cbuild.build.toolchain import Toolchain
+
+#: libc++ sources (``lib/libcxx/src/<name>.cpp``) compiled into the counted library: the
+#: explicit instantiations of algorithms and strings, conversions, allocation and hashing.
+SOURCES = ("algorithm", "charconv", "hash", "memory", "new", "string", "vector")
+#: The section libc++ puts its replaceable ``operator new`` in, to tell whether a program
+#: replaced it: the counted copies are the build's own, not replacements.
+OVERRIDE_SECTION = ' section "__lcxx_override"'
+
+
+def available(toolchain: Toolchain) -> bool:
+    """Whether ``toolchain`` compiles C++ against the libc++ whose sources are at hand."""
+    return toolchain.is_zig and (_zig_lib(toolchain) / "libcxx" / "src" / "string.cpp").is_file()
+
+
+def _zig_lib(toolchain: Toolchain) -> Path:
+    import ziglang  # the wheel's own files; only called for zig toolchains
+
+    return Path(ziglang.__file__).resolve().parent / "lib"
+
+
+def source(toolchain: Toolchain) -> str:
+    """The counted part of libc++ as one translation unit."""
+    src = _zig_lib(toolchain) / "libcxx" / "src"
+    return "".join(f'#include "{src / name}.cpp"\n' for name in SOURCES)
+
+
+def libcxx_ir(toolchain: Toolchain, cache: Cache) -> Path | None:
+    """The library's IR for the toolchain's target (built once, cached), or None where the
+    toolchain's C++ library is not the libc++ whose sources the wheel ships."""
+    from cbuild.build.compile import compile_own  # the LLVM worker imports this module: keep it light
+
+    if not available(toolchain):
+        return None
+    lib = _zig_lib(toolchain)
+    flags = [
+        "-S",
+        "-emit-llvm",
+        "-g0",
+        "-O2",
+        "-fPIC",
+        "-std=c++23",
+        "-faligned-allocation",
+        # As zig builds libc++ itself: the library's own view of its headers.
+        "-D_LIBCPP_BUILDING_LIBRARY",
+        "-DLIBCXX_BUILDING_LIBCXXABI",
+        "-D_LIBCPP_HAS_NO_VENDOR_AVAILABILITY_ANNOTATIONS",
+        f"-I{lib / 'libcxx' / 'src'}",
+        f"-I{lib / 'libcxx' / 'libc'}",
+        f"-I{lib / 'libcxxabi' / 'include'}",
+    ]
+    return compile_own(
+        toolchain,
+        cache,
+        source(toolchain),
+        what="the counted C++ library",
+        stem="libcxx",
+        flags=flags,
+        suffix=".ll",
+        cxx=True,
+    )
+
+
+def prepare(text: str) -> str:
+    """The library's IR ready to link into a build: its ``operator new`` out of libc++'s
+    override section (libc++ would take the build's copies for a user's replacement)."""
+    return text.replace(OVERRIDE_SECTION, "")

@@ -1,0 +1,94 @@
+"""Writing the files a user points the plugin at: where they point, never beside it.
+
+A regular file is replaced atomically (readers see the old content or the new, never a
+mix), and a symlink's target is the file replaced, so a shared baseline stays shared.
+Anything else (``/dev/stdout``, a FIFO, a character device, a path under ``/proc``) is
+written to directly, without truncating it: replacing it would put a file where the
+user's pipe or log was. ``append`` adds to what is there (``$GITHUB_STEP_SUMMARY``
+collects every step's summary).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from cbuild.build.cache import atomic_write
+
+#: Paths that name a process's streams or devices, whatever they resolve to: a
+#: ``/dev/stdout`` redirected to a log file resolves to that file, which must not be replaced.
+_STREAM_ROOTS = ("/dev/", "/proc/")
+
+
+def write_output(path: Path, data: bytes, *, append: bool = False, mode: int | None = None) -> None:
+    """Write ``data`` where ``path`` points (see the module); ``mode`` for a new regular file
+    (default: an existing file keeps its permissions, a new one gets 0o644)."""
+    if _is_stream(path):
+        own = _own_stream(path)
+        if own is not None:
+            # The process's own stdout or stderr: through its descriptor, after what is
+            # buffered, so that the data lands after the output before it and is not
+            # overwritten by what follows (a second descriptor would have its own offset).
+            own.flush()
+            _write_all(own.fileno(), data)
+        else:
+            _write_in_place(path, data)
+        return
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if append:
+        _write_in_place(target, data, create=True)
+        return
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            mode = 0o644
+    atomic_write(target, data, mode=mode)
+
+
+def _is_stream(path: Path) -> bool:
+    if str(path.absolute()).startswith(_STREAM_ROOTS):
+        return True
+    try:
+        st = os.stat(path)  # follows symlinks
+    except OSError:
+        return False
+    return not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode)
+
+
+def _own_stream(path: Path) -> TextIO | None:
+    """``sys.stdout`` or ``sys.stderr`` when ``path`` is the file, pipe or terminal it writes to."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            own = os.fstat(stream.fileno())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            continue
+        if (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino):
+            return stream
+    return None
+
+
+def _write_in_place(path: Path, data: bytes, *, create: bool = False) -> None:
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, flags, 0o644)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

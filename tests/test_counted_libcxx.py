@@ -1,0 +1,93 @@
+"""The counted C++ library (cbuild/build/libcxx.py): libc++'s out-of-line instantiations
+(``std::sort`` of ints, ``std::string``'s members), ``std::to_string`` and ``operator new``
+run as instrumented IR, so their work shows in the count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cbuild import Builder, BuildOptions, IrCountModel, run_program
+from cbuild.build.libcxx import OVERRIDE_SECTION, SOURCES, prepare
+
+MODEL = IrCountModel()
+COUNTED = BuildOptions(count_libraries=True)
+
+SORT_CC = """\
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+int main(int argc, char **argv) {
+    int n = std::atoi(argv[1]);
+    std::vector<int> v(n);
+    unsigned x = 1;
+    for (int i = 0; i < n; i++) { x = x * 1103515245u + 12345u; v[i] = (int)(x >> 8); }
+    std::sort(v.begin(), v.end());
+    std::string s;
+    for (int i = 0; i < n; i++) s += std::to_string(v[i]);
+    return !std::is_sorted(v.begin(), v.end()) || s.empty();
+}
+"""
+
+REPLACED_NEW_CC = """\
+#include <cstdlib>
+#include <new>
+#include <vector>
+static int news;
+void *operator new(std::size_t n) { news++; return std::malloc(n ? n : 1); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+int main() {
+    std::vector<int> v;
+    for (int i = 0; i < 100; i++) v.push_back(i);
+    return news == 0;
+}
+"""
+
+
+def _run(builder: Builder, source: Path, *args: object, options: BuildOptions = COUNTED) -> dict[str, int]:
+    result = run_program(builder.build([source], options=options), args)
+    assert result.returncode == 0, result.stderr
+    assert result.counts is not None
+    (cost,) = MODEL.evaluate(result.counts)
+    return {"total": cost.total, **cost.functions}
+
+
+def test_counted_libcxx_sort_shows_n_log_n(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    source = write("sort.cc", SORT_CC)
+    small, large = _run(builder, source, 1_000), _run(builder, source, 100_000)
+    assert large["total"] >= 100 * small["total"], (small["total"], large["total"])
+    # The sort itself, the conversions and the appends are counted functions of the build.
+    for name in ("_ZNSt3__19to_stringEi", "_Znwm"):
+        assert small[name] > 0, sorted(small)
+    introsort = [name for name in small if "__introsort" in name]
+    assert introsort
+    assert all(large[name] > 100 * small[name] for name in introsort)
+
+
+def test_counted_libcxx_off_counts_only_own_code(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """count_libraries = false: libc++'s instantiations cost their calls only, linear in n."""
+    source = write("sort.cc", SORT_CC)
+    off = BuildOptions(count_libraries=False)
+    small, large = _run(builder, source, 1_000, options=off), _run(builder, source, 10_000, options=off)
+    assert large["total"] < 11 * small["total"], (small["total"], large["total"])
+    assert not any("__introsort" in name for name in large)
+
+
+def test_counted_libcxx_keeps_a_replaced_operator_new(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # The program's own operator new is the one called (main returns 0 only if it ran;
+    # ``_run`` checks that), and its malloc is the counted one.
+    counts = _run(builder, write("new.cc", REPLACED_NEW_CC))
+    assert counts["__instrbudget_libc_malloc"] > 0
+
+
+def test_counted_libcxx_same_counts_twice(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    source = write("sort.cc", SORT_CC)
+    assert _run(builder, source, 3_000) == _run(builder, source, 3_000)
+
+
+def test_counted_libcxx_prepare_leaves_the_override_section() -> None:
+    text = "define weak ptr @_Znwm(i64 %0)" + OVERRIDE_SECTION + " {\n  ret ptr null\n}\n"
+    assert prepare(text) == "define weak ptr @_Znwm(i64 %0) {\n  ret ptr null\n}\n"
+    assert "string" in SOURCES
+    assert "algorithm" in SOURCES

@@ -1,0 +1,107 @@
+"""Outputs go where the user points: through symlinks, to FIFOs, devices and /dev/stdout,
+appended for the markdown summary (pytest_instrbudget/outputs.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_instrbudget.outputs import write_output
+
+WORK_C = "int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }\n"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(test_budget="def test_work(cbuild):\n    assert cbuild.library('work.c').work(100) == 4950\n")
+    pytester.makepyprojecttoml("[tool.instrbudget]\nopt_level = '1'\n")
+    return pytester
+
+
+def test_outputs_symlink_target_is_replaced_and_the_link_stays(tmp_path: Path) -> None:
+    shared = tmp_path / "shared" / "baseline.json"
+    shared.parent.mkdir()
+    shared.write_text("old\n")
+    shared.chmod(0o640)
+    link = tmp_path / "project" / "baseline.json"
+    link.parent.mkdir()
+    link.symlink_to(Path("..") / "shared" / "baseline.json")
+    write_output(link, b"new\n")
+    assert link.is_symlink()
+    assert shared.read_text() == "new\n"
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
+    assert sorted(p.name for p in shared.parent.iterdir()) == ["baseline.json"]  # no temporary left
+
+
+def test_outputs_fifo_gets_the_data(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_output(fifo, b"through the pipe\n")
+    reader.join(timeout=10)
+    assert got == [b"through the pipe\n"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_outputs_device_is_written_not_replaced() -> None:
+    """As root, a rename over /dev/null would succeed; it must never happen."""
+    before = os.stat("/dev/null")
+    write_output(Path("/dev/null"), b"discarded\n")
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode)
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+
+
+def test_outputs_append_keeps_what_was_there(tmp_path: Path) -> None:
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("# an earlier step\n")
+    write_output(summary, b"## instrbudget\n", append=True)
+    assert summary.read_text() == "# an earlier step\n## instrbudget\n"
+    fresh = tmp_path / "new" / "summary.md"
+    write_output(fresh, b"first\n", append=True)
+    assert fresh.read_text() == "first\n"
+
+
+def test_outputs_symlinked_baseline_is_updated_through_the_link(project: pytest.Pytester) -> None:
+    shared = project.path / "shared" / "baseline.json"
+    shared.parent.mkdir()
+    link = project.path / ".instrbudget" / "baseline.json"
+    link.parent.mkdir()
+    link.symlink_to(shared)
+    result = project.runpytest("-p", "no:cacheprovider", "--instrbudget-update")
+    result.assert_outcomes(passed=1)
+    assert link.is_symlink()
+    assert "test_budget.py::test_work" in json.loads(shared.read_text())["tests"]
+
+
+def test_outputs_json_to_dev_stdout_and_markdown_appended(project: pytest.Pytester) -> None:
+    summary = project.path / "summary.md"
+    summary.write_text("# earlier step\n")
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--instrbudget-json=/dev/stdout", f"--instrbudget-markdown={summary}"
+    )
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    start = out.index('{\n  "baseline"')
+    doc, _ = json.JSONDecoder().raw_decode(out[start:])
+    assert "test_budget.py::test_work" in doc["tests"]
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n")
+    assert "instrbudget" in text[len("# earlier step\n") :]
+
+
+def test_outputs_directory_as_path_is_an_error_naming_it(project: pytest.Pytester) -> None:
+    target = project.path / "a_directory"
+    target.mkdir()
+    result = project.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={target}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"instrbudget: error: cannot write the JSON report {target}: *"])
+    assert target.is_dir()
