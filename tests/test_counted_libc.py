@@ -63,8 +63,17 @@ ADDRESSES_C = """\
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+/* Work that follows the address of a local variable at each depth of a recursion. */
+static unsigned long walk(int depth, unsigned long work) {
+    volatile char local[24];
+    uintptr_t h = (uintptr_t)&local[0] * 0x9E3779B97F4A7C15ull;
+    for (unsigned k = 0; k < (unsigned)(h >> 59); k++) work += k;
+    return depth ? walk(depth - 1, work) : work;
+}
 /* A hash table keyed by heap addresses: its collisions (and so its count) follow the addresses. */
 int main(void) {
+    int here;
+    printf("stack %p %lu\\n", (void *)&here, walk(200, 0));
     enum { N = 2000, BUCKETS = 61 };
     unsigned long chain[BUCKETS] = {0}, work = 0;
     void *keep[N];
@@ -173,6 +182,7 @@ def test_counted_libc_addresses_do_not_move_with_paths_or_environment(tmp_path: 
         outputs.append((result.stdout, _total(result)))
     assert outputs[0] == outputs[1]
     assert re.search(rb" 0x40000", outputs[0][0]), outputs[0][0]  # the fixed heap
+    assert outputs[0][0].startswith(b"stack 0x3fe"), outputs[0][0]  # the fixed stack
 
 
 def test_counted_libc_peak_heap_grows_by_what_is_held(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
