@@ -131,6 +131,10 @@ class Program:
     def options(self, **kw: Any) -> BuildOptions:
         return BuildOptions(include_dirs=self.includes, **kw)
 
+    @property
+    def shown_args(self) -> str:
+        return " ".join(self.args)
+
     def build(self, builder: Builder, **kw: Any) -> Artifact:
         return builder.build(list(self.sources), options=self.options(**kw))
 
@@ -214,7 +218,10 @@ def timed(fn: Callable[[], object]) -> float:
 def overhead_table(out: Report, builder: Builder, programs: list[Program], repeats: int, work: Path) -> None:
     out("== 1. Run time: counted build (counted libraries) vs plain build (instrument=False, host libc) ==")
     out(f"medians of {repeats} interleaved runs each (wall clock); counted totals of two run_program runs")
-    out(f"{'workload':40} {'plain s':>8} {'counted s':>9} {'ratio':>7} {'ir_instructions run 1':>22} {'run 2':>16}")
+    out(
+        f"{'workload':40} {'args':>9} {'plain s':>8} {'counted s':>9} {'ratio':>7} "
+        f"{'ir_instructions run 1':>22} {'run 2':>16}"
+    )
     ratios: list[float] = []
     env = dict(os.environ, **{COUNTS_ENV: str(work / "counts")})
     for program in programs:
@@ -230,14 +237,17 @@ def overhead_table(out: Report, builder: Builder, programs: list[Program], repea
             first, _ = counted_total(counted, program)
             second, _ = counted_total(counted, program)
         except (CBuildError, subprocess.CalledProcessError, RuntimeError) as exc:
-            out(f"{program.name:40} FAILED: {_short(exc)}")
+            out(f"{program.name:40} {program.shown_args:>9} FAILED: {_short(exc)}")
             continue
         p, c = statistics.median(t_plain), statistics.median(t_counted)
         ratios.append(c / p)
         same = "equal" if first == second else "DIFFER"
-        out(f"{program.name:40} {p:8.3f} {c:9.3f} {c / p:6.2f}x {first:22,} {second:16,}  {same}")
+        out(
+            f"{program.name:40} {program.shown_args:>9} {p:8.3f} {c:9.3f} {c / p:6.2f}x "
+            f"{first:22,} {second:16,}  {same}"
+        )
     if ratios:
-        out(f"{'geometric mean':40} {'':8} {'':9} {statistics.geometric_mean(ratios):6.2f}x")
+        out(f"{'geometric mean':40} {'':9} {'':8} {'':9} {statistics.geometric_mean(ratios):6.2f}x")
 
 
 def _short(exc: BaseException) -> str:
@@ -292,7 +302,10 @@ def callgrind_table(out: Report, builder: Builder, programs: list[Program], work
         return
     version = subprocess.run([valgrind, "--version"], capture_output=True, text=True, check=False).stdout.strip()
     out(f"{version}; the plain build runs under callgrind with the same arguments and stdin")
-    out(f"{'program':40} {'ir_instructions':>15} {'callgrind Ir':>15} {'tool/cg':>8} {'run s':>7} {'callgrind s':>11}")
+    out(
+        f"{'program':40} {'ir_instructions':>15} {'callgrind Ir':>15} {'tool/cg':>8} "
+        f"{'run_program s':>13} {'callgrind s':>11}"
+    )
     outliers: list[tuple[Program, float, dict[str, int], int, Path]] = []
     for n, program in enumerate(programs):
         out_file = work / f"callgrind.{n}.out"
@@ -307,7 +320,7 @@ def callgrind_table(out: Report, builder: Builder, programs: list[Program], work
             out(f"{program.name:40} FAILED: {_short(exc)}")
             continue
         ratio = total / cg
-        out(f"{program.name:40} {total:15,} {cg:15,} {ratio:7.2f}x {t_run:7.2f} {t_cg:11.2f}")
+        out(f"{program.name:40} {total:15,} {cg:15,} {ratio:7.2f}x {t_run:13.2f} {t_cg:11.2f}")
         if not EXPECTED_RATIO[0] <= ratio <= EXPECTED_RATIO[1]:
             outliers.append((program, ratio, functions, total, out_file))
     for program, ratio, functions, total, out_file in outliers:
@@ -336,21 +349,21 @@ def cold_table(out: Report, program: Program, work: Path, repeats: int) -> None:
         out("skipped: this toolchain's C++ library is not the libc++ the ziglang wheel ships sources of")
         return
     size = libcxx[0].stat().st_size
-    out(f"{'counted libc++ IR (libcxx_ir), fresh cache':52} {t_libcxx:8.2f} s   ({size / 1e6:.1f} MB of IR)")
+    out(f"{'counted libc++ IR (libcxx_ir), fresh cache':56} {t_libcxx:8.2f} s   ({size / 1e6:.1f} MB of IR)")
     t_libc = timed(lambda: libc_ir(cold.toolchain, cold.cache))
-    out(f"{'counted C library IR (libc_ir), same cache':52} {t_libc:8.2f} s")
+    out(f"{'counted C library IR (libc_ir), same cache':56} {t_libc:8.2f} s")
     t_first = timed(lambda: program.build(cold))
-    out(f"{'first counted build of sort_strings.cc, same cache':52} {t_first:8.2f} s   (library IR already there)")
+    out(f"{'first counted build of sort_strings.cc, same cache':56} {t_first:8.2f} s   (library IR already there)")
     uncounted = Builder(cache_dir=work / "cold-cache-uncounted", progress=quiet)
     t_uncounted = timed(lambda: program.build(uncounted, count_libraries=False))
-    out(f"{'first build, count_libraries=False, another fresh cache':52} {t_uncounted:8.2f} s")
+    out(f"{'first build, count_libraries=False, another fresh cache':56} {t_uncounted:8.2f} s")
     t_all = t_libcxx + t_libc + t_first
-    out(f"{'  counted from nothing (libc++ + libc + build)':52} {t_all:8.2f} s   {t_all / t_uncounted:.2f}x")
+    out(f"{'  counted from nothing (libc++ + libc + build)':56} {t_all:8.2f} s   {t_all / t_uncounted:.2f}x")
     warm = statistics.median(timed(lambda: program.build(cold)) for _ in range(repeats))
-    out(f"{'warm rebuild (cache hit), median':52} {warm * 1000:8.1f} ms")
+    out(f"{'warm rebuild (cache hit), median':56} {warm * 1000:8.1f} ms")
     fresh_process = Builder(cache_dir=work / "cold-cache", progress=quiet)
     warm_new = timed(lambda: program.build(fresh_process))
-    out(f"{'warm rebuild with a new Builder on that cache':52} {warm_new * 1000:8.1f} ms")
+    out(f"{'warm rebuild with a new Builder on that cache':56} {warm_new * 1000:8.1f} ms")
 
 
 # ----------------------------------------------------------------------------------------------

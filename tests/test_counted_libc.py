@@ -243,6 +243,36 @@ int main(int argc, char **argv) {
 """
 
 
+HISTORY_C = """\
+#include <stdlib.h>
+static void *held[256];
+void take(int n, int size) { for (int i = 0; i < n; i++) held[i] = malloc((size_t)size + (size_t)i % 7); }
+void give(int n) { for (int i = 0; i < n; i++) free(held[i]); }
+"""
+
+
+def test_counted_libc_allocation_costs_do_not_depend_on_history(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """The first allocations of a process (which map the heap), allocations from fresh memory
+    and from free lists cost the same: a test's count does not depend on the tests before it
+    in the same library process (a module-scoped library, pytest-xdist's distribution)."""
+    lib = Library(builder.build([write("history.c", HISTORY_C)], kind="library", options=COUNTED))
+
+    def cost(call: str, *args: int) -> int:
+        before = lib.snapshot()
+        getattr(lib, call)(*args)
+        (c,) = MODEL.evaluate(lib.counts(before))
+        return c.total
+
+    first = cost("take", 200, 40)  # maps the heap, then fresh memory
+    freed = cost("give", 200)
+    assert cost("take", 200, 40) == first  # every chunk from a free list now
+    assert cost("give", 200) == freed
+    big = cost("take", 100, 3000)  # another size class: fresh memory again
+    cost("give", 100)
+    assert cost("take", 100, 3000) == big
+    lib.close()
+
+
 def test_counted_libc_realloc_aligned_calloc_and_the_heap_limit(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     program = builder.build([write("realloc.c", REALLOC_C)], options=COUNTED)
     assert run_program(program).returncode == 0

@@ -17,6 +17,7 @@ int main(int argc, char **argv) {
     std::sort(v.begin(), v.end());
     std::string s;
     for (int i = 0; i < n; i++) s += std::to_string(v[static_cast<std::size_t>(i)]);
-    std::printf("%d ints, %zu characters, sorted=%d\n", n, s.size(), static_cast<int>(std::is_sorted(v.begin(), v.end())));
+    int sorted = std::is_sorted(v.begin(), v.end());
+    std::printf("%d ints, %zu characters, sorted=%d\n", n, s.size(), sorted);
     return s.empty();
 }

@@ -34,6 +34,7 @@ from cbuild.riscv.executor import block_data_text, build_executor
 RUNTIME_SOURCE = Path(__file__).parent.parent / "runtime" / "instrbudget_rt.c"
 CPU_SOURCE = Path(__file__).parent.parent / "runtime" / "canonical_cpu.c"
 FIXED_STACK_SOURCE = Path(__file__).parent.parent / "runtime" / "fixed_stack.c"
+HEAP_MAP_SOURCE = Path(__file__).parent.parent / "runtime" / "heap_map.c"
 Progress = Callable[[str], None]
 
 
@@ -444,9 +445,12 @@ class Builder:
                 # A symbol nothing defines is a link error here, as for programs, not a failed load
                 # later (``-Wl,-z,undefs`` in ldflags allows it again, e.g. for symbols of a host).
                 cmd += ["-shared", "-Wl,--no-undefined"]
-            if kind == "program" and options.instrument and options.count_libraries and "linux" in tc.triple:
-                # main on a stack at a fixed address (runtime/fixed_stack.c), reached through __wrap_main.
-                cmd += [str(self._compile_c(FIXED_STACK_SOURCE.read_text(), "fixed-stack")), "-Wl,--wrap=main"]
+            if options.instrument and options.count_libraries:
+                # The counted heap's mapping and lock, uninstrumented (runtime/heap_map.c).
+                cmd.append(str(self._compile_c(HEAP_MAP_SOURCE.read_text(), "heap-map")))
+                if kind == "program" and "linux" in tc.triple:
+                    # main on a stack at a fixed address (runtime/fixed_stack.c), reached through __wrap_main.
+                    cmd += [str(self._compile_c(FIXED_STACK_SOURCE.read_text(), "fixed-stack")), "-Wl,--wrap=main"]
             cmd += ["-lm", *options.ldflags]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:

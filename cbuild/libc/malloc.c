@@ -11,15 +11,14 @@
  * model. Pointers from elsewhere (the host C library's own allocations) go to the
  * host's free and realloc. */
 #include <stdlib.h>
-#include <sys/mman.h>
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
-
+/* RISC-V builds (cbuild/riscv/build.py) define their own: the executor's memory is smaller. */
+#ifndef IB_HEAP_BASE
 #define IB_HEAP_BASE ((uintptr_t)0x4000000000ull) /* 256 GiB: free below 39-bit address spaces' top */
-#define IB_HEAP_MAGIC 0x31706165686269ull        /* "ibheap1" */
+#endif
+#ifndef IB_DEFAULT_LIMIT
 #define IB_DEFAULT_LIMIT ((uint64_t)4 << 30)
+#endif
 #define IB_HEADER 16                              /* bytes before each user pointer */
 #define IB_NBINS 128
 #define IB_SMALL 1024                             /* chunks up to this size come in steps of 16 */
@@ -35,6 +34,7 @@ struct ib_heap_stats {
     uint64_t frees;           /* free calls on the heap's own chunks */
 };
 
+/* Its first fields are heap_map.c's struct ib_heap_head: keep them in step. */
 struct ib_heap {
     uint64_t magic;
     uint64_t limit;        /* bytes reserved, header page included */
@@ -52,9 +52,9 @@ struct ib_chunk {
     uint64_t requested;
 };
 
-/* The runtime's (uninstrumented): a wait for another thread is not counted. */
+/* cbuild/runtime/heap_map.c (uninstrumented): the heap's mapping, and a lock whose waiting is not counted. */
+void *__instrbudget_heap_get(uintptr_t base, uint64_t default_limit);
 void __instrbudget_heap_lock(int *lock);
-int __instrbudget_heap_ready(const uint64_t *magic, uint64_t want);
 
 /* This binary's pointer to the process's heap (the heap model reads the statistics through it). */
 __attribute__((visibility("hidden"))) struct ib_heap *__instrbudget_heap;
@@ -75,31 +75,10 @@ static uint64_t ib_bin_size(uint32_t bin) {
     return (bin - 63) % 2 ? (uint64_t)1 << (k + 1) : (uint64_t)3 << (k - 1);
 }
 
-static uint64_t ib_limit(void) {
-    const char *text = getenv("INSTRBUDGET_HEAP_LIMIT");
-    uint64_t limit = 0;
-    if (!text || !*text) return IB_DEFAULT_LIMIT;
-    for (; *text >= '0' && *text <= '9'; text++) limit = limit * 10 + (uint64_t)(*text - '0');
-    return limit < 65536 ? 65536 : limit;
-}
-
+/* The process's heap, mapped on first use (cbuild/runtime/heap_map.c, uninstrumented): always
+ * asked for, so that the first call of a process costs what every later one does. */
 static struct ib_heap *ib_heap(void) {
-    struct ib_heap *h = ib_heap_state;
-    if (h) return h;
-    uint64_t limit = ib_limit();
-    void *at = mmap((void *)IB_HEAP_BASE, limit, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (at == MAP_FAILED) {
-        /* Another instrumented library of this process made the heap already. */
-        h = (struct ib_heap *)IB_HEAP_BASE;
-        if (msync(h, 4096, MS_ASYNC) != 0 || !__instrbudget_heap_ready(&h->magic, IB_HEAP_MAGIC)) return NULL;
-        return ib_heap_state = h;
-    }
-    h = (struct ib_heap *)at;
-    h->limit = limit;
-    h->top = (uintptr_t)at + 4096;
-    __atomic_store_n(&h->magic, IB_HEAP_MAGIC, __ATOMIC_RELEASE); /* last: the header is complete */
-    return ib_heap_state = h;
+    return ib_heap_state = (struct ib_heap *)__instrbudget_heap_get(IB_HEAP_BASE, IB_DEFAULT_LIMIT);
 }
 
 static int ib_owns(const struct ib_heap *h, const void *p) {
@@ -110,27 +89,34 @@ static void ib_lock(struct ib_heap *h) { __instrbudget_heap_lock(&h->lock); }
 
 static void ib_unlock(struct ib_heap *h) { __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE); }
 
+/* Always stored (a maximum, not a branch): the cost does not depend on earlier peaks. */
+static void ib_note_peak(struct ib_heap *h) {
+    uint64_t live = h->stats.live_bytes, peak = h->stats.peak_bytes;
+    h->stats.peak_bytes = live > peak ? live : peak;
+}
+
 static void ib_count(struct ib_heap *h, uint64_t requested) {
     h->stats.allocations++;
     h->stats.allocated_bytes += requested;
     h->stats.live_bytes += requested;
-    if (h->stats.live_bytes > h->stats.peak_bytes) h->stats.peak_bytes = h->stats.live_bytes;
+    ib_note_peak(h);
 }
 
-/* A chunk of at least TOTAL bytes, or NULL when the heap is full. Called with the lock held. */
+/* A chunk of at least TOTAL bytes, or NULL when the heap is full. Called with the lock held.
+ * One path whether the chunk comes from a free list or from fresh memory: what an allocation
+ * costs depends on its size only, never on what the process allocated and freed before. */
 static struct ib_chunk *ib_take(struct ib_heap *h, uint64_t total) {
+    static struct ib_free none; /* the "next" of an empty list */
     uint32_t bin = ib_bin_of(total);
+    uint64_t size = ib_bin_size(bin);
     struct ib_free *f = h->bins[bin];
-    struct ib_chunk *c;
-    if (f) {
-        h->bins[bin] = f->next;
-        c = (struct ib_chunk *)f;
-    } else {
-        uint64_t size = ib_bin_size(bin);
-        if (size > (uintptr_t)h + h->limit - h->top) return NULL;
-        c = (struct ib_chunk *)h->top;
-        h->top += size;
-    }
+    int reuse = f != NULL;
+    uint64_t room = (uintptr_t)h + h->limit - h->top;
+    if (!reuse & (size > room)) return NULL;
+    uintptr_t fresh = h->top;
+    h->top = fresh + (reuse ? 0 : size);
+    h->bins[bin] = (reuse ? f : &none)->next;
+    struct ib_chunk *c = (struct ib_chunk *)(reuse ? (uintptr_t)f : fresh);
     c->bin = bin;
     c->offset = 0;
     return c;
@@ -185,8 +171,8 @@ void *LIBC(calloc)(size_t n, size_t size) {
 }
 
 void LIBC(free)(void *p) {
-    struct ib_heap *h = ib_heap_state;
     if (!p) return;
+    struct ib_heap *h = ib_heap();
     if (!ib_owns(h, p)) {
         free(p); /* the host C library's own allocation */
         return;
@@ -204,14 +190,14 @@ void LIBC(free)(void *p) {
 }
 
 size_t LIBC(malloc_usable_size)(void *p) {
-    if (!p || !ib_owns(ib_heap_state, p)) return 0;
+    if (!p || !ib_owns(ib_heap(), p)) return 0;
     struct ib_chunk *c = ib_chunk_of(p);
     return (size_t)(ib_bin_size(c->bin) - IB_HEADER - c->offset);
 }
 
 void *LIBC(realloc)(void *p, size_t size) {
-    struct ib_heap *h = ib_heap_state;
     if (!p) return CALL(malloc)(size);
+    struct ib_heap *h = ib_heap();
     if (!ib_owns(h, p)) return realloc(p, size);
     if (!size) {
         CALL(free)(p);
@@ -221,7 +207,7 @@ void *LIBC(realloc)(void *p, size_t size) {
     if (size <= CALL(malloc_usable_size)(p)) { /* fits where it is */
         ib_lock(h);
         h->stats.live_bytes += size - c->requested;
-        if (h->stats.live_bytes > h->stats.peak_bytes) h->stats.peak_bytes = h->stats.live_bytes;
+        ib_note_peak(h);
         c->requested = size;
         ib_unlock(h);
         return p;

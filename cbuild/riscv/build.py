@@ -25,7 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cbuild.build.cache import Cache, atomic_write, digest
-from cbuild.build.compile import compile_unit, locate_inline_asm
+from cbuild.build.compile import compile_own, compile_unit, locate_inline_asm
+from cbuild.build.libc import defined_names, point_at_libc, size_t_bits
+from cbuild.build.libc import source as libc_source
 from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.signatures import exported_defines, split_top
 from cbuild.build.sources import Source
@@ -54,6 +56,10 @@ TARGETS = {
         "riscv64", "riscv64-linux-musl", ("-mcpu=generic_rv64+m+zalrsc", "-mno-relax", "-fomit-frame-pointer")
     ),
 }
+HEAP_MAP_SOURCE = Path(__file__).resolve().parent.parent / "runtime" / "heap_map.c"
+#: Bytes the counted C library's heap may hand out in a RISC-V build (the executor maps
+#: anonymous memory from 0x4000_0000 to 0x7000_0000).
+GUEST_HEAP_LIMIT = 256 << 20
 #: Part of the RISC-V builds' cache keys: change it when their making changes.
 VERSION = "2"
 #: Region markers (instrbudget.h) as the native build's IR has them.
@@ -198,6 +204,24 @@ def _relative_file_names(sources: Sequence[Source], options: BuildOptions) -> tu
     return (f"-fmacro-prefix-map={root}=.",) if root and root != os.sep else ()
 
 
+def _counted_libc_object(tc: Toolchain, cache: Cache, tgt: Target) -> Path:
+    """The counted C library (cbuild/libc) for ``tgt``, with its heap's mapping (in the
+    executor's anonymous memory) and lock (cbuild/runtime/heap_map.c)."""
+    flags = [
+        "-c",
+        "-O2",
+        "-std=c11",
+        "-fno-builtin",
+        "-D_GNU_SOURCE",
+        "-DIB_HEAP_BASE=0x40000000u",
+        f"-DIB_DEFAULT_LIMIT={GUEST_HEAP_LIMIT}ull",
+        *tgt.flags,
+    ]
+    what = f"the counted C library for {tgt.name}"
+    code = f"{libc_source()}\n#line 1 \"cbuild/runtime/heap_map.c\"\n{HEAP_MAP_SOURCE.read_text()}"
+    return compile_own(tc, cache, code, what=what, stem="libc", flags=flags, suffix=".o")
+
+
 def build_riscv(
     toolchain: Toolchain,
     cache: Cache,
@@ -222,18 +246,27 @@ def build_riscv(
     cxx = any(language_of(s.path) == "c++" for s in sources)
     driver = toolchain.cxx if cxx else toolchain.cc
     codegen = [*driver, "-target", tgt.triple, *tgt.flags, f"-O{options.opt_level}", "-Xclang", "-disable-llvm-passes"]
+    # The counted C library as in the native build: the same sources, so both describe one implementation.
+    counted = options.instrument and options.count_libraries
+    own = defined_names(u.ir_path.read_text() for u in units) if counted else set()
+    library = ("libc", digest(libc_source(), *sorted(own))) if counted else ()
     with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
         objects: list[str] = []
         for source, unit in zip(sources, units, strict=True):
-            key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen)
+            key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen, *library)
             obj = cache.path("rvobj", key, ".o")
 
             def make(files: list[Path], unit_ir: Path = unit.ir_path, source: Source | Path = source) -> None:
                 local = Path(tmp) / f"{len(objects)}.o"
                 text = unit_ir.read_text()
-                if "instrbudget-region" in text:
+                edited = text
+                if counted:
+                    edited = point_at_libc(edited, own=own, size_bits=size_t_bits(tgt.triple))
+                if "instrbudget-region" in edited:
+                    edited = with_region_markers(edited, tgt)
+                if edited is not text:
                     unit_ir = Path(tmp) / f"{len(objects)}.ll"
-                    unit_ir.write_text(with_region_markers(text, tgt))
+                    unit_ir.write_text(edited)
                 try:
                     _run([*codegen, "-c", str(unit_ir), "-o", str(local)], target_name)
                 except TargetUnavailable as exc:
@@ -242,6 +275,8 @@ def build_riscv(
 
             (obj,) = cache.entry("rvobj", key, [".o"], make, name=f"the {target_name} object of {unit.source.name}")
             objects.append(str(obj))
+        if counted:
+            objects.append(str(_counted_libc_object(tc, cache, tgt)))
         link = [*driver, "-target", tgt.triple, *tgt.flags, "-static", *objects, *options.ldflags]
         if kind == "library":
             main = Path(tmp) / "instrbudget_guest_main.c"

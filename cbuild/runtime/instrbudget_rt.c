@@ -868,19 +868,3 @@ __attribute__((constructor(101))) static void instrbudget_init(int argc, char **
             sigaction(fatal[i], &sa, NULL);
     }
 }
-
-/* The counted C library's heap lock (cbuild/libc/malloc.c). Here, uninstrumented, so that
- * waiting for another thread costs the same (the call) however long it lasts. */
-__attribute__((visibility("hidden"))) void __instrbudget_heap_lock(int *lock) {
-    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
-}
-
-/* Whether *MAGIC becomes WANT soon: another thread that mapped the heap first is still
- * writing its header (a mapping that never gets it is not the counted heap). */
-__attribute__((visibility("hidden"))) int __instrbudget_heap_ready(const uint64_t *magic, uint64_t want) {
-    for (int i = 0; i < 100000; i++) {
-        if (__atomic_load_n(magic, __ATOMIC_ACQUIRE) == want) return 1;
-        sched_yield();
-    }
-    return 0;
-}
