@@ -291,6 +291,18 @@ def test_counted_libc_names_in_reports(builder: Builder, write) -> None:  # type
     assert demangle("__instrbudget_libc_strlen") == "strlen [libc]"
 
 
+def test_counted_libc_string_functions_at_page_ends_and_every_alignment(builder: Builder) -> None:
+    """strlen, strcmp, memcmp, memchr, memcpy and memset (32 bytes at a time) against byte-at-a-time
+    references, on strings that end at an unmapped page, at every alignment (tests/data/string_edges.c)."""
+    program = builder.build([Path(__file__).parent / "data" / "string_edges.c"], options=COUNTED)
+    result = run_program(program)
+    assert (result.returncode, result.stdout) == (0, b""), result.stdout.decode()
+    assert result.counts is not None
+    (cost,) = MODEL.evaluate(result.counts)
+    for name in ("strlen", "strcmp", "memcmp", "memchr", "memcpy"):
+        assert cost.functions["__instrbudget_libc_" + name] > 0, name
+
+
 def test_counted_libc_routes_runtime_length_intrinsics_only() -> None:
     text = (
         "define void @f(ptr %d, ptr %s, i64 %n) {\n"

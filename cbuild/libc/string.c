@@ -1,14 +1,46 @@
-/* <string.h>, <strings.h> and <wchar.h> string functions. Bytes move a word (8 bytes) at a
- * time where both sides allow it, one at a time otherwise: the work grows with the length. */
+/* <string.h>, <strings.h> and <wchar.h> string functions. The hot ones (strlen, strcmp,
+ * memcpy, memset, memcmp, memchr) take 32 bytes at a time as LLVM vectors, which count one
+ * instruction per operation like the vector code clang makes of a user's loops, and which
+ * every target lowers to what it has; RISC-V builds (whose modelled machines have no vector
+ * unit) take a word (8 bytes) at a time instead. The rest go a byte at a time. The work
+ * grows with the length either way. */
 
 #define IB_ONES ((uint64_t)0x0101010101010101ull)
 #define IB_HIGHS ((uint64_t)0x8080808080808080ull)
 /* Nonzero when some byte of X is zero. */
 #define IB_HAS_ZERO(x) (((x) - IB_ONES) & ~(x) & IB_HIGHS)
 
+#if defined(__riscv)
+#define IB_VECTORS 0
+#else
+#define IB_VECTORS 1
+#define IB_V 32 /* bytes per vector */
+#define IB_PAGE 4096
+typedef unsigned char ib_vec __attribute__((vector_size(IB_V)));                /* aligned */
+typedef unsigned char ib_vec_u __attribute__((vector_size(IB_V), aligned(1))); /* anywhere */
+static const ib_vec IB_LANES = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+
+/* The first lane of M (each lane 0 or 0xff) that is set; IB_V or more when none is. */
+static inline size_t ib_first(ib_vec m) { return __builtin_reduce_min((IB_LANES & m) | ~m); }
+/* 0xff in the lanes where A and B are equal. */
+static inline ib_vec ib_eq(ib_vec a, ib_vec b) { return (ib_vec)(a == b); }
+/* Whether reading IB_V bytes at P stays within P's page (and so cannot fault past a terminator). */
+static inline int ib_fits_page(const void *p) { return (uintptr_t)p % IB_PAGE <= IB_PAGE - IB_V; }
+#endif
+
 void *LIBC(memcpy)(void *restrict dst, const void *restrict src, size_t n) {
     unsigned char *d = (unsigned char *)dst;
     const unsigned char *s = (const unsigned char *)src;
+#if IB_VECTORS
+    if (n >= IB_V) {
+        size_t last = n - IB_V;
+        for (; n >= IB_V; n -= IB_V, d += IB_V, s += IB_V) *(ib_vec_u *)d = *(const ib_vec_u *)s;
+        /* The rest: the last IB_V bytes, over some already copied. */
+        *(ib_vec_u *)((unsigned char *)dst + last) = *(const ib_vec_u *)((const unsigned char *)src + last);
+        return dst;
+    }
+#endif
     for (; n >= 8; n -= 8, d += 8, s += 8) *(ib_word_u *)d = *(const ib_word_u *)s;
     for (; n; n--) *d++ = *s++;
     return dst;
@@ -35,6 +67,15 @@ void *LIBC(memmove)(void *dst, const void *src, size_t n) {
 
 void *LIBC(memset)(void *dst, int c, size_t n) {
     unsigned char *d = (unsigned char *)dst;
+#if IB_VECTORS
+    if (n >= IB_V) {
+        ib_vec v = (ib_vec){0} + (unsigned char)c;
+        size_t last = n - IB_V;
+        for (; n >= IB_V; n -= IB_V, d += IB_V) *(ib_vec_u *)d = v;
+        *(ib_vec_u *)((unsigned char *)dst + last) = v;
+        return dst;
+    }
+#endif
     uint64_t w = IB_ONES * (unsigned char)c;
     for (; n >= 8; n -= 8, d += 8) *(ib_word_u *)d = w;
     for (; n; n--) *d++ = (unsigned char)c;
@@ -46,6 +87,15 @@ void *LIBC(memset_byte)(void *dst, unsigned char c, size_t n) { return CALL(mems
 
 int LIBC(memcmp)(const void *a, const void *b, size_t n) {
     const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
+#if IB_VECTORS
+    for (; n >= IB_V; n -= IB_V, p += IB_V, q += IB_V) {
+        ib_vec x = *(const ib_vec_u *)p, y = *(const ib_vec_u *)q;
+        if (__builtin_reduce_min(ib_eq(x, y)) == 0) {
+            size_t i = ib_first(~ib_eq(x, y));
+            return p[i] - q[i];
+        }
+    }
+#endif
     for (; n >= 8 && *(const ib_word_u *)p == *(const ib_word_u *)q; n -= 8, p += 8, q += 8) {}
     for (; n; n--, p++, q++)
         if (*p != *q) return *p - *q;
@@ -56,6 +106,13 @@ int LIBC(bcmp)(const void *a, const void *b, size_t n) { return CALL(memcmp)(a, 
 
 void *LIBC(memchr)(const void *src, int c, size_t n) {
     const unsigned char *s = (const unsigned char *)src;
+#if IB_VECTORS
+    ib_vec want = (ib_vec){0} + (unsigned char)c;
+    for (; n >= IB_V; n -= IB_V, s += IB_V) {
+        ib_vec found = ib_eq(*(const ib_vec_u *)s, want);
+        if (__builtin_reduce_max(found)) return (void *)(s + ib_first(found));
+    }
+#endif
     for (; n; n--, s++)
         if (*s == (unsigned char)c) return (void *)s;
     return NULL;
@@ -69,6 +126,15 @@ void *LIBC(memrchr)(const void *src, int c, size_t n) {
 }
 
 size_t LIBC(strlen)(const char *s) {
+#if IB_VECTORS
+    /* The aligned block holding S (aligned blocks never cross a page), with the lanes before S
+     * made nonzero; then block by block to the first zero byte. */
+    size_t skip = (uintptr_t)s % IB_V;
+    const ib_vec *b = (const ib_vec *)(s - skip);
+    ib_vec v = *b | (ib_vec)(IB_LANES < (unsigned char)skip);
+    while (__builtin_reduce_min(v) != 0) v = *++b;
+    return (size_t)((const char *)b - s) + ib_first(ib_eq(v, (ib_vec){0}));
+#else
     const char *p = s;
     for (; (uintptr_t)p % 8; p++)
         if (!*p) return (size_t)(p - s);
@@ -76,6 +142,7 @@ size_t LIBC(strlen)(const char *s) {
     for (; !IB_HAS_ZERO(*(const ib_word *)p); p += 8) {}
     for (; *p; p++) {}
     return (size_t)(p - s);
+#endif
 }
 
 size_t LIBC(strnlen)(const char *s, size_t n) {
@@ -85,8 +152,29 @@ size_t LIBC(strnlen)(const char *s, size_t n) {
 }
 
 int LIBC(strcmp)(const char *a, const char *b) {
+#if IB_VECTORS
+    const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
+    for (;;) {
+        if (ib_fits_page(p) & ib_fits_page(q)) {
+            ib_vec x = *(const ib_vec_u *)p;
+            /* Zero where the strings differ or end. */
+            ib_vec same = ib_eq(x, *(const ib_vec_u *)q) & x;
+            if (__builtin_reduce_min(same) == 0) {
+                size_t i = ib_first(ib_eq(same, (ib_vec){0}));
+                return p[i] - q[i];
+            }
+            p += IB_V;
+            q += IB_V;
+        } else { /* a byte at a time up to the page boundary */
+            if (!*p || *p != *q) return *p - *q;
+            p++;
+            q++;
+        }
+    }
+#else
     for (; *a && *a == *b; a++, b++) {}
     return (unsigned char)*a - (unsigned char)*b;
+#endif
 }
 
 int LIBC(strncmp)(const char *a, const char *b, size_t n) {
