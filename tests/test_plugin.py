@@ -316,7 +316,7 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
     result.stderr.fnmatch_lines(
         [
             "*test_x.py::test_x: unknown keyword 'max_instrs' in @pytest.mark.budget; "
-            "accepted: max_instr, models, regions, stop_at, timeout, tolerance"
+            "accepted: max_instr, models, regions, stop_at, timeout, tolerance, unavailable"
         ]
     )
 
