@@ -23,6 +23,7 @@ from cbuild.build.demangle import demangle, demangled_keys
 from cbuild.build.options import OPT_LEVELS, BuildOptions
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
+from cbuild.models.costs import outside_calls
 from cbuild.report.diff import changes, load_run, only_in, render_markdown, render_text
 from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
@@ -233,6 +234,7 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
     if result.counts is None:
         return result.returncode
     costs = [cost for model in models for cost in model.evaluate(result.counts)]
+    outside = sorted(outside_calls(result.counts).items(), key=lambda kv: (-kv[1], kv[0]))
     if args.json:
         tables, symbols = demangled_keys(*(cost.functions for cost in costs))
         doc = {
@@ -244,6 +246,8 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
             "functions": tables[0],
             "metrics": {c.metric: {"total": c.total, "functions": t} for c, t in zip(costs, tables, strict=True)},
             "symbols": symbols,
+            # Calls of the host's library functions: their work is not in the totals.
+            "outside_calls": {demangle(name): n for name, n in outside},
         }
         print(json.dumps(doc, indent=2))
         return result.returncode
@@ -254,6 +258,10 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         for name, value in top:
             share = 100.0 * value / cost.total if cost.total else 0.0
             print(f"  {name:<{width}}  {value:>12}  {share:5.1f}%", file=sys.stderr)
+    if outside:
+        print("calls outside the count (the host's library functions, not counted):", file=sys.stderr)
+        for name, n in outside[: args.top]:
+            print(f"  {demangle(name)}  x{n:,}", file=sys.stderr)
     return result.returncode
 
 

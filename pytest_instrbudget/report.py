@@ -25,7 +25,8 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
               "regions": {"<region path>": int}, # inclusive cost between the markers
               "region_limits": {"<region path>": int},
               "lines": [["<function>", "<file>:<line>", int], ...],  # costliest source lines
-              "inclusive": {"<function>": int}, "calls": {"<function>": int}  # with call tracking
+              "inclusive": {"<function>": int}, "calls": {"<function>": int},  # with call tracking
+              "outside_calls": {"<function>": int}  # calls of host library functions, not counted
             }
           },
           "unavailable": {                  # metrics the test's models could not measure (not in "metrics")
@@ -277,6 +278,8 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
         for m in result.measured:
             if kind == "functions":
                 block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top, function_room))
+                if (outside := m.outside_line(room + 20)) is not None:
+                    block.append(f"    {outside}")
                 continue
             elif kind == "lines":
                 rows = [(f"{line_label(where)}  ({demangle(f)})", v) for f, where, v in m.lines]

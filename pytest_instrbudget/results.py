@@ -47,6 +47,8 @@ class MetricResult:
     calls: dict[str, int] = field(default_factory=dict)
     #: Call paths ("main;parse;next") -> exclusive cost, kept for the HTML report's flame graphs.
     stacks: dict[str, int] = field(default_factory=dict)
+    #: Calls of functions outside the build (the host's libraries), whose work the value leaves out.
+    outside_calls: dict[str, int] = field(default_factory=dict)
     #: The cost model the metric belongs to.
     model: str = ""
     #: With status ``unavailable``: why, the ``file:line`` the reason points at, and its function (a symbol).
@@ -97,7 +99,18 @@ class MetricResult:
             "lines": [[demangle(f), where, value] for f, where, value in self.lines],
             "inclusive": inclusive,
             "calls": calls,
+            "outside_calls": {demangle(f): n for f, n in sorted(self.outside_calls.items())},
         }
+
+    def outside_line(self, room: int = 10**6, top: int = 6) -> str | None:
+        """``calls outside the count: printf x1,000, write x3`` (the most called first), or None."""
+        if not self.outside_calls:
+            return None
+        ranked = sorted(self.outside_calls.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{demangle(f)} x{n:,}" for f, n in ranked[:top])
+        more = f", and {len(ranked) - top} more" if len(ranked) > top else ""
+        text = f"calls outside the count (not counted): {shown}{more}"
+        return text if len(text) <= room else text[: max(room - 1, 0)] + "…"
 
 
 @dataclass(frozen=True)

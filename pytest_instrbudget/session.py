@@ -322,6 +322,7 @@ class BudgetSession:
                 calls=dict(cost.calls),
                 stacks=dict(cost.stacks) if self.run.html_path is not None else {},
                 model=self.metric_models.get(name, ""),
+                outside_calls=dict(cost.outside_calls),
             )
             metrics.append(metric_result)
             if budget is not None and status in (OVER_LIMIT, REGRESSED):
@@ -536,6 +537,8 @@ def _failure_text(m: MetricResult) -> str:
             width = max(len(shown) for shown in names.values())
             lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
         lines.extend(_hot_lines(m, top[0][0] if top else None))
+        if (outside := m.outside_line()) is not None:
+            lines.append(f"  {outside}")
         return "\n".join(lines)
     deltas = m.function_deltas()
     if deltas:

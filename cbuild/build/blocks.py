@@ -40,6 +40,8 @@ _LABEL_REF = re.compile(r'label (%(?:[-a-zA-Z$._0-9]+|"(?:[^"\\]|\\.)*"))')
 _UNNAMED_PARAM = re.compile(r" %(\d+)(?=[,)])")
 _CALL = re.compile(r"^  (?:%[-\w.$\"]+ = )?(?:tail |musttail |notail )?(?:call|invoke|callbr) ")
 #: The callee of a call line (group 1, possibly quoted).
+#: Declared functions that are not the host's library work: the engine's runtime, and errno's address.
+_NOT_OUTSIDE = ("__instrbudget_", "__errno_location")
 CALLEE = re.compile(r"\b(?:call|invoke|callbr) [^@]*@((?:[-a-zA-Z$._0-9]+)|\"(?:[^\"\\]|\\.)*\")\(")
 #: An attribute group definition: its number and its attributes.
 ATTRIBUTE_GROUP = re.compile(r"^attributes #(\d+) = \{(.*)\}$")
@@ -96,6 +98,9 @@ class Block:
     line: int
     #: Counted instructions per source line: (file, line, instructions); they add up to ``size``.
     lines: tuple[tuple[str, int, int], ...] = ()
+    #: Calls of functions outside the build (the host's libraries), whose work is not counted:
+    #: (function, call sites in this block).
+    outside: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -138,14 +143,20 @@ class BlockTable:
         """A compact document: functions and files are interned."""
         functions: dict[str, int] = {}
         files: dict[str, int] = {}
+        outside: dict[str, int] = {}
         rows = []
         lines = []
+        calls = []
         for b in self.blocks:
             fi = functions.setdefault(b.function, len(functions))
             si = files.setdefault(b.file, len(files))
             rows.append([fi, b.size, si, b.line])
             lines.append([x for f, n, c in b.lines for x in (files.setdefault(f, len(files)), n, c)])
+            calls.append([x for f, n in b.outside for x in (outside.setdefault(f, len(outside)), n)])
         doc: dict[str, Any] = {"functions": list(functions), "files": list(files), "blocks": rows, "lines": lines}
+        if outside:
+            doc["outside"] = list(outside)
+            doc["outside_calls"] = calls
         doc["counters"] = self.counters
         if self.derive is not None:
             doc["derive"] = [[x for pair in terms for x in pair] for terms in self.derive]
@@ -156,6 +167,8 @@ class BlockTable:
         """Inverse of :meth:`to_json`."""
         functions, files = doc["functions"], doc["files"]
         per_line = doc.get("lines") or [[] for _ in doc["blocks"]]
+        outside = doc.get("outside", [])
+        per_call = doc.get("outside_calls") or [[] for _ in doc["blocks"]]
         blocks = [
             Block(
                 functions[f],
@@ -163,8 +176,9 @@ class BlockTable:
                 files[s],
                 line,
                 tuple((files[flat[i]], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)),
+                tuple((outside[calls[i]], calls[i + 1]) for i in range(0, len(calls), 2)),
             )
-            for (f, size, s, line), flat in zip(doc["blocks"], per_line, strict=True)
+            for (f, size, s, line), flat, calls in zip(doc["blocks"], per_line, per_call, strict=True)
         ]
         derive = None
         if "derive" in doc:
@@ -202,6 +216,8 @@ class ParsedBlock:
     first_line: int = 0
     #: Debug location (metadata id, or None) of each counted instruction.
     located: list[int | None] = field(default_factory=list)
+    #: Functions outside the module it calls -> call sites.
+    outside: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -228,7 +244,7 @@ class ParsedModule:
                 where = self.locations.get(dbg, (file, line)) if dbg is not None else (file, line)
                 per_line[where] = per_line.get(where, 0) + 1
             lines = tuple((f, n, c) for (f, n), c in per_line.items())
-            out.append(Block(b.function, b.size, file, line, lines))
+            out.append(Block(b.function, b.size, file, line, lines, tuple(sorted(b.outside.items()))))
         return BlockTable(out)
 
 
@@ -291,6 +307,7 @@ def parse_module(text: str) -> ParsedModule:
     lines = text.split("\n")
     locations, subprogram_sites = _parse_metadata(lines)
     returning, callee_attrs = _returning_functions(lines)
+    declared = {name for line in lines if line.startswith("declare ") and (name := defined_name(line)) is not None}
     subprograms: dict[str, tuple[str, int]] = {}
     blocks: list[ParsedBlock] = []
     function: str | None = None
@@ -352,6 +369,10 @@ def parse_module(text: str) -> ParsedModule:
             if _CALL.match(line) and not _INTRINSIC_CALLEE.search(line):
                 current.calls = current.calls or _may_not_return(line, returning, callee_attrs)
                 current.musttail = "musttail call" in line
+                callee = CALLEE.search(line)
+                name = _unquote(callee.group(1)) if callee else ""
+                if name in declared and not name.startswith(_NOT_OUTSIDE):
+                    current.outside[name] = current.outside.get(name, 0) + 1
             if in_leading and not _LEADING.match(line):
                 current.insert_at = index
                 in_leading = False

@@ -137,6 +137,9 @@ class Cost:
     inclusive: dict[str, int] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
     stacks: dict[str, int] = field(default_factory=dict)
+    #: Calls of functions outside the build (the host's libraries: printf, write), whose own
+    #: work is not in the cost: function -> calls (the instruction count's only).
+    outside_calls: dict[str, int] = field(default_factory=dict)
 
     def __add__(self, other: Cost) -> Cost:
         if other.metric != self.metric:
@@ -153,6 +156,7 @@ class Cost:
             _merged(self.inclusive, other.inclusive),
             _merged(self.calls, other.calls),
             _merged(self.stacks, other.stacks),
+            _merged(self.outside_calls, other.outside_calls),
         )
 
     def top_lines(self, n: int = 5, function: str | None = None) -> list[tuple[str, str, int]]:
@@ -186,6 +190,16 @@ def line_costs(counts: BlockCounts) -> dict[str, dict[str, int]]:
         for file, line, n in block.lines:
             where = f"{file}:{line}"
             per_line[where] = per_line.get(where, 0) + n * count
+    return out
+
+
+def outside_calls(counts: BlockCounts) -> dict[str, int]:
+    """Calls of functions outside the build (uncounted library work): function -> calls."""
+    out: dict[str, int] = {}
+    for block, count in zip(counts.table.blocks, counts.counts, strict=True):
+        if count:
+            for name, sites in block.outside:
+                out[name] = out.get(name, 0) + sites * count
     return out
 
 
