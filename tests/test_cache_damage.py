@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -212,3 +215,43 @@ def test_a_cache_damaged_under_pytest_is_reported_and_the_tests_pass(pytester: p
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["instrbudget: the cache entry for lib.c was damaged (*); rebuilding it"])
     assert "Exec format error" not in result.stdout.str()
+
+
+@pytest.fixture
+def full_cache(tmp_path: Path) -> Iterator[Path]:
+    """A cache directory on a 512 KiB tmpfs: it fills up during the first build."""
+    where = tmp_path / "small"
+    where.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(where)], capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+def test_a_full_cache_is_a_message_naming_it(full_cache: Path, write) -> None:  # type: ignore[no-untyped-def]
+    builder = Builder(cache_dir=full_cache, progress=lambda message: None)
+    with pytest.raises(CBuildError) as info:
+        builder.build([write("p.c", "int main(void) { return 0; }\n")])
+    message = str(info.value)
+    assert message.startswith(f"the build cache {full_cache} cannot be written: its file system is full (")
+    assert message.endswith("free space there, or set INSTRBUDGET_CACHE_DIR to another directory")
+    # Nothing half-written is taken for an entry: every file left has its seal.
+    for seal in full_cache.rglob("*.seal"):
+        assert json.loads(seal.read_text())["files"]
+
+
+def test_a_full_cache_fails_tests_with_the_message(full_cache: Path, pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", work="int work(int n) { return n; }\n")
+    pytester.makepyfile(test_w="def test_w(cbuild):\n    assert cbuild.library('work.c').work(3) == 3\n")
+    pytester.makepyprojecttoml(f"[tool.instrbudget]\ncache_dir = '{full_cache}'\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret != 0
+    out = result.stdout.str()
+    assert "Traceback" not in out
+    assert "OSError" not in out
+    assert f"the build cache {full_cache} cannot be written: its file system is full" in out

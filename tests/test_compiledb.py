@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -461,6 +462,36 @@ def test_meson_database(tmp_path: Path, builder: Builder) -> None:
     with pytest.raises(BuildDescriptionError, match=r"its targets: liba\.so, libb\.so"):
         db.select([], base=tmp_path, targets=["a"])
     assert costs[3] > costs[2] > 0
+
+
+def test_response_file_cycles_depth_and_size_are_refused(tmp_path: Path) -> None:
+    def read_with(rsp: str) -> str:
+        path = write_db(
+            tmp_path / "cc.json", [{"directory": str(tmp_path), "file": "x.c", "command": f"cc @{rsp} x.c"}]
+        )
+        with pytest.raises(BuildDescriptionError) as info:
+            compiledb.read(path)
+        return str(info.value)
+
+    # Ten references to itself: refused at once, not expanded 10^8 times.
+    (tmp_path / "self.rsp").write_text(" ".join(["@self.rsp"] * 10))
+    start = time.perf_counter()
+    message = read_with("self.rsp")
+    assert time.perf_counter() - start < 2
+    assert message.endswith(
+        f"its response files name each other in a cycle: {tmp_path / 'self.rsp'} -> {tmp_path / 'self.rsp'}"
+    )
+    (tmp_path / "a.rsp").write_text("-DA @b.rsp")
+    (tmp_path / "b.rsp").write_text("-DB @a.rsp")
+    assert read_with("a.rsp").endswith(f"cycle: {tmp_path / 'a.rsp'} -> {tmp_path / 'b.rsp'} -> {tmp_path / 'a.rsp'}")
+    for n in range(12):  # a chain of 12 distinct files
+        (tmp_path / f"n{n}.rsp").write_text(f"-DN{n} @n{n + 1}.rsp" if n < 11 else "-DEND")
+    assert f"nested more than {compiledb.RESPONSE_DEPTH} deep" in read_with("n0.rsp")
+    # Distinct files, each naming the next twice: 2^7 copies of the last one's arguments.
+    for n in range(7):
+        (tmp_path / f"w{n}.rsp").write_text(f"@w{n + 1}.rsp @w{n + 1}.rsp")
+    (tmp_path / "w7.rsp").write_text(" ".join(["-DX"] * 1000))
+    assert "expand to more than 100,000 arguments" in read_with("w0.rsp")
 
 
 def test_damaged_response_files_and_names_are_named(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ waiting for a few seconds can say which process it waits for.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -85,11 +86,31 @@ def _ignore(message: str) -> None:
     pass
 
 
+#: Why a cache cannot be written, and what to do, by errno.
+_CAUSES = {
+    errno.ENOSPC: ("its file system is full", "free space there, or set INSTRBUDGET_CACHE_DIR to another directory"),
+    errno.EDQUOT: ("the disk quota is exceeded", "free space there, or set INSTRBUDGET_CACHE_DIR to another directory"),
+    errno.EROFS: ("its file system is read-only", "set INSTRBUDGET_CACHE_DIR to a writable directory"),
+    errno.EMFILE: (
+        "this process has too many open files",
+        "raise the limit (ulimit -n), or run fewer builds at once; INSTRBUDGET_CACHE_DIR cannot help",
+    ),
+    errno.ENFILE: ("the system has too many open files", "close some, or run fewer builds at once"),
+}
+
+
 def _unwritable(root: Path, exc: OSError, where: Path) -> CBuildError:
-    return CBuildError(
-        f"the build cache {root} cannot be written ({exc.filename or where}: {exc.strerror or exc}); "
-        "set INSTRBUDGET_CACHE_DIR to a writable directory"
-    )
+    cause, advice = _CAUSES.get(exc.errno or 0, ("", "set INSTRBUDGET_CACHE_DIR to a writable directory"))
+    detail = f"{exc.filename or where}: {exc.strerror or exc}"
+    return CBuildError(f"the build cache {root} cannot be written{': ' + cause if cause else ''} ({detail}); {advice}")
+
+
+def is_cache_failure(exc: OSError, root: Path) -> bool:
+    """Whether ``exc`` says the cache at ``root`` cannot take more (space, quota, read-only, files)."""
+    if exc.errno not in _CAUSES:
+        return False
+    name = exc.filename if isinstance(exc.filename, str) else None
+    return name is None or os.path.abspath(name).startswith(os.path.abspath(root))
 
 
 def _holder(fh: IO[bytes]) -> str:
@@ -158,8 +179,16 @@ class Cache:
         with self.lock(kind, key, name=name):
             if self.check(kind, key, paths, name=name):
                 return paths
-            build(paths)
-            self.seal(kind, key, paths)
+            try:
+                build(paths)
+                self.seal(kind, key, paths)
+            except OSError as exc:
+                if not is_cache_failure(exc, self.root):
+                    raise
+                # What was written is never used (it has no seal); take it away if the file system lets us.
+                with contextlib.suppress(OSError):
+                    self.discard(kind, key, paths)
+                raise _unwritable(self.root, exc, paths[0]) from None
         return paths
 
     def check(self, kind: str, key: str, paths: Sequence[Path], *, name: str) -> bool:

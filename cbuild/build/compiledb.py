@@ -257,24 +257,48 @@ def _entry(item: Any, db: Path, n: int) -> tuple[Entry, list[tuple[str, str]]]:
     return Entry(Source(file, tuple(flags), directory.resolve()), output, targets), left_out
 
 
-def _expand_response_files(args: list[str], directory: Path, where: str, depth: int = 0) -> list[str]:
-    """``@file`` arguments replaced by the arguments the file holds."""
+#: How deep response files may name response files, as compilers allow (GCC's and clang's
+#: drivers refuse deeper nesting too); and how many arguments one entry may expand to.
+RESPONSE_DEPTH = 8
+RESPONSE_ARGUMENTS = 100_000
+
+
+def _expand_response_files(
+    args: list[str], directory: Path, where: str, chain: tuple[Path, ...] = (), total: list[int] | None = None
+) -> list[str]:
+    """``@file`` arguments replaced by the arguments the file holds; a file that names itself
+    (directly or through others), nesting deeper than :data:`RESPONSE_DEPTH` or more than
+    :data:`RESPONSE_ARGUMENTS` arguments in all is an error naming the files."""
+    total = [0] if total is None else total
     out: list[str] = []
     for arg in args:
-        if arg.startswith("@") and depth < 8:
-            try:
-                text = (directory / arg[1:]).read_text(encoding="utf-8")
-                parts = shlex.split(text)
-            except (OSError, ValueError) as exc:
-                why = describe_os_error(exc) if isinstance(exc, OSError) else exc
-                if isinstance(exc, UnicodeDecodeError):
-                    why = f"not UTF-8 ({exc.reason})"
-                raise BuildDescriptionError(
-                    f"{where}: its response file {directory / arg[1:]} cannot be read: {why}"
-                ) from None
-            out += _expand_response_files(parts, directory, where, depth + 1)
-        else:
+        if not arg.startswith("@") or len(arg) == 1:
             out.append(arg)
+            continue
+        path = directory / arg[1:]
+        here = Path(os.path.normpath(path))
+        if here in chain:
+            cycle = " -> ".join(str(p) for p in (*chain[chain.index(here) :], here))
+            raise BuildDescriptionError(f"{where}: its response files name each other in a cycle: {cycle}")
+        if len(chain) >= RESPONSE_DEPTH:
+            raise BuildDescriptionError(
+                f"{where}: its response files are nested more than {RESPONSE_DEPTH} deep: "
+                f"{' -> '.join(str(p) for p in (*chain, here))}"
+            )
+        try:
+            text = path.read_text(encoding="utf-8")
+            parts = shlex.split(text)
+        except (OSError, ValueError) as exc:
+            why = describe_os_error(exc) if isinstance(exc, OSError) else exc
+            if isinstance(exc, UnicodeDecodeError):
+                why = f"not UTF-8 ({exc.reason})"
+            raise BuildDescriptionError(f"{where}: its response file {path} cannot be read: {why}") from None
+        total[0] += len(parts)
+        if total[0] > RESPONSE_ARGUMENTS:
+            raise BuildDescriptionError(
+                f"{where}: its response files expand to more than {RESPONSE_ARGUMENTS:,} arguments (at {path})"
+            )
+        out += _expand_response_files(parts, directory, where, (*chain, here), total)
     return out
 
 

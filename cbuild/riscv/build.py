@@ -218,7 +218,7 @@ def _counted_libc_object(tc: Toolchain, cache: Cache, tgt: Target) -> Path:
         *tgt.flags,
     ]
     what = f"the counted C library for {tgt.name}"
-    code = f"{libc_source()}\n#line 1 \"cbuild/runtime/heap_map.c\"\n{HEAP_MAP_SOURCE.read_text()}"
+    code = f'{libc_source()}\n#line 1 "cbuild/runtime/heap_map.c"\n{HEAP_MAP_SOURCE.read_text()}'
     return compile_own(tc, cache, code, what=what, stem="libc", flags=flags, suffix=".o")
 
 
