@@ -239,6 +239,7 @@ def brotli(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return project
 
 
+@pytest.mark.slow
 def test_brotli_from_its_compilation_database_and_from_globs(pytester: pytest.Pytester, brotli: Path) -> None:
     for name in ("c", "CMakeLists.txt", "build"):
         (pytester.path / name).symlink_to(brotli / name)

@@ -6,6 +6,7 @@ back element by element and string by string."""
 from __future__ import annotations
 
 import ctypes
+import time
 import warnings
 
 import pytest
@@ -112,3 +113,38 @@ def test_a_const_size_t_array_the_target_cannot_hold_is_a_difference(lib) -> Non
     expected = r"prefix_sums\(\): argument 1\[1\] \(8589934592\) does not fit the build's 32-bit element"
     with pytest.warns(RuntimeWarning, match=expected):
         lib.prefix_sums(values, prefix, 3)
+
+
+ENDLESS_ON_RV32_C = r"""
+/* Returns at once natively; loops for ever where long has 32 bits (the riscv32 build). */
+int spin(int n) {
+    volatile int forever = sizeof(long) == 4;
+    while (forever) n++;
+    return n;
+}
+"""
+
+
+def test_a_replay_that_does_not_end_stops_at_the_tests_timeout(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", spin=ENDLESS_ON_RV32_C)
+    pytester.makepyfile(
+        test_spin="""
+        import pytest
+
+        @pytest.mark.budget(max_zkcycles=10**9, timeout=3)
+        def test_spin(cbuild):
+            assert cbuild.library("spin.c").spin(7) == 7
+        """
+    )
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\n')
+    start = time.monotonic()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=240)
+    elapsed = time.monotonic() - start
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*max_zkcycles=1,000,000,000 not checked: the zkvm model could not measure this test:",
+            "*spin(): cannot be replayed in the riscv32 build: the replay of spin() took longer than 3 s*",
+        ]
+    )
+    assert elapsed < 120, elapsed  # the build's time, and 3 s for the replay: not the 60 s default

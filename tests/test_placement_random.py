@@ -377,6 +377,7 @@ def _run(builder: Builder, source: Path, level: str, placement: str) -> tuple[tu
     return run.counts.counts, run.stdout, run.returncode
 
 
+@pytest.mark.slow
 @settings(
     max_examples=20,
     deadline=None,

@@ -179,6 +179,7 @@ def test_lz4_blocks_round_trip_in_the_riscv_build(rv_builder: Builder, spec: tup
 BROTLI_FILES = ("10x10y", "quickfox", "ukkonooa", "monkey")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", MODELS)
 def test_brotli_decodes_its_test_data_and_round_trips_in_the_riscv_build(
     rv_builder: Builder, spec: tuple[str, dict[str, Any]]
@@ -233,6 +234,7 @@ def zstd_raw_frame(data: bytes) -> bytes:
     return b"\x28\xb5\x2f\xfd" + bytes([0x20, len(data)]) + block_header + data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", MODELS)
 def test_zstd_round_trips_and_reads_a_handmade_frame_in_the_riscv_build(
     rv_builder: Builder, spec: tuple[str, dict[str, Any]]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import struct
 import subprocess
 import sys
@@ -364,11 +365,16 @@ class Guest:
         )
         self._request("load", str(executor), str(elf), pack_runtimes(runtimes))
 
-    def _request(self, *message: Any) -> Any:
+    def _request(self, *message: Any, timeout: float | None = None, what: str = "") -> Any:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         try:
             send_message(self.proc.stdin, message)
+            if timeout is not None:
+                ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+                if not ready:  # the worker cannot be interrupted mid-run: it ends, and the guest with it
+                    self.close()
+                    raise ExecutorError(f"{what} took longer than {timeout:g} s in the {self.elf.name} build")
             ok, value = receive_message(self.proc.stdout)
         except (EOFError, BrokenPipeError, OSError):
             err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
@@ -377,11 +383,16 @@ class Guest:
             raise value
         return value
 
-    def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
+    def call(
+        self, name: str, args: list[Arg], ret: tuple[str, int, bool], *, timeout: float | None = None
+    ) -> tuple[Any, list[bytes | None], str]:
         """Call ``name`` in the guest: its result (an integer as ``(value, bits in the build)``, a
         struct as its bytes), the buffers it wrote (those marked ``back``), and what makes the call
-        differ from the native one ("" when it returned, with arguments it could hold)."""
-        result: tuple[Any, list[bytes | None], str] = self._request("call", name, args, ret)
+        differ from the native one ("" when it returned, with arguments it could hold). A call
+        that takes more than ``timeout`` seconds ends the guest with an :class:`ExecutorError`."""
+        result: tuple[Any, list[bytes | None], str] = self._request(
+            "call", name, args, ret, timeout=timeout, what=f"the replay of {name}()"
+        )
         return result
 
     def reset(self) -> None:

@@ -498,7 +498,7 @@ class Library:
             xlen = 32 if target == "riscv32" else 64
             try:
                 guest_args, ret, narrowed = _guest_call(fn, args, wires, blobs, xlen, self._handles[target])
-                value, written, failure = guest.call(fn.name, guest_args, ret)
+                value, written, failure = guest.call(fn.name, guest_args, ret, timeout=self.timeout)
             except ExecutorError as exc:  # arguments it cannot carry, or the worker ended
                 guest.close()
                 del self._guests[target]

@@ -1,0 +1,95 @@
+"""How long the README's two commands take: the project's tests and the example project's suite.
+
+    python benchmarks/suite.py              # both, the example cold and warm
+    python benchmarks/suite.py --example    # the example project only
+
+Runs, in this checkout and with this interpreter:
+  1. ``python -m pytest -n 2 -q`` (the project's tests; on the shared build cache as it is);
+  2. the example project's ``python -m pytest -q`` on an empty build cache (cold: the
+     first build of everything, zig's own caches warm) and again on that cache (warm).
+Prints each command's wall time and pytest's last line, and writes the same, after the
+date, machine, commit and command, to ``benchmarks/results/suite.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "suite.txt"
+
+
+def header() -> list[str]:
+    """Date, machine, commit and command, as the results files start."""
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if "model name" in line
+            ),
+            platform.processor() or "unknown CPU",
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return [
+        f"date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S}",
+        f"machine: {platform.platform()}; {cpu}; {os.cpu_count()} cores",
+        f"commit: {commit.stdout.strip() or 'unknown'}{' (with uncommitted changes in the tree)' if dirty else ''}",
+        f"command: {shlex.join([sys.executable, *sys.argv])}",
+    ]
+
+
+def timed(name: str, cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """Run ``cmd``; one line: the name, wall seconds, exit status and pytest's summary line."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    summary = lines[-1].strip("= ") if lines else "(no output)"
+    return f"{name:<40} {seconds:8.1f} s  exit {proc.returncode}  {summary}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--example", action="store_true", help="time the example project's suite only")
+    args = parser.parse_args()
+    out = header()
+    env = dict(os.environ)
+    rows = []
+    if not args.example:
+        rows.append(
+            timed(
+                "project tests (pytest -n 2)",
+                [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider"],
+                ROOT,
+                env,
+            )
+        )
+    with tempfile.TemporaryDirectory(prefix="instrbudget-suite-") as cache:
+        example = dict(env, INSTRBUDGET_CACHE_DIR=cache)
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        rows.append(timed("example suite, empty build cache", command, ROOT / "example_project", example))
+        rows.append(timed("example suite, warm build cache", command, ROOT / "example_project", example))
+    out += ["", *rows]
+    text = "\n".join(out) + "\n"
+    print(text, end="")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
