@@ -374,7 +374,7 @@ class Guest:
                 ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
                 if not ready:  # the worker cannot be interrupted mid-run: it ends, and the guest with it
                     self.close()
-                    raise ExecutorError(f"{what} took longer than {timeout:g} s in the {self.elf.name} build")
+                    raise ExecutorError(f"{what} took longer than {timeout:g} s, the call's time limit")
             ok, value = receive_message(self.proc.stdout)
         except (EOFError, BrokenPipeError, OSError):
             err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
