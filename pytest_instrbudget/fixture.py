@@ -190,10 +190,10 @@ class CBuild:
             options = adjust(options)
         units: list[Source] | list[Path]
         if compile_commands is not None:
-            # stacklevel 3: the warning about left-out flags points at the test's call.
-            db = compiledb.load(self._base / compile_commands, stacklevel=3)
+            db = compiledb.load(self._base / compile_commands)
             picked = (targets,) if isinstance(targets, str) else tuple(targets)
-            units = db.select(sources, base=self._base, targets=picked)
+            # stacklevel 3: the warning about left-out flags points at the test's call.
+            units = db.select(sources, base=self._base, targets=picked, stacklevel=3)
         elif targets:
             raise BuildDescriptionError("targets= picks entries of a compilation database; pass compile_commands= too")
         else:

@@ -264,8 +264,9 @@ def test_flags_kept_dropped_and_said(tmp_path: Path) -> None:
         "-o out/x.o -c ../src/x.c"
     )
     path = write_db(tmp_path / "cc.json", [{"directory": "build", "command": command, "file": "../src/x.c"}])
+    db = compiledb.load(path)
     with pytest.warns(BuildDescriptionWarning) as caught:
-        db = compiledb.load(path)
+        db.select([], base=tmp_path)  # said when a selection uses the entry
     (entry,) = db.entries
     build = tmp_path / "build"
     assert entry.source == Source(
@@ -284,6 +285,7 @@ def test_flags_kept_dropped_and_said(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert compiledb.load(path) is db  # once per database: read again, nothing said
+        db.select(["src/x.c"], base=tmp_path)
 
 
 def test_arguments_entries_and_response_files(tmp_path: Path) -> None:
@@ -313,7 +315,7 @@ def test_unusable_databases_are_named(tmp_path: Path, content: str, message: str
     path = tmp_path / "compile_commands.json"
     path.write_text(content)
     with pytest.raises(BuildDescriptionError) as info:
-        compiledb.load(path)
+        compiledb.load(path).select([], base=tmp_path)  # an entry's command is split when a selection uses it
     assert re.fullmatch(re.escape(message.format(path=path)).replace(r"\*", ".*"), str(info.value))
 
 
@@ -448,11 +450,14 @@ def test_meson_database(tmp_path: Path, builder: Builder) -> None:
         [meson, "setup", str(tmp_path / "build")], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    with pytest.warns(BuildDescriptionWarning, match=r"optimisation levels \(the build's opt_level decides\): -O0 -O3"):
-        db = compiledb.load(tmp_path / "build" / "compile_commands.json")
+    db = compiledb.load(tmp_path / "build" / "compile_commands.json")
+    with pytest.warns(BuildDescriptionWarning) as said:
+        units = {target: db.select([], base=tmp_path, targets=[target]) for target in ("liba.so", "libb.so")}
+    said_text = " ".join(str(w.message) for w in said)
+    assert "optimisation levels (the build's opt_level decides): -O0 -O3" in said_text
     costs = {}
     for target, scale in (("liba.so", 2), ("libb.so", 3)):
-        (unit,) = db.select([], base=tmp_path, targets=[target])
+        (unit,) = units[target]
         assert f"-DSCALE={scale}" in unit.flags
         assert unit.cwd == tmp_path / "build"
         with Library(builder.build([unit], kind="library")) as lib:
@@ -471,7 +476,7 @@ def test_response_file_cycles_depth_and_size_are_refused(tmp_path: Path) -> None
             tmp_path / "cc.json", [{"directory": str(tmp_path), "file": "x.c", "command": f"cc @{rsp} x.c"}]
         )
         with pytest.raises(BuildDescriptionError) as info:
-            compiledb.read(path)
+            compiledb.read(path).select([], base=tmp_path)
         return str(info.value)
 
     # Ten references to itself: refused at once, not expanded 10^8 times.
@@ -503,7 +508,7 @@ def test_damaged_response_files_and_names_are_named(tmp_path: Path) -> None:
             tmp_path / "cc.json", [{"directory": str(tmp_path), "file": "x.c", "command": f"cc @{rsp} x.c"}]
         )
         with pytest.raises(BuildDescriptionError) as info:
-            compiledb.read(path)
+            compiledb.read(path).select([], base=tmp_path)
         assert str(info.value) == f"{path}, entry 0 (x.c): its response file {tmp_path / rsp} cannot be read: {why}"
     path = write_db(tmp_path / "cc.json", [{"directory": str(tmp_path), "file": "x\0.c", "command": "cc -c x.c"}])
     with pytest.raises(BuildDescriptionError) as info:
@@ -522,3 +527,25 @@ def test_names_with_glob_characters_and_files_reached_through_links(tmp_path: Pa
     assert expand(["v[1]/x.c"], tmp_path) == [tmp_path / "v[1]" / "x.c"]
     (tmp_path / "alias").symlink_to(tmp_path / "v[1]")
     assert expand(["**/*.c"], tmp_path) == [tmp_path / "alias" / "x.c"]  # one file, built once
+
+
+def test_a_large_database_parses_only_the_entries_a_selection_uses(tmp_path: Path) -> None:
+    """200,000 entries, every one but two with a command that cannot be split: picking those two
+    works, since only their commands are parsed (the whole database is, and fails, on demand)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    items = [
+        {"directory": str(tmp_path), "file": f"gen/f{n}.c", "command": f"cc -DN={n} 'unbalanced -c gen/f{n}.c"}
+        for n in range(200_000)
+    ]
+    items[1234] = {"directory": str(tmp_path), "file": "src/a.c", "command": "cc -DA=1 -Iinc -c src/a.c"}
+    items[150_000] = {"directory": str(tmp_path), "file": "src/b.c", "arguments": ["cc", "-DB=2", "-c", "src/b.c"]}
+    path = write_db(tmp_path / "compile_commands.json", items)
+    db = compiledb.read(path)
+    a, b = db.select(["src/a.c", "src/b.c"], base=tmp_path)
+    assert (a.path, a.flags) == (src / "a.c", ("-DA=1", f"-I{tmp_path}/inc"))
+    assert (b.path, b.flags) == (src / "b.c", ("-DB=2",))
+    (glob,) = db.select(["src/b*.c"], base=tmp_path)
+    assert glob == b
+    with pytest.raises(BuildDescriptionError, match=r"entry 0 \(gen/f0\.c\): its command cannot be split"):
+        db.select([], base=tmp_path)

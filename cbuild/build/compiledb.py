@@ -22,7 +22,7 @@ import json
 import os
 import shlex
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -93,41 +93,79 @@ class Entry:
         return str(output.relative_to(cwd)) if cwd is not None and output.is_relative_to(cwd) else self.output
 
 
-@dataclass(frozen=True)
 class CompilationDatabase:
-    """The compile commands of one ``compile_commands.json``."""
+    """The compile commands of one ``compile_commands.json``.
 
-    path: Path
-    entries: tuple[Entry, ...]
-    #: (why, flags) for the flags left out (shell-quoted), each flag once, in order of appearance.
-    dropped: tuple[tuple[str, tuple[str, ...]], ...]
+    Reading it checks each entry's shape and indexes the entries by their file; an
+    entry's command is parsed (split, response files read, flags sorted) when a
+    selection needs it, so that picking two sources of a 200,000-entry database parses two.
+    """
 
-    def dropped_message(self) -> str:
-        """The warning saying which flags were left out ("" when none)."""
-        if not self.dropped:
+    def __init__(self, path: Path, items: list[Any], keys: list[str]) -> None:
+        self.path = path
+        self._items = items
+        #: Each entry's ``directory/file``, normalised (not resolved) -> the entries' numbers.
+        self._by_key: dict[str, list[int]] = {}
+        for n, key in enumerate(keys):
+            self._by_key.setdefault(key, []).append(n)
+        self._parsed: dict[int, tuple[Entry, list[tuple[str, str]]]] = {}
+        self._said: set[str] = set()
+
+    def _parse(self, n: int) -> Entry:
+        if n not in self._parsed:
+            self._parsed[n] = _entry(self._items[n], self.path, n)
+        return self._parsed[n][0]
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        """Every entry, parsed."""
+        return tuple(self._parse(n) for n in range(len(self._items)))
+
+    @property
+    def dropped(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(why, flags) for the flags the database's entries leave out, each flag once, in order."""
+        return self._dropped(range(len(self._items)))
+
+    def _dropped(self, numbers: Iterable[int]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        found: dict[str, dict[str, None]] = {}
+        for n in numbers:
+            self._parse(n)
+            for why, flag in self._parsed[n][1]:
+                found.setdefault(why, {})[flag] = None
+        return tuple((why, tuple(found[why])) for why in (OPTIMISATION, TARGET, OTHER) if why in found)
+
+    def dropped_message(self, dropped: tuple[tuple[str, tuple[str, ...]], ...] | None = None) -> str:
+        """The warning saying which flags were left out ("" when none); by default the whole database's."""
+        dropped = self.dropped if dropped is None else dropped
+        if not dropped:
             return ""
-        parts = "; ".join(f"{why}: {' '.join(flags)}" for why, flags in self.dropped)
+        parts = "; ".join(f"{why}: {' '.join(flags)}" for why, flags in dropped)
         return f"{self.path}: flags of this compilation database were left out: {parts}"
 
-    def select(self, patterns: Sequence[str | Path], *, base: Path, targets: Sequence[str] = ()) -> list[Source]:
+    def select(
+        self, patterns: Sequence[str | Path], *, base: Path, targets: Sequence[str] = (), stacklevel: int = 2
+    ) -> list[Source]:
         """The sources named by ``patterns`` (paths or globs relative to ``base``; none: every
-        source, sorted), of the given ``targets`` only when some are named."""
-        entries = list(self.entries)
-        if not entries:
+        source, sorted), of the given ``targets`` only when some are named. The flags their
+        entries leave out are said once per database (a :class:`BuildDescriptionWarning`;
+        ``stacklevel`` means what it would for ``warnings.warn`` called by the caller)."""
+        if not self._items:
             raise BuildDescriptionError(f"the compilation database {self.path} lists no compile commands")
+        numbers = range(len(self._items)) if targets or not patterns else self._candidates(patterns, base)
+        entries = [(n, self._parse(n)) for n in numbers]
         if targets:
-            known = sorted({t for e in entries for t in e.targets})
+            known = sorted({t for _, e in entries for t in e.targets})
             for target in targets:
-                if not any(e.belongs_to(target) for e in entries):
+                if not any(e.belongs_to(target) for _, e in entries):
                     raise BuildDescriptionError(
                         f"no compile command of {self.path} belongs to the target {target!r} "
                         f"(its targets: {', '.join(known) or 'none named'}; a target may also be "
                         "a glob matched against the object files)"
                     )
-            entries = [e for e in entries if any(e.belongs_to(t) for t in targets)]
-        by_file: dict[Path, list[Entry]] = {}
-        for entry in entries:
-            by_file.setdefault(entry.source.path, []).append(entry)
+            entries = [(n, e) for n, e in entries if any(e.belongs_to(t) for t in targets)]
+        by_file: dict[Path, list[tuple[int, Entry]]] = {}
+        for n, entry in entries:
+            by_file.setdefault(entry.source.path, []).append((n, entry))
         among = f"{self.path}" + (f" (targets {', '.join(targets)})" if targets else "")
         chosen: list[Path] = []
         for pattern in patterns:
@@ -139,10 +177,40 @@ class CompilationDatabase:
             else:
                 wanted = (base / pattern).resolve()
                 if wanted not in by_file:
-                    raise BuildDescriptionError(f"{wanted} is not a source of {among}{_close(wanted, by_file, base)}")
+                    files = list(by_file) if targets else [Path(key) for key in self._by_key]
+                    raise BuildDescriptionError(f"{wanted} is not a source of {among}{_close(wanted, files, base)}")
                 hits = [wanted]
             chosen += [f for f in hits if f not in chosen]
-        return [self._one(f, by_file[f]) for f in (chosen if patterns else sorted(by_file))]
+        picked = chosen if patterns else sorted(by_file)
+        sources = [self._one(f, [e for _, e in by_file[f]]) for f in picked]
+        message = self.dropped_message(self._dropped(n for f in picked for n, _ in by_file[f]))
+        if message and message not in self._said:
+            self._said.add(message)
+            warnings.warn(message, BuildDescriptionWarning, stacklevel=stacklevel + 1)
+        return sources
+
+    def _candidates(self, patterns: Sequence[str | Path], base: Path) -> list[int]:
+        """The entries whose file a pattern may name, found in the index without parsing any;
+        every entry where the index cannot tell (a pattern that names nothing in it, which
+        may be a path through a symbolic link: the error then lists close matches)."""
+        found: set[int] = set()
+        for pattern in patterns:
+            literal = base / pattern
+            numbers = self._by_key.get(str(literal.resolve()), []) + self._by_key.get(os.path.normpath(literal), [])
+            if is_pattern(str(pattern)):
+                resolved, plain = pattern_parts(pattern, base), Path(os.path.normpath(literal)).parts
+                # Only the keys under either form of the pattern's literal leading directories.
+                prefixes = tuple(_literal_prefix(parts) for parts in (resolved, plain))
+                hits = [
+                    key
+                    for key in self._by_key
+                    if key.startswith(prefixes) and (matches(Path(key), resolved) or matches(Path(key), plain))
+                ]
+                numbers = numbers + [n for key in hits for n in self._by_key[key]]
+            if not numbers:
+                return list(range(len(self._items)))
+            found.update(numbers)
+        return sorted(found)
 
     def _one(self, file: Path, entries: list[Entry]) -> Source:
         distinct = list({e.source.flags: e for e in entries}.values())
@@ -160,7 +228,15 @@ class CompilationDatabase:
         )
 
 
-def _close(wanted: Path, files: dict[Path, list[Entry]], base: Path) -> str:
+def _literal_prefix(parts: tuple[str, ...]) -> str:
+    """The directories before a pattern's first glob component, ending with a separator."""
+    literal = 0
+    while literal < len(parts) - 1 and not is_pattern(parts[literal]):
+        literal += 1
+    return os.path.join(*parts[:literal], "") if literal else ""
+
+
+def _close(wanted: Path, files: Iterable[Path], base: Path) -> str:
     """The close matches of a path missing from the database, as "; close matches: a, b" (or "")."""
     names = {os.path.relpath(f, base): f for f in files}
     close = difflib.get_close_matches(os.path.relpath(wanted, base), list(names), n=5, cutoff=0.75)
@@ -171,9 +247,8 @@ def _close(wanted: Path, files: dict[Path, list[Entry]], base: Path) -> str:
 _loaded: dict[Path, tuple[tuple[int, int], CompilationDatabase]] = {}
 
 
-def load(path: Path, *, stacklevel: int = 2) -> CompilationDatabase:
-    """Read the database at ``path`` (once per content per process), warning about left-out flags
-    the first time; ``stacklevel`` means what it would for ``warnings.warn`` called by the caller."""
+def load(path: Path) -> CompilationDatabase:
+    """Read the database at ``path`` (once per content per process)."""
     path = path.resolve()
     try:
         st = path.stat()
@@ -191,13 +266,12 @@ def load(path: Path, *, stacklevel: int = 2) -> CompilationDatabase:
         return cached[1]
     db = read(path)
     _loaded[path] = (stamp, db)
-    if db.dropped:
-        warnings.warn(db.dropped_message(), BuildDescriptionWarning, stacklevel=stacklevel + 1)
     return db
 
 
 def read(path: Path) -> CompilationDatabase:
-    """Parse the database at ``path``; every problem is an error naming the file (and the entry)."""
+    """Read the database at ``path``: each entry's shape is checked and its file indexed here, its
+    command when a selection needs it; every problem is an error naming the file and the entry."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -212,20 +286,13 @@ def read(path: Path) -> CompilationDatabase:
             f"{path} is not a compilation database: expected a JSON list of compile commands, "
             f"found a JSON {type(doc).__name__ if not isinstance(doc, dict) else 'object'}"
         )
-    entries = []
-    dropped: dict[str, dict[str, None]] = {}
-    for n, item in enumerate(doc):
-        entry, left_out = _entry(item, path, n)
-        entries.append(entry)
-        for why, flag in left_out:
-            dropped.setdefault(why, {})[flag] = None
-    order = [OPTIMISATION, TARGET, OTHER]
-    return CompilationDatabase(
-        path, tuple(entries), tuple((why, tuple(dropped[why])) for why in order if why in dropped)
-    )
+    path = path.absolute()
+    return CompilationDatabase(path, doc, [_check(item, path, n)[1] for n, item in enumerate(doc)])
 
 
-def _entry(item: Any, db: Path, n: int) -> tuple[Entry, list[tuple[str, str]]]:
+def _check(item: Any, db: Path, n: int) -> tuple[str, str]:
+    """How messages name entry ``n`` (``item``), and its file as ``directory/file`` normalised;
+    an entry of the wrong shape is an error naming it."""
     where = f"{db}, entry {n}"
     if not isinstance(item, dict):
         raise BuildDescriptionError(f"{where}: expected an object with directory, file and arguments or command")
@@ -235,16 +302,23 @@ def _entry(item: Any, db: Path, n: int) -> tuple[Entry, list[tuple[str, str]]]:
     where = f"{db}, entry {n} ({item['file']})"
     if "\0" in item["directory"] + item["file"]:
         raise BuildDescriptionError(f"{where}: its directory or file name holds a NUL character")
+    if not isinstance(item.get("arguments"), list) and not isinstance(item.get("command"), str):
+        raise BuildDescriptionError(f"{where}: has neither an 'arguments' list of strings nor a 'command' string")
+    return where, os.path.normpath(os.path.join(db.parent, item["directory"], item["file"]))
+
+
+def _entry(item: Any, db: Path, n: int) -> tuple[Entry, list[tuple[str, str]]]:
+    where, _ = _check(item, db, n)
     directory = db.parent / item["directory"]
     if isinstance(item.get("arguments"), list) and all(isinstance(a, str) for a in item["arguments"]):
         args: list[str] = item["arguments"]
-    elif isinstance(item.get("command"), str):
+    elif not isinstance(item.get("command"), str):
+        raise BuildDescriptionError(f"{where}: has neither an 'arguments' list of strings nor a 'command' string")
+    else:
         try:
             args = shlex.split(item["command"])
         except ValueError as exc:
             raise BuildDescriptionError(f"{where}: its command cannot be split into arguments ({exc})") from None
-    else:
-        raise BuildDescriptionError(f"{where}: has neither an 'arguments' list of strings nor a 'command' string")
     file = (directory / item["file"]).resolve()
     args = _expand_response_files(args, directory, where)
     flags, output, left_out = _sort_flags(args[1:], directory, file)
