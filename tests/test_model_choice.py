@@ -3,12 +3,15 @@ and metrics of a model that cannot build a test's code, shown as unavailable: re
 
 from __future__ import annotations
 
+import ctypes
 import json
 import textwrap
 from typing import Any
 
 import pytest
 
+from cbuild import Builder, IrCountModel, Library
+from cbuild.models import default_registry
 from pytest_instrbudget import report
 from pytest_instrbudget.results import OK, UNAVAILABLE, MetricResult
 from pytest_instrbudget.results import TestResult as Result
@@ -467,3 +470,33 @@ def test_model_choice_unavailable_inline_assembly_names_its_source_line(builder,
     assert "unrecognized instruction mnemonic" in reason
     assert "relax.c:8" in reason
     assert "<inline asm>" not in reason
+
+
+VECTOR_C = """\
+void scale(float *out, const float *in, float k, int n) {
+    for (int i = 0; i < n; i++) out[i] = in[i] * k + 1.0f;
+}
+"""
+
+
+def test_model_choice_ir_instructions_do_not_depend_on_the_other_models(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """A vectorisable loop counts the same IR instructions with or without the models that execute
+    a RISC-V build (their build takes its own flags); an estimate from IR (execute = false) needs
+    scalar IR, and says so in the docs."""
+    source = write("scale.c", VECTOR_C)
+    registry = default_registry()
+    counts = {}
+    for label, models in (
+        ("alone", [IrCountModel()]),
+        ("with zkvm and pipeline", [IrCountModel(), registry.create("zkvm"), registry.create("pipeline")]),
+    ):
+        with Library(builder.build([source], kind="library", models=models)) as lib:
+            data = (ctypes.c_float * 1000)(*range(1000))
+            out = (ctypes.c_float * 1000)()
+            before = lib.snapshot()
+            lib.scale(out, data, 2.0, 1000)
+            (cost,) = IrCountModel().evaluate(lib.counts(before))
+            counts[label] = cost.total
+            assert out[999] == 1999.0
+    assert counts["alone"] == counts["with zkvm and pipeline"]
+    assert counts["alone"] < 5 * 1000  # vectorised: fewer instructions than elements x 5

@@ -166,7 +166,12 @@ class Builder:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
             raise ModelError(f"each cost model can be active once, got {', '.join(names)}")
-        flags = tuple(dict.fromkeys(f for m in models if options.instrument for f in m.compile_flags))
+        # Flags for a model that reads this build's IR (an estimate from IR); a model that executes
+        # a RISC-V build gets its flags there only, so that the native build, and ir_instructions,
+        # never depend on which other models are on.
+        flags = tuple(
+            dict.fromkeys(f for m in models if options.instrument and m.executes() is None for f in m.compile_flags)
+        )
         if flags:
             options = replace(options, cflags=options.cflags + flags, cxxflags=options.cxxflags + flags)
         if kind not in ("program", "library"):
@@ -358,8 +363,11 @@ class Builder:
             runtimes = [m.exec_runtime() for m in mine]
             elf_key = digest(key, target)
 
-            def make(files: list[Path], target: str = target) -> None:
-                build_riscv(self.toolchain, self.cache, sources, options, kind=kind, target_name=target, out=files[0])
+            extra = tuple(dict.fromkeys(f for m in mine for f in m.compile_flags))
+            target_options = replace(options, cflags=options.cflags + extra, cxxflags=options.cxxflags + extra)
+
+            def make(files: list[Path], target: str = target, opts: BuildOptions = target_options) -> None:
+                build_riscv(self.toolchain, self.cache, sources, opts, kind=kind, target_name=target, out=files[0])
 
             try:
                 (elf,) = self.cache.entry("rvbin", elf_key, [".elf"], make, name=f"the {target} build of {name}")
