@@ -76,9 +76,9 @@ def test_a_run_past_its_timeout_ends_its_server_only(builder: Builder, write) ->
     runtimes = slot_runtimes(doc["slots"])
     library, elf = Path(doc["executor"]), Path(doc["elf"])
     expected = run_isolated(library, elf, runtimes, ["squares", "100"])
-    with pytest.raises(ExecutorError, match=r"took longer than 0\.5 s; the executor was at:") as info:
+    # Where the guest program was, not where the executor's Python code was.
+    with pytest.raises(ExecutorError, match=r"took longer than 0\.5 s; the program was in main \(pc 0x[0-9a-f]+\)$"):
         run_isolated(library, elf, runtimes, ["squares", "-1"], timeout=0.5)
-    assert "in run_program" in str(info.value)  # the child's stack, inside the run
     again = run_isolated(library, elf, runtimes, ["squares", "100"], timeout=30)
     assert again.results == expected.results
     assert again.stdout == expected.stdout == b"197\n"

@@ -16,11 +16,11 @@ import base64
 import bisect
 import contextlib
 import ctypes
-import faulthandler
 import hashlib
 import importlib.util
 import os
 import pickle
+import re
 import select
 import signal
 import struct
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
+from cbuild.build.demangle import demangle
 from cbuild.errors import CBuildError
 
 if TYPE_CHECKING:  # the executor's child process imports this module: only what running needs
@@ -752,7 +753,7 @@ def run_isolated(
     try:
         result = server.request(request, timeout)
     except subprocess.TimeoutExpired:
-        where = server.stack()
+        where = server.guest_where(elf)
         server.close()
         raise ExecutorError(f"the RISC-V run of {elf.name} took longer than {timeout} s{where}") from None
     except EOFError:
@@ -830,19 +831,20 @@ class _Server:
                 raise subprocess.TimeoutExpired(self.proc.args, timeout)
         return receive_message(self.proc.stdout)  # the reply is written whole once it starts
 
-    def stack(self) -> str:
-        """Where the child is (its Python stack, which it writes to stderr on SIGUSR1), as text to
-        add to an error ("" if it does not answer)."""
+    def guest_where(self, elf: Path) -> str:
+        """Where the guest program is (the function around the block it runs, which the executor
+        writes to stderr on SIGUSR2), as text to add to an error ("" if it does not answer)."""
         self.errors.seek(0, os.SEEK_END)
         start = self.errors.tell()
         with contextlib.suppress(OSError):
-            self.proc.send_signal(signal.SIGUSR1)
+            self.proc.send_signal(signal.SIGUSR2)
         for _ in range(20):
             time.sleep(0.05)
             self.errors.seek(start)
-            text = self.errors.read().decode(errors="replace")
-            if "File " in text and text.endswith("\n"):
-                return f"; the executor was at:\n{text[-2000:]}"
+            found = re.search(r"instrbudget-guest-pc: 0x([0-9a-f]+)\n", self.errors.read().decode(errors="replace"))
+            if found:
+                pc = int(found.group(1), 16)
+                return f"; the program was in {demangle(function_at(read_image(elf), pc))} (pc {pc:#x})"
         return ""
 
     def close(self) -> tuple[int | None, str]:
@@ -883,7 +885,6 @@ os.register_at_fork(after_in_child=_Server.forget_all)
 
 
 def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
-    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)  # see _Server.stack
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:

@@ -16,18 +16,22 @@ library.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import select
+import signal
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cbuild.build.demangle import demangle
 from cbuild.build.signatures import split_top
 from cbuild.riscv.executor import (
     EXITED,
@@ -42,6 +46,7 @@ from cbuild.riscv.executor import (
     Executor,
     ExecutorError,
     Image,
+    function_at,
     pack_runtimes,
     read_image,
     receive_message,
@@ -373,8 +378,9 @@ class Guest:
             if timeout is not None:
                 ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
                 if not ready:  # the worker cannot be interrupted mid-run: it ends, and the guest with it
+                    where = self._where()
                     self.close()
-                    raise ExecutorError(f"{what} took longer than {timeout:g} s, the call's time limit")
+                    raise ExecutorError(f"{what} took longer than {timeout:g} s, the call's time limit{where}")
             ok, value = receive_message(self.proc.stdout)
         except (EOFError, BrokenPipeError, OSError):
             err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
@@ -382,6 +388,24 @@ class Guest:
         if not ok:
             raise value
         return value
+
+    def _where(self) -> str:
+        """Where the guest is (the executor writes it to stderr on SIGUSR2), as text for an error."""
+        if self.proc.stderr is None:
+            return ""
+        with contextlib.suppress(OSError):
+            self.proc.send_signal(signal.SIGUSR2)
+        text = b""
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and b"instrbudget-guest-pc" not in text:
+            ready, _, _ = select.select([self.proc.stderr], [], [], 0.05)
+            if ready:
+                text += os.read(self.proc.stderr.fileno(), 65536)
+        found = re.search(rb"instrbudget-guest-pc: 0x([0-9a-f]+)\n", text)
+        if found is None:
+            return ""
+        pc = int(found.group(1), 16)
+        return f"; it was in {demangle(function_at(read_image(self.elf), pc))} (pc {pc:#x})"
 
     def call(
         self, name: str, args: list[Arg], ret: tuple[str, int, bool], *, timeout: float | None = None
