@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ProgramTimeout,
         SignatureError,
         ToolchainError,
+        UnknownFunction,
     )
     from cbuild.models import CostModel, IrCountModel, Metric, ModelRegistry, Param, Runtime, default_registry
     from cbuild.models.costs import BlockCounts, Cost
@@ -64,6 +65,7 @@ _EXPORTS = {
     "ProgramTimeout": "cbuild.errors",
     "SignatureError": "cbuild.errors",
     "ToolchainError": "cbuild.errors",
+    "UnknownFunction": "cbuild.errors",
     "RunResult": "cbuild.run.program",
     "run_program": "cbuild.run.program",
     "Extension": "cbuild.run.extension",
@@ -116,6 +118,7 @@ __all__ = [
     "SignatureError",
     "Source",
     "ToolchainError",
+    "UnknownFunction",
     "default_registry",
     "extension_options",
     "run_program",

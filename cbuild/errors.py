@@ -44,6 +44,10 @@ class SignatureError(CBuildError, TypeError):
     """A library function was called with arguments its C signature cannot take."""
 
 
+class UnknownFunction(CBuildError, AttributeError):
+    """A library was asked for a function it does not export."""
+
+
 class LibraryCrashed(ExecutionError):
     """A library call ended the library's process: a signal, a stack overflow, exit() or _exit()."""
 

@@ -8,6 +8,7 @@ contents of the writable buffers it was given, and (on request) the counters.
 from __future__ import annotations
 
 import ctypes
+import difflib
 import enum
 import itertools
 import math
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cbuild.build.builder import Artifact
-from cbuild.errors import CBuildError, LibraryCrashed, SignatureError
+from cbuild.errors import CBuildError, LibraryCrashed, SignatureError, UnknownFunction
 from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
 from cbuild.riscv.executor import ExecutorError, slot_results, slot_runtimes, slot_unavailable
@@ -479,10 +480,16 @@ class Library:
         except KeyError:
             pass
         if name not in self._signatures:
-            raise AttributeError(
-                f"{self.artifact.path.name} exports no function {name!r}; it has: "
-                f"{', '.join(self.function_names) or 'none'}"
-            )
+            names = self.function_names
+            parts = [f"the library built from {self.artifact.name} exports no function {name!r}"]
+            close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+            if close:
+                parts.append(f"did you mean {' or '.join(close)}?")
+            if len(names) <= 12:
+                parts.append(f"it has: {', '.join(names) or 'none'}")
+            else:
+                parts.append(f"it exports {len(names)} functions (Library.function_names lists them)")
+            raise UnknownFunction("; ".join(parts))
         fn = Function(self, name, self._signatures[name])
         self._functions[name] = fn
         return fn
