@@ -346,6 +346,26 @@ static PyType_Slot num_slots[] = {
 };
 static PyType_Spec num_spec = {"hostile.Num", sizeof(Num), 0, Py_TPFLAGS_DEFAULT, num_slots};
 
+/* 0, 1, 2, ...: for ever, or up to (not including) a limit given. */
+typedef struct { PyObject_HEAD long next, limit; } Naturals;
+static PyObject *naturals_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    long limit = -1;
+    if (!PyArg_ParseTuple(args, "|l", &limit)) return NULL;
+    Naturals *n = (Naturals *)type->tp_alloc(type, 0);
+    if (n != NULL) { n->next = 0; n->limit = limit; }
+    return (PyObject *)n;
+}
+static PyObject *naturals_iter(PyObject *self) { Py_INCREF(self); return self; }
+static PyObject *naturals_next(PyObject *self) {
+    Naturals *n = (Naturals *)self;
+    if (n->limit >= 0 && n->next >= n->limit) return NULL;
+    return PyLong_FromLong(n->next++);
+}
+static PyType_Slot naturals_slots[] = {
+    {Py_tp_new, naturals_new}, {Py_tp_iter, naturals_iter}, {Py_tp_iternext, naturals_next}, {0, NULL},
+};
+static PyType_Spec naturals_spec = {"hostile.Naturals", sizeof(Naturals), 0, Py_TPFLAGS_DEFAULT, naturals_slots};
+
 /* Writes `byte` into every byte of a writable buffer, then fails when `byte` is 0. */
 static PyObject *fill(PyObject *self, PyObject *args) {
     Py_buffer view;
@@ -383,6 +403,7 @@ PyMODINIT_FUNC PyInit_hostile(void) {
     PyModule_AddObject(m, "Error", Error);
     PyModule_AddObject(m, "SubError", SubError);
     PyModule_AddObject(m, "Num", PyType_FromSpec(&num_spec));
+    PyModule_AddObject(m, "Naturals", PyType_FromSpec(&naturals_spec));
     PyModule_AddStringConstant(m, "__version__", "1.2");
     return m;
 }
@@ -514,3 +535,19 @@ def test_writable_buffers_get_what_the_module_wrote(hostile_artifact) -> None:  
         assert hostile.echo(memoryview(b"read-only")) == (b"read-only",)
         with pytest.raises(TypeError):
             hostile.fill(b"immutable", 1)
+
+
+def test_an_endless_iterator_of_the_module_streams_in_batches(hostile_artifact) -> None:  # type: ignore[no-untyped-def]
+    """Iteration runs in batches in the module's process: an endless iterator is read as far as
+    the loop goes (it used to be copied whole first, until the timeout), a finite one to its end."""
+    with Extension(hostile_artifact, "hostile", timeout=20) as hostile:
+        seen = []
+        for value in hostile.Naturals():
+            seen.append(value)
+            if value == 2_500:
+                break
+        assert seen == list(range(2_501))
+        assert list(hostile.Naturals(2_000)) == list(range(2_000))  # a multiple of the batch
+        assert list(hostile.Naturals(7)) == list(range(7))
+        assert list(hostile.Naturals(0)) == []
+        assert sum(hostile.Naturals(3_001)) == 3_000 * 3_001 // 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import array
 import builtins
+import contextlib
 import io
 import keyword
 import pickle
@@ -184,6 +185,8 @@ def _write_back(what: str, key: int | str, buffer: Any, contents: bytes) -> None
     view[:] = contents
 
 
+#: Items the host sends per request while a test iterates over one of the module's objects.
+ITER_BATCH = 1000
 #: Special names of the remote object itself that a test may read: ``ext.__version__``.
 _FORWARDED_SPECIAL = frozenset({"__name__", "__qualname__", "__version__", "__all__", "__file__", "__path__"})
 
@@ -234,9 +237,22 @@ class RemoteObject:
         return n
 
     def __iter__(self) -> Iterator[Any]:
-        """Iterates over a copy: the host makes a list of the object's items first."""
-        items: list[Any] = self._do("list")
-        return iter(items)
+        """Iterates in batches of :data:`ITER_BATCH` items made in the host: an endless iterator
+        keeps memory bounded, each batch is one request under the call's timeout, and a loop
+        that stops early lets the host forget the iteration."""
+        key: int = self._do("iter_start")
+        done = False
+        try:
+            while True:
+                batch: list[Any] = self._do("iter_take", key, ITER_BATCH)
+                yield from batch
+                if len(batch) < ITER_BATCH:
+                    done = True
+                    return
+        finally:
+            if not done:
+                with contextlib.suppress(CBuildError):
+                    self._do("iter_end", key)
 
     def __getitem__(self, key: Any) -> Any:
         return self._do("getitem", key)

@@ -9,6 +9,7 @@ channel; everything else runs in the host.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import marshal
 import mmap
 import os
@@ -20,7 +21,7 @@ import time
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the host milliseconds
 
 if TYPE_CHECKING:  # the host starts once per test: only what it needs at run time is imported
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
 #: Sequence number and payload length at the start of each shared-memory mailbox.
@@ -239,6 +240,28 @@ _PLAIN = (type(None), bool, int, float, complex, str, bytes, bytearray, tuple, l
 #: Types of values sent as a plain pickle, without a pickler that maps handles (both directions).
 SCALARS = frozenset((type(None), bool, int, float, str, bytes))
 _OPS: dict[str, Callable[..., Any]] = {}
+#: Iterations a test has under way over the module's objects, by the number given to the test.
+_ITERATIONS: dict[int, Iterator[Any]] = {}
+
+
+def _iter_start(obj: Any) -> int:
+    iterator = iter(obj)
+    key = id(iterator)
+    _ITERATIONS[key] = iterator
+    return key
+
+
+def _iter_take(obj: Any, key: int, n: int) -> list[Any]:
+    """The next ``n`` items of an iteration (fewer at its end, which forgets it)."""
+    iterator = _ITERATIONS.get(key)
+    items = [] if iterator is None else list(itertools.islice(iterator, n))
+    if len(items) < n:
+        _ITERATIONS.pop(key, None)
+    return items
+
+
+def _iter_end(obj: Any, key: int) -> None:
+    _ITERATIONS.pop(key, None)
 
 
 def _python_ops() -> dict[str, Callable[..., Any]]:
@@ -252,6 +275,7 @@ def _python_ops() -> dict[str, Callable[..., Any]]:
             hash=hash, dir=dir, list=list, lt=operator.lt, le=operator.le, gt=operator.gt, ge=operator.ge,
             add=operator.add, sub=operator.sub, mul=operator.mul, truediv=operator.truediv,
             floordiv=operator.floordiv, mod=operator.mod, neg=operator.neg, int=int, float=float,
+            iter_start=_iter_start, iter_take=_iter_take, iter_end=_iter_end,
         )  # fmt: skip
     return _OPS
 
