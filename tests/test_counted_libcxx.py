@@ -45,6 +45,27 @@ int main() {
 """
 
 
+STREAMS_CC = """\
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+int main() {
+    std::string text;
+    for (int i = 0; i < 200; i++) text += "a fairly long line of text number " + std::to_string(i) + "\\n";
+    std::istringstream in(text);
+    std::string line;
+    std::vector<std::shared_ptr<std::string>> lines;
+    while (std::getline(in, line)) lines.push_back(std::make_shared<std::string>(line));
+    std::ostringstream out;
+    for (auto &l : lines) out << l->size() << ",";
+    std::cout << lines.size() << " " << out.str().size() << "\\n";
+    return 0;
+}
+"""
+
+
 def _run(builder: Builder, source: Path, *args: object, options: BuildOptions = COUNTED) -> dict[str, int]:
     result = run_program(builder.build([source], options=options), args)
     assert result.returncode == 0, result.stderr
@@ -91,3 +112,17 @@ def test_counted_libcxx_prepare_leaves_the_override_section() -> None:
     assert prepare(text) == "define weak ptr @_Znwm(i64 %0) {\n  ret ptr null\n}\n"
     assert "string" in SOURCES
     assert "algorithm" in SOURCES
+
+
+def test_counted_libcxx_beside_the_host_libcxx(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """Streams, getline and shared_ptr run in the host's libc++ (uncounted) on strings the counted
+    part made: its classes' vtables are the host's one copy, its aliases yield to the host's, and
+    its internal functions keep no comdat the linker could take for the host's (it used to link
+    with duplicate vtables, then call address 0)."""
+    source = write("streams.cc", STREAMS_CC)
+    counted = run_program(builder.build([source], options=COUNTED))
+    plain = run_program(builder.build([source], options=BuildOptions(count_libraries=False)))
+    assert (counted.returncode, counted.stdout) == (plain.returncode, plain.stdout) == (0, b"200 600\n")
+    assert counted.counts is not None
+    (cost,) = MODEL.evaluate(counted.counts)
+    assert cost.functions["__instrbudget_libc_malloc"] > 0

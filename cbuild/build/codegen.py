@@ -130,9 +130,17 @@ def link_units(
         counted.update(fn.name for fn in library.functions if not fn.is_declaration)
         modules.append(library)
     module = link(modules)
-    if counted:
-        _keep_used(module, counted)
-    return str(module)
+    if not counted:
+        return str(module)
+    _keep_used(module, counted)
+    # An internal function keeps no comdat: the linker would otherwise keep the host libc++'s
+    # group of the same name and leave this module's calls pointing at nothing.
+    return _INTERNAL_COMDAT.sub(r"\1", str(module))
+
+
+_INTERNAL_COMDAT = re.compile(
+    r'^(define (?:internal|private) [^\n]*?) comdat(?:\(\$(?:[-\w.$]+|"[^"]*")\))?', re.MULTILINE
+)
 
 
 def _keep_used(module: llvm.ModuleRef, counted: set[str]) -> None:

@@ -13,6 +13,7 @@ Their own calls of ``malloc``, ``memcpy`` and the rest reach the counted C libra
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,6 +83,37 @@ def libcxx_ir(toolchain: Toolchain, cache: Cache) -> Path | None:
 
 
 def prepare(text: str) -> str:
-    """The library's IR ready to link into a build: its ``operator new`` out of libc++'s
-    override section (libc++ would take the build's copies for a user's replacement)."""
+    """The library's IR ready to link into a build.
+
+    Its variables defined for the whole program (vtables and type information of libc++'s
+    classes) become ``available_externally``: the build uses the host libc++'s one copy,
+    which the rest of libc++ shares; its aliases become ``weak_odr``. Its ``operator new``
+    leaves libc++'s override section (libc++ would take the build's copies for a user's
+    replacement).
+    """
+    text = _EXTERNAL_DEFINITION.sub(_available_externally, text)
+    # Aliases (a destructor's other names) stay visible to the linker, which link_units does not
+    # change: weak_odr, so that the host libc++'s own definitions of them win.
+    text = _EXTERNAL_ALIAS.sub(r"\1weak_odr \2", text)
     return text.replace(OVERRIDE_SECTION, "")
+
+
+#: A global variable defined with external linkage (no linkage keyword after ``=``).
+_EXTERNAL_DEFINITION = re.compile(
+    r"^(@[-\w.$\"]+ = )(?!(?:private|internal|weak|weak_odr|linkonce|linkonce_odr|common|appending|"
+    r"extern_weak|external|available_externally)\b)(?=(?:[a-z_]+(?:\(\w+\))? )*?(?:global|constant) )(.*)$",
+    re.MULTILINE,
+)
+
+
+#: An alias defined with external linkage.
+_EXTERNAL_ALIAS = re.compile(
+    r"^(@[-\w.$\"]+ = )(?!(?:private|internal|weak|weak_odr|linkonce|linkonce_odr|external)\b)"
+    r"((?:[a-z_]+ )*?alias )",
+    re.MULTILINE,
+)
+
+
+def _available_externally(m: re.Match[str]) -> str:
+    rest = re.sub(r", comdat(?:\(\$[-\w.$\"]+\))?", "", m.group(2))
+    return f"{m.group(1)}available_externally {rest}"
