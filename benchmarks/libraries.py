@@ -25,11 +25,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import os
-import platform
 import re
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -49,6 +46,7 @@ for _path in (ROOT, HERE, ROOT / "tests"):
 
 import pytest  # noqa: E402  (tests/sdists.py reports a failed download as a pytest outcome)
 from bench import fetch_yyjson, make_workloads, stdin_words, time_command  # noqa: E402
+from provenance import header_lines  # noqa: E402
 from sdists import sdist  # noqa: E402  (tests/sdists.py: PyPI sdists, downloaded once)
 
 from cbuild import Builder, BuildOptions, IrCountModel, run_program  # noqa: E402
@@ -90,27 +88,6 @@ class Report:
 
     def close(self) -> None:
         self.handle.close()
-
-
-def _git(*args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-    return proc.stdout.strip() if proc.returncode == 0 else f"(git {' '.join(args)} failed)"
-
-
-def header_lines() -> list[str]:
-    """Date, machine, commit and command: the first lines of the results file."""
-    cpu = "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.MULTILINE)
-        cpu = found.group(1).strip() if found else cpu
-    dirty = " (with uncommitted changes in the tree)" if _git("status", "--porcelain") else ""
-    return [
-        f"date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S}",
-        f"machine: {platform.platform()}; {cpu}; {os.cpu_count()} cores",
-        f"commit: {_git('rev-parse', '--short', 'HEAD')}{dirty}",
-        f"command: {shlex.join([sys.executable, *sys.argv])}",
-    ]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,42 +14,17 @@ date, machine, commit and command, to ``benchmarks/results/suite.txt``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
-import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from provenance import header_lines
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "suite.txt"
-
-
-def header() -> list[str]:
-    """Date, machine, commit and command, as the results files start."""
-    cpu = (
-        next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if "model name" in line
-            ),
-            platform.processor() or "unknown CPU",
-        )
-        if Path("/proc/cpuinfo").exists()
-        else platform.processor()
-    )
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    return [
-        f"date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S}",
-        f"machine: {platform.platform()}; {cpu}; {os.cpu_count()} cores",
-        f"commit: {commit.stdout.strip() or 'unknown'}{' (with uncommitted changes in the tree)' if dirty else ''}",
-        f"command: {shlex.join([sys.executable, *sys.argv])}",
-    ]
 
 
 def timed(name: str, cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -66,7 +41,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--example", action="store_true", help="time the example project's suite only")
     args = parser.parse_args()
-    out = header()
+    out = header_lines()
     env = dict(os.environ)
     rows = []
     if not args.example:
