@@ -19,7 +19,7 @@ from cbuild.build.blocks import BlockTable
 from cbuild.build.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
 from cbuild.build.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
 from cbuild.build.instrument import instrument
-from cbuild.build.libc import libc_ir, size_t_bits
+from cbuild.build.libc import HEAP_MAP_SOURCE, libc_ir, size_t_bits
 from cbuild.build.libcxx import libcxx_ir
 from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.signatures import read_signatures
@@ -34,7 +34,6 @@ from cbuild.riscv.executor import block_data_text, build_executor
 RUNTIME_SOURCE = Path(__file__).parent.parent / "runtime" / "instrbudget_rt.c"
 CPU_SOURCE = Path(__file__).parent.parent / "runtime" / "canonical_cpu.c"
 FIXED_STACK_SOURCE = Path(__file__).parent.parent / "runtime" / "fixed_stack.c"
-HEAP_MAP_SOURCE = Path(__file__).parent.parent / "runtime" / "heap_map.c"
 Progress = Callable[[str], None]
 
 

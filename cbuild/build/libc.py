@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from cbuild.build.toolchain import Toolchain
 
 LIBC_DIR = Path(__file__).resolve().parent.parent / "libc"
+#: The heap's mapping and lock: uninstrumented beside native builds, compiled with the library
+#: into RISC-V builds.
+HEAP_MAP_SOURCE = LIBC_DIR.parent / "runtime" / "heap_map.c"
+#: How the library is compiled, for any target (``-fno-builtin``: its loops stay loops).
+FLAGS = ("-O2", "-std=c11", "-fno-builtin", "-D_GNU_SOURCE")
 PREFIX = LIBC_PREFIX
 #: Names glibc's headers give some functions (C23 and ISO C99 variants) -> the function.
 HEADER_ALIASES = {
@@ -84,7 +89,7 @@ def libc_ir(toolchain: Toolchain, cache: Cache) -> Path:
     """The library's IR for the toolchain's target (built once, cached by content)."""
     from cbuild.build.compile import compile_own  # the LLVM worker imports this module: keep it light
 
-    flags = ["-S", "-emit-llvm", "-gline-tables-only", "-O2", "-fPIC", "-std=c11", "-fno-builtin", "-D_GNU_SOURCE"]
+    flags = ["-S", "-emit-llvm", "-gline-tables-only", "-fPIC", *FLAGS]
     return compile_own(toolchain, cache, source(), what="the counted C library", stem="libc", flags=flags, suffix=".ll")
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from cbuild.build.cache import Cache, atomic_write, digest
 from cbuild.build.compile import compile_own, compile_unit, locate_inline_asm
-from cbuild.build.libc import defined_names, point_at_libc, size_t_bits
+from cbuild.build.libc import FLAGS as LIBC_FLAGS
+from cbuild.build.libc import HEAP_MAP_SOURCE, defined_names, point_at_libc, size_t_bits
 from cbuild.build.libc import source as libc_source
 from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.signatures import exported_defines, split_top
@@ -56,7 +57,6 @@ TARGETS = {
         "riscv64", "riscv64-linux-musl", ("-mcpu=generic_rv64+m+zalrsc", "-mno-relax", "-fomit-frame-pointer")
     ),
 }
-HEAP_MAP_SOURCE = Path(__file__).resolve().parent.parent / "runtime" / "heap_map.c"
 #: Bytes the counted C library's heap may hand out in a RISC-V build (the executor maps
 #: anonymous memory from 0x4000_0000 to 0x7000_0000).
 GUEST_HEAP_LIMIT = 256 << 20
@@ -209,10 +209,7 @@ def _counted_libc_object(tc: Toolchain, cache: Cache, tgt: Target) -> Path:
     executor's anonymous memory) and lock (cbuild/runtime/heap_map.c)."""
     flags = [
         "-c",
-        "-O2",
-        "-std=c11",
-        "-fno-builtin",
-        "-D_GNU_SOURCE",
+        *LIBC_FLAGS,
         "-DIB_HEAP_BASE=0x40000000u",
         f"-DIB_DEFAULT_LIMIT={GUEST_HEAP_LIMIT}ull",
         *tgt.flags,
