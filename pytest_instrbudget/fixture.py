@@ -190,7 +190,9 @@ class CBuild:
             options = adjust(options)
         units: list[Source] | list[Path]
         if compile_commands is not None:
-            db = compiledb.load(self._base / compile_commands)
+            db = compiledb.load(
+                self._base / compile_commands, cache=self._builder.cache, progress=self._builder.progress
+            )
             picked = (targets,) if isinstance(targets, str) else tuple(targets)
             # stacklevel 3: the warning about left-out flags points at the test's call.
             units = db.select(sources, base=self._base, targets=picked, stacklevel=3)

@@ -4,6 +4,7 @@ conversion functions shows in the count, the same from any path and environment.
 from __future__ import annotations
 
 import json
+import platform
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, BuildOptions, IrCountModel, Library, run_program
-from cbuild.build.libc import aliases, functions, point_at_libc
+from cbuild.build.libc import PREFIX, aliases, functions, point_at_libc
 from cbuild.models import default_registry
 
 MODEL = IrCountModel()
@@ -393,3 +394,36 @@ def test_counted_libc_same_counts_twice(builder: Builder, write) -> None:  # typ
     program = builder.build([source], options=replace(COUNTED, opt_level="1"))
     first, second = run_program(program), run_program(program)
     assert (first.stdout, _total(first)) == (second.stdout, _total(second))
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="builds for x86_64 glibc and musl")
+def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl(shared_cache: Path, write) -> None:  # type: ignore[no-untyped-def]
+    """The sort is the counted library's on any host C library: a program linked against glibc,
+    one linked statically against musl (zig's), and a library in this glibc process run the
+    same comparator calls and the same sort code, instruction for instruction."""
+    source = write("sort.c", SORT_C)
+    sort_functions = ("by_value", "sort_scrambled", PREFIX + "qsort", PREFIX + "ib_introsort")
+
+    def sort_costs(counts: object) -> dict[str, int]:
+        (cost,) = MODEL.evaluate(counts)  # type: ignore[arg-type]
+        assert any(name.startswith(PREFIX + "ib_") for name in cost.functions)
+        return {name: cost.functions.get(name, 0) for name in sort_functions}
+
+    per_libc = {}
+    for triple, ldflags in (("x86_64-linux-gnu", ()), ("x86_64-linux-musl", ("-static",))):
+        builder = Builder(cache_dir=shared_cache, progress=lambda message: None)
+        builder.toolchain = replace(builder.toolchain, triple=triple)
+        program = builder.build([source], options=replace(COUNTED, ldflags=ldflags))
+        result = run_program(program, [10_000])
+        assert result.returncode == 0, result.stderr
+        per_libc[triple] = sort_costs(result.counts)
+    assert b"ld-linux" not in program.path.read_bytes()  # no dynamic loader: the static musl program
+    lib = Library(
+        Builder(cache_dir=shared_cache, progress=lambda message: None).build([source], kind="library", options=COUNTED)
+    )
+    before = lib.snapshot()
+    lib.sort_scrambled(10_000)
+    in_library = sort_costs(lib.counts(before))
+    assert per_libc["x86_64-linux-gnu"] == per_libc["x86_64-linux-musl"] == in_library
+    assert in_library["by_value"] > 0
+    assert in_library[PREFIX + "ib_introsort"] > in_library["by_value"]

@@ -110,10 +110,11 @@ def test_the_count_at_a_stop_is_exact(programs) -> None:  # type: ignore[no-unty
     assert _total(finished.counts) == exact
     assert finished.stdout == b"done 4000\n"
     assert _total(run_program(cutoff, ["loop", 4000], max_instr=exact - 1).counts) == exact
-    below = _stop(cutoff, "loop", 4000, limit=exact - 200)
+    # The counted printf after the loop costs about 1,100: 2,000 short stops in the loop.
+    below = _stop(cutoff, "loop", 4000, limit=exact - 2000)
     longer = _stop(cutoff, "loop", 10**6, limit=exact)
     assert below.where == longer.where
-    assert exact - 230 < below.count <= exact - 200
+    assert exact - 2030 < below.count <= exact - 2000
     assert exact - 30 < longer.count <= exact + 30
 
 
@@ -257,7 +258,10 @@ def test_stops_in_sessions_are_identical_serial_and_under_xdist(pytester: pytest
         text,
     ), text
     assert re.search(
-        r"lib\.c \(100000000\): stopped after 2\d,\d\d\d IR instructions \(cut-off 30,000, stop_at=30,000\)", text
+        # Within one pass through the loop body of the limit (docs/cutoff.md).
+        r"lib\.c \(100000000\): stopped after (?:29,9\d\d|30,0[0-2]\d) IR instructions "
+        r"\(cut-off 30,000, stop_at=30,000\)",
+        text,
     ), text
     assert re.search(
         r"spin\(\): stopped after 4\d,\d\d\d IR instructions \(cut-off 50,000, cutoff = 5x max_instr\) in ", text

@@ -11,7 +11,15 @@ from cbuild import Builder, Cost, run_program
 from cbuild.models import default_registry
 from cbuild.models.base import CostModel, Metric
 from cbuild.models.costs import BlockCounts
-from cbuild.riscv.executor import ExecRuntime, ExecutorError, _Server, run_isolated, slot_runtimes
+from cbuild.riscv.executor import (
+    ExecRuntime,
+    ExecutorError,
+    _Server,
+    guest_place,
+    read_image,
+    run_isolated,
+    slot_runtimes,
+)
 
 PROGRAM_C = r"""
 #include <stdio.h>
@@ -53,6 +61,12 @@ class AbortingModel(CostModel):
         return [Cost("aborting_blocks", counts.results_of(self.name)[0])]
 
 
+def _line_of(source: str, marker: str) -> int:
+    """The line of ``source`` (as written to its file) that holds ``marker``."""
+    (line,) = [n for n, text in enumerate(source.splitlines(), 1) if marker in text]
+    return line
+
+
 def _zk(run) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
     assert run.counts is not None
     return run.counts.results_of("zkvm")
@@ -76,12 +90,24 @@ def test_a_run_past_its_timeout_ends_its_server_only(builder: Builder, write) ->
     runtimes = slot_runtimes(doc["slots"])
     library, elf = Path(doc["executor"]), Path(doc["elf"])
     expected = run_isolated(library, elf, runtimes, ["squares", "100"])
-    # Where the guest program was, not where the executor's Python code was.
-    with pytest.raises(ExecutorError, match=r"took longer than 0\.5 s; the program was in main \(pc 0x[0-9a-f]+\)$"):
+    # Where the guest program was (its function and source line), not where the executor's Python code was.
+    line = _line_of(PROGRAM_C, "never ends")
+    where = rf"the program was in main \(squares\.c:{line}\) at pc 0x[0-9a-f]+$"
+    with pytest.raises(ExecutorError, match=rf"took longer than 0\.5 s; {where}"):
         run_isolated(library, elf, runtimes, ["squares", "-1"], timeout=0.5)
     again = run_isolated(library, elf, runtimes, ["squares", "100"], timeout=30)
     assert again.results == expected.results
     assert again.stdout == expected.stdout == b"197\n"
+
+
+def test_a_guest_place_names_its_function_and_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+    elf = Path(artifact.machines()["riscv32"]["elf"])
+    image = read_image(elf)
+    (main,) = [start for start, _, name in image.functions if name == "main"]
+    assert guest_place(elf, main) == f"main (squares.c:{_line_of(PROGRAM_C, 'int main')}) at pc {main:#x}"
+    nowhere = max(start + size for start, size, _ in image.functions) + 0x1000
+    assert guest_place(elf, nowhere) == f"(no symbol) (pc {nowhere:#x})"
 
 
 def test_a_server_killed_while_idle_is_replaced(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]

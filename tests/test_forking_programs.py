@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
         }
         waitpid(pid, NULL, 0);
     }
-    printf("%ld\n", work(parent));
+    printf("%ld\n", work(parent) % 7); /* one digit whatever the count: printf's work is counted */
     return 0;
 }
 """

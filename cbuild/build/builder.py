@@ -57,7 +57,7 @@ def engine_digest() -> str:
     """Identity of this engine's own code (instrumenter, placement, runtime): part of every artifact key,
     so that a new version of the engine never reuses an artifact built by an older one."""
     here = Path(__file__).parent.parent
-    data = ("runtime/*.c", "libc/*.[ch]", "riscv/machines/*.toml", "include/*.h")
+    data = ("runtime/*.c", "libc/*.[ch]", "libc/musl/*.c", "riscv/machines/*.toml", "include/*.h")
     files = [*here.rglob("*.py"), *(p for pattern in data for p in here.glob(pattern))]
     return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
 
@@ -331,7 +331,8 @@ class Builder:
 
     def _link_units(self, units: Sequence[CompiledUnit], options: BuildOptions, toolchain: Toolchain) -> str:
         """The units linked into one module; in instrumented builds with the counted libraries."""
-        libc = libcxx = None
+        libc: tuple[Path, ...] = ()
+        libcxx = None
         if options.instrument and options.count_libraries:
             libc = libc_ir(toolchain, self.cache)
             if any(language_of(u.source) == "c++" for u in units):

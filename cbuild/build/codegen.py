@@ -93,13 +93,13 @@ def link_units(
     paths: Sequence[str],
     names: Sequence[str],
     *,
-    libc: str | None = None,
+    libc: Sequence[str] = (),
     libcxx: str | None = None,
     size_bits: int = 64,
 ) -> str:
     """The text of one module linking the IR files at ``paths`` in order; errors name each by ``names``.
 
-    With ``libc`` (the counted C library's IR, :mod:`cbuild.build.libc`) the units call it
+    With ``libc`` (the counted C library's IR files, :mod:`cbuild.build.libc`) the units call it
     instead of the host's C library; with ``libcxx`` (the counted part of libc++,
     :mod:`cbuild.build.libcxx`) the libc++ functions they call are linked in. Either way
     the library functions they use become internal to the module and the rest are dropped.
@@ -112,7 +112,7 @@ def link_units(
     library_texts: list[tuple[str, str]] = []
     if libcxx is not None:
         library_texts.append((libcxx_mod.prepare(Path(libcxx).read_text()), "the counted C++ library"))
-    if libc is not None:
+    if libc:
         texts = [libc_mod.point_at_libc(text, own=own, size_bits=size_bits) for text in texts]
         library_texts = [(libc_mod.point_at_libc(t, own=own, size_bits=size_bits), n) for t, n in library_texts]
     modules = [parse(text, name=n, context=context) for text, n in zip(texts, names, strict=True)]
@@ -122,8 +122,8 @@ def link_units(
         # The user's own definition of a function wins (a replaced ``operator new``).
         counted.update(fn.name for fn in library.functions if not fn.is_declaration and fn.name not in own)
         modules.append(library)
-    if libc is not None:
-        library = parse(Path(libc).read_text(), name="the counted C library", context=context)
+    for path in libc:
+        library = parse(Path(path).read_text(), name="the counted C library", context=context)
         for fn in library.functions:  # its helpers too, so that reports tell them apart
             if not fn.is_declaration and not fn.name.startswith(libc_mod.PREFIX):
                 fn.name = libc_mod.PREFIX + fn.name

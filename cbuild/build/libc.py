@@ -1,9 +1,12 @@
 """The counted C library: portable C (``cbuild/libc/``) linked into instrumented builds.
 
 Functions whose work depends on their arguments (``mem*``/``str*``/``wcs*``, the
-allocator, ``qsort``/``bsearch``, ``strto*``/``ato*``) would otherwise run in the host's
-C library, uncounted and different on every host. Here they are compiled to IR once per
-toolchain (:func:`libc_ir`), and each build's units are pointed at them
+allocator, ``qsort``/``bsearch``, ``strto*``/``ato*``, the ``printf`` and ``scanf``
+families' formatting) would otherwise run in the host's C library, uncounted and
+different on every host. Here they are compiled to IR once per toolchain
+(:func:`libc_ir`): the project's own portable C, and for formatting, scanning and
+``strtod`` the musl sources the ziglang wheel ships (:data:`MUSL_SOURCES`, bridged to
+the host's streams by ``cbuild/libc/musl/bridge.c``). Each build's units are pointed at them
 (:func:`point_at_libc`): calls of ``strlen`` become calls of ``__instrbudget_libc_strlen``,
 ``llvm.memcpy``/``memmove``/``memset`` with a run-time length become calls of the counted
 copies. :func:`cbuild.build.codegen.link_units` links the library in, makes its functions
@@ -15,24 +18,102 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cbuild.build.demangle import LIBC_PREFIX
 from cbuild.build.signatures import split_top
+from cbuild.errors import CBuildError, LinkError
 
 if TYPE_CHECKING:
     from cbuild.build.cache import Cache
     from cbuild.build.toolchain import Toolchain
 
 LIBC_DIR = Path(__file__).resolve().parent.parent / "libc"
+#: The printf and scanf families on the host's streams, compiled against musl's headers.
+BRIDGE = LIBC_DIR / "musl" / "bridge.c"
 #: The heap's mapping and lock: uninstrumented beside native builds, compiled with the library
 #: into RISC-V builds.
 HEAP_MAP_SOURCE = LIBC_DIR.parent / "runtime" / "heap_map.c"
 #: How the library is compiled, for any target (``-fno-builtin``: its loops stay loops).
 FLAGS = ("-O2", "-std=c11", "-fno-builtin", "-D_GNU_SOURCE")
 PREFIX = LIBC_PREFIX
+#: musl sources (the ziglang wheel's ``lib/libc/musl/src/<name>.c``) in the library:
+#: formatting, scanning and the conversions of strings to floating point.
+MUSL_SOURCES = (
+    "stdio/vfprintf",
+    "stdio/vsnprintf",
+    "stdio/vsprintf",
+    "stdio/snprintf",
+    "stdio/sprintf",
+    "stdio/vasprintf",
+    "stdio/asprintf",
+    "stdio/fwrite",
+    "stdio/__towrite",
+    "stdio/vfscanf",
+    "stdio/vsscanf",
+    "stdio/sscanf",
+    "stdio/__toread",
+    "stdio/__uflow",
+    "internal/shgetc",
+    "internal/intscan",
+    "internal/floatscan",
+    "stdlib/strtod",
+    "stdlib/atof",
+    "math/__signbitl",
+    "math/__fpclassifyl",
+    "math/scalbn",
+    "math/scalbnl",
+)
+#: The functions of those sources a user's call reaches. Their other external names are
+#: musl's own (its ``vfprintf`` takes musl's ``FILE``) and get :data:`MUSL_PREFIX`.
+MUSL_FUNCTIONS = frozenset(
+    {
+        "vsnprintf",
+        "snprintf",
+        "vsprintf",
+        "sprintf",
+        "vasprintf",
+        "asprintf",
+        "vsscanf",
+        "sscanf",
+        "strtod",
+        "strtof",
+        "strtold",
+        "atof",
+    }
+)
+MUSL_PREFIX = LIBC_PREFIX + "musl_"
+#: The bridge names the host's functions so; the build gives them back their names.
+HOST_PREFIX = "__instrbudget_host_"
+#: How musl's sources are compiled: as musl compiles them, against its own headers only.
+MUSL_FLAGS = (
+    "-O2",
+    "-std=c99",
+    "-fno-builtin",
+    "-fno-strict-aliasing",
+    "-D_XOPEN_SOURCE=700",
+    "-w",
+    # Builtins, not calls of the host's libm (a program need not link it).
+    "-Dcopysignl=__builtin_copysignl",
+    "-Dfabsl=__builtin_fabsl",
+)
+#: musl's names of an architecture (``arch/<dir>``, ``include/<headers>-linux-musl``).
+_MUSL_ARCH = {
+    "x86_64": ("x86_64", "x86_64"),
+    "aarch64": ("aarch64", "aarch64"),
+    "riscv32": ("riscv32", "riscv32"),
+    "riscv64": ("riscv64", "riscv64"),
+    "i386": ("i386", "x86"),
+    "i686": ("i386", "x86"),
+    "arm": ("arm", "arm"),
+    "powerpc64le": ("powerpc64", "powerpc64"),
+    "s390x": ("s390x", "s390x"),
+    "loongarch64": ("loongarch64", "loongarch64"),
+}
 #: Names glibc's headers give some functions (C23 and ISO C99 variants) -> the function.
 HEADER_ALIASES = {
     "__isoc23_strtol": "strtol",
@@ -45,11 +126,24 @@ HEADER_ALIASES = {
     "__strndup": "strndup",
     "__stpcpy": "stpcpy",
     "__mempcpy": "mempcpy",
+    **{
+        f"__isoc{c}_{name}": name
+        for c in ("99", "23")
+        for name in ("sscanf", "vsscanf", "scanf", "vscanf", "fscanf", "vfscanf")
+    },
 }
 #: Defined for the routing of intrinsics only: no user call names it.
 _INTERNAL = frozenset({"memset_byte"})
-_DEFINED = re.compile(r"\bLIBC\((\w+)\)")
+_DEFINED = re.compile(r"(?<!#define )\bLIBC\((\w+)\)")
 _DEFINE_LINE = re.compile(r"^define [^@]*@([\w.$]+)\(", re.MULTILINE)
+_INTERNAL_DEFINITION = re.compile(r"^define (?:internal|private) [^@]*@([\w.$]+)\(", re.MULTILINE)
+_ALIAS = re.compile(r"^@[\w.$]+ = [^\n]*\balias\b[^\n]*\n", re.MULTILINE)
+_HIDDEN_DECLARATION = re.compile(r"^(declare [^@\n]*?)hidden ", re.MULTILINE)
+#: A module's external definitions: functions, variables, aliases.
+_EXTERNAL_DEFINITION = re.compile(
+    r"^(?:define (?!(?:internal|private) )[^@]*@([\w.$]+)\(|@([\w.$]+) = (?!(?:internal|private) )(?!external ))",
+    re.MULTILINE,
+)
 _INTRINSIC = re.compile(
     r"^(?P<indent>\s*)(?P<tail_kind>(?:tail |musttail |notail )?)call void @llvm\.(?P<op>memcpy|memmove|memset)\."
     r"p0(?:\.p0)?\.i(?P<bits>\d+)\((?P<args>.*)\)(?P<attrs>(?: #\d+)?)(?P<tail>(?:, !.*)?)$",
@@ -74,7 +168,8 @@ def source() -> str:
 def functions() -> frozenset[str]:
     """The C library functions the counted library defines."""
     # The .c files only: the prelude's ``#define LIBC(name)`` defines nothing.
-    return frozenset(name for path in _files() for name in _DEFINED.findall(path.read_text())) - _INTERNAL
+    own = {name for path in (*_files(), BRIDGE) for name in _DEFINED.findall(path.read_text())}
+    return frozenset(own | MUSL_FUNCTIONS) - _INTERNAL
 
 
 @functools.cache
@@ -85,12 +180,112 @@ def aliases() -> dict[str, str]:
     return out
 
 
-def libc_ir(toolchain: Toolchain, cache: Cache) -> Path:
-    """The library's IR for the toolchain's target (built once, cached by content)."""
+def libc_ir(toolchain: Toolchain, cache: Cache, *, defines: Sequence[str] = ()) -> tuple[Path, ...]:
+    """The library's IR for the toolchain's target, one file per module (built once, cached
+    by content): the project's own functions (compiled with ``defines``), then musl's."""
     from cbuild.build.compile import compile_own  # the LLVM worker imports this module: keep it light
 
-    flags = ["-S", "-emit-llvm", "-gline-tables-only", "-fPIC", *FLAGS]
-    return compile_own(toolchain, cache, source(), what="the counted C library", stem="libc", flags=flags, suffix=".ll")
+    flags = ["-S", "-emit-llvm", "-gline-tables-only", "-fPIC", *FLAGS, *defines]
+    own = compile_own(toolchain, cache, source(), what="the counted C library", stem="libc", flags=flags, suffix=".ll")
+    return (own, *musl_ir(toolchain, cache))
+
+
+def _zig_lib() -> Path:
+    import ziglang  # a dependency of the project: musl's sources come with it
+
+    return Path(ziglang.__file__).resolve().parent / "lib"
+
+
+def musl_flags(triple: str) -> list[str]:
+    """Flags that compile musl's sources for ``triple`` against its own headers."""
+    arch = triple.split("-")[0]
+    if arch not in _MUSL_ARCH:
+        raise CBuildError(
+            f"the counted C library has no musl headers for {arch} (known: {', '.join(sorted(_MUSL_ARCH))}); "
+            "set count_libraries = false"
+        )
+    directory, headers = _MUSL_ARCH[arch]
+    lib = _zig_lib() / "libc"
+    musl = lib / "musl"
+    includes = [
+        musl / "arch" / directory,
+        musl / "arch" / "generic",
+        musl / "src" / "include",
+        musl / "src" / "internal",
+        lib / "include" / f"{headers}-linux-musl",
+        lib / "include" / "generic-musl",
+    ]
+    return ["-nostdinc", *(f"-I{path}" for path in includes), f"-ffile-prefix-map={musl}=musl", *MUSL_FLAGS]
+
+
+def musl_ir(toolchain: Toolchain, cache: Cache, *, flags: Sequence[str] = ()) -> tuple[Path, ...]:
+    """musl's part of the library (:data:`MUSL_SOURCES` and the bridge) as IR, one file per
+    source, with its names made the library's (:func:`musl_names`); ``flags`` add to the
+    compiler's (a target's code generation)."""
+    from cbuild.build.cache import atomic_write, digest, file_digest
+
+    musl = _zig_lib() / "libc" / "musl" / "src"
+    sources = [*(musl / f"{name}.c" for name in MUSL_SOURCES), BRIDGE]
+    flags = [
+        "-target",
+        toolchain.triple,
+        "-S",
+        "-emit-llvm",
+        "-gline-tables-only",
+        "-fPIC",
+        *musl_flags(toolchain.triple),
+        *flags,
+    ]
+    # This module's code renames: a new version of it is a new entry.
+    key = digest(toolchain.identity, file_digest(Path(__file__)), *map(file_digest, sources), *flags)
+    suffixes = [f".{path.stem}.ll" for path in sources]
+
+    def make(files: list[Path]) -> None:
+        texts = []
+        with tempfile.TemporaryDirectory(prefix="instrbudget-musl-") as tmp:
+            for path in sources:
+                out = Path(tmp) / f"{path.stem}.ll"
+                proc = subprocess.run(
+                    [*toolchain.cc, *flags, str(path), "-o", str(out)], capture_output=True, text=True, check=False
+                )
+                if proc.returncode != 0:
+                    raise LinkError(f"building the counted C library's formatting ({path.name}) failed:\n{proc.stderr}")
+                texts.append(out.read_text())
+        for file, text in zip(files, musl_names(texts, size_bits=size_t_bits(toolchain.triple)), strict=True):
+            atomic_write(file, text.encode())
+
+    return tuple(cache.entry("rt", key, suffixes, make, name="the counted C library's formatting (musl)"))
+
+
+def musl_names(texts: Sequence[str], *, size_bits: int) -> list[str]:
+    """musl's modules with the library's names: its functions get :data:`PREFIX` (musl's
+    ``vfprintf`` and others that take its own ``FILE`` get :data:`MUSL_PREFIX`, apart from
+    the library's functions of the same name), the bridge's host names their own, and calls
+    of functions the library counts reach the counted ones."""
+    counted = functions()
+    defined = {a or b for text in texts for a, b in _EXTERNAL_DEFINITION.findall(text)}
+    table = {
+        name: (PREFIX if name in MUSL_FUNCTIONS or name not in counted else MUSL_PREFIX) + name
+        for name in defined
+        if not name.startswith(PREFIX)
+    }
+    table["___errno_location"] = "__errno_location"  # musl's internal name of errno's location
+    out = []
+    for text in texts:
+        local = {name: PREFIX + name for name in _INTERNAL_DEFINITION.findall(text) if not name.startswith(PREFIX)}
+        text = _renamed(text, {**table, **local})
+        text = re.sub(rf"@{HOST_PREFIX}([\w.$]+)", r"@\1", text)
+        # musl declares its internals hidden; what is still declared is the host's.
+        text = _HIDDEN_DECLARATION.sub(r"\1", text)
+        # Its other names of a function (``__isoc99_vsscanf``): :data:`HEADER_ALIASES` has them.
+        text = _ALIAS.sub("", text)
+        out.append(point_at_libc(text, own=set(), size_bits=size_bits))
+    return out
+
+
+def _renamed(text: str, table: dict[str, str]) -> str:
+    names = "|".join(re.escape(n) for n in sorted(table, key=len, reverse=True))
+    return re.sub(rf"@({names})(?![\w.$])", lambda m: "@" + table[m.group(1)], text)
 
 
 def size_t_bits(triple: str) -> int:
@@ -112,8 +307,7 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
     """
     table = {name: target for name, target in aliases().items() if name not in own}
     if table:
-        names = "|".join(re.escape(n) for n in sorted(table, key=len, reverse=True))
-        text = re.sub(rf"@({names})(?![\w.$])", lambda m: "@" + table[m.group(1)], text)
+        text = _renamed(text, table)
         # A unit may now declare a counted function twice (its own name and an alias).
         text = _dedupe_declarations(text)
     routed: set[str] = set()

@@ -368,7 +368,7 @@ def link_units(
     paths: Sequence[Path],
     names: Sequence[str],
     *,
-    libc: Path | None = None,
+    libc: Sequence[Path] = (),
     libcxx: Path | None = None,
     size_bits: int = 64,
 ) -> str:
@@ -379,7 +379,7 @@ def link_units(
         "link_units",
         [str(p) for p in paths],
         list(names),
-        libc=None if libc is None else str(libc),
+        libc=[str(p) for p in libc],
         libcxx=None if libcxx is None else str(libcxx),
         size_bits=size_bits,
     )

@@ -27,7 +27,7 @@ from pathlib import Path
 from cbuild.build.cache import Cache, atomic_write, digest
 from cbuild.build.compile import compile_own, compile_unit, locate_inline_asm
 from cbuild.build.libc import FLAGS as LIBC_FLAGS
-from cbuild.build.libc import HEAP_MAP_SOURCE, defined_names, point_at_libc, size_t_bits
+from cbuild.build.libc import HEAP_MAP_SOURCE, defined_names, musl_ir, point_at_libc, size_t_bits
 from cbuild.build.libc import source as libc_source
 from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.signatures import exported_defines, split_top
@@ -204,9 +204,9 @@ def _relative_file_names(sources: Sequence[Source], options: BuildOptions) -> tu
     return (f"-fmacro-prefix-map={root}=.",) if root and root != os.sep else ()
 
 
-def _counted_libc_object(tc: Toolchain, cache: Cache, tgt: Target) -> Path:
-    """The counted C library (cbuild/libc) for ``tgt``, with its heap's mapping (in the
-    executor's anonymous memory) and lock (cbuild/runtime/heap_map.c)."""
+def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> list[Path]:
+    """The counted C library (cbuild/libc and its musl part) for ``tgt``, with its heap's
+    mapping (in the executor's anonymous memory) and lock (cbuild/runtime/heap_map.c)."""
     flags = [
         "-c",
         *LIBC_FLAGS,
@@ -216,7 +216,20 @@ def _counted_libc_object(tc: Toolchain, cache: Cache, tgt: Target) -> Path:
     ]
     what = f"the counted C library for {tgt.name}"
     code = f'{libc_source()}\n#line 1 "cbuild/runtime/heap_map.c"\n{HEAP_MAP_SOURCE.read_text()}'
-    return compile_own(tc, cache, code, what=what, stem="libc", flags=flags, suffix=".o")
+    own = compile_own(tc, cache, code, what=what, stem="libc", flags=flags, suffix=".o")
+    musl = musl_ir(tc, cache, flags=tgt.flags)
+    codegen = [*tc.cc, "-target", tgt.triple, *tgt.flags, "-O2", "-c"]
+    key = digest(VERSION, tc.identity, *codegen, *(p.name for p in musl))
+
+    def make(files: list[Path]) -> None:
+        with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
+            for ir, file in zip(musl, files, strict=True):
+                local = Path(tmp) / f"{file.stem}.o"
+                _run([*codegen, str(ir), "-o", str(local)], tgt.name)
+                atomic_write(file, local.read_bytes())
+
+    suffixes = [f".{n}.o" for n in range(len(musl))]
+    return [own, *cache.entry("rvobj", key, suffixes, make, name=f"{what} (musl)")]
 
 
 def build_riscv(
@@ -273,7 +286,7 @@ def build_riscv(
             (obj,) = cache.entry("rvobj", key, [".o"], make, name=f"the {target_name} object of {unit.source.name}")
             objects.append(str(obj))
         if counted:
-            objects.append(str(_counted_libc_object(tc, cache, tgt)))
+            objects += map(str, _counted_libc_objects(tc, cache, tgt))
         link = [*driver, "-target", tgt.triple, *tgt.flags, "-static", *objects, *options.ldflags]
         if kind == "library":
             main = Path(tmp) / "instrbudget_guest_main.c"

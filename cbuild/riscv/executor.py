@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from cbuild.build.demangle import demangle
+from cbuild.build.places import Frame, symbols
 from cbuild.errors import CBuildError
 
 if TYPE_CHECKING:  # the executor's child process imports this module: only what running needs
@@ -389,6 +390,33 @@ def function_at(image: Image, address: int) -> str:
     if i >= 0 and address < image.functions[i][0] + image.functions[i][1]:
         return image.functions[i][2]
     return "(no symbol)"
+
+
+def guest_place(elf: Path, pc: int) -> str:
+    """Where the guest code at ``pc`` (a block's start) is, named as a native stop names a place
+    (:class:`cbuild.build.places.Frame`): ``spin (spin.c:5) at pc 0x10234``, or ``spin (pc 0x10234)``
+    where the build has no line table for it.
+
+    The line is that of the first instruction from ``pc`` on, in its function, that has one (code
+    the compiler made has line 0). The ELF's DWARF is read only when asked: for an error.
+    """
+    image = read_image(elf)
+    name = demangle(function_at(image, pc))
+    end = next((start + size for start, size, _ in image.functions if start <= pc < start + size), pc + 4)
+    frame = None
+    try:
+        elf_symbols = symbols(elf, elf.stat().st_mtime_ns)
+        for address in range(pc, end, 4):  # the RISC-V builds have no compressed instructions
+            found = elf_symbols.place(address)
+            if found is None:
+                break
+            if frame is None or found[1]:
+                frame = Frame(name, *found)
+            if found[1]:
+                break
+    except Exception:  # a line table that cannot be read: the error this is for still names the function
+        frame = None
+    return f"{frame} at pc {pc:#x}" if frame else f"{name} (pc {pc:#x})"
 
 
 BlockKey = tuple[int, tuple[int, ...]]
@@ -832,8 +860,8 @@ class _Server:
         return receive_message(self.proc.stdout)  # the reply is written whole once it starts
 
     def guest_where(self, elf: Path) -> str:
-        """Where the guest program is (the function around the block it runs, which the executor
-        writes to stderr on SIGUSR2), as text to add to an error ("" if it does not answer)."""
+        """Where the guest program is (the function and source line of the block it runs, whose address
+        the executor writes to stderr on SIGUSR2), as text to add to an error ("" if it does not answer)."""
         self.errors.seek(0, os.SEEK_END)
         start = self.errors.tell()
         with contextlib.suppress(OSError):
@@ -844,7 +872,7 @@ class _Server:
             found = re.search(r"instrbudget-guest-pc: 0x([0-9a-f]+)\n", self.errors.read().decode(errors="replace"))
             if found:
                 pc = int(found.group(1), 16)
-                return f"; the program was in {demangle(function_at(read_image(elf), pc))} (pc {pc:#x})"
+                return f"; the program was in {guest_place(elf, pc)}"
         return ""
 
     def close(self) -> tuple[int | None, str]:

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cbuild.build.demangle import demangle
 from cbuild.build.signatures import split_top
 from cbuild.riscv.executor import (
     EXITED,
@@ -46,7 +45,7 @@ from cbuild.riscv.executor import (
     Executor,
     ExecutorError,
     Image,
-    function_at,
+    guest_place,
     pack_runtimes,
     read_image,
     receive_message,
@@ -405,7 +404,7 @@ class Guest:
         if found is None:
             return ""
         pc = int(found.group(1), 16)
-        return f"; it was in {demangle(function_at(read_image(self.elf), pc))} (pc {pc:#x})"
+        return f"; it was in {guest_place(self.elf, pc)}"
 
     def call(
         self, name: str, args: list[Arg], ret: tuple[str, int, bool], *, timeout: float | None = None
