@@ -98,6 +98,13 @@ def _listed(sources: Sequence[str | Path] | str | Path) -> Sequence[str | Path]:
     return [sources] if isinstance(sources, (str, Path)) else sources
 
 
+def _all(
+    paths: Sequence[str | Path], sources: Sequence[str | Path] | str | Path, exclude: Sequence[str | Path] | str | Path
+) -> tuple[str | Path, ...]:
+    """Positional paths, ``sources=`` and ``exclude=`` (as ``!pattern`` entries) as one list."""
+    return (*paths, *_listed(sources), *(f"!{pattern}" for pattern in _listed(exclude)))
+
+
 class CBuild:
     """Builds sources (paths relative to the test file) with the project's settings."""
 
@@ -206,6 +213,7 @@ class CBuild:
         self,
         *paths: str | Path,
         sources: Sequence[str | Path] = (),
+        exclude: Sequence[str | Path] = (),
         compile_commands: str | Path | None = None,
         targets: Sequence[str] = (),
         include_dirs: Sequence[str | Path] = (),
@@ -220,7 +228,8 @@ class CBuild:
         """Build a shared library and load a fresh instance of it into this test's library process.
 
         ``paths`` (and ``sources=``, the same as a list) are files or glob patterns (``*``, ``**``)
-        relative to the test file. With
+        relative to the test file; ``exclude=`` (or a ``!pattern`` among them) leaves out the
+        files a path or pattern matches, and is an error where it matches none. With
         ``compile_commands`` (a ``compile_commands.json``), each source is compiled with its flags
         there: ``sources`` pick files of the database (none: all of them), ``targets`` its entries
         of some CMake/Meson targets. ``timeout`` limits each call, in seconds (default: the
@@ -228,7 +237,7 @@ class CBuild:
         of the test's (default: all of them).
         """
         artifact = self._build(
-            (*paths, *_listed(sources)), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            _all(paths, sources, exclude), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=self._build_models(models, "cbuild.library"),
         )  # fmt: skip
         library = Library(artifact, host=self._take_host(), timeout=self._call_timeout(timeout))
@@ -239,6 +248,7 @@ class CBuild:
         self,
         *paths: str | Path,
         sources: Sequence[str | Path] = (),
+        exclude: Sequence[str | Path] = (),
         compile_commands: str | Path | None = None,
         targets: Sequence[str] = (),
         include_dirs: Sequence[str | Path] = (),
@@ -252,7 +262,7 @@ class CBuild:
         """Build an executable (sources and ``models`` as for :meth:`library`); run it with :meth:`Program.run`."""
         chosen = self._build_models(models, "cbuild.program")
         artifact = self._build(
-            (*paths, *_listed(sources)), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            _all(paths, sources, exclude), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=chosen,
         )  # fmt: skip
         return Program(artifact, self._meter, chosen, self._timeout)
@@ -262,6 +272,7 @@ class CBuild:
         *paths: str | Path,
         name: str,
         sources: Sequence[str | Path] = (),
+        exclude: Sequence[str | Path] = (),
         compile_commands: str | Path | None = None,
         targets: Sequence[str] = (),
         include_dirs: Sequence[str | Path] = (),
@@ -281,7 +292,7 @@ class CBuild:
         against the stable ABI of Python 3.N; ``models`` as for :meth:`library`.
         """
         artifact = self._build(
-            (*paths, *_listed(sources)), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
+            _all(paths, sources, exclude), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=self._build_models(models, "cbuild.extension"),
             adjust=lambda options: extension_options(options, limited_api=limited_api),
         )  # fmt: skip

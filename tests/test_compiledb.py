@@ -549,3 +549,53 @@ def test_a_large_database_parses_only_the_entries_a_selection_uses(tmp_path: Pat
     assert glob == b
     with pytest.raises(BuildDescriptionError, match=r"entry 0 \(gen/f0\.c\): its command cannot be split"):
         db.select([], base=tmp_path)
+
+
+def test_exclusions_leave_out_what_they_match_and_say_when_they_match_nothing(tmp_path: Path) -> None:
+    for name in ("src/a.c", "src/b.c", "src/main.c", "src/gen/t.c"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    src = tmp_path / "src"
+    assert expand(["src/**/*.c", "!src/main.c", "!src/gen/*"], tmp_path) == [src / "a.c", src / "b.c"]
+    with pytest.raises(BuildDescriptionError) as info:
+        expand(["src/*.c", "!src/mian.c"], tmp_path)
+    assert str(info.value) == (
+        f"the exclusion !src/mian.c (in {tmp_path}) matches none of the sources (src/a.c, src/b.c, src/main.c)"
+    )
+    with pytest.raises(BuildDescriptionError, match=r"the exclusions !src/\*\.c leave no source to build"):
+        expand(["src/*.c", "!src/*.c"], tmp_path)
+    with pytest.raises(BuildDescriptionError, match="an exclusion '!' names no file or pattern"):
+        expand(["src/*.c", "!"], tmp_path)
+    # The same in a compilation database: the entries of the excluded files are not used.
+    entries = [
+        {"directory": str(tmp_path), "file": f"src/{name}", "arguments": ["cc", "-c", f"src/{name}"]}
+        for name in ("a.c", "b.c", "main.c")
+    ]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(entries))
+    db = compiledb.read(tmp_path / "compile_commands.json")
+    assert [s.path for s in db.select(["!src/main.c"], base=tmp_path)] == [src / "a.c", src / "b.c"]
+    assert [s.path for s in db.select(["src/*.c", "!src/b.c"], base=tmp_path)] == [src / "a.c", src / "main.c"]
+    with pytest.raises(BuildDescriptionError, match=r"the exclusion !src/x\.c .* matches none of the sources"):
+        db.select(["!src/x.c"], base=tmp_path)
+
+
+def test_fixture_exclude_keeps_a_command_line_main_out_of_a_library(pytester: pytest.Pytester) -> None:
+    """A glob over a project's sources takes its command-line ``main.c`` too; ``exclude=`` leaves it out."""
+    pytester.makefile(".c", **{"src/lib": "int twice(int x) { return 2 * x; }\n"})
+    pytester.makefile(".c", **{"src/main": "int twice(int);\nint main(void) { return twice(0); }\n"})
+    pytester.makepyfile(
+        test_lib="""
+        import pytest
+
+        def test_without_main(cbuild):
+            lib = cbuild.library("src/*.c", exclude=["src/main.c"])
+            assert lib.twice(21) == 42
+            assert not hasattr(lib, "main")
+
+        def test_a_misspelt_exclusion_fails(cbuild):
+            with pytest.raises(Exception, match=r"the exclusion !src/mian\\.c .* matches none of the sources"):
+                cbuild.library("src/*.c", exclude="src/mian.c")
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)

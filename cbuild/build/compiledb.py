@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cbuild.build.cache import Cache, Notify, atomic_write, default_cache_dir, digest
-from cbuild.build.sources import Source, is_pattern, matches, pattern_parts
+from cbuild.build.sources import Source, is_pattern, matches, pattern_parts, split_exclusions, without
 from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning, CBuildError, describe_os_error
 
 #: Options whose value is the next argument.
@@ -174,11 +174,13 @@ class CompilationDatabase:
         self, patterns: Sequence[str | Path], *, base: Path, targets: Sequence[str] = (), stacklevel: int = 2
     ) -> list[Source]:
         """The sources named by ``patterns`` (paths or globs relative to ``base``; none: every
-        source, sorted), of the given ``targets`` only when some are named. The flags their
+        source, sorted; ``!pattern`` entries leave out what they match), of the given ``targets``
+        only when some are named. The flags their
         entries leave out are said once per database (a :class:`BuildDescriptionWarning`;
         ``stacklevel`` means what it would for ``warnings.warn`` called by the caller)."""
         if not self._items:
             raise BuildDescriptionError(f"the compilation database {self.path} lists no compile commands")
+        patterns, exclusions = split_exclusions(patterns)
         numbers = range(len(self._items)) if targets or not patterns else self._candidates(patterns, base)
         entries = [(n, self._parse(n)) for n in numbers]
         if targets:
@@ -209,7 +211,7 @@ class CompilationDatabase:
                     raise BuildDescriptionError(f"{wanted} is not a source of {among}{_close(wanted, files, base)}")
                 hits = [wanted]
             chosen += [f for f in hits if f not in chosen]
-        picked = chosen if patterns else sorted(by_file)
+        picked = without(chosen if patterns else sorted(by_file), exclusions, base)
         sources = [self._one(f, [e for _, e in by_file[f]]) for f in picked]
         message = self.dropped_message(self._dropped(n for f in picked for n, _ in by_file[f]))
         if message and message not in self._said:

@@ -40,9 +40,43 @@ def is_pattern(text: str) -> bool:
     return not _MAGIC.isdisjoint(text)
 
 
+def split_exclusions(sources: Sequence[str | Path]) -> tuple[list[str | Path], list[str]]:
+    """``sources`` without their exclusions (entries ``!pattern``), and the exclusions' patterns."""
+    kept: list[str | Path] = []
+    exclusions: list[str] = []
+    for source in sources:
+        if isinstance(source, str) and source.startswith("!"):
+            if not source[1:]:
+                raise BuildDescriptionError("an exclusion '!' names no file or pattern")
+            exclusions.append(source[1:])
+        else:
+            kept.append(source)
+    return kept, exclusions
+
+
+def without(paths: Sequence[Path], exclusions: Sequence[str], base: Path) -> list[Path]:
+    """``paths`` without those an exclusion (a path or glob relative to ``base``) matches.
+
+    An exclusion that matches none of them is an error naming it (a misspelt one would exclude
+    nothing, silently), and so is one that leaves nothing to build."""
+    kept = list(paths)
+    for pattern in exclusions:
+        parts = pattern_parts(pattern, base)
+        left = [p for p in kept if not matches(p.resolve(), parts)]
+        if len(left) == len(kept):
+            names = ", ".join(os.path.relpath(p, base) for p in kept[:6]) + (", ..." if len(kept) > 6 else "")
+            raise BuildDescriptionError(f"the exclusion !{pattern} (in {base}) matches none of the sources ({names})")
+        kept = left
+    if paths and not kept:
+        raise BuildDescriptionError(f"the exclusions {', '.join('!' + e for e in exclusions)} leave no source to build")
+    return kept
+
+
 def expand(sources: Sequence[str | Path], base: Path) -> list[Path]:
     """``sources`` relative to ``base``, each glob pattern replaced by the files it matches (sorted;
-    ``**`` spans directories); a pattern matching no file is an error naming it and ``base``."""
+    ``**`` spans directories), then without the files of its exclusions (``!pattern`` entries,
+    :func:`without`); a pattern matching no file is an error naming it and ``base``."""
+    sources, exclusions = split_exclusions(sources)
     paths: list[Path] = []
     from_patterns: set[Path] = set()
     for source in sources:
@@ -59,7 +93,7 @@ def expand(sources: Sequence[str | Path], base: Path) -> list[Path]:
             if p.resolve() not in from_patterns:
                 from_patterns.add(p.resolve())
                 paths.append(p)
-    return paths
+    return without(paths, exclusions, base)
 
 
 def pattern_parts(pattern: str | Path, base: Path) -> tuple[str, ...]:
