@@ -284,6 +284,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 region_problems=problems,
             )
             item.stash[RESULT] = result
+            item.user_properties.extend(junit_properties(result))
             if session.run.profile_dir is not None:
                 try:
                     profiles.write(session.run.profile_dir, item.nodeid, costs)
@@ -295,6 +296,25 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
     return outcome
+
+
+def junit_properties(result: TestResult) -> list[tuple[str, object]]:
+    """The test's metrics as properties of its report (``--junitxml`` writes them as
+    ``<property>`` elements): ``instrbudget.<metric>`` and its ``.limit``, ``.baseline`` and
+    ``.status``; an unavailable metric has only its status and ``.unavailable``, the reason."""
+    out: list[tuple[str, object]] = []
+    for metric in result.metrics:
+        name = f"instrbudget.{metric.metric}"
+        if metric.unavailable is None:
+            out.append((name, metric.value))
+        if metric.limit is not None:
+            out.append((f"{name}.limit", metric.limit))
+        if metric.baseline is not None:
+            out.append((f"{name}.baseline", metric.baseline))
+        out.append((f"{name}.status", metric.status))
+        if metric.unavailable is not None:
+            out.append((f"{name}.unavailable", metric.unavailable))
+    return out
 
 
 @pytest.hookimpl(wrapper=True)

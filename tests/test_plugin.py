@@ -529,3 +529,23 @@ def test_plugin_second_baseline_file_from_the_command_line(project: pytest.Pytes
     result, _ = results(project, "--instrbudget-baseline=")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--instrbudget-baseline: expected a file path, got an empty one*"])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_plugin_junit_xml_carries_metrics_limits_and_status(project: pytest.Pytester, workers: list[str]) -> None:
+    """GitLab, Jenkins and Azure DevOps show a test's JUnit properties: the metric, its limit, the
+    baseline and the status, for each measured test (and under xdist, from the workers)."""
+    import xml.etree.ElementTree as ET
+
+    junit = project.path / "junit.xml"
+    result, doc = results(project, f"--junitxml={junit}", *workers)
+    result.assert_outcomes(passed=3)
+    cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
+    properties = {name: {p.get("name"): p.get("value") for p in case.iter("property")} for name, case in cases.items()}
+    assert properties["test_work"] == {
+        "instrbudget.ir_instructions": str(value(doc, "test_work")),
+        "instrbudget.ir_instructions.limit": "100000",
+        "instrbudget.ir_instructions.status": "new",
+    }
+    assert properties["test_unbudgeted"]["instrbudget.ir_instructions"] == str(value(doc, "test_unbudgeted"))
+    assert "instrbudget.ir_instructions.limit" not in properties["test_unbudgeted"]
