@@ -178,11 +178,18 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update)"
         )
         if "libraries" in session.fingerprint_differences():
-            lines.append(
-                "  count_libraries changed: with it the C library's and libc++'s string, memory, allocation, "
-                "sorting and conversion work is counted, without it only your own code; rewrite the baseline with "
-                "--instrbudget-update, or set count_libraries back to what the baseline was made with"
-            )
+            recorded = session.baseline.fingerprint.get("libraries", "")
+            if recorded.startswith("counted") and session.settings.build.count_libraries:
+                lines.append(
+                    "  the counted C library grew: printf, scanf and strtod's formatting and ctype are counted "
+                    f"now (the baseline has: {recorded}); rewrite the baseline with --instrbudget-update"
+                )
+            else:
+                lines.append(
+                    "  count_libraries changed: with it the C library's and libc++'s string, memory, allocation, "
+                    "sorting, conversion and formatting work is counted, without it only your own code; rewrite the "
+                    "baseline with --instrbudget-update, or set count_libraries back to what the baseline was made with"
+                )
     for name in session.other_model_parameters():
         lines.append(
             f"baseline {session.baseline.path} holds {name} costs made with other {name} parameters "

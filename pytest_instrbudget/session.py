@@ -76,7 +76,7 @@ class Outcome:
 
 
 #: The fingerprint's ``libraries``: whether the C library's work is in the counts (count_libraries).
-LIBRARIES = {True: "counted C library and libc++", False: "host C library, uncounted"}
+LIBRARIES = {True: "counted C library with formatting and libc++", False: "host C library, uncounted"}
 
 
 class BudgetSession:

@@ -354,11 +354,19 @@ def test_counted_libc_fingerprint_says_why_old_baselines_differ(pytester: pytest
     assert pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").ret == 0
     path = pytester.path / ".instrbudget" / "baseline.json"
     doc = json.loads(path.read_text())
-    assert doc["fingerprint"]["libraries"] == "counted C library and libc++"
+    assert doc["fingerprint"]["libraries"] == "counted C library with formatting and libc++"
     del doc["fingerprint"]["libraries"]  # as a baseline made before the counted library
     path.write_text(json.dumps(doc))
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*differs in: libraries*", "*count_libraries changed*--instrbudget-update*"])
+    doc["fingerprint"]["libraries"] = "counted C library and libc++"  # before formatting was counted
+    path.write_text(json.dumps(doc))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(
+        ["*differs in: libraries*", "*the counted C library grew: printf, scanf*(the baseline has: counted C*"]
+    )
+    del doc["fingerprint"]["libraries"]
+    path.write_text(json.dumps(doc))
     pytester.makepyprojecttoml("[tool.instrbudget]\ncount_libraries = false\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert "not comparable" not in result.stdout.str()
