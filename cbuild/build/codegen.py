@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -74,6 +75,35 @@ def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
     return first
 
 
+def _statics_apart(modules: Sequence[llvm.ModuleRef], names: Sequence[str]) -> None:
+    """Name a static function that shares its name with a function of another unit ``f (file.c)``.
+
+    The linker would keep one ``f`` and number the others (``f.26``) by how many names it
+    had seen, so removing an unrelated source renamed them; this name depends on the unit alone.
+    """
+    local = (llvm.Linkage.internal, llvm.Linkage.private)
+    defined = Counter(fn.name for m in modules for fn in m.functions if not fn.is_declaration)
+    shared = {name for name, n in defined.items() if n > 1}
+    if not shared:
+        return
+    for module, tag in zip(modules, _unit_tags(names), strict=True):
+        for fn in module.functions:
+            if fn.name in shared and not fn.is_declaration and fn.linkage in local:
+                fn.name = f"{fn.name} ({tag})"
+
+
+def _unit_tags(names: Sequence[str]) -> list[str]:
+    """Each unit's file name, with as many of its folders as tell it from the others'."""
+    parts = [Path(name).parts for name in names]
+    depth = 1
+    while depth < max((len(p) for p in parts), default=1):
+        tags = ["/".join(p[-depth:]) for p in parts]
+        if len(set(tags)) == len(tags):
+            return tags
+        depth += 1
+    return ["/".join(p[-depth:]) for p in parts]
+
+
 _DEBUG_RECORD = re.compile(r"^[ \t]+#dbg_\w+\(.*\n", re.MULTILINE)
 _RETAINED_NODES = re.compile(r", retainedNodes: !\d+")
 
@@ -116,6 +146,7 @@ def link_units(
         texts = [libc_mod.point_at_libc(text, own=own, size_bits=size_bits) for text in texts]
         library_texts = [(libc_mod.point_at_libc(t, own=own, size_bits=size_bits), n) for t, n in library_texts]
     modules = [parse(text, name=n, context=context) for text, n in zip(texts, names, strict=True)]
+    _statics_apart(modules, names)
     counted: set[str] = set()
     for text, name in library_texts:
         library = parse(text, name=name, context=context)

@@ -37,6 +37,9 @@ def demangle(symbol: str) -> str:
     and unknown forms come back unchanged."""
     if symbol.startswith(LIBC_PREFIX):
         return symbol[len(LIBC_PREFIX) :] + LIBC_MARK
+    if symbol.endswith(")") and " (" in symbol:  # a static function named apart by its file: ``f (a.c)``
+        base, unit = symbol.split(" (", 1)
+        return f"{demangle(base)} ({unit}"
     if not symbol.startswith("_Z"):
         return symbol
     fn = _cxa_demangle()

@@ -48,11 +48,11 @@ TWINS: dict[str, str | None] = {"riscv32": "x86_64-linux-gnux32", "riscv64": Non
 #: Where code is placed in the modelled address space (a typical RISC-V ELF text start).
 TEXT_BASE = 0x10000
 _LOC = re.compile(r"^\s*\.loc\s+\d+\s+(\d+)")
-_FUNCTION = re.compile(r"^\s*\.type\s+(\S+),\s*@function")
+_FUNCTION = re.compile(r'^\s*\.type\s+("[^"]*"|\S+),\s*@function')
 _DBG = re.compile(r",? !(?:dbg|llvm\.loop) !\d+")
 _METADATA_ID = re.compile(r"^!(\d+) = ")
 _HOST_ATTRIBUTES = re.compile(r'\s*"(?:target-cpu|target-features|tune-cpu|frame-pointer)"="[^"]*"')
-_BLOCK_LABEL = re.compile(r"^[\w.$]+:")
+_BLOCK_LABEL = re.compile(r'^(?:[\w.$]+|"[^"]*"):')
 _INLINE_ASM = re.compile(r"^  (?:(%[-\w.$\"]+) = )?(?:tail |notail )?call (.*?)\basm\b")
 _CALL_ATTRS = re.compile(r"^(?:(?:noundef|zeroext|signext|inreg|noalias|nonnull|range\([^)]*\)|\w+cc)\s+)*")
 
