@@ -48,6 +48,12 @@ def _add_build_flags(p: argparse.ArgumentParser) -> None:
         default=True,
         help="count the C library's and libc++'s work too (the default); --no-count-libraries counts only yours",
     )
+    p.add_argument(
+        "--assertions",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="run assert checks; without it (--no-assertions, the default) NDEBUG is defined, as in release builds",
+    )
     p.add_argument("--clang", default=None, help="a clang driver to use instead of the ziglang wheel's")
     p.add_argument("--cache-dir", type=Path, default=None, help="build cache (default ~/.cache/instrbudget)")
 
@@ -72,6 +78,7 @@ def _options(args: argparse.Namespace) -> BuildOptions:
         defines=tuple(args.defines),
         instrument=not args.no_instrument,
         count_libraries=args.count_libraries,
+        assertions=args.assertions,
     )
 
 

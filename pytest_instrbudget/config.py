@@ -106,6 +106,8 @@ _KEYS = {
     "cpu": "the x86-64 level programs see: one of " + ", ".join(CPU_LEVELS),
     "count_libraries": "true (the default: count the C library's and libc++'s string, memory, allocation, sorting "
     "and conversion work) or false (count only your own code)",
+    "assertions": "false (the default: NDEBUG is defined, as in release builds) or true (assert checks run and are "
+    "counted)",
 }
 
 
@@ -153,7 +155,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
             if value not in CPU_LEVELS:
                 raise ConfigError(f"{where}: expected one of {', '.join(CPU_LEVELS)}, got {value!r}")
             build[key] = value
-        elif key == "count_libraries":
+        elif key in ("count_libraries", "assertions"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: expected true or false, got {value!r}")
             build[key] = value

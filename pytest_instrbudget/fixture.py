@@ -179,6 +179,7 @@ class CBuild:
         targets: Sequence[str] = (),
         adjust: Callable[[BuildOptions], BuildOptions] | None = None,
         models: Sequence[CostModel] = (),
+        assertions: bool | None = None,
     ) -> Artifact:
         """Build ``sources`` (paths or globs relative to the test file; with ``compile_commands``,
         the database's sources they name, or all of them, each with its own flags) with ``models``."""
@@ -192,6 +193,7 @@ class CBuild:
             ldflags=o.ldflags + tuple(ldflags),
             opt_level=str(opt_level) if opt_level is not None else o.opt_level,
             model_params=tuple(p for model in models for p in model.key_params()),
+            assertions=o.assertions if assertions is None else assertions,
         )
         if adjust is not None:
             options = adjust(options)
@@ -222,6 +224,7 @@ class CBuild:
         cxxflags: Sequence[str] = (),
         ldflags: Sequence[str] = (),
         opt_level: str | int | None = None,
+        assertions: bool | None = None,
         timeout: float | None = None,
         models: Sequence[str] | None = None,
     ) -> Library:
@@ -229,7 +232,8 @@ class CBuild:
 
         ``paths`` (and ``sources=``, the same as a list) are files or glob patterns (``*``, ``**``)
         relative to the test file; ``exclude=`` (or a ``!pattern`` among them) leaves out the
-        files a path or pattern matches, and is an error where it matches none. With
+        files a path or pattern matches, and is an error where it matches none. ``assertions``
+        overrides the config's key of that name for this build (False defines ``NDEBUG``). With
         ``compile_commands`` (a ``compile_commands.json``), each source is compiled with its flags
         there: ``sources`` pick files of the database (none: all of them), ``targets`` its entries
         of some CMake/Meson targets. ``timeout`` limits each call, in seconds (default: the
@@ -239,6 +243,7 @@ class CBuild:
         artifact = self._build(
             _all(paths, sources, exclude), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=self._build_models(models, "cbuild.library"),
+            assertions=assertions,
         )  # fmt: skip
         library = Library(artifact, host=self._take_host(), timeout=self._call_timeout(timeout))
         self._meter.add_library(library)
@@ -257,13 +262,14 @@ class CBuild:
         cxxflags: Sequence[str] = (),
         ldflags: Sequence[str] = (),
         opt_level: str | int | None = None,
+        assertions: bool | None = None,
         models: Sequence[str] | None = None,
     ) -> Program:
         """Build an executable (sources and ``models`` as for :meth:`library`); run it with :meth:`Program.run`."""
         chosen = self._build_models(models, "cbuild.program")
         artifact = self._build(
             _all(paths, sources, exclude), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
-            compile_commands=compile_commands, targets=targets, models=chosen,
+            compile_commands=compile_commands, targets=targets, models=chosen, assertions=assertions,
         )  # fmt: skip
         return Program(artifact, self._meter, chosen, self._timeout)
 
@@ -281,6 +287,7 @@ class CBuild:
         cxxflags: Sequence[str] = (),
         ldflags: Sequence[str] = (),
         opt_level: str | int | None = None,
+        assertions: bool | None = None,
         limited_api: str | None = None,
         timeout: float | None = None,
         models: Sequence[str] | None = None,
@@ -294,7 +301,7 @@ class CBuild:
         artifact = self._build(
             _all(paths, sources, exclude), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=self._build_models(models, "cbuild.extension"),
-            adjust=lambda options: extension_options(options, limited_api=limited_api),
+            adjust=lambda options: extension_options(options, limited_api=limited_api), assertions=assertions,
         )  # fmt: skip
         module = Extension(artifact, name, host=self._take_host(), timeout=self._call_timeout(timeout))
         self._meter.add_library(module._library, since=module._origin)

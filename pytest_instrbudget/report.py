@@ -190,6 +190,11 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
                     "sorting, conversion and formatting work is counted, without it only your own code; rewrite the "
                     "baseline with --instrbudget-update, or set count_libraries back to what the baseline was made with"
                 )
+        if "assertions" in session.fingerprint_differences():
+            lines.append(
+                "  assertions changed: with assertions = false NDEBUG is defined and assert checks cost nothing; "
+                "rewrite the baseline with --instrbudget-update, or set assertions back to what it was made with"
+            )
     for name in session.other_model_parameters():
         lines.append(
             f"baseline {session.baseline.path} holds {name} costs made with other {name} parameters "

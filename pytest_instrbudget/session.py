@@ -147,6 +147,7 @@ class BudgetSession:
             models = "; ".join(_describe(model) for model in self.models)
             self._fingerprint = {**self.builder.toolchain.fingerprint, "models": models}
             self._fingerprint["libraries"] = LIBRARIES[self.settings.build.count_libraries]
+            self._fingerprint["assertions"] = "on" if self.settings.build.assertions else "off (NDEBUG)"
             if cpu.applies(self._fingerprint["target"]):
                 self._fingerprint["cpu"] = self.settings.build.cpu
         return dict(self._fingerprint)
@@ -203,6 +204,8 @@ class BudgetSession:
             old.setdefault("cpu", cpu.DEFAULT_CPU)
         # Baselines from before the counted C library counted the user's code alone.
         old.setdefault("libraries", LIBRARIES[False])
+        # Baselines from before the key: zig's driver defined NDEBUG at the default -O2.
+        old.setdefault("assertions", "off (NDEBUG)")
         return old
 
     def cutoffs(self, nodeid: str, budget: Budget | None) -> tuple[dict[str, int], dict[str, str]]:

@@ -65,6 +65,7 @@ def compile_command(tc: Toolchain, source: Source | Path, options: BuildOptions,
         *(f"-I{d}" for d in options.include_dirs),
         f"-I{INCLUDE_DIR}",  # instrbudget.h, the region markers
         "-DINSTRBUDGET=1",
+        "-UNDEBUG" if options.assertions else "-DNDEBUG",
         *(f"-D{d}" for d in options.defines),
         *flags,
         "-o",

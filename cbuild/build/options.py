@@ -46,6 +46,10 @@ class BuildOptions:
     #: lies at a fixed address. False counts only the user's own code: the host's libraries
     #: do that work, uncounted.
     count_libraries: bool = True
+    #: False (the default) defines ``NDEBUG``, as release builds do: ``assert`` costs nothing.
+    #: True undefines it, whatever the optimisation level and driver (``zig cc`` defines it
+    #: when it optimises, a plain clang does not): the checks run and are counted.
+    assertions: bool = False
 
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
@@ -73,6 +77,7 @@ class BuildOptions:
             f"cpu={self.cpu}",
             f"cutoff={self.cutoff}",
             f"count_libraries={self.count_libraries}",
+            f"assertions={self.assertions}",
         ]
 
 
