@@ -255,6 +255,16 @@ def test_unprivileged_json_to_dev_stdout(space: Space) -> None:
     assert NODEID in doc["tests"]
 
 
+def _update_into(space: Space, baseline: Path, report: Path, summary: Path) -> subprocess.CompletedProcess[str]:
+    """A session that updates ``baseline`` and writes the JSON ``report`` and the markdown ``summary``."""
+    return space.run(
+        "--instrbudget-update",
+        f"--instrbudget-baseline={baseline}",
+        f"--instrbudget-json={report}",
+        f"--instrbudget-markdown={summary}",
+    )
+
+
 def test_unprivileged_unwritable_directory_is_an_error_naming_each_path(space: Space) -> None:
     """(e) Baseline, JSON and markdown in a directory the user cannot write: each is an error
     naming the path (the baseline is not silently left unwritten), the test keeps its outcome,
@@ -263,12 +273,7 @@ def test_unprivileged_unwritable_directory_is_an_error_naming_each_path(space: S
     locked.mkdir()
     locked.chmod(0o555)  # owned by root when the session runs as nobody
     baseline, report, summary = locked / "baseline.json", locked / "report.json", locked / "summary.md"
-    result = space.run(
-        "--instrbudget-update",
-        f"--instrbudget-baseline={baseline}",
-        f"--instrbudget-json={report}",
-        f"--instrbudget-markdown={summary}",
-    )
+    result = _update_into(space, baseline, report, summary)
     out = _passed(result, space)
     assert result.returncode == pytest.ExitCode.TESTS_FAILED, out
     lines = out.splitlines()
@@ -301,12 +306,7 @@ def test_unprivileged_read_only_files(space: Space) -> None:
     for path in (baseline, report, summary):
         path.chmod(0o444)
 
-    result = space.run(
-        "--instrbudget-update",
-        f"--instrbudget-baseline={baseline}",
-        f"--instrbudget-json={report}",
-        f"--instrbudget-markdown={summary}",
-    )
+    result = _update_into(space, baseline, report, summary)
     out = _passed(result, space)
     assert result.returncode == pytest.ExitCode.TESTS_FAILED, out
     lines = out.splitlines()

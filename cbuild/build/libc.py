@@ -167,7 +167,7 @@ def source() -> str:
 @functools.cache
 def functions() -> frozenset[str]:
     """The C library functions the counted library defines."""
-    # The .c files only: the prelude's ``#define LIBC(name)`` defines nothing.
+    # ``#define LIBC(name)`` (the prelude's, the bridge's) defines nothing: _DEFINED skips it.
     own = {name for path in (*_files(), BRIDGE) for name in _DEFINED.findall(path.read_text())}
     return frozenset(own | MUSL_FUNCTIONS) - _INTERNAL
 
@@ -180,12 +180,21 @@ def aliases() -> dict[str, str]:
     return out
 
 
-def libc_ir(toolchain: Toolchain, cache: Cache, *, defines: Sequence[str] = ()) -> tuple[Path, ...]:
+@functools.cache
+def routing_key() -> str:
+    """What :func:`point_at_libc` makes of a unit depends on: the names it points at the
+    library, and this module's code. Part of the key of everything it edited."""
+    from cbuild.build.cache import digest, file_digest  # the LLVM worker imports this module: keep it light
+
+    return digest(file_digest(Path(__file__)), *(f"{name}={target}" for name, target in sorted(aliases().items())))
+
+
+def libc_ir(toolchain: Toolchain, cache: Cache) -> tuple[Path, ...]:
     """The library's IR for the toolchain's target, one file per module (built once, cached
-    by content): the project's own functions (compiled with ``defines``), then musl's."""
+    by content): the project's own functions, then musl's."""
     from cbuild.build.compile import compile_own  # the LLVM worker imports this module: keep it light
 
-    flags = ["-S", "-emit-llvm", "-gline-tables-only", "-fPIC", *FLAGS, *defines]
+    flags = ["-S", "-emit-llvm", "-gline-tables-only", "-fPIC", *FLAGS]
     own = compile_own(toolchain, cache, source(), what="the counted C library", stem="libc", flags=flags, suffix=".ll")
     return (own, *musl_ir(toolchain, cache))
 
@@ -222,10 +231,9 @@ def musl_ir(toolchain: Toolchain, cache: Cache, *, flags: Sequence[str] = ()) ->
     """musl's part of the library (:data:`MUSL_SOURCES` and the bridge) as IR, one file per
     source, with its names made the library's (:func:`musl_names`); ``flags`` add to the
     compiler's (a target's code generation)."""
-    from cbuild.build.cache import atomic_write, digest, file_digest
+    from cbuild.build.cache import atomic_write
 
-    musl = _zig_lib() / "libc" / "musl" / "src"
-    sources = [*(musl / f"{name}.c" for name in MUSL_SOURCES), BRIDGE]
+    sources = _musl_sources()
     flags = [
         "-target",
         toolchain.triple,
@@ -236,8 +244,7 @@ def musl_ir(toolchain: Toolchain, cache: Cache, *, flags: Sequence[str] = ()) ->
         *musl_flags(toolchain.triple),
         *flags,
     ]
-    # This module's code renames: a new version of it is a new entry.
-    key = digest(toolchain.identity, file_digest(Path(__file__)), *map(file_digest, sources), *flags)
+    key = _musl_key(toolchain.identity, tuple(flags))
     suffixes = [f".{path.stem}.ll" for path in sources]
 
     def make(files: list[Path]) -> None:
@@ -255,6 +262,20 @@ def musl_ir(toolchain: Toolchain, cache: Cache, *, flags: Sequence[str] = ()) ->
             atomic_write(file, text.encode())
 
     return tuple(cache.entry("rt", key, suffixes, make, name="the counted C library's formatting (musl)"))
+
+
+def _musl_sources() -> list[Path]:
+    musl = _zig_lib() / "libc" / "musl" / "src"
+    return [*(musl / f"{name}.c" for name in MUSL_SOURCES), BRIDGE]
+
+
+@functools.cache
+def _musl_key(identity: str, flags: tuple[str, ...]) -> str:
+    """The musl part's cache key: the toolchain, the sources' contents, the flags, and how the
+    names are routed (:func:`routing_key`). Once per process: its sources do not change under it."""
+    from cbuild.build.cache import digest, file_digest
+
+    return digest(identity, routing_key(), *map(file_digest, _musl_sources()), *flags)
 
 
 def musl_names(texts: Sequence[str], *, size_bits: int) -> list[str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from cbuild.build.cache import Cache, atomic_write, digest
 from cbuild.build.compile import compile_own, compile_unit, locate_inline_asm
 from cbuild.build.libc import FLAGS as LIBC_FLAGS
-from cbuild.build.libc import HEAP_MAP_SOURCE, defined_names, musl_ir, point_at_libc, size_t_bits
+from cbuild.build.libc import HEAP_MAP_SOURCE, defined_names, musl_ir, point_at_libc, routing_key, size_t_bits
 from cbuild.build.libc import source as libc_source
 from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.signatures import exported_defines, split_top
@@ -259,7 +259,7 @@ def build_riscv(
     # The counted C library as in the native build: the same sources, so both describe one implementation.
     counted = options.instrument and options.count_libraries
     own = defined_names(u.ir_path.read_text() for u in units) if counted else set()
-    library = ("libc", digest(libc_source(), *sorted(own))) if counted else ()
+    library = ("libc", digest(libc_source(), routing_key(), *sorted(own))) if counted else ()
     with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
         objects: list[str] = []
         for source, unit in zip(sources, units, strict=True):

@@ -49,6 +49,7 @@ fail:
 	return 0;
 }
 
+/* One character at a time: the stream has no buffer, so musl's __uflow asks for one (len 1). */
 static size_t host_read(FILE *f, unsigned char *buf, size_t len)
 {
 	int c = __instrbudget_host_getc(f->cookie);
