@@ -109,6 +109,7 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("new", type=Path)
     diff.add_argument("--markdown", action="store_true", help="a markdown table (e.g. for $GITHUB_STEP_SUMMARY)")
     diff.add_argument("--top", type=int, default=5, help="functions and regions to list per change (default 5)")
+    diff.add_argument("--width", type=int, default=None, metavar="N", help="line width (default: the terminal's)")
     sub.add_parser("include-dir", help="print the directory of instrbudget.h (to build the sources without the plugin)")
     history = sub.add_parser("history", help="how each test's costs changed over the baseline's git history")
     history.add_argument(
@@ -128,6 +129,7 @@ def parser() -> argparse.ArgumentParser:
     )
     history.add_argument("--metric", default=None, metavar="NAME", help="only this metric")
     history.add_argument("--width", type=int, default=None, metavar="N", help="line width (default: the terminal's)")
+    history.add_argument("--all", action="store_true", help="list unchanged series too (after the changed ones)")
     history.add_argument("--html", type=Path, default=None, metavar="OUT", help="write an HTML report with charts")
     return top
 
@@ -135,7 +137,8 @@ def parser() -> argparse.ArgumentParser:
 def _cmd_diff(args: argparse.Namespace) -> int:
     old, new = load_run(args.old), load_run(args.new)
     found = changes(old, new, top=args.top)
-    sys.stdout.write(render_markdown(found) if args.markdown else render_text(found))
+    width = args.width if args.width is not None else shutil.get_terminal_size().columns
+    sys.stdout.write(render_markdown(found) if args.markdown else render_text(found, width))
     for label, tests in (("only in", only_in(old, new)), ("new in", only_in(new, old))):
         if tests:
             where = args.old if label == "only in" else args.new
@@ -161,7 +164,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
     empty = f"no test matches {' and '.join(asked)}" if asked and history.series else "no series to show"
     if args.metric and args.metric not in history.metrics:
         empty += f" (metrics in the history: {', '.join(history.metrics) or 'none'})"
-    sys.stdout.write(render_history(chosen, width, empty=empty))
+    sys.stdout.write(render_history(chosen, width, empty=empty, show_all=args.all))
     return 0
 
 

@@ -112,12 +112,17 @@ def _metric_names(results: Sequence[TestResult], *, measured: bool = False) -> l
     return list(dict.fromkeys(m.metric for r in results for m in (r.measured if measured else r.metrics)))
 
 
+#: Below this many characters for test names, the summary lists each test's metrics under its name.
+NAME_ROOM = 24
+
+
 def table_lines(results: Iterable[TestResult], *, width: int | None = None, show_all: bool = False) -> list[str]:
     """The summary table: one row per test, each metric's value and change, then the status.
 
     Without ``show_all`` only :func:`notable` tests get a row, and a line counts the others.
-    Test names are elided in the middle to fit ``width``; metric columns that still do not
-    fit are left out, and a line names them.
+    Names are never cut: within ``width`` a test name too long for its column goes on a line
+    of its own above its row, and when the metric columns leave less than :data:`NAME_ROOM`
+    characters for names, each test's metrics are listed under its name instead.
     """
     everything = sorted(results, key=lambda r: r.nodeid)
     shown = everything if show_all else [r for r in everything if notable(r)]
@@ -127,39 +132,45 @@ def table_lines(results: Iterable[TestResult], *, width: int | None = None, show
         by_test = [{m.metric: m for m in r.metrics} for r in shown]
         # A change column only where some shown test has a change to show.
         changed = {name for row in by_test for name, m in row.items() if m.change not in (None, 0.0)}
-
-        def columns(names: list[str]) -> tuple[list[str], list[list[str]]]:
-            header = ["test"]
-            for name in names:
-                header += [name, "change"] if name in changed else [name]
-            header.append("status")
-            rows = []
-            for result, row in zip(shown, by_test, strict=True):
-                cells = [result.nodeid]
-                for name in names:
-                    m = row.get(name)
-                    cells.append(_cell(m))
-                    if name in changed:
-                        cells.append("" if m is None or m.change in (None, 0.0) else _fmt_change(m.change))
-                cells.append(_status(result))
-                rows.append(cells)
-            return header, rows
-
-        names = list(metrics)
-        header, rows = columns(names)
-        if width is not None:
-            # Metrics from the right give way until the test names can keep 24 characters.
-            while len(names) > 1 and texttable.width_without(header, rows, 0) + 24 > width:
-                names.pop()
-                header, rows = columns(names)
-        right = set(range(1, len(header) - 1))
-        out += texttable.render(header, rows, right=right, width=width, flex=0, min_flex=12)
-        left_out = metrics[len(names) :]
-        if left_out:
-            out.append(f"not shown for lack of width: {', '.join(left_out)} (--instrbudget-json has every metric)")
+        header = ["test"]
+        for name in metrics:
+            header += [name, "change"] if name in changed else [name]
+        header.append("status")
+        rows = []
+        for result, row in zip(shown, by_test, strict=True):
+            cells = [result.nodeid]
+            for name in metrics:
+                m = row.get(name)
+                cells.append(_cell(m))
+                if name in changed:
+                    cells.append(_change_cell(m))
+            cells.append(_status(result))
+            rows.append(cells)
+        if width is None or texttable.width_without(header, rows, 0) + 2 + NAME_ROOM <= width:
+            right = set(range(1, len(header) - 1))
+            out += texttable.render(header, rows, right=right, width=width, flex=0)
+        else:
+            out += _listed_lines(shown, by_test, metrics)
     hidden = len(everything) - len(shown)
     if hidden:
         out.append(f"{hidden} unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)")
+    return out
+
+
+def _change_cell(m: MetricResult | None) -> str:
+    return "" if m is None or m.change in (None, 0.0) else _fmt_change(m.change)
+
+
+def _listed_lines(shown: list[TestResult], by_test: list[dict[str, MetricResult]], metrics: list[str]) -> list[str]:
+    """The summary for a terminal too narrow for a column per metric: each test's name and
+    status, then one line per metric, aligned across tests."""
+    per_test = [[(n, _cell(row[n]), _change_cell(row[n])) for n in metrics if n in row] for row in by_test]
+    cells = [cell for rows in per_test for cell in rows]
+    widths = texttable.widths_of(None, cells) if cells else [0, 0, 0]
+    out: list[str] = []
+    for result, rows in zip(shown, per_test, strict=True):
+        out.append(f"{result.nodeid}: {_status(result)}")
+        out += [f"    {n:<{widths[0]}}  {v:>{widths[1]}}  {c:>{widths[2]}}".rstrip() for n, v, c in rows]
     return out
 
 
@@ -279,32 +290,34 @@ def json_document(session: BudgetSession) -> dict[str, Any]:
 def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, width: int | None = None) -> list[str]:
     """Per measured test and metric, its costliest functions, source lines or its regions.
 
-    Names longer than ``width`` leaves room for are elided in the middle.
+    Within ``width``, source lines are shown relative to the directory they all lie in (named
+    once), and a name longer than its column goes whole on a line of its own above its figures.
     """
-    # Rows are "    NAME  VALUE(12)  SHARE%(6)", function rows "    NAME  EXCL(12)  INCL(12)  CALLS(9)".
-    room = 10**6 if width is None else max(24, width - 26)
-    function_room = 10**6 if width is None else max(24, width - 43)
     out: list[str] = []
     for result in sorted(results, key=lambda r: r.nodeid):
         block: list[str] = []
         for m in result.measured:
             if kind == "functions":
-                block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top, function_room))
-                if (outside := m.outside_line(room + 20)) is not None:
-                    block.append(f"    {outside}")
+                block.extend(_function_rows(m.metric, m.value, m.functions, m.inclusive, m.calls, top, width))
+                if (outside := m.outside_line()) is not None:
+                    block.extend(texttable.wrap(outside, width, indent="    ", subsequent="      "))
                 continue
-            elif kind == "lines":
-                rows = [(f"{line_label(where)}  ({demangle(f)})", v) for f, where, v in m.lines]
+            title = f"  {m.metric}  (total {m.value})"
+            if kind == "lines":
+                picked = m.lines[:top]
+                labels = [line_label(where) for _, where, _ in picked]
+                folder = texttable.common_directory(labels)
+                if folder and width is not None and max(len(label) for label in labels) + 26 > width:
+                    labels = [label[len(folder) :] for label in labels]
+                    title += f"\n    in {folder}"
+                rows = [(f"{label} ({demangle(f)})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
             else:
-                rows = sorted(m.regions.items())
-            rows = [(texttable.elide(name, room), value) for name, value in rows[:top]]
+                rows = sorted(m.regions.items())[:top]
             if not rows:
                 continue
-            block.append(f"  {m.metric}  (total {m.value})")
-            width = max(len(name) for name, _ in rows)
-            for name, value in rows:
-                share = 100.0 * value / m.value if m.value else 0.0
-                block.append(f"    {name:<{width}}  {value:>12}  {share:5.1f}%")
+            block += title.split("\n")
+            cells = [[name, str(value), f"{100.0 * value / m.value if m.value else 0.0:5.1f}%"] for name, value in rows]
+            block += texttable.render(None, cells, right={1, 2}, width=width, indent="    ")
         if block:
             out.append(result.nodeid)
             out.extend(block)
@@ -418,24 +431,25 @@ def _function_rows(
     inclusive: dict[str, int],
     calls: dict[str, int],
     top: int,
-    room: int,
+    width: int | None,
 ) -> list[str]:
     """Functions by exclusive cost, with inclusive cost and calls where the build reported calls."""
     names = sorted(set(exclusive) | set(inclusive), key=lambda f: (-exclusive.get(f, 0), -inclusive.get(f, 0), f))
     names = names[:top]
     if not names:
         return []
-    shown = {f: texttable.elide(demangle(f), room) for f in names}
-    width = max(len(s) for s in shown.values())
-    out = [
-        f"  {metric}  (total {total})",
-        f"    {'function':<{width}}  {'exclusive':>12}  {'inclusive':>12}  {'calls':>9}",
+    rows = [
+        [
+            demangle(f),
+            str(exclusive.get(f, 0)),
+            str(inclusive[f]) if f in inclusive else "-",
+            str(calls[f]) if f in calls else "-",
+        ]
+        for f in names
     ]
-    for f in names:
-        incl = str(inclusive[f]) if f in inclusive else "-"
-        count = str(calls[f]) if f in calls else "-"
-        out.append(f"    {shown[f]:<{width}}  {exclusive.get(f, 0):>12}  {incl:>12}  {count:>9}")
-    return out
+    header = ["function", "exclusive", "inclusive", "calls"]
+    table = texttable.render(header, rows, right={1, 2, 3}, width=width, indent="    ", rule=False)
+    return [f"  {metric}  (total {total})", *table]
 
 
 def html_report(session: BudgetSession) -> str:

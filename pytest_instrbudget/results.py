@@ -102,15 +102,14 @@ class MetricResult:
             "outside_calls": {demangle(f): n for f, n in sorted(self.outside_calls.items())},
         }
 
-    def outside_line(self, room: int = 10**6, top: int = 6) -> str | None:
+    def outside_line(self, top: int = 6) -> str | None:
         """``calls outside the count: printf x1,000, write x3`` (the most called first), or None."""
         if not self.outside_calls:
             return None
         ranked = sorted(self.outside_calls.items(), key=lambda kv: (-kv[1], kv[0]))
         shown = ", ".join(f"{demangle(f)} x{n:,}" for f, n in ranked[:top])
         more = f", and {len(ranked) - top} more" if len(ranked) > top else ""
-        text = f"calls outside the count (not counted): {shown}{more}"
-        return text if len(text) <= room else text[: max(room - 1, 0)] + "…"
+        return f"calls outside the count (not counted): {shown}{more}"
 
 
 @dataclass(frozen=True)

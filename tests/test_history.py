@@ -110,13 +110,17 @@ def test_values_over_commits_oldest_first(tmp_path: Path, capsys: pytest.Capture
 
     out = run_cli(capsys, "--baseline", str(repo.root / BASELINE), "--width", "200")
     lines = out.splitlines()
-    assert lines[0].split() == ["test", "metric", "history", "first", "last", "change", "n", "note"]
-    assert lines[1].split() == ["tests/test_a.py::test_flat", "ir_instructions", "▁▁▁▁▁", "7", "7", "0.00%", "5"]
-    assert lines[2].split() == ["tests/test_a.py::test_x", "ir_instructions", "▁▂▂▅█", "100", "160", "+60.00%", "5"]
+    assert lines[0].split() == ["test", "metric", "history", "first", "last", "change", "n"]
+    assert lines[1].split() == ["tests/test_a.py::test_x", "ir_instructions", "▁▂▂▅█", "100", "160", "+60.00%", "5"]
+    assert lines[2] == "1 unchanged series not listed (--all lists them)"
     assert f"5 commits changed {repo.root / BASELINE} ({shorts[0]} 2024-03-01 .. {shorts[-1]} 2024-03-05)" in out
     assert "shallow" not in out
     assert "could not be read" not in out
     assert out == run_cli(capsys, "--baseline", str(repo.root / BASELINE), "--width", "200")  # deterministic
+    every = run_cli(capsys, "--baseline", str(repo.root / BASELINE), "--width", "200", "--all").splitlines()
+    assert every[1].split() == lines[1].split()  # changed series first
+    assert every[2].split() == ["tests/test_a.py::test_flat", "ir_instructions", "▁▁▁▁▁", "7", "7", "0.00%", "5"]
+    assert "not listed" not in "\n".join(every)
 
 
 def test_to_json_shape(tmp_path: Path) -> None:
@@ -352,7 +356,7 @@ def test_keyword_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         "tests/test_sort.py::test_sort": {"ir_instructions": 5, "cycles": 6},
     }
     repo.commit(snap(tests), "one")
-    base = ("--baseline", str(repo.root / BASELINE), "--width", "200")
+    base = ("--baseline", str(repo.root / BASELINE), "--width", "200", "--all")
 
     def rows(*args: str) -> list[tuple[str, str]]:
         lines = run_cli(capsys, *base, *args).split("\n\n")[0].splitlines()[1:]
@@ -386,23 +390,24 @@ def test_keyword_matcher() -> None:
             keyword_matcher(bad)
 
 
-def test_narrow_terminal_elides_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_narrow_terminal_keeps_names_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = Repo(tmp_path / "r")
     long = "tests/integration/test_word_frequencies.py::test_counts_every_word_of_a_large_input[utf8-crlf]"
     for v in (1000, 2000, 1500, 1200, 1100):
         repo.commit(snap({long: {"ir_instructions": v, "zk_paging_cycles": v * 3}}), f"v{v}")
     base = ("--baseline", str(repo.root / BASELINE))
-    wide = run_cli(capsys, *base, "--width", "200")
-    assert long in wide
+    wide = run_cli(capsys, *base, "--width", "200").splitlines()
+    assert wide[1].startswith(long + "  ir_instructions")
     out = run_cli(capsys, *base, "--width", "60")
     lines = out.splitlines()
-    assert max(len(line) for line in lines) <= 60
-    assert "…" in lines[1]
-    assert lines[1].startswith("tes")
-    assert "crlf]  " in lines[1]  # the end of the node id is kept
+    assert lines[1] == long  # whole, on a line of its own
+    assert lines[2].split() == ["ir_instructions", "▁█▅▂▂", "1,000", "1,100", "+10.00%", "5"]
+    assert lines[3].split() == ["zk_paging_cycles", "▁█▅▂▂", "3,000", "3,300", "+10.00%", "5"]  # named once
+    assert all(len(line) <= 60 for line in lines if long not in line)
     assert all("\t" not in line for line in lines)
     tiny = run_cli(capsys, *base, "--width", "30")
-    assert max(len(line) for line in tiny.splitlines()) <= 30
+    assert long in tiny.splitlines()
+    assert "zk_paging_cycles" in tiny
 
 
 def test_default_baseline_from_pyproject(
@@ -413,7 +418,7 @@ def test_default_baseline_from_pyproject(
     repo.commit(ir(test_x=1), "one", path="budgets/base.json")
     (repo.root / "src").mkdir()
     monkeypatch.chdir(repo.root / "src")
-    out = run_cli(capsys, "--width", "200")
+    out = run_cli(capsys, "--width", "200", "--all")
     assert "tests/test_a.py::test_x" in out
     assert "1 commit changed ../budgets/base.json" in out
 
@@ -422,7 +427,7 @@ def test_command_line_exit_status(tmp_path: Path) -> None:
     repo = Repo(tmp_path / "r")
     repo.commit(ir(test_x=1), "one")
     ok = subprocess.run(
-        [sys.executable, "-m", "cbuild", "history", "--baseline", BASELINE, "--width", "100"],
+        [sys.executable, "-m", "cbuild", "history", "--baseline", BASELINE, "--width", "100", "--all"],
         cwd=repo.root,
         capture_output=True,
         text=True,
@@ -444,8 +449,8 @@ def test_change_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     repo = Repo(tmp_path / "r")
     repo.commit(ir(test_a=1_000_000, test_b=0, test_c=0, test_d=50), "one")
     repo.commit(ir(test_a=1_000_001, test_b=0, test_c=5, test_d=25), "two")
-    lines = run_cli(capsys, "--baseline", str(repo.root / BASELINE), "--width", "200").splitlines()
-    assert [line.split()[5] for line in lines[1:5]] == ["+<0.01%", "0.00%", "—", "-50.00%"]
+    lines = run_cli(capsys, "--baseline", str(repo.root / BASELINE), "--width", "200", "--all").splitlines()
+    assert [line.split()[5] for line in lines[1:5]] == ["+<0.01%", "—", "-50.00%", "0.00%"]
 
 
 def test_render_without_series(tmp_path: Path) -> None:
@@ -472,6 +477,6 @@ def test_example_project_history_has_a_model_change(capsys: pytest.CaptureFixtur
     assert len(ir_series.segments) > 1
     assert "models" in ir_series.segments[1].changed
     out = run_cli(capsys, "--baseline", str(path), "-k", "wordfreq", "--width", "120")
-    assert "┊" in out.splitlines()[1]
+    assert "┊" in out.splitlines()[1] + out.splitlines()[2]
     assert "0d97faf (models)" in out
     assert max(len(line) for line in out.splitlines()) <= 120

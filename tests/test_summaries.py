@@ -70,7 +70,7 @@ def test_a_test_that_errored_before_measuring_shows_as_error(project: pytest.Pyt
     entry = doc["tests"]["test_budget.py::test_raises_before_calling"]
     assert entry["status"] == "error"
     assert {m["status"] for m in entry["metrics"].values()} == {"error"}
-    result.stdout.re_match_lines([r"test_budget.py::\S+( +-){2} +error$"])  # two models, no values
+    result.stdout.re_match_lines([r"test_budget.py::test_raises_before_calling$", r"( +-){2} +error$"])  # no values
     assert " new" not in result.stdout.str()
 
 
@@ -86,8 +86,8 @@ def test_line_zero_is_labelled_in_line_breakdowns() -> None:
         lines=[["LZ4_compress", "lz4.c:0", 60], ["LZ4_compress", "lz4.c:712", 40]],
     )
     lines = report.breakdown_lines([outcomes.TestResult("t.py::test", False, [metric])], "lines")
-    assert any(line.strip().startswith("lz4.c (no source line)  (LZ4_compress)") for line in lines)
-    assert any(line.strip().startswith("lz4.c:712  (LZ4_compress)") for line in lines)
+    assert any(line.strip().startswith("lz4.c (no source line) (LZ4_compress)") for line in lines)
+    assert any(line.strip().startswith("lz4.c:712 (LZ4_compress)") for line in lines)
     assert not any("lz4.c:0" in line for line in lines)
 
 

@@ -281,7 +281,7 @@ def _parse_metadata(lines: list[str]) -> tuple[dict[int, tuple[str, int]], dict[
         if kind == "!DIFile":
             name = fields.get("filename", '""')[1:-1]
             directory = fields.get("directory", '""')[1:-1]
-            if name.startswith("/") or not directory:
+            if name.startswith("/") or directory in ("", "."):
                 return name
             return f"{directory}/{name}"
         if "file" in fields:

@@ -209,6 +209,8 @@ def compile_own(
     """Build C source of the engine's own (the runtime, the models' code, the host guard) with
     ``flags`` into one cache entry ending in ``suffix``; ``what`` names it in messages.
     With ``cxx`` the code is C++."""
+    # Its debug info names files as the code's #line directives do, not under the current directory.
+    flags = [*flags, "-fdebug-compilation-dir=."]
     key = digest(tc.identity, code, *flags, *(["c++"] if cxx else []))
 
     def make(files: list[Path]) -> None:

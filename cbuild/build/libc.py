@@ -224,7 +224,8 @@ def musl_flags(triple: str) -> list[str]:
         lib / "include" / f"{headers}-linux-musl",
         lib / "include" / "generic-musl",
     ]
-    return ["-nostdinc", *(f"-I{path}" for path in includes), f"-ffile-prefix-map={musl}=musl", *MUSL_FLAGS]
+    paths = [f"-ffile-prefix-map={musl}=musl", "-fdebug-compilation-dir=."]  # named alike wherever installed
+    return ["-nostdinc", *(f"-I{path}" for path in includes), *paths, *MUSL_FLAGS]
 
 
 def musl_ir(toolchain: Toolchain, cache: Cache, *, flags: Sequence[str] = ()) -> tuple[Path, ...]:

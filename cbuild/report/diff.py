@@ -117,17 +117,32 @@ def _pct(change: Change) -> str:
     return "" if p is None else f"{p:+.2f}%"
 
 
-def render_text(found: list[Change]) -> str:
-    """Plain text for a terminal."""
+def render_text(found: list[Change], width: int | None = None) -> str:
+    """Plain text for a terminal: a line per changed metric, then the functions and regions
+    that moved most. Names are never cut: within ``width`` a test's name goes on a line of its
+    own (once for its metrics), and so does a function name too long to share its line."""
     if not found:
         return "no differences\n"
-    lines = []
+    lines: list[str] = []
+    named = None
     for c in found:
-        lines.append(f"{c.test}  {c.metric}: {_num(c.old)} -> {_num(c.new)} {_pct(c)}".rstrip())
-        for name, a, b in c.functions:
-            lines.append(f"    {demangle(name)}  {b - a:+,}  ({a:,} -> {b:,})")
-        for name, a, b in c.regions:
-            lines.append(f"    region {name}  {b - a:+,}  ({a:,} -> {b:,})")
+        head = f"{c.metric}: {_num(c.old)} -> {_num(c.new)} {_pct(c)}".rstrip()
+        if width is None or len(c.test) + 2 + len(head) <= width:
+            lines.append(f"{c.test}  {head}")
+            named = None
+        else:
+            if c.test != named:
+                lines.append(c.test)
+            lines.append(f"  {head}")
+            named = c.test
+        moved = [(demangle(name), a, b) for name, a, b in c.functions]
+        moved += [(f"region {name}", a, b) for name, a, b in c.regions]
+        for name, a, b in moved:
+            figures = f"{b - a:+,}  ({a:,} -> {b:,})"
+            if width is None or 4 + len(name) + 2 + len(figures) <= width:
+                lines.append(f"    {name}  {figures}")
+            else:
+                lines += [f"    {name}", f"      {figures}"]
     return "\n".join(lines) + "\n"
 
 

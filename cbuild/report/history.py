@@ -62,9 +62,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from cbuild.errors import CBuildError
+from cbuild.report import texttable
 from cbuild.report.snapshot import DEFAULT_PATH, Snapshot, SnapshotError, decode, differing_keys
 from cbuild.report.sparkline import BREAK, sparkline
-from cbuild.report.texttable import ELLIPSIS, elide
+from cbuild.report.texttable import ELLIPSIS
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,17 @@ class Series:
     @property
     def current(self) -> bool:
         return self.removed_in is None
+
+    @property
+    def changed(self) -> bool:
+        """Its value moved, its model changed, or it was renamed or removed."""
+        points = self.points
+        return (
+            any(p.value != points[0].value for p in points)
+            or len(self.segments) > 1
+            or bool(self.renamed_from)
+            or not self.current
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -513,23 +525,9 @@ def keyword_matcher(expression: str) -> Callable[[Iterable[str]], bool]:
 _HEADER = ("test", "metric", "history", "first", "last", "change", "n", "note")
 _RIGHT = {3, 4, 5, 6}
 _SPARK_MAX = 40
-#: Share of an elided cell kept from its start: test ids differ most at their ends.
-_HEAD = {0: 0.3}
-#: (column, narrowest width) in the order columns give up space when the table is too wide.
-_SHRINK = (
-    (7, 24),
-    (0, 40),
-    (2, 16),
-    (0, 24),
-    (7, 16),
-    (1, 12),
-    (2, 8),
-    (0, 12),
-    (7, 0),
-    (1, 8),
-    (0, 8),
-    (2, 4),
-)
+_SPARK_MIN = 4
+#: The width test names keep before notes move under their rows.
+_NAME_ROOM = 24
 
 
 def _axis(history: History) -> list[tuple[str, int]]:
@@ -603,51 +601,60 @@ def _footer(history: History) -> list[str]:
     return lines
 
 
-def render_text(history: History, width: int, *, empty: str = "no series to show") -> str:
-    """The table of ``history``'s series (rows never longer than ``width``), then commits seen,
-    model changes, shallow clone and unreadable versions (wrapped to ``width``); ``empty`` replaces
-    the table when there is no series."""
+def render_text(history: History, width: int, *, empty: str = "no series to show", show_all: bool = False) -> str:
+    """The table of ``history``'s changed series (``show_all``: then the unchanged ones), a line
+    counting those left out, then commits seen, model changes, shallow clone and unreadable
+    versions, wrapped to ``width``; ``empty`` replaces the table when there is no series.
+
+    Test and metric names, values and changes are never cut: to fit ``width`` notes move onto a
+    line under their row, sparklines keep their newest points, and a test name longer than its
+    column goes on a line of its own.
+    """
     width = max(width, 8)
     lines: list[str] = []
     columns = _axis(history)
-    if history.series:
-        cells = [_cells(s, columns) for s in history.series]
+    changed = [s for s in history.series if s.changed]
+    series = changed + [s for s in history.series if not s.changed] if show_all else changed
+    left_out = len(history.series) - len(series)
+    if series:
         rows = [
-            [
-                s.test,
-                s.metric,
-                "",
-                f"{s.points[0].value:,}",
-                f"{s.points[-1].value:,}",
-                _change(s),
-                str(len(s.points)),
-                _note(s),
-            ]
-            for s in history.series
+            [s.test, s.metric, "", f"{s.points[0].value:,}", f"{s.points[-1].value:,}", _change(s), str(len(s.points))]
+            for s in series
         ]
-        widths = [max(len(h), *(len(r[c]) for r in rows)) for c, h in enumerate(_HEADER)]
-        widths[2] = max(len(_HEADER[2]), min(len(columns), _SPARK_MAX))
-        for column, narrowest in _SHRINK:
-            over = sum(widths) + 2 * (sum(1 for w in widths if w) - 1) - width
-            if over <= 0:
-                break
-            widths[column] = max(min(widths[column], narrowest), widths[column] - over)
-        spark = widths[2]
-        for row, row_cells in zip(rows, cells, strict=True):
-            shown = row_cells if len(row_cells) <= spark else row_cells[len(row_cells) - spark + 1 :]
-            row[2] = sparkline(shown) if len(row_cells) <= spark else ELLIPSIS + sparkline(shown)
-        for row in [list(_HEADER), *rows]:
-            parts = [
-                elide(cell, w, head=_HEAD.get(c, 0.5)).rjust(w)
-                if c in _RIGHT
-                else elide(cell, w, head=_HEAD.get(c, 0.5)).ljust(w)
-                for c, (cell, w) in enumerate(zip(row, widths, strict=True))
-                if w
-            ]
-            line = "  ".join(parts).rstrip()
-            lines.append(line if len(line) <= width else line[: width - 1] + ELLIPSIS)
-    else:
+        notes = [_note(s) for s in series]
+        header = list(_HEADER[:-1])
+        longest = max(len(r[0]) for r in rows)
+        spark = min(len(columns), _SPARK_MAX)
+        # Rows' sparkline cells are empty for now: the columns' width but for names and sparklines.
+        fixed = texttable.width_without(header, rows, 0) - len(_HEADER[2])
+
+        def room(spark: int, note: int | None = None) -> int:
+            """What names keep with sparklines of ``spark`` points and a note column ``note`` wide."""
+            return width - fixed - max(len(_HEADER[2]), spark) - (note + 2 if note else 0)
+
+        below: list[str] = notes
+        note = max(len(_HEADER[-1]), *map(len, notes)) if any(notes) else 0
+        if note and room(spark, note) >= min(longest, _NAME_ROOM):
+            header.append(_HEADER[-1])
+            rows = [[*r, n] for r, n in zip(rows, notes, strict=True)]
+            below = []
+        else:
+            note = 0
+        if room(spark) < longest:
+            # Sparklines shorten (to 8 points) to keep every name on its row; if that is not
+            # enough, names go on lines of their own and sparklines get what is left.
+            inline = max(width - fixed - (note + 2 if note else 0) - longest, 8)
+            spark = min(spark, inline) if room(min(spark, inline)) >= longest else max(room(0) - 4, _SPARK_MIN)
+            spark = min(max(spark, len(_HEADER[2])), len(columns), _SPARK_MAX)  # the header's width is free
+        for row, s in zip(rows, series, strict=True):
+            cells = _cells(s, columns)
+            row[2] = sparkline(cells) if len(cells) <= spark else ELLIPSIS + sparkline(cells[len(cells) - spark + 1 :])
+        lines += texttable.render(header, rows, right=_RIGHT, width=width, rule=False, below=below)
+    elif not left_out:
         lines.extend(textwrap.wrap(empty, width, break_on_hyphens=False))
+    if left_out:
+        what = "every series is unchanged" if not series else f"{left_out} unchanged series not listed"
+        lines.extend(textwrap.wrap(f"{what} (--all lists them)", width, break_on_hyphens=False))
     lines.append("")
     for text in _footer(history):
         lines.extend(textwrap.wrap(text, width, break_on_hyphens=False) or [""])

@@ -1,0 +1,192 @@
+"""Output read in an 80-column CI log: names of real projects (cmark-gfm, brotli) at 60, 80 and 200
+columns. Test names, file names and line numbers are never cut."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cbuild.report.diff import Change
+from cbuild.report.diff import render_text as diff_text
+from cbuild.report.texttable import ELLIPSIS
+from pytest_instrbudget import report
+from pytest_instrbudget.results import OK, REGRESSED, MetricResult
+from pytest_instrbudget.results import TestResult as Result
+
+CMARK = "tests/third_party/test_cmark_gfm_library.py::test_cmark_renders_the_big_commonmark_document_to_html"
+BROTLI = "tests/third_party/test_brotli_library.py::test_brotli_round_trip[quality-11-lgwin-24-large-text]"
+SMALL = "tests/test_sort.py::test_sort"
+SRC = "vendor/cmarkgfm-2025.10.22/third_party/cmark/src/"
+ENC = "vendor/brotli-1.1.0/c/enc/"
+
+
+INTROSORT = (
+    "std::__1::__introsort<std::__1::_ClassicAlgPolicy, std::__1::__less<int, int>&, int*, false>(int*, "
+    "int*, std::__1::__less<int, int>&, std::__1::iterator_traits<int*>::difference_type, bool)"
+)
+
+
+def metric(name: str, value: int, baseline: int, **extra: object) -> MetricResult:
+    status = REGRESSED if value > baseline else OK
+    return MetricResult(name, "", value, None, baseline, 0.0, status, **extra)  # type: ignore[arg-type]
+
+
+RESULTS = [
+    Result(
+        CMARK,
+        True,
+        [
+            metric(
+                "ir_instructions",
+                61_916_003,
+                61_000_000,
+                lines=[
+                    ["houdini_escape_html0", SRC + "houdini_html_e.c:41", 9_100_000],
+                    ["cmark_parse_inlines", SRC + "inlines.c:1288", 7_000_000],
+                    ["S_render_node", SRC + "html.c:203", 10_000],
+                ],
+                functions={"houdini_escape_html0": 9_200_000, "handle_pointy_brace (src/inlines.c)": 50_000},
+            ),
+            metric("zk_cycles", 80_740_352, 80_740_352),
+            metric("pipeline_cycles", 66_014_201, 65_000_000),
+        ],
+        failure="over budget",
+    ),
+    Result(
+        BROTLI,
+        True,
+        [
+            metric(
+                "ir_instructions",
+                9_369_746,
+                9_369_746,
+                lines=[
+                    ["BrotliCompressFragmentTwoPassImpl", ENC + "compress_fragment_two_pass.c:312", 4_000_000],
+                    ["BrotliCreateBackwardReferences", ENC + "backward_references_inc.h:87", 3_000_000],
+                ],
+                functions={INTROSORT: 3_000},
+            ),
+            metric("zk_cycles", 12_582_912, 12_000_000),
+            metric("pipeline_cycles", 10_001_000, 10_001_000),
+        ],
+    ),
+    Result(SMALL, True, [metric("ir_instructions", 900, 800), metric("zk_cycles", 8192, 8192)]),
+]
+
+
+def whole_names(lines: list[str], names: tuple[str, ...] = (CMARK, BROTLI, SMALL)) -> None:
+    """Every test name, file name and line number appears whole; nothing is elided."""
+    text = "\n".join(lines)
+    assert ELLIPSIS not in text
+    for name in names:
+        assert name in text
+
+
+def fits(lines: list[str], width: int) -> None:
+    """Lines longer than ``width`` are only a name on its own (never cut, so the log wraps it)."""
+    for line in lines:
+        if len(line) > width:
+            assert "  " not in line.strip(), line
+
+
+def test_summary_table_at_200_columns_one_row_per_test() -> None:
+    lines = report.table_lines(RESULTS, width=200, show_all=True)
+    assert lines[0].split() == [
+        "test",
+        "ir_instructions",
+        "change",
+        "zk_cycles",
+        "change",
+        "pipeline_cycles",
+        "change",
+        "status",
+    ]
+    assert [line.split()[0] for line in lines[2:]] == [SMALL, BROTLI, CMARK]
+    whole_names(lines)
+    fits(lines, 200)
+
+
+def test_summary_table_at_80_columns_lists_metrics_under_each_name() -> None:
+    lines = report.table_lines(RESULTS, width=80, show_all=True)
+    assert lines == [
+        f"{SMALL}: regressed",
+        "    ir_instructions         900  +12.50%",
+        "    zk_cycles             8,192",
+        f"{BROTLI}: regressed",
+        "    ir_instructions   9,369,746",
+        "    zk_cycles        12,582,912   +4.86%",
+        "    pipeline_cycles  10,001,000",
+        f"{CMARK}: regressed",
+        "    ir_instructions  61,916,003   +1.50%",
+        "    zk_cycles        80,740,352",
+        "    pipeline_cycles  66,014,201   +1.56%",
+    ]
+    whole_names(lines)
+
+
+def test_summary_table_at_80_columns_with_one_metric_wraps_long_names() -> None:
+    one = [Result(r.nodeid, True, r.metrics[:1], r.failure) for r in RESULTS]
+    lines = report.table_lines(one, width=80, show_all=True)
+    assert lines == [
+        "test                                         ir_instructions   change  status",
+        "-------------------------------------------  ---------------  -------  ---------",
+        "tests/test_sort.py::test_sort                            900  +12.50%  regressed",
+        BROTLI,
+        "                                                   9,369,746           ok",
+        CMARK,
+        "                                                  61,916,003   +1.50%  regressed",
+    ]
+    whole_names(lines)
+    fits(lines, 80)
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_line_breakdown_keeps_files_and_line_numbers(width: int) -> None:
+    lines = report.breakdown_lines(RESULTS, "lines", width=width)
+    whole_names(lines, (CMARK, BROTLI))
+    fits(lines, width)
+    text = "\n".join(lines)
+    for where in ("houdini_html_e.c:41", "inlines.c:1288", "html.c:203", "compress_fragment_two_pass.c:312"):
+        assert re.search(rf"(^|[ /]){re.escape(where)} \(", text, re.M), where
+    if width == 200:
+        assert f"    {SRC}houdini_html_e.c:41 (houdini_escape_html0)  9100000   14.7%" in lines
+    else:  # the directory they share is named once
+        assert lines[lines.index("  ir_instructions  (total 61916003)") + 1] == f"    in {SRC}"
+        assert lines[lines.index("  ir_instructions  (total 9369746)") + 1] == f"    in {ENC}"
+
+
+def test_line_breakdown_at_60_columns_snapshot() -> None:
+    lines = report.breakdown_lines(RESULTS[1:2], "lines", width=60)
+    assert lines == [
+        BROTLI,
+        "  ir_instructions  (total 9369746)",
+        f"    in {ENC}",
+        "    compress_fragment_two_pass.c:312 (BrotliCompressFragmentTwoPassImpl)",
+        "                                             4000000   42.7%",
+        "    backward_references_inc.h:87 (BrotliCreateBackwardReferences)",
+        "                                             3000000   32.0%",
+    ]
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_function_breakdown_keeps_names(width: int) -> None:
+    lines = report.breakdown_lines(RESULTS, "functions", width=width)
+    whole_names(lines, (CMARK, BROTLI, INTROSORT, "handle_pointy_brace (src/inlines.c)"))
+    fits(lines, width)
+
+
+def test_diff_at_80_columns_names_each_test_once() -> None:
+    found = [
+        Change(CMARK, "ir_instructions", 61_000_000, 61_916_003, [("houdini_escape_html0", 8_284_000, 9_200_000)], []),
+        Change(CMARK, "pipeline_cycles", 65_000_000, 66_014_201, [], []),
+        Change(SMALL, "ir_instructions", 800, 900, [], []),
+    ]
+    assert diff_text(found, 80).splitlines() == [
+        CMARK,
+        "  ir_instructions: 61,000,000 -> 61,916,003 +1.50%",
+        "    houdini_escape_html0  +916,000  (8,284,000 -> 9,200,000)",
+        "  pipeline_cycles: 65,000,000 -> 66,014,201 +1.56%",
+        "tests/test_sort.py::test_sort  ir_instructions: 800 -> 900 +12.50%",
+    ]
+    assert diff_text(found, 200).splitlines()[0] == f"{CMARK}  ir_instructions: 61,000,000 -> 61,916,003 +1.50%"
