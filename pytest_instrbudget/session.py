@@ -13,7 +13,9 @@ from cbuild.build.demangle import demangle
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
 from cbuild.models.costs import Cost, Unavailability, line_label
+from cbuild.report import update
 from cbuild.report.snapshot import differing_keys
+from cbuild.report.update import LIBRARIES, MODEL_KEY
 from pytest_instrbudget.baseline import Baseline, BaselineError, locked
 from pytest_instrbudget.config import Settings
 from pytest_instrbudget.marker import Budget
@@ -30,8 +32,7 @@ from pytest_instrbudget.results import (
     TestResult,
 )
 
-#: Fingerprint key prefix describing a model that tests chose (marker ``models=``) beyond the session's.
-MODEL_KEY = "models."
+__all__ = ["LIBRARIES", "MODEL_KEY", "BudgetSession", "Outcome", "RunOptions"]
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,6 @@ class Outcome:
     refused: str | None = None
     #: Files the session could not write (baseline, reports), each naming the path and the reason.
     errors: list[str] = field(default_factory=list)
-
-
-#: The fingerprint's ``libraries``: whether the C library's work is in the counts (count_libraries).
-LIBRARIES = {True: "counted C library with formatting and libc++", False: "host C library, uncounted"}
 
 
 class BudgetSession:
@@ -192,21 +189,11 @@ class BudgetSession:
     def _matches(self, recorded: dict[str, str]) -> bool:
         """Whether a baseline's fingerprint is this session's; the models tests chose beyond the
         session's are compared per metric instead (:meth:`metric_comparable`)."""
-        return self._recorded(recorded) == self._session_fingerprint()
+        return update.matches(recorded, self._session_fingerprint())
 
     def _recorded(self, recorded: Mapping[str, str]) -> dict[str, str]:
         """A baseline's session fingerprint with the fields older baselines lack filled in as they were."""
-        old = _session_part(recorded)
-        # Baselines from before cost models were configurable measured ir-count alone.
-        old.setdefault("models", "ir-count version=1")
-        # Baselines from before the canonical CPU: counts of code that asks no CPU questions.
-        if "cpu" in self._session_fingerprint():
-            old.setdefault("cpu", cpu.DEFAULT_CPU)
-        # Baselines from before the counted C library counted the user's code alone.
-        old.setdefault("libraries", LIBRARIES[False])
-        # Baselines from before the key: zig's driver defined NDEBUG at the default -O2.
-        old.setdefault("assertions", "off (NDEBUG)")
-        return old
+        return update.recorded(recorded, self._session_fingerprint())
 
     def cutoffs(self, nodeid: str, budget: Budget | None) -> tuple[dict[str, int], dict[str, str]]:
         """Where a test's code stops (metric -> count) and how each was given: the marker's ``stop_at``
@@ -349,7 +336,7 @@ class BudgetSession:
         """Apply ``--instrbudget-update``/``--instrbudget-prune`` to the baseline, once."""
         outcome = Outcome()
         base = self.baseline
-        outcome.stale = sorted(n for n in base.tests if self._is_stale(n))
+        outcome.stale = self._stale(base)
         if not (self.run.update or self.run.prune) or self.builder is None or self.run.disable:
             return outcome
         try:
@@ -372,114 +359,46 @@ class BudgetSession:
 
     def _apply(self, base: Baseline, outcome: Outcome) -> Outcome:
         """Write this session's updates and prunes into ``base`` (read under the lock)."""
-        outcome.stale = sorted(n for n in base.tests if self._is_stale(n))
-        fingerprint = self._session_fingerprint()
-        tests = dict(base.tests)
-        recorded = {k: v for k, v in base.fingerprint.items() if k.startswith(MODEL_KEY)}
-        if base.exists and not self._matches(base.fingerprint):
-            recorded = {}
-            missing = sorted(set(tests) - set(self.results))
-            if missing and not self.run.prune:
-                outcome.refused = (
-                    f"baseline {base.path} was made with another toolchain or other models "
-                    f"({_fp(base.fingerprint)}) and "
-                    f"{len(missing)} of its entries were not measured in this run; run the whole suite, or "
-                    f"add --instrbudget-prune to drop them"
-                )
-                return outcome
-            tests = {}
-        if self.run.update:
-            for nodeid, result in sorted(self.results.items()):
-                if not result.completed:
-                    outcome.not_written.append(nodeid)
-                    continue
-                new = result.costs()
-                # An unavailable metric keeps its entry: it was not measured, so there is nothing to replace it.
-                old = tests.get(nodeid, {})
-                new.update({m.metric: old[m.metric] for m in result.unavailable if m.metric in old})
-                if nodeid not in tests:
-                    outcome.added.append(nodeid)
-                elif tests[nodeid] != new:
-                    outcome.changed.append(nodeid)
-                tests[nodeid] = new
-        if self.run.prune:
-            for nodeid in outcome.stale:
-                tests.pop(nodeid, None)
-                outcome.pruned.append(nodeid)
-        refused = self._describe_other_models(base, tests, recorded, fingerprint)
-        if refused is not None:
-            outcome.refused = refused
+        outcome.stale = self._stale(base)
+        done = update.apply(
+            base.path,
+            base.snapshot() if base.exists else None,
+            {
+                n: update.Measured(r.completed, r.costs(), tuple(m.metric for m in r.unavailable))
+                for n, r in self.results.items()
+            },
+            session=self._session_fingerprint(),
+            update=self.run.update,
+            prune=self.run.prune,
+            stale_entries=outcome.stale,
+            metric_models=self.metric_models,
+            session_models={m.name for m in self.models},
+            describe=lambda name: _describe(self.model(name)),
+        )
+        outcome.added, outcome.changed, outcome.pruned = done.added, done.changed, done.pruned
+        outcome.not_written = done.not_written
+        if done.refused is not None:
+            outcome.refused = done.refused
             return outcome
-        changed = tests != base.tests or fingerprint != base.fingerprint
-        if (base.exists and changed) or (not base.exists and tests):
-            Baseline(base.path, dict(fingerprint), dict(sorted(tests.items())), exists=True).save()
+        if done.write:
+            Baseline(base.path, done.fingerprint, done.tests, exists=True).save()
             outcome.written = True
         return outcome
 
-    def _describe_other_models(
-        self, base: Baseline, tests: dict[str, dict[str, Cost]], recorded: dict[str, str], fingerprint: dict[str, str]
-    ) -> str | None:
-        """Add to ``fingerprint`` each model tests chose beyond the session's whose metrics ``tests`` hold;
-        a model whose parameters changed keeps no entry measured with the old ones: those entries are
-        dropped with --instrbudget-prune, else the write is refused (the reason is returned)."""
-        session = {m.name for m in self.models}
-        written = {
-            (r.nodeid, m.metric) for r in self.results.values() if r.completed and self.run.update for m in r.measured
-        }
-
-        def used() -> list[str]:
-            names = {self.metric_models.get(metric) for entry in tests.values() for metric in entry}
-            return sorted(n for n in names if n is not None and n not in session)
-
-        described: dict[str, str] = {}
-        for name in used():
-            try:
-                described[name] = current = _describe(self.model(name))
-            except CBuildError as exc:  # its [tool.instrbudget.<name>] table is invalid
-                return f"baseline {base.path} holds costs of the cost model {name}, which cannot be configured: {exc}"
-            old = recorded.get(MODEL_KEY + name, current)
-            left = [
-                (nodeid, metric)
-                for nodeid, entry in tests.items()
-                for metric in entry
-                if self.metric_models.get(metric) == name and (nodeid, metric) not in written
-            ]
-            if old != current and left:
-                if not self.run.prune:
-                    return (
-                        f"baseline {base.path} holds costs of the cost model {name} made with other parameters "
-                        f"({old}) and {len(left)} of them were not measured in this run; run those tests, or add "
-                        f"--instrbudget-prune to drop them"
-                    )
-                for nodeid, metric in left:
-                    tests[nodeid] = {k: v for k, v in tests[nodeid].items() if k != metric}
-                    if not tests[nodeid]:
-                        del tests[nodeid]
-        for name in used():
-            fingerprint[MODEL_KEY + name] = described[name]
-        return None
-
-    def _is_stale(self, nodeid: str) -> bool:
-        """An entry whose test no longer exists: its file is gone, or was collected without it."""
-        if nodeid in self.collected or nodeid in self.results:
-            return False
-        file_part = nodeid.split("::", 1)[0]
-        if not (self.settings.root / file_part).exists():
-            return True
-        if file_part in self.partial_files:
-            return False
-        collected_files = {n.split("::", 1)[0] for n in self.collected}
-        return file_part in collected_files
+    def _stale(self, base: Baseline) -> list[str]:
+        """Entries of ``base`` whose test no longer exists."""
+        return update.stale(
+            base.tests,
+            collected=self.collected,
+            measured=self.results,
+            partial=self.partial_files,
+            root=self.settings.root,
+        )
 
 
 def _describe(model: CostModel) -> str:
     """``zkvm version=2 po2=20 ...``: a model and the parameters that change its numbers."""
     return " ".join([model.name, *(f"{k.split('.', 1)[1]}={v}" for k, v in model.key_params())])
-
-
-def _session_part(fingerprint: Mapping[str, str]) -> dict[str, str]:
-    """A fingerprint without the models tests chose beyond the session's."""
-    return {k: v for k, v in fingerprint.items() if not k.startswith(MODEL_KEY)}
 
 
 def _relative(where: str, root: Path) -> str:
@@ -489,10 +408,6 @@ def _relative(where: str, root: Path) -> str:
         return f"{Path(path).relative_to(root)}:{line}"
     except ValueError:
         return where
-
-
-def _fp(fingerprint: dict[str, str]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()))
 
 
 def _unchecked_text(m: MetricResult) -> str:

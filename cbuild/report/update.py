@@ -1,0 +1,221 @@
+"""What a run writes into a baseline: the rules of ``--instrbudget-update`` and ``--instrbudget-prune``.
+
+One function, :func:`apply`, decides the new entries and fingerprint from the baseline as it is
+and a run's measured costs. The pytest plugin calls it at the end of a session;
+``python -m cbuild baseline update`` calls it with the results of a run's merged shards
+(:mod:`cbuild.report.shards`), so both write the same file from the same results.
+
+* An updated test's entry is replaced by what it measured; a metric its models could not
+  measure keeps its old entry; a test whose body failed is not written.
+* A baseline made with another toolchain or other session models is replaced as a whole, and
+  only by a run that measured every test it holds (or with prune).
+* Models that tests chose beyond the session's are recorded as ``models.NAME`` with their
+  parameters; entries measured with other parameters are dropped with prune, else the write
+  is refused.
+* Prune removes entries of tests that no longer exist (:func:`stale`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cbuild.build import cpu
+from cbuild.errors import CBuildError
+from cbuild.models.costs import Cost
+from cbuild.report.snapshot import Snapshot
+
+#: Fingerprint key prefix describing a model that tests chose (marker ``models=``) beyond the session's.
+MODEL_KEY = "models."
+
+#: The fingerprint's ``libraries``: whether the C library's work is in the counts (count_libraries).
+LIBRARIES = {True: "counted C library with formatting and libc++", False: "host C library, uncounted"}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One test's results as the baseline sees them."""
+
+    #: False when the test body raised: its partial costs are not written.
+    completed: bool
+    #: Metric -> what was measured.
+    costs: dict[str, Cost]
+    #: Metrics its models could not measure.
+    unavailable: tuple[str, ...] = ()
+
+
+@dataclass
+class Update:
+    """What :func:`apply` decided."""
+
+    tests: dict[str, dict[str, Cost]] = field(default_factory=dict)
+    fingerprint: dict[str, str] = field(default_factory=dict)
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    not_written: list[str] = field(default_factory=list)
+    #: Why nothing may be written (the baseline is left as it is), or None.
+    refused: str | None = None
+    #: Whether the file must be written.
+    write: bool = False
+
+
+def session_part(fingerprint: Mapping[str, str]) -> dict[str, str]:
+    """A fingerprint without the models tests chose beyond the session's."""
+    return {k: v for k, v in fingerprint.items() if not k.startswith(MODEL_KEY)}
+
+
+def recorded(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> dict[str, str]:
+    """A baseline's session fingerprint with the fields older baselines lack filled in as they
+    were; ``session`` is the fingerprint it is compared with."""
+    old = session_part(fingerprint)
+    # Baselines from before cost models were configurable measured ir-count alone.
+    old.setdefault("models", "ir-count version=1")
+    # Baselines from before the canonical CPU: counts of code that asks no CPU questions.
+    if "cpu" in session:
+        old.setdefault("cpu", cpu.DEFAULT_CPU)
+    # Baselines from before the counted C library counted the user's code alone.
+    old.setdefault("libraries", LIBRARIES[False])
+    # Baselines from before the key: zig's driver defined NDEBUG at the default -O2.
+    old.setdefault("assertions", "off (NDEBUG)")
+    return old
+
+
+def matches(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> bool:
+    """Whether a baseline's fingerprint is the session's (models chosen beyond it compare per metric)."""
+    return recorded(fingerprint, session) == dict(session)
+
+
+def stale(
+    entries: Iterable[str],
+    *,
+    collected: Collection[str],
+    measured: Collection[str],
+    partial: Collection[str],
+    root: Path,
+) -> list[str]:
+    """Entries whose test no longer exists: its file (under ``root``) is gone, or was collected
+    without it (files in ``partial`` were collected only in part)."""
+    files = {n.split("::", 1)[0] for n in collected}
+    out = []
+    for nodeid in entries:
+        if nodeid in collected or nodeid in measured:
+            continue
+        file_part = nodeid.split("::", 1)[0]
+        if not (root / file_part).exists() or (file_part not in partial and file_part in files):
+            out.append(nodeid)
+    return sorted(out)
+
+
+def apply(
+    path: Path,
+    base: Snapshot | None,
+    results: Mapping[str, Measured],
+    *,
+    session: Mapping[str, str],
+    update: bool,
+    prune: bool,
+    stale_entries: Collection[str],
+    metric_models: Mapping[str, str],
+    session_models: Collection[str],
+    describe: Callable[[str], str],
+) -> Update:
+    """The baseline at ``path`` (``base``, None when it does not exist) after a run that measured
+    ``results`` with the session fingerprint ``session``; ``describe(name)`` gives a model's
+    ``models.NAME`` value (raising :class:`CBuildError` when it cannot be configured)."""
+    out = Update()
+    old_tests = base.tests if base is not None else {}
+    tests = dict(old_tests)
+    kept = {k: v for k, v in base.fingerprint.items() if k.startswith(MODEL_KEY)} if base is not None else {}
+    if base is not None and not matches(base.fingerprint, session):
+        kept = {}
+        missing = sorted(set(tests) - set(results))
+        if missing and not prune:
+            out.refused = (
+                f"baseline {path} was made with another toolchain or other models "
+                f"({_listed(base.fingerprint)}) and {len(missing)} of its entries were not measured in this run; "
+                "run the whole suite, or add --instrbudget-prune to drop them"
+            )
+            return out
+        tests = {}
+    if update:
+        for nodeid, result in sorted(results.items()):
+            if not result.completed:
+                out.not_written.append(nodeid)
+                continue
+            new = dict(result.costs)
+            # An unavailable metric keeps its entry: it was not measured, so there is nothing to replace it.
+            old = tests.get(nodeid, {})
+            new.update({metric: old[metric] for metric in result.unavailable if metric in old})
+            if nodeid not in tests:
+                out.added.append(nodeid)
+            elif tests[nodeid] != new:
+                out.changed.append(nodeid)
+            tests[nodeid] = new
+    if prune:
+        for nodeid in stale_entries:
+            tests.pop(nodeid, None)
+            out.pruned.append(nodeid)
+    fingerprint = dict(session)
+    written = {(n, metric) for n, r in results.items() if r.completed and update for metric in r.costs}
+    refused = _other_models(path, tests, kept, fingerprint, written, prune, metric_models, session_models, describe)
+    if refused is not None:
+        out.refused = refused
+        return out
+    out.tests, out.fingerprint = dict(sorted(tests.items())), fingerprint
+    changed = tests != old_tests or fingerprint != (base.fingerprint if base is not None else {})
+    out.write = changed if base is not None else bool(tests)
+    return out
+
+
+def _other_models(
+    path: Path,
+    tests: dict[str, dict[str, Cost]],
+    kept: Mapping[str, str],
+    fingerprint: dict[str, str],
+    written: set[tuple[str, str]],
+    prune: bool,
+    metric_models: Mapping[str, str],
+    session_models: Collection[str],
+    describe: Callable[[str], str],
+) -> str | None:
+    """Add to ``fingerprint`` each model tests chose beyond the session's whose metrics ``tests``
+    hold; a model whose parameters changed keeps no entry measured with the old ones: those
+    entries are dropped with prune, else the write is refused (the reason is returned)."""
+
+    def used() -> list[str]:
+        names = {metric_models.get(metric) for entry in tests.values() for metric in entry}
+        return sorted(n for n in names if n is not None and n not in session_models)
+
+    described: dict[str, str] = {}
+    for name in used():
+        try:
+            described[name] = current = describe(name)
+        except CBuildError as exc:  # its [tool.instrbudget.<name>] table is invalid
+            return f"baseline {path} holds costs of the cost model {name}, which cannot be configured: {exc}"
+        old = kept.get(MODEL_KEY + name, current)
+        left = [
+            (nodeid, metric)
+            for nodeid, entry in tests.items()
+            for metric in entry
+            if metric_models.get(metric) == name and (nodeid, metric) not in written
+        ]
+        if old != current and left:
+            if not prune:
+                return (
+                    f"baseline {path} holds costs of the cost model {name} made with other parameters "
+                    f"({old}) and {len(left)} of them were not measured in this run; run those tests, or add "
+                    f"--instrbudget-prune to drop them"
+                )
+            for nodeid, metric in left:
+                tests[nodeid] = {k: v for k, v in tests[nodeid].items() if k != metric}
+                if not tests[nodeid]:
+                    del tests[nodeid]
+    for name in used():
+        fingerprint[MODEL_KEY + name] = described[name]
+    return None
+
+
+def _listed(fingerprint: Mapping[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()))
