@@ -24,10 +24,12 @@ from cbuild.build.options import OPT_LEVELS, BuildOptions
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.costs import outside_calls
+from cbuild.report import shards
 from cbuild.report.diff import changes, load_run, only_in, render_markdown, render_text
 from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
 from cbuild.report.html import render as render_page
+from cbuild.report.outputs import write_output
 from cbuild.riscv.isa import parse_assembly
 from cbuild.riscv.machine import builtin_machines, load_machine
 from cbuild.run.program import run_program
@@ -111,6 +113,21 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("--top", type=int, default=5, help="functions and regions to list per change (default 5)")
     diff.add_argument("--width", type=int, default=None, metavar="N", help="line width (default: the terminal's)")
     sub.add_parser("include-dir", help="print the directory of instrbudget.h (to build the sources without the plugin)")
+    merge = sub.add_parser("merge", help="merge the --instrbudget-json documents of one run's shards")
+    merge.add_argument("documents", type=Path, nargs="+", metavar="SHARD.json")
+    merge.add_argument("-o", dest="output", type=Path, required=True, help="the merged document")
+    baseline = sub.add_parser("baseline", help="write a run's results into the baseline")
+    baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
+    baseline_update = baseline_sub.add_parser(
+        "update", help="update the baseline from a (merged) --instrbudget-json document, as --instrbudget-update"
+    )
+    baseline_update.add_argument("document", type=Path, metavar="RUN.json")
+    baseline_update.add_argument(
+        "--baseline", type=Path, default=None, metavar="PATH", help="the baseline (default: the one the run used)"
+    )
+    baseline_update.add_argument(
+        "--prune", action="store_true", help="drop entries of tests that no longer exist (needs every shard)"
+    )
     history = sub.add_parser("history", help="how each test's costs changed over the baseline's git history")
     history.add_argument(
         "--baseline",
@@ -145,6 +162,51 @@ def _cmd_diff(args: argparse.Namespace) -> int:
             shown = ", ".join(tests[:5]) + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
             print(f"{len(tests)} test(s) {label} {where}: {shown}", file=sys.stderr)
     return 1 if found else 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    merged = shards.merge([(path, shards.load(path)) for path in args.documents])
+    try:
+        write_output(args.output, (json.dumps(merged.doc, indent=2, sort_keys=True) + "\n").encode())
+    except OSError as exc:
+        raise CBuildError(f"cannot write {args.output}: {describe_os_error(exc)}") from None
+    tests = merged.doc["tests"]
+    print(
+        f"merged {len(args.documents)} document(s) into {args.output}: {len(merged.doc['selected'])} of "
+        f"{len(merged.doc['collected'])} collected test(s) ran, {len(tests)} measured",
+        file=sys.stderr,
+    )
+    for nodeid, paths in merged.twice.items():
+        print(f"ran in {len(paths)} shards: {nodeid} ({', '.join(paths)})", file=sys.stderr)
+    if merged.missing:
+        print(f"{len(merged.missing)} collected test(s) ran in no shard:", file=sys.stderr)
+        for nodeid in merged.missing:
+            print(f"  {nodeid}", file=sys.stderr)
+    return 1 if merged.twice or merged.missing else 0
+
+
+def _cmd_baseline(args: argparse.Namespace) -> int:
+    done = shards.update_baseline(shards.load(args.document), path=args.baseline, prune=args.prune)
+    result = done.result
+    if result.refused is not None:
+        print(f"cbuild: baseline not written: {result.refused}", file=sys.stderr)
+        return 1
+    what = "written" if result.write else "unchanged"
+    print(
+        f"baseline {done.path} {what}: {len(result.added)} added, {len(result.changed)} changed, "
+        f"{len(result.pruned)} pruned",
+        file=sys.stderr,
+    )
+    if result.not_written:
+        print(
+            f"{len(result.not_written)} failing test(s) not written: {', '.join(result.not_written)}", file=sys.stderr
+        )
+    unpruned = [n for n in done.stale if n not in result.pruned]
+    if unpruned:
+        print(f"{len(unpruned)} entries for tests that no longer exist (remove with --prune):", file=sys.stderr)
+        for nodeid in unpruned:
+            print(f"  {nodeid}", file=sys.stderr)
+    return 0
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
@@ -290,6 +352,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_diff(args)
         if args.command == "history":
             return _cmd_history(args)
+        if args.command == "merge":
+            return _cmd_merge(args)
+        if args.command == "baseline":
+            return _cmd_baseline(args)
         if args.command == "include-dir":
             print(INCLUDE_DIR)
             return 0

@@ -1,20 +1,17 @@
 """The committed baseline: per test and metric, the last accepted total and per-function costs.
 
-The file's layout is :mod:`cbuild.report.snapshot`'s; this module reads, locks and writes it.
+The file's layout is :mod:`cbuild.report.snapshot`'s; this module reads and writes it
+(:func:`cbuild.report.outputs.locked` serialises the sessions that write it).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cbuild.models.costs import Cost
+from cbuild.report.outputs import write_output
 from cbuild.report.snapshot import Snapshot, SnapshotError, decode
-from pytest_instrbudget.outputs import write_output
 
 
 class BaselineError(Exception):
@@ -57,21 +54,3 @@ class Baseline:
         symlinked baseline's target is the file written (:mod:`pytest_instrbudget.outputs`).
         """
         write_output(self.path, self.snapshot().dumps().encode())
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold the lock of the baseline at ``path`` (other sessions updating it wait).
-
-    The lock is on the directory of the file written (a symlink's target), since the
-    file itself is replaced on every write; it is released when the process ends,
-    however it ends.
-    """
-    path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import pytest
 from cbuild.build.builder import Builder
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, default_registry
+from cbuild.report.outputs import write_output
 from cbuild.run.hosts import HostPool, guard_library
 from cbuild.run.stops import CodeStopped
 from pytest_instrbudget import profiles, report
@@ -23,7 +24,6 @@ from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
 from pytest_instrbudget.fixture import CBuild
 from pytest_instrbudget.marker import MARKER_HELP, Budget
 from pytest_instrbudget.measure import Meter, measure
-from pytest_instrbudget.outputs import write_output
 from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
 from pytest_instrbudget.session import BudgetSession, Outcome, RunOptions
@@ -217,6 +217,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.stash[BUDGET] = budget
 
 
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Tests collected but not run (``-k``, ``-m``, a shard of a split suite): the JSON document
+    says which tests this run covered."""
+    if items:
+        session = items[0].config.stash.get(SESSION, None)
+        if session is not None:
+            session.deselected.update(item.nodeid for item in items)
+
+
 def _test_models(item: pytest.Item, session: BudgetSession) -> list[CostModel]:
     """The item's cost models (the session's for items collected before the plugin saw them)."""
     return session.test_models(item.stash.get(BUDGET, None))
@@ -366,6 +375,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             {
                 "results": [r.to_wire() for r in budget.results.values()],
                 "collected": sorted(budget.collected),
+                "deselected": sorted(budget.deselected),
                 "errors": budget.output_errors,
             }
         )
@@ -413,6 +423,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         return
     doc = json.loads(data)
     budget.collected.update(doc["collected"])
+    budget.deselected.update(doc.get("deselected", []))
     budget.output_errors.extend(doc.get("errors", []))
     for wire in doc["results"]:
         result = TestResult.from_wire(wire)

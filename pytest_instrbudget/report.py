@@ -8,11 +8,17 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
                       "models.<name>": str},   # each model tests chose beyond the session's (models=)
       "models": [str, ...],
       "baseline": str,                      # path of the baseline file
+      "root": str,                          # the project's directory (rootdir)
+      "collected": [str, ...],              # node ids of every test collected (before -k, -m, shards)
+      "selected": [str, ...],               # those this run ran: a shard's part (python -m cbuild merge)
+      "partial_files": [str, ...],          # files named with a node id on the command line
+      "metric_models": {"<metric>": str},   # the model reporting each metric
       "tests": {
         "<node id>": {
           "nodeid": str,
           "budgeted": bool,                 # has a @pytest.mark.budget marker
           "status": str,                    # worst metric status (see below)
+          "completed": bool,                # false when the body raised: not written to the baseline
           "failure": str | null,            # the failure message, when the test failed on cost
           "metrics": {
             "<metric>": {
@@ -278,11 +284,17 @@ def unavailable_lines(results: Iterable[TestResult]) -> list[str]:
 def json_document(session: BudgetSession) -> dict[str, Any]:
     """The ``--instrbudget-json`` document."""
     fingerprint = session.fingerprint
+    collected = sorted(session.collected)
     return {
         "version": 2,
         "fingerprint": fingerprint,
         "models": [m.name for m in session.models],
         "baseline": str(session.baseline.path),
+        "root": str(session.settings.root),
+        "collected": collected,
+        "selected": [n for n in collected if n not in session.deselected],
+        "partial_files": sorted(session.partial_files),
+        "metric_models": dict(sorted(session.metric_models.items())),
         "tests": {n: r.to_json() for n, r in sorted(session.results.items())},
     }
 

@@ -158,6 +158,7 @@ class TestResult:
             "budgeted": self.budgeted,
             "status": self.status,
             "failure": self.failure,
+            "completed": self.completed,
             "metrics": {m.metric: m.to_json() for m in self.measured},
             "unavailable": {m.metric: m.unavailable_json() for m in self.unavailable},
             "region_problems": self.region_problems,

@@ -14,9 +14,10 @@ from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
 from cbuild.models.costs import Cost, Unavailability, line_label
 from cbuild.report import update
+from cbuild.report.outputs import locked
 from cbuild.report.snapshot import differing_keys
 from cbuild.report.update import LIBRARIES, MODEL_KEY
-from pytest_instrbudget.baseline import Baseline, BaselineError, locked
+from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.config import Settings
 from pytest_instrbudget.marker import Budget
 from pytest_instrbudget.results import (
@@ -104,6 +105,8 @@ class BudgetSession:
         self.baseline_note: str | None = None
         self.results: dict[str, TestResult] = {}
         self.collected: set[str] = set()
+        #: Collected tests left out of the run (``-k``, ``-m``, a shard of a split suite).
+        self.deselected: set[str] = set()
         #: Files named with a node id on the command line (``file.py::test``): partly collected.
         self.partial_files: set[str] = set()
         #: Files that could not be written during the session (profiles), said at the end.

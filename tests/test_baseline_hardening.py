@@ -223,7 +223,7 @@ def {long_name}(cbuild):
 
 def test_two_sessions_wait_for_the_baseline_lock(project: pytest.Pytester) -> None:
     """A session holding the lock makes the other wait, then the other merges into what it wrote."""
-    from pytest_instrbudget.baseline import locked
+    from cbuild.report.outputs import locked
 
     results(project, "--instrbudget-update")
     path = baseline_path(project)
@@ -232,7 +232,7 @@ def test_two_sessions_wait_for_the_baseline_lock(project: pytest.Pytester) -> No
         [
             sys.executable,
             "-c",
-            "import sys, time; from pytest_instrbudget.baseline import locked\n"
+            "import sys, time; from cbuild.report.outputs import locked\n"
             f"with locked(__import__('pathlib').Path({str(path)!r})):\n    print('held', flush=True); time.sleep(1.5)",
         ],
         stdout=subprocess.PIPE,

@@ -1,5 +1,5 @@
 """Outputs go where the user points: through symlinks, to FIFOs, devices and /dev/stdout,
-appended for the markdown summary (pytest_instrbudget/outputs.py)."""
+appended for the markdown summary (cbuild/report/outputs.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_instrbudget.outputs import write_output
+from cbuild.report.outputs import write_output
 
 WORK_C = "int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }\n"
 

@@ -1,4 +1,4 @@
-"""Outputs (pytest_instrbudget/outputs.py) checked by a session without CAP_DAC_OVERRIDE.
+"""Outputs (cbuild/report/outputs.py) checked by a session without CAP_DAC_OVERRIDE.
 
 tests/test_outputs.py runs as whoever runs the suite, usually root, and root writes through
 file permissions: a read-only directory or file only refuses a user without CAP_DAC_OVERRIDE.

@@ -5,15 +5,18 @@ mix), and a symlink's target is the file replaced, so a shared baseline stays sh
 Anything else (``/dev/stdout``, a FIFO, a character device, a path under ``/proc``) is
 written to directly, without truncating it: replacing it would put a file where the
 user's pipe or log was. ``append`` adds to what is there (``$GITHUB_STEP_SUMMARY``
-collects every step's summary).
+collects every step's summary). :func:`locked` serialises writers of one baseline.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -92,3 +95,21 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the lock of the baseline at ``path`` (other sessions updating it wait).
+
+    The lock is on the directory of the file written (a symlink's target), since the
+    file itself is replaced on every write; it is released when the process ends,
+    however it ends.
+    """
+    path = Path(os.path.realpath(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

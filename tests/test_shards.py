@@ -1,0 +1,153 @@
+"""A suite split across CI jobs: `python -m cbuild merge` and `python -m cbuild baseline update`,
+end to end with pytest-split on the example project, and the refusals that keep shards of
+different runs apart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cbuild.cli import main
+from cbuild.errors import CBuildError
+from cbuild.report import shards
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+GONE = "tests/test_gone.py::test_removed_long_ago"
+
+
+def doc(root: Path, selected: list[str], tests: dict[str, int], **fingerprint: str) -> dict[str, Any]:
+    """A shard's document: ``tests`` maps node ids to their ir_instructions."""
+    return {
+        "version": 2,
+        "fingerprint": {"clang": "22.1.8", "models": "ir-count version=1", **fingerprint},
+        "models": ["ir-count"],
+        "baseline": str(root / ".instrbudget" / "baseline.json"),
+        "root": str(root),
+        "collected": ["t.py::a", "t.py::b", "t.py::c"],
+        "selected": selected,
+        "partial_files": [],
+        "metric_models": {"ir_instructions": "ir-count"},
+        "tests": {
+            n: {"completed": True, "metrics": {"ir_instructions": {"value": v, "functions": {"f": v}}}}
+            for n, v in tests.items()
+        },
+    }
+
+
+def write(path: Path, document: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_merge_names_tests_run_twice_or_never(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = write(tmp_path / "one.json", doc(tmp_path, ["t.py::a", "t.py::b"], {"t.py::a": 1, "t.py::b": 2}))
+    two = write(tmp_path / "two.json", doc(tmp_path, ["t.py::b"], {"t.py::b": 2}))
+    assert main(["merge", str(one), str(two), "-o", str(tmp_path / "all.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"ran in 2 shards: t.py::b ({one}, {two})" in err
+    assert "1 collected test(s) ran in no shard:\n  t.py::c\n" in err
+    merged = json.loads((tmp_path / "all.json").read_text())
+    assert merged["selected"] == ["t.py::a", "t.py::b"]
+    assert sorted(merged["tests"]) == ["t.py::a", "t.py::b"]
+    # Pruning needs every collected test: this merged run did not run t.py::c.
+    with pytest.raises(CBuildError, match=r"--prune needs a run that covered every collected test; 1 did not run"):
+        shards.update_baseline(merged, prune=True)
+
+
+def test_merge_refuses_shards_of_different_runs_naming_the_file(tmp_path: Path) -> None:
+    base = (tmp_path / "a.json", doc(tmp_path, ["t.py::a"], {"t.py::a": 1}))
+    other_clang = (tmp_path / "b.json", doc(tmp_path, ["t.py::b"], {"t.py::b": 1}, clang="21.1.0"))
+    with pytest.raises(CBuildError, match=rf"{other_clang[0]} was measured with another toolchain .*differs in: clang"):
+        shards.merge([base, other_clang])
+    other_tests = doc(tmp_path, ["t.py::b"], {})
+    other_tests["collected"] = ["t.py::a", "t.py::b", "t.py::c", "t.py::d"]
+    with pytest.raises(CBuildError, match=r"b.json and .*a.json collected different tests \(1 differ, e.g. t.py::d\)"):
+        shards.merge([base, (tmp_path / "b.json", other_tests)])
+    other_baseline = doc(tmp_path, ["t.py::b"], {})
+    other_baseline["baseline"] = str(tmp_path / "budgets.json")
+    with pytest.raises(
+        CBuildError, match=r"compares with the baseline budgets.json, .* with .instrbudget/baseline.json"
+    ):
+        shards.merge([base, (tmp_path / "b.json", other_baseline)])
+    old = doc(tmp_path, ["t.py::a"], {})
+    del old["collected"], old["selected"]
+    with pytest.raises(CBuildError, match=r"old.json lacks collected, selected: it was written by an older"):
+        shards.load(write(tmp_path / "old.json", old))
+    (tmp_path / "cut.json").write_text("{")
+    with pytest.raises(CBuildError, match=r"cut.json is not valid JSON"):
+        shards.load(tmp_path / "cut.json")
+
+
+def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_three_pytest_split_shards_merge_to_the_unsharded_run(tmp_path: Path) -> None:
+    pytest.importorskip("pytest_split")
+    pytest.importorskip("xdist")
+    example = tmp_path / "example"
+    shutil.copytree(EXAMPLE, example, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    # A change to accept (every hashing test grows; the known-vectors test fails its body and is
+    # not written) and an entry of a test that no longer exists, to prune.
+    hashmap = example / "src" / "hashmap.c"
+    slower = hashmap.read_text().replace(
+        "        h *= FNV32_PRIME;\n", "        h *= FNV32_PRIME;\n        h ^= h >> 13;\n", 1
+    )
+    assert slower != hashmap.read_text()
+    hashmap.write_text(slower)
+    baseline = example / ".instrbudget" / "baseline.json"
+    committed = json.loads(baseline.read_text())
+    committed["tests"][GONE] = committed["tests"]["tests/test_sort.py::test_sort_random_1000"]
+    baseline.write_text(json.dumps(committed, indent=2, sort_keys=True) + "\n")
+    before = baseline.read_bytes()
+
+    whole = _pytest(example, "--instrbudget-json=whole.json")
+    assert whole.returncode == 1, whole.stdout[-3000:]
+    for group in (1, 2, 3):
+        xdist = ["-n", "2"] if group == 2 else []
+        shard = _pytest(
+            example, "--splits", "3", "--group", str(group), f"--instrbudget-json=shard-{group}.json", *xdist
+        )
+        assert shard.returncode in (0, 1), shard.stdout[-3000:] + shard.stderr[-3000:]
+        assert json.loads((example / f"shard-{group}.json").read_text())["selected"]
+    merge = subprocess.run(
+        [sys.executable, "-m", "cbuild", "merge", "shard-1.json", "shard-2.json", "shard-3.json", "-o", "all.json"],
+        cwd=example,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert merge.returncode == 0, merge.stderr
+    assert "merged 3 document(s) into all.json: 64 of 64 collected test(s) ran, 64 measured" in merge.stderr
+    assert (example / "all.json").read_bytes() == (example / "whole.json").read_bytes()
+
+    update = subprocess.run(
+        [sys.executable, "-m", "cbuild", "baseline", "update", "all.json", "--prune"],
+        cwd=example,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert update.returncode == 0, update.stderr
+    assert "1 failing test(s) not written: tests/test_hashmap.py::test_hashmap_fnv1a_known_vectors" in update.stderr
+    assert ", 1 pruned" in update.stderr
+    from_shards = baseline.read_bytes()
+    assert from_shards != before
+
+    baseline.write_bytes(before)
+    single = _pytest(example, "--instrbudget-update", "--instrbudget-prune")
+    assert "1 pruned" in single.stdout, single.stdout[-3000:]
+    assert baseline.read_bytes() == from_shards
