@@ -16,8 +16,9 @@ else:  # pragma: no cover
 from collections.abc import Sequence
 from pathlib import Path
 
+from cbuild.build import eviction
 from cbuild.build.builder import Builder
-from cbuild.build.cache import atomic_write
+from cbuild.build.cache import atomic_write, default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
 from cbuild.build.demangle import demangle, demangled_keys
 from cbuild.build.options import OPT_LEVELS, BuildOptions
@@ -128,6 +129,28 @@ def parser() -> argparse.ArgumentParser:
     baseline_update.add_argument(
         "--prune", action="store_true", help="drop entries of tests that no longer exist (needs every shard)"
     )
+    cache = sub.add_parser("cache", help="what the build cache holds; keep it within a size, or empty it")
+    cache_sub = cache.add_subparsers(dest="cache_command", required=True)
+    for name, text in (
+        ("info", "entries and size per kind, the last pytest session's hit rate, zig's own cache"),
+        ("prune", "remove least recently used entries until the cache is within its size"),
+        ("clear", "remove every entry (entries being built stay)"),
+    ):
+        p = cache_sub.add_parser(name, help=text)
+        p.add_argument(
+            "--cache-dir",
+            type=Path,
+            default=None,
+            help="the cache (default: [tool.instrbudget] cache_dir of the nearest pyproject.toml, else "
+            "$INSTRBUDGET_CACHE_DIR, else ~/.cache/instrbudget)",
+        )
+        if name == "prune":
+            p.add_argument(
+                "--max-size",
+                default=None,
+                metavar="SIZE",
+                help='such as "2GiB" (default: [tool.instrbudget] cache_max_size, else 5GiB)',
+            )
     history = sub.add_parser("history", help="how each test's costs changed over the baseline's git history")
     history.add_argument(
         "--baseline",
@@ -206,6 +229,51 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
         print(f"{len(unpruned)} entries for tests that no longer exist (remove with --prune):", file=sys.stderr)
         for nodeid in unpruned:
             print(f"  {nodeid}", file=sys.stderr)
+    return 0
+
+
+def _project_setting(key: str) -> tuple[Path, object] | None:
+    """``[tool.instrbudget] key`` of the nearest pyproject.toml that has the table, with its directory."""
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        path = directory / "pyproject.toml"
+        if not path.is_file():
+            continue
+        try:
+            table = tomllib.loads(path.read_text()).get("tool", {}).get("instrbudget")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise CBuildError(f"cannot read {path}: {exc}") from None
+        if isinstance(table, dict):
+            return (directory, table[key]) if key in table else None
+    return None
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    root = args.cache_dir
+    if root is None:
+        found = _project_setting("cache_dir")
+        root = found[0] / str(found[1]) if found is not None else default_cache_dir()
+    if args.cache_command == "info":
+        zig = Path(
+            os.environ.get("ZIG_GLOBAL_CACHE_DIR")
+            or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zig"
+        )
+        for line in eviction.render_summary(eviction.summary(root, zig if zig.is_dir() else None)):
+            print(line)
+        return 0
+    if args.cache_command == "prune":
+        if args.max_size is not None:
+            limit = eviction.parse_size(args.max_size, where="--max-size")
+        else:
+            found = _project_setting("cache_max_size")
+            where = "[tool.instrbudget] cache_max_size"
+            limit = eviction.parse_size(found[1], where=where) if found is not None else eviction.DEFAULT_MAX_SIZE
+        done = eviction.prune(root, limit)
+        what = f"removed {done.removed} least recently used entries ({eviction.format_size(done.freed)})"
+    else:
+        done = eviction.clear(root)
+        what = f"removed {done.removed} entries ({eviction.format_size(done.freed)})"
+    busy = f"; {done.in_use} in use kept" if done.in_use else ""
+    print(f"build cache {root}: {what}{busy}; {eviction.format_size(done.size_after)} left")
     return 0
 
 
@@ -352,6 +420,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_diff(args)
         if args.command == "history":
             return _cmd_history(args)
+        if args.command == "cache":
+            return _cmd_cache(args)
         if args.command == "merge":
             return _cmd_merge(args)
         if args.command == "baseline":

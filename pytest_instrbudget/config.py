@@ -15,7 +15,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from cbuild.build.cpu import CPU_LEVELS
+from cbuild.build.eviction import DEFAULT_MAX_SIZE, parse_size
 from cbuild.build.options import OPT_LEVELS, BuildOptions
+from cbuild.errors import CBuildError
 from cbuild.report.snapshot import DEFAULT_PATH
 
 
@@ -66,6 +68,8 @@ class Settings:
     baseline: Path = DEFAULT_PATH
     tolerance: float = 0.0
     cache_dir: Path | None = None
+    #: Bytes the build cache is kept within at the end of each session.
+    cache_max_size: int = DEFAULT_MAX_SIZE
     models: tuple[str, ...] = ("ir-count",)
     clang: str | None = None
     timeout: float = 60.0
@@ -98,6 +102,8 @@ _KEYS = {
     "baseline": "path of the baseline JSON file",
     "tolerance": 'percentage such as 5 or "5%"',
     "cache_dir": "path of the build cache",
+    "cache_max_size": 'size the build cache is kept within, such as "5GiB" or "500MB" (least recently used '
+    "entries go first)",
     "models": "list of cost model names",
     "clang": "path or command of a clang driver",
     "timeout": "seconds a program run or a library call may take",
@@ -141,6 +147,11 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
             kwargs[key] = root / value
         elif key == "tolerance":
             kwargs[key] = parse_percent(value, where=where)
+        elif key == "cache_max_size":
+            try:
+                kwargs[key] = parse_size(value, where=where)
+            except CBuildError as exc:
+                raise ConfigError(str(exc)) from None
         elif key == "models":
             names = _strings(value, key)
             for name in names:

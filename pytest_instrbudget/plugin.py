@@ -377,11 +377,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 "collected": sorted(budget.collected),
                 "deselected": sorted(budget.deselected),
                 "errors": budget.output_errors,
+                "cache": [budget.builder.cache.hits, budget.builder.cache.builds] if budget.builder else [{}, {}],
             }
         )
         return
     outcome = budget.finish()
     config.stash[OUTCOME] = outcome
+    if not budget.run.disable:
+        budget.keep_cache()
     outcome.errors[:0] = budget.output_errors
     if budget.run.json_path is not None:
         text = json.dumps(report.json_document(budget), indent=2, sort_keys=True) + "\n"
@@ -424,6 +427,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     doc = json.loads(data)
     budget.collected.update(doc["collected"])
     budget.deselected.update(doc.get("deselected", []))
+    for table, theirs in zip((budget.cache_hits, budget.cache_builds), doc.get("cache", [{}, {}]), strict=True):
+        for kind, n in theirs.items():
+            table[kind] = table.get(kind, 0) + n
     budget.output_errors.extend(doc.get("errors", []))
     for wire in doc["results"]:
         result = TestResult.from_wire(wire)

@@ -242,6 +242,8 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         )
     if session.baseline_note:
         lines.append(session.baseline_note)
+    if session.cache_note:
+        lines.append(session.cache_note)
     unpruned = [n for n in outcome.stale if n not in outcome.pruned]
     if unpruned:
         lines.append(

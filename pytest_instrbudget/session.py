@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cbuild.build import cpu
+from cbuild.build import cpu, eviction
 from cbuild.build.builder import Builder
 from cbuild.build.demangle import demangle
 from cbuild.errors import CBuildError, describe_os_error
@@ -111,6 +111,11 @@ class BudgetSession:
         self.partial_files: set[str] = set()
         #: Files that could not be written during the session (profiles), said at the end.
         self.output_errors: list[str] = []
+        #: The build cache's hits and builds per kind in the xdist workers (this process's are the cache's).
+        self.cache_hits: dict[str, int] = {}
+        self.cache_builds: dict[str, int] = {}
+        #: What keeping the cache within ``cache_max_size`` did, said at the end.
+        self.cache_note: str | None = None
 
     def model(self, name: str) -> CostModel:
         """The session's instance of a registered model, configured from ``[tool.instrbudget.<name>]``."""
@@ -387,6 +392,31 @@ class BudgetSession:
             Baseline(base.path, done.fingerprint, done.tests, exists=True).save()
             outcome.written = True
         return outcome
+
+    def keep_cache(self) -> None:
+        """Record the session's cache hits and builds, and keep the cache within its size."""
+        if self.builder is None:
+            return
+        cache = self.builder.cache
+        hits, builds = dict(self.cache_hits), dict(self.cache_builds)
+        for table, mine in ((hits, cache.hits), (builds, cache.builds)):
+            for kind, n in mine.items():
+                table[kind] = table.get(kind, 0) + n
+        eviction.record_session(cache.root, hits, builds)
+        limit = self.settings.cache_max_size
+        pruned = eviction.prune(cache.root, limit)
+        if pruned.removed:
+            self.cache_note = (
+                f"build cache {cache.root} was over its cache_max_size of {eviction.format_size(limit)} "
+                f"({eviction.format_size(pruned.size_before)}): removed {pruned.removed} least recently used "
+                f"entries ({eviction.format_size(pruned.freed)})"
+            )
+        elif pruned.in_use and pruned.size_after > limit:
+            self.cache_note = (
+                f"build cache {cache.root} is over its cache_max_size of {eviction.format_size(limit)} "
+                f"({eviction.format_size(pruned.size_after)}), all of it used in the last "
+                f"{eviction.GRACE / 60:.0f} minutes; raise cache_max_size"
+            )
 
     def _stale(self, base: Baseline) -> list[str]:
         """Entries of ``base`` whose test no longer exists."""

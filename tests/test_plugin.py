@@ -290,9 +290,10 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
     [
         (
             "opt_levle = 2",
-            "has an unknown key 'opt_levle'; accepted keys: assertions, baseline, cache_dir, cflags, clang, "
-            "count_libraries, cpu, cutoff, cxxflags, defines",
+            "has an unknown key 'opt_levle'; accepted keys: assertions, baseline, cache_dir, cache_max_size, cflags, "
+            "clang, count_libraries, cpu, cutoff, cxxflags, defines",
         ),
+        ("cache_max_size = 'huge'", 'cache_max_size: expected a size such as "5GiB", "500MB" or a number of bytes'),
         ("opt_level = 5", "opt_level: expected one of 0, 1, 2, 3, s, z, got 5"),
         ("cflags = '-Wall'", "cflags: expected a list of strings, got '-Wall'"),
         ("tolerance = 'lots'", "tolerance: expected a percentage such as 5 or \"5%\", got 'lots'"),

@@ -79,6 +79,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
 LAYOUT = "v2"
 #: Seconds a build waits for another process's lock before saying which process it waits for.
 LOCK_NOTICE_AFTER = 3.0
+#: How often a process marks an entry it keeps using (:meth:`Cache.touch`), in seconds.
+TOUCH_EVERY = 60.0
 Notify = Callable[[str], None]
 
 
@@ -130,8 +132,10 @@ def _holder(fh: IO[bytes]) -> str:
 
 
 def _signature(stats: Sequence[os.stat_result]) -> tuple[tuple[int, int, int], ...]:
-    """Size, modification time and inode of each file: what changes when a file is rewritten."""
-    return tuple((st.st_size, st.st_mtime_ns, st.st_ino) for st in stats)
+    """Size, modification time and inode of an entry's seal and files: what changes when a file is
+    rewritten. The seal's time is left out: it is touched when the entry is used (:meth:`Cache.touch`)."""
+    seal, *files = stats
+    return ((seal.st_size, 0, seal.st_ino), *((st.st_size, st.st_mtime_ns, st.st_ino) for st in files))
 
 
 class Cache:
@@ -147,6 +151,26 @@ class Cache:
         #: Seal path -> (size, mtime, inode) of the seal and each file when last found whole.
         self._verified: dict[Path, tuple[tuple[int, int, int], ...]] = {}
         self._writable = False
+        #: Seal path -> when this process last marked the entry used (its seal's modification time).
+        self._touched: dict[Path, float] = {}
+        #: Per kind: entries found whole, entries built (this process).
+        self.hits: dict[str, int] = {}
+        self.builds: dict[str, int] = {}
+
+    def count(self, kind: str, *, hit: bool) -> None:
+        """Record a use of an entry of ``kind``: found (``hit``) or built."""
+        table = self.hits if hit else self.builds
+        table[kind] = table.get(kind, 0) + 1
+
+    def touch(self, path: Path) -> None:
+        """Mark the entry whose seal (or only file) is ``path`` as used now, once a minute at most:
+        least recently used entries are the first to go when the cache is over its size."""
+        now = time.time()
+        if now - self._touched.get(path, 0.0) < TOUCH_EVERY:
+            return
+        self._touched[path] = now
+        with contextlib.suppress(OSError):  # a read-only cache is still used, just not ordered
+            os.utime(path)
 
     def path(self, kind: str, key: str, suffix: str = "") -> Path:
         """Where a file of the entry lives (it may not exist yet)."""
@@ -175,13 +199,16 @@ class Cache:
         """
         paths = [self.path(kind, key, suffix) for suffix in suffixes]
         if self.problem(kind, key, paths) is None:
+            self.count(kind, hit=True)
             return paths
         with self.lock(kind, key, name=name):
             if self.check(kind, key, paths, name=name):
+                self.count(kind, hit=True)
                 return paths
             try:
                 build(paths)
                 self.seal(kind, key, paths)
+                self.count(kind, hit=False)
             except OSError as exc:
                 if not is_cache_failure(exc, self.root):
                     raise
@@ -219,6 +246,7 @@ class Cache:
             return f"cannot read it: {describe_os_error(exc)}"
         signature = _signature(stats)
         if self._verified.get(seal_path) == signature:
+            self.touch(seal_path)
             return None
         try:
             sealed = json.loads(seal_path.read_bytes())["files"]
@@ -240,6 +268,7 @@ class Cache:
             except OSError as exc:
                 return f"cannot read {path.name}: {describe_os_error(exc)}"
         self._verified[seal_path] = signature
+        self.touch(seal_path)
         return None
 
     def seal(self, kind: str, key: str, paths: Sequence[Path]) -> None:

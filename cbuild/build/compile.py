@@ -118,7 +118,10 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: Bu
     manifest_path = cache.path("tu", cmd_key, ".json")
     hit = _lookup(cache, manifest_path, src_hash, path.name)
     if hit is not None:
+        cache.touch(manifest_path)
+        cache.count("tu", hit=True)
         return CompiledUnit(path, *hit)
+    cache.count("tu", hit=False)
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="instrbudget-cc-") as tmp:
         out = Path(tmp) / "unit.ll"

@@ -1,0 +1,130 @@
+"""A bounded build cache: least recently used entries go first, entries in use stay, and
+`python -m cbuild cache info|prune|clear` show and trim it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cbuild.build import eviction
+from cbuild.build.cache import LAYOUT, Cache, atomic_write
+from cbuild.cli import main
+from cbuild.errors import CBuildError
+
+DAY = 24 * 3600.0
+
+
+def fake_entry(root: Path, kind: str, key: str, size: int, age: float) -> list[Path]:
+    """An entry of ``size`` bytes, sealed, last used ``age`` seconds ago."""
+    cache = Cache(root)
+    paths = cache.entry(kind, key, [".bin"], lambda ps: atomic_write(ps[0], b"x" * size), name=key)
+    when = time.time() - age
+    for path in [*paths, cache.path(kind, key, ".seal")]:
+        os.utime(path, (when, when))
+    return paths
+
+
+def test_prune_removes_least_recently_used_first_down_to_eighty_percent(tmp_path: Path) -> None:
+    for i, age in enumerate([5 * DAY, 1 * DAY, 3 * DAY, 2 * DAY, 4 * DAY]):
+        fake_entry(tmp_path, "ir", f"{i:02d}" * 16, 1000, age)
+    size = eviction.entries(tmp_path)[0].size  # its file, seal and lock
+    assert eviction.prune(tmp_path, 5 * size).removed == 0  # within the limit: nothing goes
+    done = eviction.prune(tmp_path, int(4.5 * size))  # over: down to 80% of the limit, 3.6 entries
+    assert (done.removed, done.in_use) == (2, 0)
+    left = sorted(e.key[:2] for e in eviction.entries(tmp_path))
+    assert left == ["01", "02", "03"]  # the two oldest (5 and 4 days) went
+    assert done.size_before > done.size_after
+
+
+def test_prune_keeps_entries_in_use(tmp_path: Path) -> None:
+    fake_entry(tmp_path, "ir", "aa" * 16, 1000, 2 * DAY)
+    fake_entry(tmp_path, "bin", "bb" * 16, 1000, 60)  # used a minute ago: a session may read it
+    old = fake_entry(tmp_path, "rt", "cc" * 16, 1000, 3 * DAY)
+    # Another process builds the oldest entry again: its lock is held.
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time\n"
+            f"fh = open({str(old[0].with_suffix('.lock'))!r}, 'a+b')\n"
+            "fcntl.flock(fh.fileno(), fcntl.LOCK_EX)\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        done = eviction.prune(tmp_path, 1000)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (done.removed, done.in_use) == (1, 2)
+    assert sorted(e.kind for e in eviction.entries(tmp_path)) == ["bin", "rt"]
+
+
+def test_using_an_entry_makes_it_recent(tmp_path: Path) -> None:
+    first = fake_entry(tmp_path, "ir", "aa" * 16, 1000, 3 * DAY)
+    fake_entry(tmp_path, "ir", "bb" * 16, 1000, 2 * DAY)
+    again = Cache(tmp_path).entry("ir", "aa" * 16, [".bin"], lambda ps: pytest.fail("rebuilt"), name="a")
+    assert again == first
+    eviction.prune(tmp_path, 1500, grace=0)
+    assert [e.key for e in eviction.entries(tmp_path)] == ["aa" * 16]  # the other one is now the older
+
+
+def test_sizes_parse_and_bad_ones_name_the_key() -> None:
+    assert eviction.parse_size("5GiB", where="x") == 5 * 1024**3
+    assert eviction.parse_size("500 MB", where="x") == 500 * 1000**2
+    assert eviction.parse_size(4096, where="x") == 4096
+    for bad in ("five gigs", "0", -1, True, "5 parsecs"):
+        with pytest.raises(CBuildError, match=r'cache_max_size: expected a size such as "5GiB"'):
+            eviction.parse_size(bad, where="[tool.instrbudget] cache_max_size")
+
+
+def test_cli_info_prune_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_entry(tmp_path, "ir", "aa" * 16, 3000, 2 * DAY)
+    fake_entry(tmp_path, "bin", "bb" * 16, 2000, DAY)
+    eviction.record_session(tmp_path, {"ir": 3, "tu": 1}, {"bin": 1})
+    assert main(["cache", "info", "--cache-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"build cache {tmp_path}: ")
+    assert out[0].endswith(" in 2 entries")
+    assert out[1].split()[:3] == ["bin", "1", "entries"]
+    assert out[2].split()[:3] == ["ir", "1", "entries"]
+    assert "last pytest session (" in out[3]
+    assert out[3].endswith("4 hits, 1 builds, hit rate 80%")
+    assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "4KB"]) == 0
+    assert "removed 1 least recently used entries" in capsys.readouterr().out
+    assert [e.kind for e in eviction.entries(tmp_path)] == ["bin"]
+    assert main(["cache", "clear", "--cache-dir", str(tmp_path)]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert eviction.entries(tmp_path) == []
+    assert not (tmp_path / LAYOUT / eviction.SESSION_FILE).exists()
+    assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "lots"]) == 2
+    assert "--max-size: expected a size" in capsys.readouterr().err
+
+
+def test_session_keeps_the_cache_within_cache_max_size(pytester: pytest.Pytester) -> None:
+    cache = pytester.path / "cache"
+    for i in range(4):
+        fake_entry(cache, "ir", f"{i:02d}" * 16, 40_000, DAY + i)
+    pytester.makefile(".c", lib="int twice(int x) { return 2 * x; }\n")
+    pytester.makepyfile(test_a="def test_a(cbuild):\n    assert cbuild.library('lib.c').twice(21) == 42\n")
+    pytester.makefile(".toml", pyproject='[tool.instrbudget]\ncache_dir = "cache"\ncache_max_size = "100KB"\n')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["instrbudget: build cache * was over its cache_max_size of 98 KiB (*): removed * least recently used entries*"]
+    )
+    kinds = {e.kind for e in eviction.entries(cache)}
+    assert {"tu", "bin"} <= kinds  # what the session built and used stays
+    assert sum(1 for e in eviction.entries(cache) if e.kind == "ir" and e.key[2:4] == e.key[:2]) < 4
+    last = (cache / LAYOUT / eviction.SESSION_FILE).read_text()
+    assert '"builds"' in last
