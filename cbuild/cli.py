@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -22,6 +23,7 @@ from cbuild.build.cache import atomic_write, default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
 from cbuild.build.demangle import demangle, demangled_keys
 from cbuild.build.options import OPT_LEVELS, BuildOptions
+from cbuild.config import load_settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.costs import outside_calls
@@ -34,6 +36,7 @@ from cbuild.report.outputs import write_output
 from cbuild.riscv.isa import parse_assembly
 from cbuild.riscv.machine import builtin_machines, load_machine
 from cbuild.run.program import run_program
+from cbuild.run.warm import warm
 
 
 def _add_build_flags(p: argparse.ArgumentParser) -> None:
@@ -129,6 +132,17 @@ def parser() -> argparse.ArgumentParser:
     baseline_update.add_argument(
         "--prune", action="store_true", help="drop entries of tests that no longer exist (needs every shard)"
     )
+    warm = sub.add_parser(
+        "warm", help="build everything the project's configuration needs before its first test (a CI cache step)"
+    )
+    warm.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a model tests choose with models=[...] beyond [tool.instrbudget] models (repeatable)",
+    )
+    warm.add_argument("--no-cxx", action="store_true", help="leave out C++ (libc++ is the longest build)")
     cache = sub.add_parser("cache", help="what the build cache holds; keep it within a size, or empty it")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
     for name, text in (
@@ -277,6 +291,35 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _project_root() -> Path:
+    """The directory of the nearest pyproject.toml (the project pytest runs), else the current one."""
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        if (directory / "pyproject.toml").is_file():
+            return directory
+    return Path.cwd()
+
+
+def _cmd_warm(args: argparse.Namespace) -> int:
+    registry = default_registry()
+    root = _project_root()
+    settings = load_settings(root, known_models=registry.names)
+    names = list(dict.fromkeys([*settings.models, *args.model]))
+    for name in names:
+        registry.model_class(name)  # an unknown name lists the known ones
+    models = [registry.create(name, settings.model_params.get(name, {}), root=root) for name in names]
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr)
+
+    builder = Builder(cache_dir=settings.cache_dir, clang=settings.clang, progress=say)
+    options = settings.build_options(instrument=True)
+    options = dataclasses.replace(options, model_params=tuple(p for m in models for p in m.key_params()))
+    say(f"warming the build cache {builder.cache.root} for {root} ({builder.toolchain.fingerprint_text})")
+    seconds = warm(builder, options, models, cxx=not args.no_cxx, say=lambda line: say(f"  {line}"))
+    say(f"warm in {seconds:.1f} s")
+    return 0
+
+
 def _cmd_history(args: argparse.Namespace) -> int:
     baseline = args.baseline if args.baseline is not None else Path(os.path.relpath(default_baseline()))
     history = read_history(baseline)
@@ -420,6 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_diff(args)
         if args.command == "history":
             return _cmd_history(args)
+        if args.command == "warm":
+            return _cmd_warm(args)
         if args.command == "cache":
             return _cmd_cache(args)
         if args.command == "merge":

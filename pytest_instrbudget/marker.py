@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from cbuild.config import ConfigError, parse_percent, unavailable_policy
 from cbuild.models import CostModel, ModelError
-from pytest_instrbudget.config import ConfigError, parse_percent, unavailable_policy
 
 MARKER = "budget"
 MARKER_HELP = (

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cbuild.build.builder import Builder
+from cbuild.config import ConfigError, load_settings, parse_percent
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, default_registry
 from cbuild.report.outputs import write_output
@@ -20,7 +21,6 @@ from cbuild.run.hosts import HostPool, guard_library
 from cbuild.run.stops import CodeStopped
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
-from pytest_instrbudget.config import ConfigError, load_settings, parse_percent
 from pytest_instrbudget.fixture import CBuild
 from pytest_instrbudget.marker import MARKER_HELP, Budget
 from pytest_instrbudget.measure import Meter, measure

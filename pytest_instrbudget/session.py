@@ -10,6 +10,7 @@ from pathlib import Path
 from cbuild.build import cpu, eviction
 from cbuild.build.builder import Builder
 from cbuild.build.demangle import demangle
+from cbuild.config import Settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
 from cbuild.models.costs import Cost, Unavailability, line_label
@@ -18,7 +19,6 @@ from cbuild.report.outputs import locked
 from cbuild.report.snapshot import differing_keys
 from cbuild.report.update import LIBRARIES, MODEL_KEY
 from pytest_instrbudget.baseline import Baseline, BaselineError
-from pytest_instrbudget.config import Settings
 from pytest_instrbudget.marker import Budget
 from pytest_instrbudget.results import (
     ERROR,

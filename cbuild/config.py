@@ -1,4 +1,8 @@
-"""The ``[tool.instrbudget]`` table of pyproject.toml, validated key by key."""
+"""The ``[tool.instrbudget]`` table of pyproject.toml, validated key by key.
+
+The pytest plugin and ``python -m cbuild`` (``warm``, ``cache``) read a project's settings here,
+so both build what the project configured.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from cbuild.errors import CBuildError
 from cbuild.report.snapshot import DEFAULT_PATH
 
 
-class ConfigError(Exception):
+class ConfigError(CBuildError):
     """A configuration value is wrong; the message names the key and what is accepted."""
 
 
