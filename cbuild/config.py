@@ -189,7 +189,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
         elif key == "unavailable":
             kwargs[key] = unavailable_policy(value, where)
     kwargs["model_params"] = params
-    kwargs["build"] = BuildOptions(**build)
+    kwargs["build"] = BuildOptions(**build, root=root)
     if "baseline" not in kwargs:
         kwargs["baseline"] = root / Settings.baseline
     return Settings(**kwargs)

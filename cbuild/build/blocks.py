@@ -7,6 +7,7 @@ llvmlite's own view of a module, and the tests run that check on real modules.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -282,8 +283,8 @@ def _parse_metadata(lines: list[str]) -> tuple[dict[int, tuple[str, int]], dict[
             name = fields.get("filename", '""')[1:-1]
             directory = fields.get("directory", '""')[1:-1]
             if name.startswith("/") or directory in ("", "."):
-                return name
-            return f"{directory}/{name}"
+                return name.removeprefix("./")  # a project file, named relative to the project
+            return os.path.normpath(f"{directory}/{name}")
         if "file" in fields:
             return file_of(ref(fields["file"]), depth + 1)
         return file_of(ref(fields.get("scope")), depth + 1)

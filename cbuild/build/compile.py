@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cbuild.build.cache import Cache, atomic_write, digest, file_digest
 from cbuild.build.options import BuildOptions, language_of
+from cbuild.build.portable import PathMap
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import Toolchain, zig_cache_problem
 from cbuild.errors import CompileError, LinkError, ToolchainError
@@ -67,11 +68,27 @@ def compile_command(tc: Toolchain, source: Source | Path, options: BuildOptions,
         "-DINSTRBUDGET=1",
         "-UNDEBUG" if options.assertions else "-DNDEBUG",
         *(f"-D{d}" for d in options.defines),
+        # Debug information and __FILE__ name the project's files relative to it.
+        *([f"-ffile-prefix-map={options.root}=."] if options.root is not None else []),
+        *(["-fdebug-compilation-dir=."] if options.root is not None and unit.cwd is None else []),
         *flags,
         "-o",
         str(out),
         str(unit.path),
     ]
+
+
+def path_map(options: BuildOptions) -> PathMap:
+    """How keys of ``options``' builds name the project's and the engine's files."""
+    return PathMap(options.root, INCLUDE_DIR)
+
+
+def command_key(tc: Toolchain, cmd: Sequence[str], paths: PathMap) -> str:
+    """The key of a clang command: the driver by its part (the toolchain's identity says which
+    one), paths as :class:`PathMap` writes them."""
+    driver = len(tc.cxx) if list(cmd[: len(tc.cxx)]) == list(tc.cxx) else len(tc.cc)
+    role = "c++" if list(cmd[: len(tc.cxx)]) == list(tc.cxx) else "cc"
+    return digest(tc.identity, role, *paths.args(cmd[driver:]))
 
 
 def _split_stderr(stderr: str, system_root: str | None, cwd: Path | None = None) -> tuple[list[Path], str]:
@@ -109,14 +126,15 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: Bu
         # Textual IR goes straight to the instrumenter; its bytes are its identity.
         return CompiledUnit(path, path, digest("ir", str(path), src_hash))
     # The whole command (the engine's own flags too), with a fixed name for the output.
-    cmd_key = digest(tc.identity, *compile_command(tc, unit, options, Path("unit.ll")))
+    paths = path_map(options)
+    cmd_key = command_key(tc, compile_command(tc, unit, options, Path("unit.ll")), paths)
     if unit.cwd is not None:
         # The directory clang runs in is in the IR (the debug info's compilation directory).
-        cmd_key = digest(cmd_key, f"cwd={unit.cwd}")
+        cmd_key = digest(cmd_key, f"cwd={paths.text(str(unit.cwd))}")
         if not unit.cwd.is_dir():
             raise CompileError(str(path), f"error: the directory to compile it in does not exist: {unit.cwd}")
     manifest_path = cache.path("tu", cmd_key, ".json")
-    hit = _lookup(cache, manifest_path, src_hash, path.name)
+    hit = _lookup(cache, manifest_path, src_hash, path.name, paths)
     if hit is not None:
         cache.touch(manifest_path)
         cache.count("tu", hit=True)
@@ -134,9 +152,9 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: Bu
                 raise ToolchainError(problem)
             raise CompileError(str(path), diagnostics or f"clang exited with status {proc.returncode}")
         ir = out.read_bytes()
-    deps = {str(h): file_digest(h) for h in headers if h.is_file()}
+    deps = {paths.text(str(h)): file_digest(h) for h in headers if h.is_file()}
     ir_key = digest(cmd_key, src_hash, *(f"{p}={h}" for p, h in sorted(deps.items())))
-    edited = file_digest(path) != src_hash or any(Path(h).stat().st_mtime >= started - 1 for h in deps)
+    edited = file_digest(path) != src_hash or any(paths.path(h).stat().st_mtime >= started - 1 for h in deps)
     if edited:
         # A file changed while clang read it: use this IR once, remember nothing.
         ir_key = digest(ir_key, "unstable", str(time.time_ns()))
@@ -175,7 +193,7 @@ def locate_inline_asm(tc: Toolchain, sources: Sequence[Source | Path], options: 
     return None
 
 
-def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str) -> tuple[Path, str] | None:
+def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str, paths: PathMap) -> tuple[Path, str] | None:
     try:
         manifest = json.loads(manifest_path.read_text())
         ir_key = manifest["ir"]
@@ -187,7 +205,7 @@ def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str) -> tupl
         return None
     for dep, expected in manifest.get("deps", {}).items():
         try:
-            if file_digest(Path(dep)) != expected:
+            if file_digest(paths.path(dep)) != expected:
                 return None
         except OSError:
             return None

@@ -276,7 +276,9 @@ def _musl_key(identity: str, flags: tuple[str, ...]) -> str:
     names are routed (:func:`routing_key`). Once per process: its sources do not change under it."""
     from cbuild.build.cache import digest, file_digest
 
-    return digest(identity, routing_key(), *map(file_digest, _musl_sources()), *flags)
+    lib = str(_zig_lib())  # where the wheel is installed is not part of it: another venv hits the cache
+    portable = (f.replace(lib, "<zig>") for f in flags)
+    return digest(identity, routing_key(), *map(file_digest, _musl_sources()), *portable)
 
 
 def musl_names(texts: Sequence[str], *, size_bits: int) -> list[str]:

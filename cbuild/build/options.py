@@ -46,6 +46,10 @@ class BuildOptions:
     #: lies at a fixed address. False counts only the user's own code: the host's libraries
     #: do that work, uncounted.
     count_libraries: bool = True
+    #: The project's directory (the plugin's rootdir): paths under it are named relative to it in
+    #: cache keys and debug information, so a copy of the project elsewhere hits the cache. Not
+    #: part of the key itself.
+    root: Path | None = None
     #: False (the default) defines ``NDEBUG``, as release builds do: ``assert`` costs nothing.
     #: True undefines it, whatever the optimisation level and driver (``zig cc`` defines it
     #: when it optimises, a plain clang does not): the checks run and are counted.
@@ -61,13 +65,21 @@ class BuildOptions:
         """The llvmlite pipeline level matching :attr:`opt_level` (``s``/``z`` optimise as 2)."""
         return int(self.opt_level) if self.opt_level.isdigit() else 2
 
+    def _portable(self, path: Path) -> str:
+        """``path`` for a key: relative to :attr:`root` when under it."""
+        if self.root is not None:
+            for root in (self.root, self.root.resolve()):
+                if path.is_relative_to(root):
+                    return f"<project>/{path.relative_to(root).as_posix()}"
+        return str(path)
+
     def key_parts(self) -> list[str]:
         """Every field, rendered for a cache key."""
         return [
             f"O{self.opt_level}",
             "\0".join(self.cflags),
             "\0".join(self.cxxflags),
-            "\0".join(str(p) for p in self.include_dirs),
+            "\0".join(self._portable(p) for p in self.include_dirs),
             "\0".join(self.defines),
             "\0".join(self.ldflags),
             f"instrument={self.instrument}",

@@ -155,7 +155,7 @@ def find_toolchain(clang: str | None = None) -> Toolchain:
         system_root: str | None = str(Path(zig).parent / "lib")
         is_zig = True
         where = f"the ziglang wheel {metadata.version('ziglang')}"
-        origin = f"{where} at {zig}"
+        origin = where  # the wheel's version, not where it is installed: another venv hits the cache
     else:
         resolved = shutil.which(clang)
         if resolved is None:

@@ -219,7 +219,7 @@ def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> list[Path
     own = compile_own(tc, cache, code, what=what, stem="libc", flags=flags, suffix=".o")
     musl = musl_ir(tc, cache, flags=tgt.flags)
     codegen = [*tc.cc, "-target", tgt.triple, *tgt.flags, "-O2", "-c"]
-    key = digest(VERSION, tc.identity, *codegen, *(p.name for p in musl))
+    key = digest(VERSION, tc.identity, *codegen[len(tc.cc) :], *(p.name for p in musl))
 
     def make(files: list[Path]) -> None:
         with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
@@ -263,7 +263,7 @@ def build_riscv(
     with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
         objects: list[str] = []
         for source, unit in zip(sources, units, strict=True):
-            key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen, *library)
+            key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen[len(driver) :], *library)
             obj = cache.path("rvobj", key, ".o")
 
             def make(files: list[Path], unit_ir: Path = unit.ir_path, source: Source | Path = source) -> None:
