@@ -84,14 +84,16 @@ def test_merge_refuses_shards_of_different_runs_naming_the_file(tmp_path: Path) 
         shards.load(tmp_path / "cut.json")
 
 
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
 def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return _run(cwd, "pytest", "-p", "no:cacheprovider", "-q", *args)
+
+
+def _cbuild(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _run(cwd, "cbuild", *args)
 
 
 @pytest.mark.slow
@@ -123,24 +125,12 @@ def test_three_pytest_split_shards_merge_to_the_unsharded_run(tmp_path: Path) ->
         )
         assert shard.returncode in (0, 1), shard.stdout[-3000:] + shard.stderr[-3000:]
         assert json.loads((example / f"shard-{group}.json").read_text())["selected"]
-    merge = subprocess.run(
-        [sys.executable, "-m", "cbuild", "merge", "shard-1.json", "shard-2.json", "shard-3.json", "-o", "all.json"],
-        cwd=example,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    merge = _cbuild(example, "merge", "shard-1.json", "shard-2.json", "shard-3.json", "-o", "all.json")
     assert merge.returncode == 0, merge.stderr
     assert "merged 3 document(s) into all.json: 64 of 64 collected test(s) ran, 64 measured" in merge.stderr
     assert (example / "all.json").read_bytes() == (example / "whole.json").read_bytes()
 
-    update = subprocess.run(
-        [sys.executable, "-m", "cbuild", "baseline", "update", "all.json", "--prune"],
-        cwd=example,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    update = _cbuild(example, "baseline", "update", "all.json", "--prune")
     assert update.returncode == 0, update.stderr
     assert "1 failing test(s) not written: tests/test_hashmap.py::test_hashmap_fnv1a_known_vectors" in update.stderr
     assert ", 1 pruned" in update.stderr

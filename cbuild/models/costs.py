@@ -95,8 +95,13 @@ def enclosing_function(table: BlockTable, file: str, line: int) -> str | None:
     wanted = os.path.normpath(file)
 
     def same(path: str) -> bool:
+        """One file, named absolutely on one side and relative to the project on the other."""
         path = os.path.normpath(path)
-        return path == wanted or (not os.path.isabs(wanted) and path.endswith(os.sep + wanted))
+        if path == wanted:
+            return True
+        if not os.path.isabs(wanted) and path.endswith(os.sep + wanted):
+            return True
+        return not os.path.isabs(path) and wanted.endswith(os.sep + path)
 
     spans: dict[str, tuple[int, int]] = {}
     on_line: set[str] = set()
