@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.signatures import read_signatures
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
+from cbuild.build.watch import BuildWatch
 from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError, LLVMCrashed
 from cbuild.models import dynamic
 from cbuild.models.base import BuildView, CostModel, ModelError
@@ -191,9 +192,16 @@ class Builder:
         # The LLVM worker (Python and llvmlite) starts while clang runs; once per process.
         llvm_worker.prestart()
         self.cache.ensure_writable()
+        more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+        watch = BuildWatch(self.progress, f"{paths[0].name}{more}")
         # clang runs are independent processes: compile the translation units side by side.
         with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as pool:
-            units = list(pool.map(lambda s: compile_unit(self.toolchain, self.cache, s, options), sources))
+            futures = [pool.submit(compile_unit, self.toolchain, self.cache, s, options) for s in sources]
+            watch.step("compiling", 0, len(futures))
+            for done, _ in enumerate(as_completed(futures), start=1):
+                if done < len(futures):
+                    watch.step("compiling", done, len(futures))
+            units = [f.result() for f in futures]
         key = digest(
             PIPELINE_VERSION,
             self.toolchain.identity,
@@ -219,9 +227,20 @@ class Builder:
         cxx = "c++" in languages
 
         def make(files: list[Path]) -> None:
-            self._make(units, files[0], files[1], artifact, options=options, models=models, cxx=cxx, sources=sources)
+            self._make(
+                units,
+                files[0],
+                files[1],
+                artifact,
+                options=options,
+                models=models,
+                cxx=cxx,
+                sources=sources,
+                watch=watch,
+            )
 
         self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
+        watch.done()
         return artifact
 
     def _make(
@@ -235,11 +254,13 @@ class Builder:
         models: Sequence[CostModel],
         cxx: bool,
         sources: Sequence[Source],
+        watch: BuildWatch,
     ) -> None:
         """Link, instrument, analyse, generate code and link the binary; write it and its sidecar."""
         key = artifact.key
         kind = artifact.kind
         # LLVM runs in worker processes (cbuild.build.llvm_worker): an abort there fails this build only.
+        watch.step("linking the IR")
         linked_text = self._link_units(units, options, self.toolchain)
         if cpu.applies(self.toolchain.triple):
             linked_text = cpu.canonical_cpu(linked_text, options.cpu)
@@ -247,6 +268,7 @@ class Builder:
         events = frozenset(e for model in active for e in model.events)
         placement = options.placement
         while True:
+            watch.step("instrumenting")
             result = instrument(
                 linked_text,
                 build_id=key,
@@ -260,6 +282,7 @@ class Builder:
             # With dynamic phases the models' hooks join the program's module, to be inlined
             # where they are called; without, the models' object holds the (empty) results.
             extra = [] if dynamic_phases else [models_code]
+            watch.step("generating code")
             try:
                 obj = llvm_worker.compile_module(
                     result.text,
@@ -281,6 +304,7 @@ class Builder:
                 # Edge counters need new blocks on some edges; should LLVM refuse one,
                 # one counter per block still counts the same.
                 placement = "blocks"
+        watch.step("linking")
         self._link(obj, binary, name=artifact.name, kind=kind, cxx=cxx, options=options, extra=extra)
         executing = [m for m in models if m.executes() is not None] if options.instrument else []
         for model in executing:
@@ -289,7 +313,7 @@ class Builder:
             "table": result.table.to_json(),
             "signatures": read_signatures(linked_text),
             "models": analyses,
-            "machines": self._machine_builds(executing, sources, options, kind, key, artifact.name),
+            "machines": self._machine_builds(executing, sources, options, kind, key, artifact.name, watch),
         }
         atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
 
@@ -353,12 +377,14 @@ class Builder:
         kind: str,
         key: str,
         name: str,
+        watch: BuildWatch,
     ) -> dict[str, Any]:
         """For each RISC-V target a model executes: its build and the executor with the target's
         models compiled in, or why the code cannot be built for it."""
         out: dict[str, Any] = {}
         targets = sorted({t for m in models if (t := m.executes()) is not None})
         for target in targets:
+            watch.step(f"building for {target}")
             mine = [m for m in models if m.executes() == target]
             runtimes = [m.exec_runtime() for m in mine]
             elf_key = digest(key, target)

@@ -1,0 +1,57 @@
+"""A long build says what it is doing and how far it is; a quick one says nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from cbuild.build import watch as watch_module
+from cbuild.build.watch import BuildWatch
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(watch_module.time, "monotonic", fake)
+    return fake
+
+
+def test_a_quick_build_says_nothing(clock: Clock) -> None:
+    said: list[str] = []
+    watch = BuildWatch(said.append, "lib.c")
+    watch.step("compiling", 0, 1)
+    clock.now += 1.0
+    watch.step("instrumenting")
+    clock.now += 1.0
+    watch.done()
+    assert said == []
+
+
+def test_a_long_build_names_its_steps_at_most_every_ten_seconds_and_its_total(clock: Clock) -> None:
+    said: list[str] = []
+    watch = BuildWatch(said.append, "cmark.c and 34 more")
+    watch.step("compiling", 0, 35)
+    for done in range(1, 35):
+        clock.now += 1.0
+        watch.step("compiling", done, 35)
+    clock.now += 2.0
+    watch.step("instrumenting")
+    clock.now += 20.0
+    watch.step("building for riscv32")
+    clock.now += 5.0
+    watch.done()
+    assert said == [
+        "building cmark.c and 34 more: compiling 3 of 35 (3 s so far)",
+        "building cmark.c and 34 more: compiling 13 of 35 (13 s so far)",
+        "building cmark.c and 34 more: compiling 23 of 35 (23 s so far)",
+        "building cmark.c and 34 more: compiling 33 of 35 (33 s so far)",
+        "building cmark.c and 34 more: building for riscv32 (56 s so far)",
+        "built cmark.c and 34 more in 61.0 s: compiling 36.0 s, instrumenting 20.0 s, building for riscv32 5.0 s",
+    ]
