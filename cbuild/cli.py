@@ -22,7 +22,7 @@ from cbuild.build.builder import Builder
 from cbuild.build.cache import atomic_write, default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
 from cbuild.build.demangle import demangle, demangled_keys
-from cbuild.build.options import OPT_LEVELS, BuildOptions
+from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions
 from cbuild.config import load_settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
@@ -142,7 +142,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="a model tests choose with models=[...] beyond [tool.instrbudget] models (repeatable)",
     )
-    warm.add_argument("--no-cxx", action="store_true", help="leave out C++ (libc++ is the longest build)")
+    warm.add_argument(
+        "--cxx",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="warm C++ too, libc++ being the longest build (default: if the project has C++ sources)",
+    )
     cache = sub.add_parser("cache", help="what the build cache holds; keep it within a size, or empty it")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
     for name, text in (
@@ -299,6 +304,24 @@ def _project_root() -> Path:
     return Path.cwd()
 
 
+#: Directories a search for a project's sources passes by.
+_NOT_SOURCES = {"node_modules", "venv", "build", "dist", "__pycache__", "site-packages"}
+
+
+def _has_cxx_sources(root: Path, limit: int = 50_000) -> bool:
+    """Whether the project has C++ sources (looking at ``limit`` files at most, hidden folders left out)."""
+    seen = 0
+    for _, folders, files in os.walk(root):
+        folders[:] = [f for f in folders if not f.startswith(".") and f not in _NOT_SOURCES]
+        for name in files:
+            if Path(name).suffix in CXX_SUFFIXES:
+                return True
+            seen += 1
+            if seen >= limit:
+                return False
+    return False
+
+
 def _cmd_warm(args: argparse.Namespace) -> int:
     registry = default_registry()
     root = _project_root()
@@ -315,7 +338,8 @@ def _cmd_warm(args: argparse.Namespace) -> int:
     options = settings.build_options(instrument=True)
     options = dataclasses.replace(options, model_params=tuple(p for m in models for p in m.key_params()))
     say(f"warming the build cache {builder.cache.root} for {root} ({builder.toolchain.fingerprint_text})")
-    seconds = warm(builder, options, models, cxx=not args.no_cxx, say=lambda line: say(f"  {line}"))
+    cxx = args.cxx if args.cxx is not None else _has_cxx_sources(root)
+    seconds = warm(builder, options, models, cxx=cxx, say=lambda line: say(f"  {line}"))
     say(f"warm in {seconds:.1f} s")
     return 0
 

@@ -21,7 +21,7 @@ def test_warm_leaves_a_session_only_its_own_sources_to_build(pytester: pytest.Py
     pytester.makefile(".c", lib="#include <string.h>\nint len(const char *s) { return (int)strlen(s); }\n")
     pytester.makepyfile(test_a="def test_a(cbuild):\n    assert cbuild.library('lib.c').len(b'four') == 4\n")
     warm = subprocess.run(
-        [sys.executable, "-m", "cbuild", "warm", "--no-cxx"],
+        [sys.executable, "-m", "cbuild", "warm"],  # no C++ sources: no C++
         cwd=pytester.path,
         capture_output=True,
         text=True,
