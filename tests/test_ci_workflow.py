@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,8 @@ def test_the_workflow_runs_on_the_example_project(tmp_path: Path) -> None:
     project = tmp_path / "checkout"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     summary = tmp_path / "summary.md"
-    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary))
+    # `python` is this environment's, as setup-python makes it the runner's.
+    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
 
     def run(command: str) -> None:
         proc = subprocess.run(["bash", "-e", "-c", command], cwd=project, env=env, capture_output=True, text=True)
