@@ -551,3 +551,29 @@ def test_an_endless_iterator_of_the_module_streams_in_batches(hostile_artifact) 
         assert list(hostile.Naturals(7)) == list(range(7))
         assert list(hostile.Naturals(0)) == []
         assert sum(hostile.Naturals(3_001)) == 3_000 * 3_001 // 2
+
+
+def test_riscv_models_on_an_extension_say_it_runs_natively_only(pytester: pytest.Pytester) -> None:
+    """zkvm on code that includes Python.h: not CPython's LONG_BIT error deep in pyport.h, but what
+    it means, where the module includes the header, and the native metric still measured."""
+    pytester.makefile(".c", demo=DEMO_C)
+    pytester.makepyfile(
+        test_ext="def test_triangle(cbuild):\n"
+        "    demo = cbuild.extension('demo.c', name='demo')\n"
+        "    assert demo.triangle(10) == 45\n"
+    )
+    pytester.makefile(".toml", pyproject='[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\n')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-json=r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "instrbudget: zkvm metrics unavailable in 1 test(s):*",
+            "instrbudget:   test_ext.py::test_triangle: cannot be built for riscv32: it includes CPython's headers "
+            "(Python.h), which describe this host's Python, not a riscv32 one: extension modules run natively only*",
+            "instrbudget:     at demo.c:2",  # its #include <Python.h>
+        ]
+    )
+    assert "LONG_BIT" not in result.stdout.str()
+    doc = json.loads((pytester.path / "r.json").read_text())["tests"]["test_ext.py::test_triangle"]
+    assert doc["metrics"]["ir_instructions"]["value"] > 0
+    assert set(doc["unavailable"]) == {"zk_cycles", "zk_user_cycles", "zk_paging_cycles", "zk_segments"}

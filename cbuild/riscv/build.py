@@ -106,6 +106,25 @@ def _unavailable(target_name: str, diagnostics: str) -> TargetUnavailable:
     return TargetUnavailable(target_name, first or "the compiler failed")
 
 
+#: A diagnostic in CPython's own headers.
+_PYTHON_HEADER = re.compile(r"(?:^|/)(?:Python|pyport|pyconfig|pymacconfig|object)\.h:\d+:\d+: error", re.MULTILINE)
+_INCLUDED_FROM = re.compile(r"^In file included from (?P<where>[^\n]+?:\d+):", re.MULTILINE)
+
+
+def _python_headers(target_name: str, diagnostics: str) -> TargetUnavailable | None:
+    """Code that includes ``Python.h``: an extension module, which runs natively only (CPython's
+    headers are the host's and describe its Python); where it includes them, when clang says."""
+    if "Python.h" not in diagnostics or not _PYTHON_HEADER.search(diagnostics):
+        return None
+    included = _INCLUDED_FROM.search(diagnostics)
+    reason = (
+        f"it includes CPython's headers (Python.h), which describe this host's Python, not a {target_name} one: "
+        f"extension modules run natively only, and the models that execute a {target_name} build measure "
+        "nothing of them (their native metrics, such as ir_instructions, are measured)"
+    )
+    return TargetUnavailable(target_name, reason, included.group("where") if included else "")
+
+
 def _run(cmd: list[str], target_name: str) -> None:
     """Run clang; a failure is the target's (compile errors, and symbols a static link lacks)."""
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -252,7 +271,7 @@ def build_riscv(
         try:
             units.append(compile_unit(tc, cache, source, opts))
         except CompileError as exc:
-            raise _unavailable(target_name, str(exc)) from None
+            raise (_python_headers(target_name, str(exc)) or _unavailable(target_name, str(exc))) from None
     cxx = any(language_of(s.path) == "c++" for s in sources)
     driver = toolchain.cxx if cxx else toolchain.cc
     codegen = [*driver, "-target", tgt.triple, *tgt.flags, f"-O{options.opt_level}", "-Xclang", "-disable-llvm-passes"]
