@@ -577,3 +577,91 @@ def test_riscv_models_on_an_extension_say_it_runs_natively_only(pytester: pytest
     doc = json.loads((pytester.path / "r.json").read_text())["tests"]["test_ext.py::test_triangle"]
     assert doc["metrics"]["ir_instructions"]["value"] > 0
     assert set(doc["unavailable"]) == {"zk_cycles", "zk_user_cycles", "zk_paging_cycles", "zk_segments"}
+
+
+BITS_C = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* A word of bits: & | ^ << >> ~, int(), float(), bool(), use as an index, and `i in bits`. */
+typedef struct { PyObject_HEAD unsigned long v; } Bits;
+static PyTypeObject BitsType;
+
+static PyObject *make(unsigned long v) {
+    Bits *b = PyObject_New(Bits, &BitsType);
+    if (b) b->v = v;
+    return (PyObject *)b;
+}
+static int value(PyObject *o, unsigned long *v) {
+    if (PyObject_TypeCheck(o, &BitsType)) { *v = ((Bits *)o)->v; return 1; }
+    if (PyLong_Check(o)) { *v = PyLong_AsUnsignedLong(o); return !PyErr_Occurred(); }
+    return 0;
+}
+#define BINARY(name, expr) \
+    static PyObject *name(PyObject *a, PyObject *b) { \
+        unsigned long x, y; \
+        if (!value(a, &x) || !value(b, &y)) Py_RETURN_NOTIMPLEMENTED; \
+        return make(expr); \
+    }
+BINARY(b_and, x & y)
+BINARY(b_or, x | y)
+BINARY(b_xor, x ^ y)
+BINARY(b_lshift, x << y)
+BINARY(b_rshift, x >> y)
+static PyObject *b_invert(PyObject *a) { return make(~((Bits *)a)->v & 0xffu); }
+static PyObject *b_int(PyObject *a) { return PyLong_FromUnsignedLong(((Bits *)a)->v); }
+static PyObject *b_float(PyObject *a) { return PyFloat_FromDouble((double)((Bits *)a)->v); }
+static int b_bool(PyObject *a) { return ((Bits *)a)->v != 0; }
+static int b_contains(PyObject *a, PyObject *i) {
+    long n = PyLong_AsLong(i);
+    return n == -1 && PyErr_Occurred() ? -1 : (int)((((Bits *)a)->v >> n) & 1u);
+}
+static PyObject *b_new(PyTypeObject *t, PyObject *args, PyObject *kw) {
+    unsigned long v = 0;
+    if (!PyArg_ParseTuple(args, "k", &v)) return NULL;
+    return make(v);
+}
+static PyNumberMethods number = {
+    .nb_and = b_and, .nb_or = b_or, .nb_xor = b_xor, .nb_lshift = b_lshift, .nb_rshift = b_rshift,
+    .nb_invert = b_invert, .nb_int = b_int, .nb_float = b_float, .nb_bool = b_bool, .nb_index = b_int,
+};
+static PySequenceMethods sequence = {.sq_contains = b_contains};
+static PyTypeObject BitsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bits.Bits", .tp_basicsize = sizeof(Bits), .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = b_new, .tp_as_number = &number, .tp_as_sequence = &sequence,
+};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "bits", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_bits(void) {
+    if (PyType_Ready(&BitsType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddObjectRef(m, "Bits", (PyObject *)&BitsType) < 0) { Py_DECREF(m); return NULL; }
+    return m;
+}
+"""
+
+
+def test_operators_on_the_modules_objects(builder: Builder, tmp_path: Path) -> None:
+    source = tmp_path / "bits.c"
+    source.write_text(BITS_C)
+    artifact = builder.build([source], options=extension_options(BuildOptions()), kind="library")
+    with Extension(artifact, "bits") as bits:
+        a, b = bits.Bits(0b1100), bits.Bits(0b1010)
+        assert (int(a & b), int(a | b), int(a ^ b), int(a << 1), int(a >> 2)) == (8, 14, 6, 24, 3)
+        assert (int(3 & a), int(1 | a), int(0xF ^ a), int(1 << bits.Bits(3))) == (0, 13, 3, 8)  # reflected
+        assert int(~a) == 0b11110011
+        c = a
+        c &= b  # in place: the type has no in-place slot, so Python makes a new object
+        assert (int(c), int(a)) == (8, 12)
+        assert (float(a), bool(a), bool(bits.Bits(0))) == (12.0, True, False)
+        assert (hex(a), [10, 20, 30, 40][bits.Bits(2)]) == ("0xc", 30)  # __index__
+        assert (2 in a, 0 in a) == (True, False)
+        # What the type does not support says so, as Python would.
+        with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for @: 'bits.Bits' and 'bits.Bits'"):
+            a @ b
+        with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for divmod\(\): 'bits.Bits' and 'int'"):
+            divmod(a, 2)
+        with pytest.raises(TypeError, match=r"bad operand type for abs\(\): 'bits.Bits'"):
+            abs(a)
+        with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*\*"):
+            a**2

@@ -24,7 +24,7 @@ import re
 import sys
 import sysconfig
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from typing import Any
 from cbuild.build.builder import Artifact
 from cbuild.build.options import BuildOptions
 from cbuild.errors import CBuildError
-from cbuild.run.host_server import SCALARS
+from cbuild.run.host_server import BINARY_OPERATORS, SCALARS
 from cbuild.run.hosts import HostProcess
 from cbuild.run.library import Library
 
@@ -194,9 +194,12 @@ _FORWARDED_SPECIAL = frozenset({"__name__", "__qualname__", "__version__", "__al
 class RemoteObject:
     """An object that lives in the library host (a function, a module, an object the module made).
 
-    Attribute access, calls, ``len()``, indexing, iteration, ``repr()``, comparisons,
-    ``+ - * / // %`` with the object on the left, negation, ``int()`` and ``float()`` are
-    carried out there. ``isinstance()`` with the module's classes is not available.
+    Attribute access, calls, ``len()``, indexing, iteration, ``in``, ``repr()``, comparisons,
+    the binary operators (``+ - * @ / // % ** << >> & | ^`` and ``divmod()``, with the object
+    on either side and in place), ``- + ~ abs()``, ``int() float() complex() bool() round()``
+    and use as an index are carried out there: what the object's type does not support raises
+    the ``TypeError`` Python gives for it. ``isinstance()`` with the module's classes is not
+    available.
     """
 
     __slots__ = ("_handle", "_label", "_module")
@@ -292,26 +295,28 @@ class RemoteObject:
     def __ge__(self, other: Any) -> Any:
         return self._do("ge", other)
 
-    def __add__(self, other: Any) -> Any:
-        return self._do("add", other)
-
-    def __sub__(self, other: Any) -> Any:
-        return self._do("sub", other)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._do("mul", other)
-
-    def __truediv__(self, other: Any) -> Any:
-        return self._do("truediv", other)
-
-    def __floordiv__(self, other: Any) -> Any:
-        return self._do("floordiv", other)
-
-    def __mod__(self, other: Any) -> Any:
-        return self._do("mod", other)
-
     def __neg__(self) -> Any:
         return self._do("neg")
+
+    def __pos__(self) -> Any:
+        return self._do("pos")
+
+    def __invert__(self) -> Any:
+        return self._do("invert")
+
+    def __abs__(self) -> Any:
+        return self._do("abs")
+
+    def __index__(self) -> int:
+        value: int = self._do("index")
+        return value
+
+    def __complex__(self) -> complex:
+        value: complex = self._do("complex")
+        return value
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        return self._do("round") if ndigits is None else self._do("round", ndigits)
 
     def __int__(self) -> int:
         value: int = self._do("int")
@@ -320,6 +325,21 @@ class RemoteObject:
     def __float__(self) -> float:
         value: float = self._do("float")
         return value
+
+
+def _operator(name: str) -> Callable[[RemoteObject, Any], Any]:
+    def method(self: RemoteObject, other: Any) -> Any:
+        __tracebackhide__ = True
+        return self._do(name, other)
+
+    method.__name__ = f"__{name}__"
+    return method
+
+
+for _name in BINARY_OPERATORS:
+    # ``a & b`` (``and``), ``1 & a`` (``rand``), ``a &= b`` (``iand``; no in-place divmod).
+    for _form in (_name, f"r{_name}", *((f"i{_name}",) if _name != "divmod" else ())):
+        setattr(RemoteObject, f"__{_form}__", _operator(_form))
 
 
 class Extension(RemoteObject):

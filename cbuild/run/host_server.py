@@ -273,11 +273,25 @@ def _python_ops() -> dict[str, Callable[..., Any]]:
             getattr=getattr, setattr=setattr, repr=repr, str=str, len=len, getitem=operator.getitem,
             setitem=operator.setitem, contains=operator.contains, bool=bool, eq=operator.eq, ne=operator.ne,
             hash=hash, dir=dir, list=list, lt=operator.lt, le=operator.le, gt=operator.gt, ge=operator.ge,
-            add=operator.add, sub=operator.sub, mul=operator.mul, truediv=operator.truediv,
-            floordiv=operator.floordiv, mod=operator.mod, neg=operator.neg, int=int, float=float,
+            neg=operator.neg, pos=operator.pos, invert=operator.invert, abs=abs, index=operator.index,
+            int=int, float=float, complex=complex, round=round,
             iter_start=_iter_start, iter_take=_iter_take, iter_end=_iter_end,
         )  # fmt: skip
+        # Binary operators, each also reflected (``1 & obj``: ``rand``) and in place (``obj &= 1``: ``iand``).
+        for name in BINARY_OPERATORS:
+            forward = divmod if name == "divmod" else getattr(operator, f"{name}_" if name in ("and", "or") else name)
+            _OPS[name] = forward
+            _OPS[f"r{name}"] = lambda obj, other, forward=forward: forward(other, obj)
+            if name != "divmod":
+                _OPS[f"i{name}"] = getattr(operator, f"i{name}")
     return _OPS
+
+
+#: Binary operators a test may apply to an object of the module's (by their dunder names).
+BINARY_OPERATORS = (
+    "add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "divmod",
+    "lshift", "rshift", "and", "or", "xor",
+)  # fmt: skip
 
 
 def _shared(obj: Any) -> bool:
