@@ -180,6 +180,7 @@ class CBuild:
         adjust: Callable[[BuildOptions], BuildOptions] | None = None,
         models: Sequence[CostModel] = (),
         assertions: bool | None = None,
+        keep_main: bool = False,
     ) -> Artifact:
         """Build ``sources`` (paths or globs relative to the test file; with ``compile_commands``,
         the database's sources they name, or all of them, each with its own flags) with ``models``."""
@@ -209,7 +210,7 @@ class CBuild:
             raise BuildDescriptionError("targets= picks entries of a compilation database; pass compile_commands= too")
         else:
             units = expand(sources, self._base)
-        return self._builder.build(units, options=options, kind=kind, models=models)
+        return self._builder.build(units, options=options, kind=kind, models=models, keep_main=keep_main)
 
     def library(
         self,
@@ -227,6 +228,7 @@ class CBuild:
         assertions: bool | None = None,
         timeout: float | None = None,
         models: Sequence[str] | None = None,
+        keep_main: bool = False,
     ) -> Library:
         """Build a shared library and load a fresh instance of it into this test's library process.
 
@@ -238,12 +240,13 @@ class CBuild:
         there: ``sources`` pick files of the database (none: all of them), ``targets`` its entries
         of some CMake/Meson targets. ``timeout`` limits each call, in seconds (default: the
         marker's, else the config's). ``models`` names the cost models measuring this build, some
-        of the test's (default: all of them).
+        of the test's (default: all of them). A source that defines ``main`` is an error naming it
+        (a glob took a program's file) unless ``keep_main``.
         """
         artifact = self._build(
             _all(paths, sources, exclude), "library", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=self._build_models(models, "cbuild.library"),
-            assertions=assertions,
+            assertions=assertions, keep_main=keep_main,
         )  # fmt: skip
         library = Library(artifact, host=self._take_host(), timeout=self._call_timeout(timeout))
         self._meter.add_library(library)

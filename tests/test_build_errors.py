@@ -173,3 +173,28 @@ def test_engine_errors_in_tests_are_short(pytester: pytest.Pytester) -> None:
         consecutive=False,
     )
     assert len(out.splitlines()) < 80
+
+
+def test_a_library_whose_sources_define_main_is_an_error_naming_the_file(pytester: pytest.Pytester) -> None:
+    """A glob that took the project's command-line program too: said at build time, before any model."""
+    (pytester.path / "src").mkdir()
+    (pytester.path / "src" / "twice.c").write_text(TWICE_A)
+    (pytester.path / "src" / "main.c").write_text('#include <stdio.h>\nint main(void) { puts("cli"); return 0; }\n')
+    pytester.makepyfile(
+        test_lib="def test_glob(cbuild):\n"
+        "    assert cbuild.library('src/*.c').twice(2) == 4\n"
+        "\n"
+        "def test_excluded(cbuild):\n"
+        "    assert cbuild.library('src/*.c', exclude=['src/main.c']).twice(3) == 6\n"
+        "\n"
+        "def test_kept(cbuild):\n"
+        "    assert cbuild.library('src/*.c', keep_main=True).twice(4) == 8\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*CBuildError: */src/main.c defines main, and this is a library: its functions are called, main never "
+            "runs *Leave main.c out (exclude=, or a '!pattern' among the sources), or pass keep_main=True*"
+        ]
+    )

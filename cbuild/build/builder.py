@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,20 @@ def engine_digest() -> str:
     data = ("runtime/*.c", "libc/*.[ch]", "libc/musl/*.c", "riscv/machines/*.toml", "include/*.h")
     files = [*here.rglob("*.py"), *(p for pattern in data for p in here.glob(pattern))]
     return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
+
+
+_DEFINES_MAIN = re.compile(rb"^define [^@\n]*@main\(", re.MULTILINE)
+
+
+def _refuse_main(units: Sequence[CompiledUnit]) -> None:
+    """A library's sources defining ``main``: usually a glob that took a program's file too."""
+    for unit in units:
+        if _DEFINES_MAIN.search(unit.ir_path.read_bytes()):
+            raise CBuildError(
+                f"{unit.source} defines main, and this is a library: its functions are called, main never runs "
+                f"(and the RISC-V models run a library under a main of their own). Leave {unit.source.name} out "
+                "(exclude=, or a '!pattern' among the sources), or pass keep_main=True if it belongs in the library"
+            )
 
 
 def _sources_state(sources: Sequence[Path | str]) -> tuple[tuple[str, int, int], ...]:
@@ -139,29 +154,37 @@ class Builder:
         options: BuildOptions | None = None,
         kind: str = "program",
         models: Sequence[CostModel] = (),
+        keep_main: bool = False,
     ) -> Artifact:
         """Build (or find in the cache) a program or shared library from ``sources``: paths, or
         :class:`~cbuild.build.sources.Source` values with flags and a directory of their own.
 
         ``models`` run their static phase on the build, and their dynamic phases are
-        linked into it (instrumented builds only).
+        linked into it (instrumented builds only). A library whose sources define ``main`` is
+        an error naming the file (usually a glob took a program's file) unless ``keep_main``.
         """
         options = options or BuildOptions()
         units = tuple(Source.of(s) for s in sources)
         # A build that failed fails the same way until a source changes: not retried by every test.
         state = _sources_state([u.path for u in units])
-        attempt = (state, units, options, kind, tuple((m.name, tuple(m.key_params())) for m in models))
+        attempt = (state, units, options, kind, tuple((m.name, tuple(m.key_params())) for m in models), keep_main)
         failed = self._failed.get(attempt)
         if failed is not None:
             raise failed.with_traceback(None)
         try:
-            return self._build(units, options, kind, models)
+            return self._build(units, options, kind, models, keep_main=keep_main)
         except CBuildError as exc:
             self._failed[attempt] = exc
             raise
 
     def _build(
-        self, sources: Sequence[Source], options: BuildOptions, kind: str, models: Sequence[CostModel]
+        self,
+        sources: Sequence[Source],
+        options: BuildOptions,
+        kind: str,
+        models: Sequence[CostModel],
+        *,
+        keep_main: bool = False,
     ) -> Artifact:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
@@ -202,6 +225,8 @@ class Builder:
                 if done < len(futures):
                     watch.step("compiling", done, len(futures))
             units = [f.result() for f in futures]
+        if kind == "library" and not keep_main:
+            _refuse_main(units)
         key = digest(
             PIPELINE_VERSION,
             self.toolchain.identity,
