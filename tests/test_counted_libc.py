@@ -152,7 +152,7 @@ def test_counted_libc_qsort_same_in_a_library_and_a_program(builder: Builder, wr
     """The comparator is user code: with the counted qsort it runs as often in the host process
     (the host's C library beside it) as in a program, and the sort's count grows as n log n."""
     source = write("sort.c", SORT_C)
-    lib = Library(builder.build([source], kind="library", options=COUNTED))
+    lib = Library(builder.build([source], kind="library", options=COUNTED, keep_main=True))
     calls = lib.sort_scrambled(10_000)
     assert calls > 0
     program = builder.build([source], options=COUNTED)
@@ -427,7 +427,9 @@ def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl
         per_libc[triple] = sort_costs(result.counts)
     assert b"ld-linux" not in program.path.read_bytes()  # no dynamic loader: the static musl program
     lib = Library(
-        Builder(cache_dir=shared_cache, progress=lambda message: None).build([source], kind="library", options=COUNTED)
+        Builder(cache_dir=shared_cache, progress=lambda message: None).build(
+            [source], kind="library", options=COUNTED, keep_main=True
+        )
     )
     before = lib.snapshot()
     lib.sort_scrambled(10_000)

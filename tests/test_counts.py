@@ -73,7 +73,7 @@ def test_counts_program_total_matches_library_total(builder: Builder, write, tmp
     assert run.returncode == 0
     assert run.counts is not None
     (cost,) = MODEL.evaluate(run.counts)
-    lib = Library(builder.build([src], kind="library"))
+    lib = Library(builder.build([src], kind="library", keep_main=True))
     main_cost = cost.functions["main"]
     assert cost.total == _total(lib, lib.sum_to, 10) + main_cost
 
@@ -158,7 +158,7 @@ def test_counts_cxx_exceptions_and_stl(builder: Builder, write, tmp_path: Path) 
     again = run_program(builder.build([src]), [])
     assert again.counts is not None
     assert MODEL.evaluate(again.counts)[0].total == first
-    lib = Library(builder.build([src], kind="library"))
+    lib = Library(builder.build([src], kind="library", keep_main=True))
     assert lib.count_words(4) == 504  # lengths 1 + 2 + 3, minus 1 for the throw; 4 distinct keys
     # Each iteration that throws executes the handler's blocks: the cost grows with n.
     assert _total(lib, lib.count_words, 8) > _total(lib, lib.count_words, 4)

@@ -368,7 +368,7 @@ def test_model_choice_library_defining_main_builds_for_riscv(pytester: pytest.Py
 
         @pytest.mark.budget(max_zkcycles=1)
         def test_lib(cbuild):
-            assert cbuild.library("lib.c").work(10) == 45
+            assert cbuild.library("lib.c", keep_main=True).work(10) == 45
         """
     )
     pytester.makepyprojecttoml(f'[tool.instrbudget]\nopt_level = "1"\nmodels = ["ir-count", "zkvm"]\n{ZKVM_TABLE}')

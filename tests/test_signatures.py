@@ -541,7 +541,7 @@ def test_metadata_values() -> None:
 
 def _table(builder: Builder, sources: Sequence[Path], options: BuildOptions) -> list[tuple[Any, ...]]:
     """Each block's function, size and source lines."""
-    table = builder.build(list(sources), options=options, kind="library").table()
+    table = builder.build(list(sources), options=options, kind="library", keep_main=True).table()
     return [(b.function, b.size, b.file, b.line, b.lines) for b in table.blocks]
 
 
