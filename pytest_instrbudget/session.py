@@ -402,7 +402,8 @@ class BudgetSession:
         for table, mine in ((hits, cache.hits), (builds, cache.builds)):
             for kind, n in mine.items():
                 table[kind] = table.get(kind, 0) + n
-        eviction.record_session(cache.root, hits, builds)
+        if hits or builds:  # a session that built nothing (no test used cbuild) leaves the record alone
+            eviction.record_session(cache.root, hits, builds)
         limit = self.settings.cache_max_size
         pruned = eviction.prune(cache.root, limit)
         if pruned.removed:

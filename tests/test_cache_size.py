@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cbuild import Builder, BuildOptions
 from cbuild.build import eviction
 from cbuild.build.cache import LAYOUT, Cache, atomic_write
 from cbuild.cli import main
@@ -98,8 +99,9 @@ def test_cli_info_prune_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert out[0].endswith(" in 2 entries")
     assert out[1].split()[:3] == ["bin", "1", "entries"]
     assert out[2].split()[:3] == ["ir", "1", "entries"]
-    assert "last pytest session (" in out[3]
-    assert out[3].endswith("4 hits, 1 builds, hit rate 80%")
+    assert out[3] == "  built before toolchains were recorded: 2 entries, " + out[3].rsplit(", ", 1)[1]
+    assert "last pytest session (" in out[4]
+    assert out[4].endswith("4 hits, 1 builds, hit rate 80%")
     assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "4KB"]) == 0
     assert "removed 1 least recently used entries" in capsys.readouterr().out
     assert [e.kind for e in eviction.entries(tmp_path)] == ["bin"]
@@ -109,6 +111,19 @@ def test_cli_info_prune_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert not (tmp_path / LAYOUT / eviction.SESSION_FILE).exists()
     assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "lots"]) == 2
     assert "--max-size: expected a size" in capsys.readouterr().err
+
+
+def test_info_counts_entries_per_toolchain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    builder = Builder(cache_dir=tmp_path, progress=lambda message: None)
+    source = tmp_path / "twice.c"
+    source.write_text("int twice(int x) { return 2 * x; }\n")
+    builder.build([source], kind="library", options=BuildOptions(count_libraries=False))
+    assert main(["cache", "info", "--cache-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    clang = builder.toolchain.fingerprint["clang"]
+    made = [line for line in out.splitlines() if line.startswith("  built ")]
+    assert len(made) == 1, out  # every entry of this cache has the same toolchain
+    assert made[0].startswith(f"  built with clang {clang} (the ziglang wheel ")
 
 
 def test_session_keeps_the_cache_within_cache_max_size(pytester: pytest.Pytester) -> None:

@@ -144,7 +144,8 @@ class Builder:
     ) -> None:
         self.toolchain: Toolchain = find_toolchain(clang)
         self.progress: Progress = progress or _stderr_progress
-        self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress)
+        label = f"clang {self.toolchain.fingerprint['clang']} ({self.toolchain.origin.split(' (')[0]})"
+        self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress, label=label)
         self._failed: dict[Hashable, CBuildError] = {}
 
     def build(

@@ -145,8 +145,10 @@ class Cache:
     entry that is being rebuilt, a build waiting for another process's lock.
     """
 
-    def __init__(self, root: Path, *, notify: Notify | None = None) -> None:
+    def __init__(self, root: Path, *, notify: Notify | None = None, label: str = "") -> None:
         self.root = Path(root)
+        #: The toolchain the entries are built with, recorded in their seals (``cache info`` counts by it).
+        self.label = label
         self.notify: Notify = notify or _ignore
         #: Seal path -> (size, mtime, inode) of the seal and each file when last found whole.
         self._verified: dict[Path, tuple[tuple[int, int, int], ...]] = {}
@@ -278,7 +280,8 @@ class Cache:
         """
         files = {p.name: {"size": p.stat().st_size, "sha256": file_digest(p)} for p in paths}
         seal_path = self.path(kind, key, ".seal")
-        atomic_write(seal_path, json.dumps({"files": files}, sort_keys=True).encode())
+        seal = {"files": files, **({"toolchain": self.label} if self.label else {})}
+        atomic_write(seal_path, json.dumps(seal, sort_keys=True).encode())
         self._verified[seal_path] = _signature([seal_path.stat(), *(p.stat() for p in paths)])
 
     def discard(self, kind: str, key: str, paths: Sequence[Path]) -> None:

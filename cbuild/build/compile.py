@@ -165,6 +165,8 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: Bu
     atomic_write(ir_path, ir)
     cache.seal("ir", ir_key, [ir_path])  # the IR, then its seal, then the manifest that finds them
     manifest = {"source_sha256": src_hash, "deps": deps, "ir": ir_key, "warnings": diagnostics}
+    if cache.label:
+        manifest["toolchain"] = cache.label
     atomic_write(manifest_path, json.dumps(manifest, sort_keys=True).encode())
     return CompiledUnit(path, ir_path, ir_key)
 

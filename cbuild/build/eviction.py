@@ -195,13 +195,25 @@ def _remove(entry: Entry) -> None:
 
 @dataclass
 class Summary:
-    """``cache info``: entries and bytes per kind, and the last session's hits and builds."""
+    """``cache info``: entries and bytes per kind and per toolchain, and the last session's hits and builds."""
 
     root: Path
     kinds: dict[str, tuple[int, int]]
     last_session: dict[str, object] | None
     zig_cache: Path | None
     zig_size: int
+    toolchains: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def toolchain_of(entry: Entry) -> str:
+    """The toolchain an entry was built with, as its seal (or compile manifest) records it ("" if it does not)."""
+    for path in entry.files:
+        if path.name.endswith(".seal") or (entry.kind == "tu" and path.name.endswith(".json")):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                label = json.loads(path.read_bytes()).get("toolchain")
+                if isinstance(label, str) and label:
+                    return label
+    return ""
 
 
 #: What each kind of entry holds, for ``cache info``.
@@ -217,15 +229,17 @@ KINDS = {
 
 def summary(root: Path, zig_cache: Path | None = None) -> Summary:
     kinds: dict[str, tuple[int, int]] = {}
+    toolchains: dict[str, tuple[int, int]] = {}
     for entry in entries(root):
-        count, size = kinds.get(entry.kind, (0, 0))
-        kinds[entry.kind] = (count + 1, size + entry.size)
+        for table, name in ((kinds, entry.kind), (toolchains, toolchain_of(entry))):
+            count, size = table.get(name, (0, 0))
+            table[name] = (count + 1, size + entry.size)
     last: dict[str, object] | None = None
     with contextlib.suppress(OSError, ValueError):
         doc = json.loads((root / LAYOUT / SESSION_FILE).read_text())
         last = doc if isinstance(doc, dict) else None
     zig_size = _tree_size(zig_cache) if zig_cache is not None else 0
-    return Summary(root, dict(sorted(kinds.items())), last, zig_cache, zig_size)
+    return Summary(root, dict(sorted(kinds.items())), last, zig_cache, zig_size, dict(sorted(toolchains.items())))
 
 
 def _tree_size(top: Path) -> int:
@@ -256,6 +270,9 @@ def render_summary(info: Summary) -> list[str]:
     width = max((len(k) for k in info.kinds), default=4)
     for kind, (count, size) in info.kinds.items():
         lines.append(f"  {kind:<{width}}  {count:>7} entries  {format_size(size):>9}  {KINDS.get(kind, '')}".rstrip())
+    for toolchain, (count, size) in info.toolchains.items():
+        made = f"built with {toolchain}" if toolchain else "built before toolchains were recorded"
+        lines.append(f"  {made}: {count} entries, {format_size(size)}")
     last = info.last_session
     if last is not None:
         hits, builds = last.get("hits", {}), last.get("builds", {})
