@@ -23,7 +23,7 @@ from cbuild.build.cache import atomic_write, default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
 from cbuild.build.demangle import demangle, demangled_keys
 from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions
-from cbuild.config import load_settings
+from cbuild.config import Settings, load_settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.costs import outside_calls
@@ -230,6 +230,8 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 def _cmd_baseline(args: argparse.Namespace) -> int:
     done = shards.update_baseline(shards.load(args.document), path=args.baseline, prune=args.prune)
     result = done.result
+    if done.note is not None:
+        print(done.note, file=sys.stderr)
     if result.refused is not None:
         print(f"cbuild: baseline not written: {result.refused}", file=sys.stderr)
         return 1
@@ -251,26 +253,12 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
-def _project_setting(key: str) -> tuple[Path, object] | None:
-    """``[tool.instrbudget] key`` of the nearest pyproject.toml that has the table, with its directory."""
-    for directory in (Path.cwd(), *Path.cwd().parents):
-        path = directory / "pyproject.toml"
-        if not path.is_file():
-            continue
-        try:
-            table = tomllib.loads(path.read_text()).get("tool", {}).get("instrbudget")
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise CBuildError(f"cannot read {path}: {exc}") from None
-        if isinstance(table, dict):
-            return (directory, table[key]) if key in table else None
-    return None
-
-
 def _cmd_cache(args: argparse.Namespace) -> int:
-    root = args.cache_dir
-    if root is None:
-        found = _project_setting("cache_dir")
-        root = found[0] / str(found[1]) if found is not None else default_cache_dir()
+    # The project's cache_dir and cache_max_size (read as the plugin reads them) unless the command line gives them.
+    prune_limit = getattr(args, "max_size", None)
+    needs_project = args.cache_dir is None or (args.cache_command == "prune" and prune_limit is None)
+    settings = _settings() if needs_project else None
+    root: Path = args.cache_dir or (settings and settings.cache_dir) or default_cache_dir()
     if args.cache_command == "info":
         zig = Path(
             os.environ.get("ZIG_GLOBAL_CACHE_DIR")
@@ -280,12 +268,10 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             print(line)
         return 0
     if args.cache_command == "prune":
-        if args.max_size is not None:
-            limit = eviction.parse_size(args.max_size, where="--max-size")
+        if prune_limit is not None:
+            limit = eviction.parse_size(prune_limit, where="--max-size")
         else:
-            found = _project_setting("cache_max_size")
-            where = "[tool.instrbudget] cache_max_size"
-            limit = eviction.parse_size(found[1], where=where) if found is not None else eviction.DEFAULT_MAX_SIZE
+            limit = (settings or _settings()).cache_max_size
         done = eviction.prune(root, limit)
         what = f"removed {done.removed} least recently used entries ({eviction.format_size(done.freed)})"
     else:
@@ -322,10 +308,15 @@ def _has_cxx_sources(root: Path, limit: int = 50_000) -> bool:
     return False
 
 
+def _settings() -> Settings:
+    """The ``[tool.instrbudget]`` settings of the project pytest would run here."""
+    return load_settings(_project_root(), known_models=default_registry().names)
+
+
 def _cmd_warm(args: argparse.Namespace) -> int:
     registry = default_registry()
-    root = _project_root()
-    settings = load_settings(root, known_models=registry.names)
+    settings = _settings()
+    root = settings.root
     names = list(dict.fromkeys([*settings.models, *args.model]))
     for name in names:
         registry.model_class(name)  # an unknown name lists the known ones

@@ -316,20 +316,20 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
                 if (outside := m.outside_line()) is not None:
                     block.extend(texttable.wrap(outside, width, indent="    ", subsequent="      "))
                 continue
-            title = f"  {m.metric}  (total {m.value})"
+            title = [f"  {m.metric}  (total {m.value})"]
             if kind == "lines":
                 picked = m.lines[:top]
                 labels = [line_label(where) for _, where, _ in picked]
                 folder = texttable.common_directory(labels)
                 if folder and width is not None and max(len(label) for label in labels) + 26 > width:
                     labels = [label[len(folder) :] for label in labels]
-                    title += f"\n    in {folder}"
+                    title.append(f"    in {folder}")
                 rows = [(f"{label} ({demangle(f)})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
             else:
                 rows = sorted(m.regions.items())[:top]
             if not rows:
                 continue
-            block += title.split("\n")
+            block += title
             cells = [[name, str(value), f"{100.0 * value / m.value if m.value else 0.0:5.1f}%"] for name, value in rows]
             block += texttable.render(None, cells, right={1, 2}, width=width, indent="    ")
         if block:

@@ -405,7 +405,12 @@ class BudgetSession:
         if hits or builds:  # a session that built nothing (no test used cbuild) leaves the record alone
             eviction.record_session(cache.root, hits, builds)
         limit = self.settings.cache_max_size
-        pruned = eviction.prune(cache.root, limit)
+        try:
+            pruned = eviction.prune(cache.root, limit)
+        except OSError as exc:  # an entry that cannot be removed: the session's results stand
+            why = describe_os_error(exc)
+            self.cache_note = f"build cache {cache.root} could not be kept within cache_max_size: {why}"
+            return
         if pruned.removed:
             self.cache_note = (
                 f"build cache {cache.root} was over its cache_max_size of {eviction.format_size(limit)} "

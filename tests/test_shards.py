@@ -141,3 +141,17 @@ def test_three_pytest_split_shards_merge_to_the_unsharded_run(tmp_path: Path) ->
     single = _pytest(example, "--instrbudget-update", "--instrbudget-prune")
     assert "1 pruned" in single.stdout, single.stdout[-3000:]
     assert baseline.read_bytes() == from_shards
+
+
+def test_baseline_update_rewrites_a_damaged_baseline_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write(tmp_path / "all.json", doc(tmp_path, ["t.py::a", "t.py::b", "t.py::c"], {"t.py::a": 7}))
+    baseline = tmp_path / ".instrbudget" / "baseline.json"
+    baseline.parent.mkdir()
+    baseline.write_text('{"version": 1, "tests": ')
+    assert main(["baseline", "update", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert f"baseline {baseline} is not valid JSON" in err
+    assert "it is rewritten from this run" in err
+    assert json.loads(baseline.read_text())["tests"]["t.py::a"]["ir_instructions"]["total"] == 7

@@ -67,17 +67,6 @@ def engine_digest() -> str:
 _DEFINES_MAIN = re.compile(rb"^define [^@\n]*@main\(", re.MULTILINE)
 
 
-def _refuse_main(units: Sequence[CompiledUnit]) -> None:
-    """A library's sources defining ``main``: usually a glob that took a program's file too."""
-    for unit in units:
-        if _DEFINES_MAIN.search(unit.ir_path.read_bytes()):
-            raise CBuildError(
-                f"{unit.source} defines main, and this is a library: its functions are called, main never runs "
-                f"(and the RISC-V models run a library under a main of their own). Leave {unit.source.name} out "
-                "(exclude=, or a '!pattern' among the sources), or pass keep_main=True if it belongs in the library"
-            )
-
-
 def _sources_state(sources: Sequence[Path | str]) -> tuple[tuple[str, int, int], ...]:
     """Each source's path, size and modification time (-1 when it cannot be read)."""
     state = []
@@ -147,6 +136,21 @@ class Builder:
         label = f"clang {self.toolchain.fingerprint['clang']} ({self.toolchain.origin.split(' (')[0]})"
         self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress, label=label)
         self._failed: dict[Hashable, CBuildError] = {}
+        #: Compiled unit key -> whether it defines main (its IR read once per process).
+        self._defines_main: dict[str, bool] = {}
+
+    def _refuse_main(self, units: Sequence[CompiledUnit]) -> None:
+        """A library's sources defining ``main``: usually a glob that took a program's file too."""
+        for unit in units:
+            if unit.key not in self._defines_main:
+                self._defines_main[unit.key] = bool(_DEFINES_MAIN.search(unit.ir_path.read_bytes()))
+            if self._defines_main[unit.key]:
+                raise CBuildError(
+                    f"{unit.source} defines main, and this is a library: its functions are called, main never "
+                    f"runs (and the RISC-V models run a library under a main of their own). Leave {unit.source.name} "
+                    "out (exclude=, or a '!pattern' among the sources), or pass keep_main=True if it belongs in the "
+                    "library"
+                )
 
     def build(
         self,
@@ -227,7 +231,7 @@ class Builder:
                     watch.step("compiling", done, len(futures))
             units = [f.result() for f in futures]
         if kind == "library" and not keep_main:
-            _refuse_main(units)
+            self._refuse_main(units)
         key = digest(
             PIPELINE_VERSION,
             self.toolchain.identity,

@@ -86,9 +86,9 @@ def path_map(options: BuildOptions) -> PathMap:
 def command_key(tc: Toolchain, cmd: Sequence[str], paths: PathMap) -> str:
     """The key of a clang command: the driver by its part (the toolchain's identity says which
     one), paths as :class:`PathMap` writes them."""
-    driver = len(tc.cxx) if list(cmd[: len(tc.cxx)]) == list(tc.cxx) else len(tc.cc)
-    role = "c++" if list(cmd[: len(tc.cxx)]) == list(tc.cxx) else "cc"
-    return digest(tc.identity, role, *paths.args(cmd[driver:]))
+    cxx = list(cmd[: len(tc.cxx)]) == list(tc.cxx)
+    driver = tc.cxx if cxx else tc.cc
+    return digest(tc.identity, "c++" if cxx else "cc", *paths.args(cmd[len(driver) :]))
 
 
 def _split_stderr(stderr: str, system_root: str | None, cwd: Path | None = None) -> tuple[list[Path], str]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cbuild.build.cpu import DEFAULT_CPU, cpu_level
+from cbuild.build.portable import PathMap
 from cbuild.errors import CBuildError
 
 OPT_LEVELS = ("0", "1", "2", "3", "s", "z")
@@ -65,21 +66,14 @@ class BuildOptions:
         """The llvmlite pipeline level matching :attr:`opt_level` (``s``/``z`` optimise as 2)."""
         return int(self.opt_level) if self.opt_level.isdigit() else 2
 
-    def _portable(self, path: Path) -> str:
-        """``path`` for a key: relative to :attr:`root` when under it."""
-        if self.root is not None:
-            for root in (self.root, self.root.resolve()):
-                if path.is_relative_to(root):
-                    return f"<project>/{path.relative_to(root).as_posix()}"
-        return str(path)
-
     def key_parts(self) -> list[str]:
-        """Every field, rendered for a cache key."""
+        """Every field, rendered for a cache key (paths under :attr:`root` relative to it)."""
+        paths = PathMap(self.root)
         return [
             f"O{self.opt_level}",
             "\0".join(self.cflags),
             "\0".join(self.cxxflags),
-            "\0".join(self._portable(p) for p in self.include_dirs),
+            "\0".join(paths.text(str(p)) for p in self.include_dirs),
             "\0".join(self.defines),
             "\0".join(self.ldflags),
             f"instrument={self.instrument}",

@@ -20,7 +20,7 @@ ENGINE = "<engine>"
 class PathMap:
     """Absolute directories and the tokens that stand for them in keys (longest first)."""
 
-    def __init__(self, root: Path | None, engine: Path) -> None:
+    def __init__(self, root: Path | None, engine: Path | None = None) -> None:
         places: dict[str, str] = {}
         for directory, token in ((root, PROJECT), (engine, ENGINE)):
             if directory is not None:

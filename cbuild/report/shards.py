@@ -143,6 +143,8 @@ class Written:
     path: Path
     result: update.Update
     stale: list[str]
+    #: Said of the baseline as it was: a damaged one is rewritten from the run, as --instrbudget-update does.
+    note: str | None = None
 
 
 def update_baseline(doc: dict[str, Any], *, path: Path | None = None, prune: bool = False) -> Written:
@@ -161,6 +163,7 @@ def update_baseline(doc: dict[str, Any], *, path: Path | None = None, prune: boo
         path = root / _baseline_in_project(doc)
     fingerprint: dict[str, str] = doc["fingerprint"]
     session = update.session_part(fingerprint)
+    note = None
     with locked(path):
         base: Snapshot | None = None
         if path.exists():
@@ -168,8 +171,9 @@ def update_baseline(doc: dict[str, Any], *, path: Path | None = None, prune: boo
                 base = decode(path.read_bytes())
             except OSError as exc:
                 raise CBuildError(f"baseline {path} cannot be read: {exc.strerror}") from None
-            except SnapshotError:
+            except SnapshotError as exc:
                 base = None  # damaged: rewritten from this run, as --instrbudget-update does
+                note = f"baseline {path} {exc}; it is rewritten from this run"
         recorded = base.fingerprint if base is not None else {}
 
         def describe(name: str) -> str:
@@ -202,4 +206,4 @@ def update_baseline(doc: dict[str, Any], *, path: Path | None = None, prune: boo
         )
         if result.refused is None and result.write:
             write_output(path, Snapshot(result.fingerprint, result.tests).dumps().encode())
-    return Written(path, result, stale)
+    return Written(path, result, stale, note)
