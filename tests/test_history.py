@@ -18,7 +18,6 @@ from cbuild.models.costs import Cost
 from cbuild.report.history import History, keyword_matcher, read_history, render_text
 from cbuild.report.snapshot import Snapshot
 from cbuild.report.sparkline import bar, sparkline
-from cbuild.report.texttable import elide
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -437,12 +436,9 @@ def test_command_line_exit_status(tmp_path: Path) -> None:
     assert "tests/test_a.py::test_x" in ok.stdout
 
 
-def test_sparkline_and_elide() -> None:
+def test_sparkline() -> None:
     assert bar(5, 5, 5) == "▁"
     assert sparkline([0, 7, None, "┊", 14]) == "▁▅ ┊█"
-    assert elide("abcdefghij", 5) == "ab…ij"
-    assert elide("abcdefghij", 5, head=0.25) == "a…hij"
-    assert elide("abc", 5) == "abc"
 
 
 def test_change_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

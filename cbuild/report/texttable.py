@@ -16,18 +16,6 @@ from collections.abc import Collection, Iterable, Sequence
 ELLIPSIS = "…"
 
 
-def elide(text: str, width: int, *, head: float = 0.5) -> str:
-    """``text`` cut to ``width`` characters by replacing a part with an ellipsis; ``head`` is the
-    share of the kept characters taken from the start (the rest come from the end)."""
-    if len(text) <= width:
-        return text
-    if width <= 1:
-        return ELLIPSIS[: max(width, 0)]
-    tail = int((width - 1) * (1 - head))
-    start = width - 1 - tail
-    return text[:start] + ELLIPSIS + (text[-tail:] if tail else "")
-
-
 def widths_of(header: Sequence[str] | None, rows: Sequence[Sequence[str]]) -> list[int]:
     """Each column's natural width: its longest cell."""
     lines = [header, *rows] if header is not None else list(rows)
