@@ -198,3 +198,35 @@ def test_a_library_whose_sources_define_main_is_an_error_naming_the_file(pyteste
             "runs *Leave main.c out (exclude=, or a '!pattern' among the sources), or pass keep_main=True*"
         ]
     )
+
+
+def test_a_riscv_link_error_names_the_users_source_and_what_the_build_added(pytester: pytest.Pytester) -> None:
+    """Names the host build accepts but the models' RISC-V link does not: the user's file and line,
+    and what the RISC-V build links beside it, before the model runs anything."""
+    pytester.makefile(".c", start="int _start(void) { return 1; }\nint g(int x) { return x; }\n")
+    pytester.makefile(
+        ".c", glibc="const char *gnu_get_libc_version(void);\nint h(int x) { return x + *gnu_get_libc_version(); }\n"
+    )
+    pytester.makepyfile(
+        test_rv="def test_start(cbuild):\n"
+        "    assert cbuild.library('start.c').g(2) == 2\n"
+        "\n"
+        "def test_glibc(cbuild):\n"
+        "    assert cbuild.library('glibc.c').h(0) > 0\n"
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\nmodels = ['ir-count', 'zkvm']\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    start, glibc = pytester.path / "start.c", pytester.path / "glibc.c"
+    result.stdout.fnmatch_lines(
+        [
+            f"instrbudget:   test_rv.py::test_glibc: cannot be built for riscv32: undefined symbol: "
+            f"gnu_get_libc_version, referenced by {glibc}:2",
+            "instrbudget:     at glibc.c:2, in h",
+            f"instrbudget:   test_rv.py::test_start: cannot be built for riscv32: duplicate symbol: _start, "
+            f"defined at {start}:1 and crt1.c (the target's C runtime, zig's musl, which the riscv32 build links): "
+            "rename yours",
+            "instrbudget:     at start.c:1, in _start",
+        ],
+        consecutive=False,
+    )

@@ -10,7 +10,9 @@ also carries, in a section that is not loaded, how its code takes each exported 
 arguments (:func:`abi_table`), for the replay of library calls (:mod:`cbuild.riscv.guest`).
 
 Code that cannot be built for the target (x86 intrinsics, x86 assembly) raises
-:class:`TargetUnavailable` with clang's first error, its file and line.
+:class:`TargetUnavailable` with clang's first error, its file and line; a link error (a name the
+target's C runtime also defines, a function only the host's C library has) names the user's file
+and line and what else the link took the symbol from.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -77,6 +79,7 @@ int __wrap_main(void) {
     }
 }
 """
+_GUEST_MAIN_FILE = "instrbudget_guest_main.c"
 _DIAGNOSTIC = re.compile(r"^(?P<where>[^\s:][^:]*:\d+(?::\d+)?): (?:fatal )?error: (?P<what>.*)$", re.MULTILINE)
 
 
@@ -125,11 +128,64 @@ def _python_headers(target_name: str, diagnostics: str) -> TargetUnavailable | N
     return TargetUnavailable(target_name, reason, included.group("where") if included else "")
 
 
-def _run(cmd: list[str], target_name: str) -> None:
-    """Run clang; a failure is the target's (compile errors, and symbols a static link lacks)."""
+def _run(cmd: list[str], target_name: str, objects: Mapping[str, str] | None = None) -> None:
+    """Run clang; a failure is the target's (compile errors, and symbols a static link lacks).
+    ``objects`` (a link's object files -> what each is) lets a linker error name them."""
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise _unavailable(target_name, proc.stderr)
+        raise (objects is not None and _link_error(target_name, proc.stderr, objects)) or _unavailable(
+            target_name, proc.stderr
+        )
+
+
+#: ld.lld's error line, and the lines under it that say where a symbol is defined or referenced.
+_LINK_ERROR = re.compile(r"^ld\.lld: error: (?P<what>.*)$", re.MULTILINE)
+_LINK_SITE = re.compile(
+    r"^>>> (?P<how>defined at|referenced by) (?P<site>.+?)(?: \([^()]*\))?\n>>>\s+(?P<obj>\S+?):", re.MULTILINE
+)
+#: What a part of the link that is not one of the user's sources is.
+TARGET_RUNTIME = "the target's C runtime, zig's musl"
+
+
+def _link_error(target_name: str, diagnostics: str, objects: Mapping[str, str]) -> TargetUnavailable | None:
+    """ld.lld's first error with the places it names, each said as the source it came from:
+    ``duplicate symbol: _start, defined at src/b.c:1 and crt1.c (the target's C runtime, ...): rename yours``.
+
+    ``objects`` maps the link's object files (or the file names of sources the link compiles) to
+    what they are: a user's source file, or what the engine added ("the counted C library"); any
+    other object is the target's C runtime. The error's ``where`` is the first place in a user's
+    source.
+    """
+    found = _LINK_ERROR.search(diagnostics)
+    if found is None:
+        return None
+    under = []  # the lines under this error that say where
+    for line in diagnostics[found.end() + 1 :].splitlines():
+        if not line.startswith(">>>"):
+            break
+        under.append(line)
+    sites: list[tuple[str, str, str | None]] = []  # (how, said, what the engine added or None)
+    where = ""
+    for match in _LINK_SITE.finditer("\n".join(under) + "\n"):
+        site = match.group("site")
+        file, _, line = site.rpartition(":")
+        if not line.isdigit():
+            file, line = site, ""
+        owner = objects.get(match.group("obj")) or objects.get(file)
+        added = TARGET_RUNTIME if owner is None else owner if owner.startswith("the ") else None
+        if added is not None:
+            said = f"{site} ({added}, which the {target_name} build links)"
+        else:
+            said = f"{owner}:{line}" if line else str(owner)
+            where = where or said
+        sites.append((match.group("how"), said, added))
+    what = found.group("what")
+    if sites:
+        sites.sort(key=lambda site: site[2] is not None)  # the user's sources first
+        what += f", {sites[0][0]} " + " and ".join(said for _, said, _ in sites)
+        if what.startswith("duplicate symbol") and where and any(added for _, _, added in sites):
+            what += ": rename yours"
+    return TargetUnavailable(target_name, what, where)
 
 
 def _located(error: TargetUnavailable, tc: Toolchain, source: Source, options: BuildOptions) -> TargetUnavailable:
@@ -281,6 +337,7 @@ def build_riscv(
     library = ("libc", digest(libc_source(), routing_key(), *sorted(own))) if counted else ()
     with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
         objects: list[str] = []
+        named = {_GUEST_MAIN_FILE: "the library entry the engine adds"}
         for source, unit in zip(sources, units, strict=True):
             key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen[len(driver) :], *library)
             obj = cache.path("rvobj", key, ".o")
@@ -304,14 +361,17 @@ def build_riscv(
 
             (obj,) = cache.entry("rvobj", key, [".o"], make, name=f"the {target_name} object of {unit.source.name}")
             objects.append(str(obj))
+            named[str(obj)] = str(unit.source)
         if counted:
-            objects += map(str, _counted_libc_objects(tc, cache, tgt))
+            libc = [str(path) for path in _counted_libc_objects(tc, cache, tgt)]
+            objects += libc
+            named.update(dict.fromkeys(libc, "the counted C library"))
         link = [*driver, "-target", tgt.triple, *tgt.flags, "-static", *objects, *options.ldflags]
         if kind == "library":
-            main = Path(tmp) / "instrbudget_guest_main.c"
+            main = Path(tmp) / _GUEST_MAIN_FILE
             main.write_text(_GUEST_MAIN)
             abi = _abi_object([u.ir_path for u in units], Path(tmp))
             link += [str(main), str(abi), "-Wl,--no-gc-sections", "-Wl,--wrap=main"]
         elf = Path(tmp) / "guest.elf"
-        _run([*link, "-o", str(elf)], target_name)
+        _run([*link, "-o", str(elf)], target_name, named)
         atomic_write(out, elf.read_bytes(), mode=0o755)
