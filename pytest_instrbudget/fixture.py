@@ -94,15 +94,23 @@ class Program:
 
 
 def _listed(sources: Sequence[str | Path] | str | Path) -> Sequence[str | Path]:
-    """``sources=`` as a list: one path or pattern given alone is a list of one."""
-    return [sources] if isinstance(sources, (str, Path)) else sources
+    """``sources=`` as a list: one path or pattern given alone is a list of one; anything else
+    that is not a list of paths is an error naming what it got."""
+    listed = [sources] if isinstance(sources, (str, Path)) else sources
+    if not isinstance(listed, (list, tuple)) or not all(isinstance(s, (str, Path)) for s in listed):
+        raise TypeError(f"sources are paths or glob patterns (str or pathlib.Path), or lists of them; got {sources!r}")
+    return listed
 
 
 def _all(
-    paths: Sequence[str | Path], sources: Sequence[str | Path] | str | Path, exclude: Sequence[str | Path] | str | Path
+    paths: Sequence[Sequence[str | Path] | str | Path],
+    sources: Sequence[str | Path] | str | Path,
+    exclude: Sequence[str | Path] | str | Path,
 ) -> tuple[str | Path, ...]:
-    """Positional paths, ``sources=`` and ``exclude=`` (as ``!pattern`` entries) as one list."""
-    return (*paths, *_listed(sources), *(f"!{pattern}" for pattern in _listed(exclude)))
+    """Positional paths (a list among them counts as its paths), ``sources=`` and ``exclude=``
+    (as ``!pattern`` entries) as one list."""
+    positional = [p for path in paths for p in _listed(path)]
+    return (*positional, *_listed(sources), *(f"!{pattern}" for pattern in _listed(exclude)))
 
 
 class CBuild:

@@ -189,14 +189,23 @@ def test_a_library_whose_sources_define_main_is_an_error_naming_the_file(pyteste
         "\n"
         "def test_kept(cbuild):\n"
         "    assert cbuild.library('src/*.c', keep_main=True).twice(4) == 8\n"
+        "\n"
+        "def test_a_list(cbuild):\n"
+        "    assert cbuild.library(['src/twice.c']).twice(5) == 10\n"
+        "\n"
+        "def test_not_a_path(cbuild):\n"
+        "    cbuild.library(('src/twice.c', 3))\n"
     )
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines(
         [
             "*CBuildError: */src/main.c defines main, and this is a library: its functions are called, main never "
-            "runs *Leave main.c out (exclude=, or a '!pattern' among the sources), or pass keep_main=True*"
-        ]
+            "runs *Leave main.c out (exclude=, or a '!pattern' among the sources), or pass keep_main=True*",
+            "*TypeError: sources are paths or glob patterns (str or pathlib.Path), or lists of them; "
+            "got ('src/twice.c', 3)",
+        ],
+        consecutive=False,
     )
 
 
