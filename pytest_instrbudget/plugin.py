@@ -333,11 +333,43 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when == "call" and result is not None and hasattr(item.config, "workerinput"):
         # Travels with the report to the xdist controller, so a worker that dies later loses nothing.
         rep.instrbudget_result = json.dumps(result.to_wire())
+    session = item.config.stash.get(SESSION, None)
+    said = outcome_of(rep)
+    if (
+        said is not None
+        and session is not None
+        and ("cbuild" in getattr(item, "fixturenames", ()) or BUDGET in item.stash)
+    ):
+        session.outcomes[item.nodeid] = said
+        if hasattr(item.config, "workerinput"):
+            rep.instrbudget_outcome = list(said)
     # The engine's errors say what and where (clang's or the linker's diagnostic, the crashed
     # function, the model): the test's line and the message, no traceback through the engine.
     if call.excinfo is not None and call.excinfo.errisinstance(CBuildError) and rep.failed:
         rep.longrepr = _short_failure(item, call.excinfo)
     return rep
+
+
+def outcome_of(rep: pytest.TestReport) -> tuple[str, str] | None:
+    """What pytest says of a test after this phase of it, with its reason: ``passed``, ``failed``,
+    ``skipped``, ``xfailed``, ``xpassed`` or ``error`` (its set-up or tear-down failed); None when
+    the phase says nothing new (a set-up or tear-down that passed)."""
+    wasxfail = getattr(rep, "wasxfail", None)
+    if rep.when == "call":
+        if wasxfail is not None:
+            return ("xfailed" if rep.skipped else "xpassed"), wasxfail
+        if rep.skipped:
+            return "skipped", _skip_reason(rep)
+        return ("failed" if rep.failed else "passed"), ""
+    if rep.skipped:  # set-up: a skip marker, pytest.skip() in a fixture, or xfail(run=False)
+        return ("xfailed", wasxfail) if wasxfail is not None else ("skipped", _skip_reason(rep))
+    return ("error", f"{rep.when} failed") if rep.failed else None
+
+
+def _skip_reason(rep: pytest.TestReport) -> str:
+    longrepr = rep.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+    return reason.removeprefix("Skipped: ")
 
 
 def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
@@ -406,15 +438,18 @@ def _write_output(outcome: Outcome, what: str, path: Path, text: str, *, append:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """xdist controller: record a worker's result as soon as its test ends."""
-    wire = getattr(report, "instrbudget_result", None)
+    """xdist controller: record a worker's result and the test's outcome as soon as its test ends."""
     node = getattr(report, "node", None)  # the worker the report came from
-    if wire is None or node is None:
+    budget = node.config.stash.get(SESSION, None) if node is not None else None
+    if budget is None:
         return
-    budget = node.config.stash.get(SESSION, None)
-    if budget is not None:
+    wire = getattr(report, "instrbudget_result", None)
+    if wire is not None:
         result = TestResult.from_wire(json.loads(wire))
         budget.results[result.nodeid] = result
+    said = getattr(report, "instrbudget_outcome", None)
+    if said is not None:
+        budget.outcomes[report.nodeid] = (said[0], said[1])
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -444,7 +479,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if budget.results:
         terminalreporter.section("instrbudget")
         width = config.get_terminal_writer().fullwidth
-        for line in report.table_lines(budget.results.values(), width=width, show_all=budget.run.table == "all"):
+        for line in report.table_lines(
+            budget.results.values(), width=width, show_all=budget.run.table == "all", outcomes=budget.outcomes
+        ):
             terminalreporter.write_line(line)
         for kind in budget.run.reports:
             terminalreporter.section(f"instrbudget {kind}", sep="-")

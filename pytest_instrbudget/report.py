@@ -19,6 +19,7 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
           "budgeted": bool,                 # has a @pytest.mark.budget marker
           "status": str,                    # worst metric status (see below)
           "completed": bool,                # false when the body raised: not written to the baseline
+          "outcome": str | null,            # pytest's: passed, failed, xfailed, xpassed, skipped, error
           "failure": str | null,            # the failure message, when the test failed on cost
           "metrics": {
             "<metric>": {
@@ -52,7 +53,7 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cbuild.build.demangle import demangle
@@ -79,13 +80,25 @@ def _fmt_change(change: float | None) -> str:
     return "" if change is None else f"{change:+.2f}%"
 
 
-def _status(result: TestResult) -> str:
-    """A test's status, with what qualifies it."""
+#: What pytest says of a test that qualifies its status: a test that was expected to fail, or was skipped.
+EXPECTED_OUTCOMES = ("xfailed", "xpassed", "skipped")
+
+
+def _status(result: TestResult, outcome: str | None = None) -> str:
+    """A test's status, with what qualifies it; ``outcome`` is pytest's (:attr:`BudgetSession.outcomes`).
+
+    A test that raised as expected (``xfailed``) or skipped itself part-way has partial counts:
+    its status is that outcome, not an error."""
     status = result.status
+    expected = outcome in EXPECTED_OUTCOMES
+    if expected and status == ERROR:
+        status = str(outcome)
     if not result.budgeted and status in (REGRESSED, OVER_LIMIT):
         status += " (no budget)"
-    if not result.completed and status != ERROR:  # over its limit even with partial counts
+    if not result.completed and status != ERROR:  # over its limit, or xfailed, with partial counts
         status += " (partial)"
+    if expected and not status.startswith(str(outcome)):
+        status += f" ({outcome})"
     models = list(dict.fromkeys(m.model for m in result.unavailable))
     if models:
         status += f" ({', '.join(models)} unavailable)"
@@ -122,7 +135,13 @@ def _metric_names(results: Sequence[TestResult], *, measured: bool = False) -> l
 NAME_ROOM = 24
 
 
-def table_lines(results: Iterable[TestResult], *, width: int | None = None, show_all: bool = False) -> list[str]:
+def table_lines(
+    results: Iterable[TestResult],
+    *,
+    width: int | None = None,
+    show_all: bool = False,
+    outcomes: Mapping[str, tuple[str, str]] | None = None,
+) -> list[str]:
     """The summary table: one row per test, each metric's value and change, then the status.
 
     Without ``show_all`` only :func:`notable` tests get a row, and a line counts the others.
@@ -150,24 +169,35 @@ def table_lines(results: Iterable[TestResult], *, width: int | None = None, show
                 cells.append(_cell(m))
                 if name in changed:
                     cells.append(_change_cell(m))
-            cells.append(_status(result))
+            cells.append(_status(result, _outcome(outcomes, result.nodeid)))
             rows.append(cells)
         if width is None or texttable.width_without(header, rows, 0) + 2 + NAME_ROOM <= width:
             right = set(range(1, len(header) - 1))
             out += texttable.render(header, rows, right=right, width=width, flex=0)
         else:
-            out += _listed_lines(shown, by_test, metrics)
+            out += _listed_lines(shown, by_test, metrics, outcomes)
     hidden = len(everything) - len(shown)
     if hidden:
         out.append(f"{hidden} unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)")
     return out
 
 
+def _outcome(outcomes: Mapping[str, tuple[str, str]] | None, nodeid: str) -> str | None:
+    """pytest's outcome of a test, when known."""
+    said = (outcomes or {}).get(nodeid)
+    return said[0] if said is not None else None
+
+
 def _change_cell(m: MetricResult | None) -> str:
     return "" if m is None or m.change in (None, 0.0) else _fmt_change(m.change)
 
 
-def _listed_lines(shown: list[TestResult], by_test: list[dict[str, MetricResult]], metrics: list[str]) -> list[str]:
+def _listed_lines(
+    shown: list[TestResult],
+    by_test: list[dict[str, MetricResult]],
+    metrics: list[str],
+    outcomes: Mapping[str, tuple[str, str]] | None = None,
+) -> list[str]:
     """The summary for a terminal too narrow for a column per metric: each test's name and
     status, then one line per metric, aligned across tests."""
     per_test = [[(n, _cell(row[n]), _change_cell(row[n])) for n in metrics if n in row] for row in by_test]
@@ -175,7 +205,7 @@ def _listed_lines(shown: list[TestResult], by_test: list[dict[str, MetricResult]
     widths = texttable.widths_of(None, cells) if cells else [0, 0, 0]
     out: list[str] = []
     for result, rows in zip(shown, per_test, strict=True):
-        out.append(f"{result.nodeid}: {_status(result)}")
+        out.append(f"{result.nodeid}: {_status(result, _outcome(outcomes, result.nodeid))}")
         out += [f"    {n:<{widths[0]}}  {v:>{widths[1]}}  {c:>{widths[2]}}".rstrip() for n, v, c in rows]
     return out
 
@@ -297,7 +327,9 @@ def json_document(session: BudgetSession) -> dict[str, Any]:
         "selected": [n for n in collected if n not in session.deselected],
         "partial_files": sorted(session.partial_files),
         "metric_models": dict(sorted(session.metric_models.items())),
-        "tests": {n: r.to_json() for n, r in sorted(session.results.items())},
+        "tests": {
+            n: {**r.to_json(), "outcome": _outcome(session.outcomes, n)} for n, r in sorted(session.results.items())
+        },
     }
 
 
@@ -346,10 +378,12 @@ MARKDOWN_LIMIT = 1024 * 1024 - 4096
 
 def markdown(session: BudgetSession, limit: int = MARKDOWN_LIMIT) -> str:
     """A markdown summary for a CI job page: what changed against the baseline, and failures."""
-    return markdown_text(list(session.results.values()), limit)
+    return markdown_text(list(session.results.values()), limit, session.outcomes)
 
 
-def markdown_text(results: list[TestResult], limit: int = MARKDOWN_LIMIT) -> str:
+def markdown_text(
+    results: list[TestResult], limit: int = MARKDOWN_LIMIT, outcomes: Mapping[str, tuple[str, str]] | None = None
+) -> str:
     """The markdown summary of ``results``: one table row per notable test, then for each
     failure its message with the functions that grew most and its costliest lines.
 
@@ -388,7 +422,9 @@ def markdown_text(results: list[TestResult], limit: int = MARKDOWN_LIMIT) -> str
         for r in shown:
             by_name = {m.metric: m for m in r.metrics}
             cells = [_markdown_cell(by_name.get(name)) for name in metrics]
-            if not fits([f"| `{r.nodeid}` | " + " | ".join(cells) + f" | {_status(r)} |"]):
+            if not fits(
+                [f"| `{r.nodeid}` | " + " | ".join(cells) + f" | {_status(r, _outcome(outcomes, r.nodeid))} |"]
+            ):
                 left_out.append(r.nodeid)
         fits([""])
     for r in failed:
@@ -438,6 +474,26 @@ def _markdown_failure(r: TestResult) -> list[str]:
     return [*out, "</details>", ""]
 
 
+#: The HTML report's fields of a test that measured nothing (skipped before its body ran).
+_UNMEASURED: dict[str, Any] = {
+    "notable": False,
+    "failure": None,
+    "has_baseline": False,
+    **{key: {} for key in ("metrics", "unavailable", "regions", "region_limits", "functions", "flames")},
+}
+
+
+def _no_flames(result: TestResult) -> str | None:
+    """Why the report has no flame graph of ``result`` (None when it has one)."""
+    if any(m.stacks for m in result.metrics):
+        return None
+    if not result.measured:
+        return "none of its metrics was measured (see the unavailable metrics)"
+    if not any(m.functions for m in result.measured):
+        return "its models report no costs per function"
+    return "its models report costs per function but no call paths"
+
+
 def _function_rows(
     metric: str,
     total: int,
@@ -468,22 +524,37 @@ def _function_rows(
 
 def html_report(session: BudgetSession) -> str:
     """The ``--instrbudget-html`` page (see :mod:`cbuild.report.html.page`)."""
-    return html_page(list(session.results.values()), session.fingerprint, str(session.baseline.path))
+    return html_page(
+        list(session.results.values()), session.fingerprint, str(session.baseline.path), outcomes=session.outcomes
+    )
 
 
-def html_page(results: list[TestResult], fingerprint: dict[str, str], baseline: str, top: int = 15) -> str:
-    """The HTML report of ``results``: every test in the table, and for each its metrics,
-    regions, costliest functions and, where it failed or changed and call paths were recorded,
-    a flame graph against the baseline."""
+def html_page(
+    results: list[TestResult],
+    fingerprint: dict[str, str],
+    baseline: str,
+    top: int = 15,
+    outcomes: Mapping[str, tuple[str, str]] | None = None,
+) -> str:
+    """The HTML report of ``results``: every test in the table with pytest's outcome, and for
+    each its metrics, regions, costliest functions and the flame graph of its call paths
+    (against the baseline where it has one). Tests that build or have a budget but measured
+    nothing (skipped before their body ran) get a row that says so."""
+    outcomes = outcomes or {}
     results = sorted(results, key=lambda r: r.nodeid)
-    tests = []
+    tests: list[dict[str, Any]] = []
     for r in results:
         changed = notable(r)
         has_baseline = any(m.baseline is not None for m in r.metrics)
+        outcome, reason = outcomes.get(r.nodeid, (None, ""))
         tests.append(
             {
                 "nodeid": r.nodeid,
-                "status": _status(r),
+                "status": _status(r, outcome),
+                "failing": r.status in (OVER_LIMIT, REGRESSED)
+                or (r.status == ERROR and outcome not in EXPECTED_OUTCOMES),
+                "outcome": outcome,
+                "reason": reason,
                 "notable": changed,
                 "failure": r.failure,
                 "has_baseline": has_baseline,
@@ -511,10 +582,28 @@ def html_page(results: list[TestResult], fingerprint: dict[str, str], baseline: 
                 "flames": {
                     m.metric: flame_tree(m.stacks, m.functions, None if m.baseline is None else m.baseline_functions)
                     for m in r.metrics
-                    if changed and m.stacks
+                    if m.stacks
                 },
+                "no_flames": _no_flames(r),
             }
         )
+    measured = {r.nodeid for r in results}
+    for nodeid, (outcome, reason) in sorted(outcomes.items()):
+        if nodeid in measured:
+            continue
+        why = f"{outcome}: {reason}" if reason else outcome
+        tests.append(
+            {
+                **_UNMEASURED,
+                "nodeid": nodeid,
+                "status": outcome if outcome in EXPECTED_OUTCOMES else f"{outcome}, nothing measured",
+                "failing": outcome in ("failed", "error"),
+                "outcome": outcome,
+                "reason": reason,
+                "no_flames": f"it measured nothing: no library or program of it ran ({why})",
+            }
+        )
+    tests.sort(key=lambda t: str(t["nodeid"]))
     fingerprint_text = ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()) if k != "models")
     data = {
         "tests": tests,

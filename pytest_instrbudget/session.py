@@ -104,6 +104,9 @@ class BudgetSession:
         #: Said in the summary, e.g. that a damaged baseline is being rewritten.
         self.baseline_note: str | None = None
         self.results: dict[str, TestResult] = {}
+        #: What pytest said of each test that builds or has a budget (measured or not): its outcome
+        #: (``passed``, ``xfailed``, ``skipped``, ...) and the reason of a skip or xfail.
+        self.outcomes: dict[str, tuple[str, str]] = {}
         self.collected: set[str] = set()
         #: Collected tests left out of the run (``-k``, ``-m``, a shard of a split suite).
         self.deselected: set[str] = set()

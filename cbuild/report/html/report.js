@@ -5,7 +5,7 @@
   "use strict";
   const data = JSON.parse(document.getElementById("instrbudget-data").textContent);
   const app = document.getElementById("app");
-  const FAILING = new Set(["over limit", "regressed", "error"]);
+  const FAILING = new Set(["over limit", "regressed", "error"]);  // metric statuses drawn red in a failing test
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -18,6 +18,8 @@
     }
     return node;
   }
+  // Axis labels level, with room between them: Chart.js leaves out every other one where they would touch.
+  const LEVEL_TICKS = { autoSkip: true, autoSkipPadding: 12, maxRotation: 0 };
   const fmt = (n) => (n === null || n === undefined ? "" : Number(n).toLocaleString("en-US"));
   const pct = (c) => (c === null || c === undefined || c === 0 ? "" : (c > 0 ? "+" : "") + c.toFixed(2) + "%");
   const statusClass = (s) => "status-" + s.split(" ")[0].replace(/[^a-z]/g, "");
@@ -67,10 +69,13 @@
 
     const head = el("tr", {}, el("th", {}, "test"));
     for (const m of data.metrics) head.append(el("th", { class: "num" }, m), el("th", { class: "num" }, "change"));
-    head.append(el("th", {}, "status"));
+    head.append(el("th", {}, "status"), el("th", {}, "outcome"));
     const body = el("tbody");
     for (const t of tests) {
-      const row = el("tr", { "data-nodeid": t.nodeid, "data-status": t.status, class: t.notable ? "notable" : null });
+      const row = el("tr", {
+        "data-nodeid": t.nodeid, "data-status": t.status, "data-outcome": t.outcome || "",
+        "data-failing": t.failing ? "1" : null, class: t.notable ? "notable" : null,
+      });
       row.append(el("td", { class: "test" }, t.nodeid));
       for (const name of data.metrics) {
         const m = t.metrics[name];
@@ -79,7 +84,10 @@
           el("td", { class: "num " + (m && m.change > 0 ? "worse" : m && m.change < 0 ? "better" : ""), "data-value": m && m.change !== null ? m.change : 0 }, m ? pct(m.change) : "")
         );
       }
-      row.append(el("td", { class: statusClass(t.status) }, t.status));
+      row.append(
+        el("td", { class: statusClass(t.status) }, t.status),
+        el("td", { class: "outcome", title: t.reason || null }, t.outcome || "")
+      );
       row.addEventListener("click", () => show(t.nodeid));
       body.append(row);
     }
@@ -93,7 +101,7 @@
         const s = row.dataset.status;
         const status = which.value;
         const okStatus =
-          status === "all" || s === status || (status === "failed" && FAILING.has(s)) || (status === "changed" && row.classList.contains("notable"));
+          status === "all" || s === status || (status === "failed" && row.dataset.failing) || (status === "changed" && row.classList.contains("notable"));
         row.hidden = !(okStatus && row.dataset.nodeid.toLowerCase().includes(text));
       }
     };
@@ -110,19 +118,20 @@
       for (const row of body.rows) row.classList.toggle("selected", row.dataset.nodeid === nodeid);
       history.replaceState(null, "", "#test=" + encodeURIComponent(nodeid));
       details.replaceChildren(el("h2", {}, t.nodeid, " ", el("span", { class: "badge " + statusClass(t.status) }, t.status)));
+      if (t.outcome) details.append(el("p", { class: "note outcome" }, `pytest: ${t.outcome}` + (t.reason ? ` (${t.reason})` : "")));
       const charts = el("div", { class: "charts" });
-      details.append(el("h3", {}, "Metrics against limit and baseline"), charts);
+      if (Object.keys(t.metrics).length) details.append(el("h3", {}, "Metrics against limit and baseline"), charts);
       for (const [name, m] of Object.entries(t.metrics)) {
         const canvas = el("canvas", { "aria-label": name + " chart" });
         charts.append(el("figure", { class: "metric" }, el("figcaption", {}, `${name}: ${fmt(m.value)} ${pct(m.change)}`), canvas));
         const labels = [], values = [], colours = [];
         if (m.baseline !== null) labels.push("baseline"), values.push(m.baseline), colours.push("#9aa5b1");
-        labels.push("now"), values.push(m.value), colours.push(FAILING.has(m.status) ? "#d64545" : "#3b82c4");
+        labels.push("now"), values.push(m.value), colours.push(t.failing && FAILING.has(m.status) ? "#d64545" : "#3b82c4");
         if (m.limit !== null) labels.push("limit"), values.push(m.limit), colours.push("#e0b341");
         new Chart(canvas, {
           type: "bar",
           data: { labels, datasets: [{ label: name, data: values, backgroundColor: colours }] },
-          options: { animation: false, indexAxis: "y", plugins: { legend: { display: false } }, scales: { x: { beginAtZero: true } } },
+          options: { animation: false, indexAxis: "y", plugins: { legend: { display: false } }, scales: { x: { beginAtZero: true, ticks: LEVEL_TICKS } } },
         });
       }
       const flames = Object.keys(t.flames || {});
@@ -149,8 +158,8 @@
         };
         pick.addEventListener("change", draw);
         draw();
-      } else if (t.notable) {
-        details.append(el("p", { class: "note" }, "No call paths were recorded for this test."));
+      } else if (t.no_flames) {
+        details.append(el("p", { class: "note", id: "no-flame" }, "No flame graph: " + t.no_flames + "."));
       }
       if (t.failure) details.append(el("details", { class: "failure" }, el("summary", {}, "Failure message"), el("pre", {}, t.failure)));
       const regions = Object.entries(t.regions || {});
@@ -182,7 +191,7 @@
 
     const wanted = new URLSearchParams(location.hash.slice(1)).get("test");
     const first = (wanted && byId.has(wanted) && wanted) ||
-      (tests.find((t) => FAILING.has(t.status)) || tests.find((t) => t.notable) || tests[0] || {}).nodeid;
+      (tests.find((t) => t.failing) || tests.find((t) => t.notable) || tests[0] || {}).nodeid;
     if (first) show(first);
   }
 
@@ -236,7 +245,7 @@
               },
             },
           },
-          scales: { y: { beginAtZero: false } },
+          scales: { x: { ticks: LEVEL_TICKS }, y: { beginAtZero: false } },
         },
       });
     }
