@@ -15,8 +15,14 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture(scope="session", autouse=True)
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Every build in this test session (pytester runs included) shares one cache."""
-    cache = tmp_path_factory.mktemp("instrbudget-cache")
+    """Every build in this test session (pytester runs included) shares one cache, also across
+    xdist workers (the cache is safe to share between processes: that is what it is for), so the
+    counted libraries and third-party sources are built once per session, not once per worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        cache = tmp_path_factory.getbasetemp().parent / "instrbudget-cache"  # the session's, beside the workers'
+        cache.mkdir(exist_ok=True)
+    else:
+        cache = tmp_path_factory.mktemp("instrbudget-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("INSTRBUDGET_CACHE_DIR", str(cache))
         # pytester points HOME at a fresh directory; keep zig's own cache (libc, libc++) in one place.

@@ -104,6 +104,7 @@ def test_baseline_of_random_bytes_is_a_usage_error(project: pytest.Pytester) -> 
     assert path.read_bytes() == damaged
 
 
+@pytest.mark.slow
 def test_concurrent_updates_of_different_subsets_both_land(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", work=WORK_C)
     pytester.makepyfile(test_a=SLOW_TESTS.format(prefix="a"), test_b=SLOW_TESTS.format(prefix="b"))
@@ -180,6 +181,7 @@ def test_read_only_baseline_directory_is_an_error(project: pytest.Pytester) -> N
     result.stdout.fnmatch_lines([f"instrbudget: error: cannot write the baseline {path}: Permission denied"])
 
 
+@pytest.mark.slow
 def test_unwritable_profile_dir_under_xdist_is_reported_by_the_controller(project: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     blocked = _blocked(project)

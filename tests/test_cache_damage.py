@@ -100,6 +100,7 @@ def test_a_damaged_sidecar_is_rebuilt(fresh, write) -> None:  # type: ignore[no-
     assert run_program(rebuilt, timeout=30).counts == expected
 
 
+@pytest.mark.slow
 def test_a_build_killed_before_its_seal_is_rebuilt(fresh, write) -> None:  # type: ignore[no-untyped-def]
     src = write("prog.c", PROG_C)
     builder, _ = fresh()
@@ -165,6 +166,7 @@ time.sleep(float(sys.argv[2]))
 """
 
 
+@pytest.mark.slow
 def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
     fresh,
     write,

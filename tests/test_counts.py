@@ -106,6 +106,7 @@ int main(void) {
     assert len(totals) == 1
 
 
+@pytest.mark.slow
 def test_counts_cold_and_warm_cache_agree(write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     src = write("prog.c", SUM_C + "int main(void) { return sum_to(100) != 4950; }\n")
     totals = []

@@ -239,6 +239,7 @@ def _stop_lines(result: pytest.RunResult) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow
 def test_stops_in_sessions_are_identical_serial_and_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", lib=SESSION_C)
     pytester.makepyfile(test_cut=SESSION_TESTS)

@@ -245,6 +245,7 @@ def test_zkvm_sees_atomic_accesses(builder: Builder, write) -> None:  # type: ig
     assert zk_results(run.counts)["page_outs"] >= 1  # the counter's page was written
 
 
+@pytest.mark.slow
 def test_builds_leave_nothing_beside_the_sources(tmp_path: Path) -> None:
     """All of a build's outputs, every model's included, go to the cache, none to the source tree."""
     sources = tmp_path / "src"

@@ -55,6 +55,7 @@ def test_example_project_regression_names_function_and_update_accepts(pytester: 
     assert set(updated) == set(json.loads(committed)["tests"])  # other entries kept
 
 
+@pytest.mark.slow
 def test_example_project_counts_equal_under_xdist(pytester: pytest.Pytester, example: Path) -> None:
     pytest.importorskip("xdist")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--instrbudget-json=out.json")

@@ -125,6 +125,7 @@ int spin(int n) {
 """
 
 
+@pytest.mark.slow
 def test_a_replay_that_does_not_end_stops_at_the_tests_timeout(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", spin=ENDLESS_ON_RV32_C)
     pytester.makepyfile(

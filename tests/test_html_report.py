@@ -17,7 +17,10 @@ from cbuild.cli import main
 from tests.test_history import Repo, ir, snap
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)"),
+    pytest.mark.slow,  # a browser per page
+]
 # The flags that keep Chromium off the network and quiet on a machine without one.
 FLAGS = (
     "--headless",

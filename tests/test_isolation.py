@@ -92,7 +92,9 @@ def _baseline(pytester: pytest.Pytester) -> dict[str, object]:
     return {key.split("::")[-1]: value for key, value in doc["tests"].items()}
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "workers", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)]
+)
 def test_crashes_fail_only_their_own_test(crashing: pytest.Pytester, workers: list[str]) -> None:
     result = crashing.runpytest_subprocess("-p", "no:cacheprovider", "--instrbudget-update", "-rf", *workers)
     outcomes = result.parseoutcomes()
@@ -111,6 +113,7 @@ def test_crashes_fail_only_their_own_test(crashing: pytest.Pytester, workers: li
     assert set(measured) == {"test_00_before"} | after
 
 
+@pytest.mark.slow
 def test_crashed_xdist_worker_keeps_results_of_finished_tests(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", crash=CRASH_C)
     pytester.makepyfile(
@@ -160,6 +163,7 @@ long fill_and_probe(int n) {
 """
 
 
+@pytest.mark.slow
 def test_address_dependent_library_counts_identically_across_sessions(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", table=POINTER_TABLE_C)
     pytester.makepyfile(

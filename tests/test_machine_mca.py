@@ -49,6 +49,7 @@ def mca_estimate(text: str, target: str = "riscv64") -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_mca
 @pytest.mark.parametrize("target", ["riscv64", "riscv32"])
 def test_lz4_blocks_agree_with_llvm_mca(target: str) -> None:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+#: Each test starts sessions as another user, on a build cache of their own.
+pytestmark = pytest.mark.slow
 NODEID = "test_budget.py::test_work"
 WORK_C = "int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }\n"
 #: The session's test fails if the session could write through file permissions.

@@ -403,6 +403,7 @@ def test_plugin_disable_builds_plain_and_measures_nothing(project: pytest.Pytest
     assert "test_budget.py::test_work" not in result.stdout.str().split("short test summary")[0].split("passed")[-1]
 
 
+@pytest.mark.slow
 def test_plugin_xdist_counts_equal_serial_counts(project: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     out_serial = project.path / "serial.json"
@@ -468,6 +469,7 @@ def test_plugin_update_rewrites_a_damaged_baseline(project: pytest.Pytester) -> 
     assert len(json.loads(path.read_text())["tests"]) == 3
 
 
+@pytest.mark.slow
 def test_plugin_address_dependent_program_counts_equal_under_xdist(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     pytester.makefile(
@@ -532,7 +534,9 @@ def test_plugin_second_baseline_file_from_the_command_line(project: pytest.Pytes
     result.stderr.fnmatch_lines(["*--instrbudget-baseline: expected a file path, got an empty one*"])
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "workers", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)]
+)
 def test_plugin_junit_xml_carries_metrics_limits_and_status(project: pytest.Pytester, workers: list[str]) -> None:
     """GitLab, Jenkins and Azure DevOps show a test's JUnit properties: the metric, its limit, the
     baseline and the status, for each measured test (and under xdist, from the workers)."""

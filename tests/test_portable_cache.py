@@ -70,6 +70,7 @@ def session(pytester: pytest.Pytester, directory: Path, cache: Path) -> tuple[di
     return costs, builds
 
 
+@pytest.mark.slow
 def test_a_copied_project_builds_nothing_and_counts_the_same(pytester: pytest.Pytester) -> None:
     cache = pytester.path / "cache"
     first = pytester.path / "checkouts" / "a"

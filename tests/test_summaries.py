@@ -130,6 +130,7 @@ extern "C" int work(int n) { std::vector<int> v(n, 1); int s = 0; for (int x : v
 """
 
 
+@pytest.mark.slow
 def test_the_first_cxx_build_notice_reaches_the_terminal_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makefile(".cpp", lib=CXX_LIB)
     pytester.makepyfile(

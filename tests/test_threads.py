@@ -217,6 +217,7 @@ def _session(pytester: pytest.Pytester, out: Path) -> dict[str, dict[str, int]]:
     return {name: {**m["functions"], "": m["value"]} for name, m in metrics.items()}
 
 
+@pytest.mark.slow
 def test_library_starting_threads_counts_the_same_in_every_session(pytester: pytest.Pytester) -> None:
     """Library calls that start and join threads, measured through the fixture in xdist sessions."""
     pytest.importorskip("xdist")

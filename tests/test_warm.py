@@ -13,6 +13,7 @@ from cbuild.build import eviction
 from cbuild.build.cache import LAYOUT
 
 
+@pytest.mark.slow
 def test_warm_leaves_a_session_only_its_own_sources_to_build(pytester: pytest.Pytester) -> None:
     pytester.makefile(
         ".toml",
