@@ -4,7 +4,9 @@
     python benchmarks/suite.py --example    # the example project only
 
 Runs, in this checkout and with this interpreter:
-  1. ``python -m pytest -n 2 -q`` (the project's tests; on the shared build cache as it is);
+  1. ``python -m pytest -n 2 -q`` (the project's tests; each session on a build cache of its
+     own, the third-party sources' builds on theirs under ~/.cache/instrbudget-tests), then
+     the same with ``-m "not slow"`` (the developer's loop);
   2. the example project's ``python -m pytest -q`` on an empty build cache (cold: the
      first build of everything, zig's own caches warm) and again on that cache (warm).
 Prints each command's wall time and pytest's last line, and writes the same, after the
@@ -45,14 +47,9 @@ def main() -> int:
     env = dict(os.environ)
     rows = []
     if not args.example:
-        rows.append(
-            timed(
-                "project tests (pytest -n 2)",
-                [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider"],
-                ROOT,
-                env,
-            )
-        )
+        tests = [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider"]
+        rows.append(timed("project tests (pytest -n 2)", tests, ROOT, env))
+        rows.append(timed("project tests, -m 'not slow'", [*tests, "-m", "not slow"], ROOT, env))
     with tempfile.TemporaryDirectory(prefix="instrbudget-suite-") as cache:
         example = dict(env, INSTRBUDGET_CACHE_DIR=cache)
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]

@@ -89,6 +89,7 @@ def test_sizes_parse_and_bad_ones_name_the_key() -> None:
             eviction.parse_size(bad, where="[tool.instrbudget] cache_max_size")
 
 
+@pytest.mark.slow
 def test_cli_info_prune_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fake_entry(tmp_path, "ir", "aa" * 16, 3000, 2 * DAY)
     fake_entry(tmp_path, "bin", "bb" * 16, 2000, DAY)

@@ -259,6 +259,7 @@ TICKS_TESTS = """
     """
 
 
+@pytest.mark.slow
 def test_model_choice_unavailable_metrics_are_shown_not_checked_and_kept(pytester: pytest.Pytester) -> None:
     project(pytester, TICKS_TESTS.replace("LIMIT", "2**24"), models='["ir-count", "zkvm"]')
     # First without the assembly: the zkvm entries of test_ticks go into the baseline.
