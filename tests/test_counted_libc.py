@@ -397,6 +397,55 @@ def test_counted_libc_max_allocations_budget_fails(pytester: pytest.Pytester) ->
     assert "allocations" in result.stdout.str()
 
 
+WHO_ALLOCATES_C = """\
+#include <stdlib.h>
+#include <string.h>
+#include "instrbudget.h"
+__attribute__((noinline)) char *label(int i) { char b[8] = "item"; b[4] = (char)('a' + i % 26); return strdup(b); }
+__attribute__((noinline)) void *grow(void *p, size_t n) { return realloc(p, n); }
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    char **v = NULL;
+    INSTRBUDGET_REGION_START("grow");
+    for (int i = 0; i < n; i++) v = grow(v, (size_t)(i + 1) * 16);
+    INSTRBUDGET_REGION_NEXT("label");
+    for (int i = 0; i < n; i++) v[i] = label(i);
+    INSTRBUDGET_REGION_STOP();
+    for (int i = 0; i < n; i++) free(v[i]);
+    free(v);
+    return 0;
+}
+"""
+
+
+def test_counted_libc_who_allocated_per_region_function_and_call_path(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """``allocations`` is the heap model's clock: regions have theirs, and a build that tracks
+    calls gives each function's inclusive allocations and each call path's, exactly."""
+    from cbuild.report.attribution import attributed
+
+    heap = default_registry().create("heap")
+    models = [IrCountModel(), heap]
+    program = builder.build([write("who.c", WHO_ALLOCATES_C)], models=models, options=replace(COUNTED, calls=True))
+    for n in (10, 40):
+        allocations = attributed(models, [run_program(program, [str(n)]).counts])["allocations"]
+        # Up to 1 KiB size classes are 16 bytes apart: each realloc to 16 more bytes moves. n of them, n strdups.
+        assert allocations.total == 2 * n
+        assert allocations.regions == {"grow": n, "label": n}
+        assert {f: v for f, v in allocations.inclusive.items() if v} == {
+            "main": 2 * n,
+            "grow": n,
+            "label": n,
+            f"{PREFIX}realloc": n,
+            f"{PREFIX}strdup": n,
+            f"{PREFIX}ib_alloc": 2 * n,
+        }
+        assert allocations.stacks == {
+            f"main;grow;{PREFIX}realloc;{PREFIX}ib_alloc": n,
+            f"main;label;{PREFIX}strdup;{PREFIX}ib_alloc": n,
+        }
+        assert allocations.functions == {}  # not in the baseline: it would depend on the reports a run wrote
+
+
 def test_counted_libc_same_counts_twice(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     source = write("addresses.c", ADDRESSES_C)
     program = builder.build([source], options=replace(COUNTED, opt_level="1"))

@@ -3,7 +3,11 @@
 Exact and deterministic like the instruction count: ``allocations`` (successful
 ``malloc``, ``calloc``, aligned and moving ``realloc`` calls), ``allocated_bytes`` (the
 bytes those calls asked for) and ``peak_heap_bytes`` (the most bytes asked for and not
-yet freed at any moment of the measurement). Needs the counted C library
+yet freed at any moment of the measurement). ``allocations`` is also a clock: regions have
+theirs, and builds that track calls (``--instrbudget-report=functions``, profiles, the HTML
+report) say who allocated: each function's inclusive allocations and each call path's (the
+flame graph). They are not kept in the baseline, whose entries must not depend on which
+reports a run wrote. Needs the counted C library
 (``count_libraries``, on by default): without it the allocator is the host's, which
 keeps no such numbers, and a build with the model fails saying so.
 """
@@ -40,7 +44,7 @@ class HeapModel(CostModel):
         return {}
 
     def runtime(self, analysis: Mapping[str, Any]) -> Runtime | None:
-        return Runtime(RUNTIME.read_text(), results=len(RESULTS))
+        return Runtime(RUNTIME.read_text(), results=len(RESULTS), clock=True)
 
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
         if self.name in counts.unavailable:

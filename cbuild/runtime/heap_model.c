@@ -20,6 +20,13 @@ static void model_reset(uint32_t in_process) {
     if (h) h->stats.peak_bytes = h->stats.live_bytes; /* the peak of this measurement */
 }
 
+/* The clock: successful allocations so far. Read at region markers and, in builds that track
+ * calls, at every call and return: each region's allocations, and each call path's (who allocated). */
+static inline uint64_t model_now(void) {
+    struct heap_head *h = heap_now();
+    return h ? h->stats.allocations : 0;
+}
+
 static void model_finish(uint64_t *out) {
     struct heap_head *h = heap_now();
     out[0] = h ? h->stats.allocations - heap_allocations0 : 0;
