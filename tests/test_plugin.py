@@ -554,3 +554,50 @@ def test_plugin_junit_xml_carries_metrics_limits_and_status(project: pytest.Pyte
     }
     assert properties["test_unbudgeted"]["instrbudget.ir_instructions"] == str(value(doc, "test_unbudgeted"))
     assert "instrbudget.ir_instructions.limit" not in properties["test_unbudgeted"]
+
+
+EXPECTED_TESTS = """\
+import pytest
+
+@pytest.fixture
+def lib(cbuild):
+    return cbuild.library("work.c")
+
+@pytest.mark.xfail(reason="work rejects negative counts")
+def test_expected_to_fail(lib):
+    lib.work(10)
+    assert lib.work(-1) > 0
+
+def test_skips_part_way(lib):
+    lib.work(10)
+    pytest.skip("no input")
+
+@pytest.mark.skip(reason="needs the big input")
+@pytest.mark.budget(max_instr=10)
+def test_never_runs(lib):
+    lib.work(10)
+
+def test_plain_python():
+    assert True
+"""
+
+
+@pytest.mark.parametrize(
+    "workers", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)]
+)
+def test_plugin_outcomes_of_expected_failures_and_skips(pytester: pytest.Pytester, workers: list[str]) -> None:
+    """An xfail test that raised, and one that skipped itself part-way, are shown as such (with
+    partial counts), not as errors; the JSON carries pytest's outcome, also from xdist workers."""
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(test_expected=EXPECTED_TESTS)
+    result, doc = results(pytester, "--instrbudget-update", *workers)
+    result.assert_outcomes(passed=1, xfailed=1, skipped=2)
+    tests = doc["tests"]
+    assert {n.split("::")[1]: (t["status"], t["outcome"], t["completed"]) for n, t in tests.items()} == {
+        "test_expected_to_fail": ("error", "xfailed", False),
+        "test_skips_part_way": ("error", "skipped", False),
+    }
+    result.stdout.re_match_lines([r"test_expected\.py::test_expected_to_fail +\d+ +xfailed \(partial\)"])
+    result.stdout.re_match_lines([r"test_expected\.py::test_skips_part_way +\d+ +skipped \(partial\)"])
+    assert "error" not in result.stdout.str().split("instrbudget ====")[-1]
+    assert not (pytester.path / ".instrbudget" / "baseline.json").exists()  # partial counts are never written

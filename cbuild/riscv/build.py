@@ -22,7 +22,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -128,14 +128,24 @@ def _python_headers(target_name: str, diagnostics: str) -> TargetUnavailable | N
     return TargetUnavailable(target_name, reason, included.group("where") if included else "")
 
 
-def _run(cmd: list[str], target_name: str, objects: Mapping[str, str] | None = None) -> None:
+def _run(cmd: list[str], target_name: str, link: LinkParts | None = None) -> None:
     """Run clang; a failure is the target's (compile errors, and symbols a static link lacks).
-    ``objects`` (a link's object files -> what each is) lets a linker error name them."""
+    ``link`` (what a link's objects are) lets a linker error name them."""
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise (objects is not None and _link_error(target_name, proc.stderr, objects)) or _unavailable(
+        raise (link is not None and _link_error(target_name, proc.stderr, link)) or _unavailable(
             target_name, proc.stderr
         )
+
+
+@dataclass
+class LinkParts:
+    """What the objects of a RISC-V link are, for its errors: object file -> the user's source
+    it was compiled from; object file, or the name of a source the link compiles -> the part
+    the engine added ("the counted C library"). Any other object is the target's C runtime."""
+
+    sources: dict[str, str]
+    added: dict[str, str]
 
 
 #: ld.lld's error line, and the lines under it that say where a symbol is defined or referenced.
@@ -147,14 +157,11 @@ _LINK_SITE = re.compile(
 TARGET_RUNTIME = "the target's C runtime, zig's musl"
 
 
-def _link_error(target_name: str, diagnostics: str, objects: Mapping[str, str]) -> TargetUnavailable | None:
+def _link_error(target_name: str, diagnostics: str, link: LinkParts) -> TargetUnavailable | None:
     """ld.lld's first error with the places it names, each said as the source it came from:
     ``duplicate symbol: _start, defined at src/b.c:1 and crt1.c (the target's C runtime, ...): rename yours``.
 
-    ``objects`` maps the link's object files (or the file names of sources the link compiles) to
-    what they are: a user's source file, or what the engine added ("the counted C library"); any
-    other object is the target's C runtime. The error's ``where`` is the first place in a user's
-    source.
+    The error's ``where`` is the first place in a user's source.
     """
     found = _LINK_ERROR.search(diagnostics)
     if found is None:
@@ -171,13 +178,14 @@ def _link_error(target_name: str, diagnostics: str, objects: Mapping[str, str]) 
         file, _, line = site.rpartition(":")
         if not line.isdigit():
             file, line = site, ""
-        owner = objects.get(match.group("obj")) or objects.get(file)
-        added = TARGET_RUNTIME if owner is None else owner if owner.startswith("the ") else None
-        if added is not None:
-            said = f"{site} ({added}, which the {target_name} build links)"
-        else:
-            said = f"{owner}:{line}" if line else str(owner)
+        obj = match.group("obj")
+        source = link.sources.get(obj)
+        added = None if source is not None else link.added.get(obj) or link.added.get(file) or TARGET_RUNTIME
+        if source is not None:
+            said = f"{source}:{line}" if line else source
             where = where or said
+        else:
+            said = f"{site} ({added}, which the {target_name} build links)"
         sites.append((match.group("how"), said, added))
     what = found.group("what")
     if sites:
@@ -337,7 +345,7 @@ def build_riscv(
     library = ("libc", digest(libc_source(), routing_key(), *sorted(own))) if counted else ()
     with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
         objects: list[str] = []
-        named = {_GUEST_MAIN_FILE: "the library entry the engine adds"}
+        parts = LinkParts(sources={}, added={_GUEST_MAIN_FILE: "the library entry the engine adds"})
         for source, unit in zip(sources, units, strict=True):
             key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen[len(driver) :], *library)
             obj = cache.path("rvobj", key, ".o")
@@ -361,11 +369,11 @@ def build_riscv(
 
             (obj,) = cache.entry("rvobj", key, [".o"], make, name=f"the {target_name} object of {unit.source.name}")
             objects.append(str(obj))
-            named[str(obj)] = str(unit.source)
+            parts.sources[str(obj)] = str(unit.source)
         if counted:
             libc = [str(path) for path in _counted_libc_objects(tc, cache, tgt)]
             objects += libc
-            named.update(dict.fromkeys(libc, "the counted C library"))
+            parts.added.update(dict.fromkeys(libc, "the counted C library"))
         link = [*driver, "-target", tgt.triple, *tgt.flags, "-static", *objects, *options.ldflags]
         if kind == "library":
             main = Path(tmp) / _GUEST_MAIN_FILE
@@ -373,5 +381,5 @@ def build_riscv(
             abi = _abi_object([u.ir_path for u in units], Path(tmp))
             link += [str(main), str(abi), "-Wl,--no-gc-sections", "-Wl,--wrap=main"]
         elf = Path(tmp) / "guest.elf"
-        _run([*link, "-o", str(elf)], target_name, named)
+        _run([*link, "-o", str(elf)], target_name, parts)
         atomic_write(out, elf.read_bytes(), mode=0o755)
