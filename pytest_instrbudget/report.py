@@ -503,7 +503,9 @@ def _function_rows(
     top: int,
     width: int | None,
 ) -> list[str]:
-    """Functions by exclusive cost, with inclusive cost and calls where the build reported calls."""
+    """Functions by exclusive cost, with inclusive cost and calls where the build reported calls.
+    A metric with no exclusive costs (one a model measures per region and call, such as the
+    heap model's allocations) shows ``-`` there, not zeros."""
     names = sorted(set(exclusive) | set(inclusive), key=lambda f: (-exclusive.get(f, 0), -inclusive.get(f, 0), f))
     names = names[:top]
     if not names:
@@ -511,7 +513,7 @@ def _function_rows(
     rows = [
         [
             demangle(f),
-            str(exclusive.get(f, 0)),
+            str(exclusive.get(f, 0)) if exclusive else "-",
             str(inclusive[f]) if f in inclusive else "-",
             str(calls[f]) if f in calls else "-",
         ]

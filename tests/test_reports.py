@@ -176,3 +176,17 @@ def test_markdown_of_1000_regressions_stays_under_githubs_limit() -> None:
     assert text.rstrip().endswith("--instrbudget-json or --instrbudget-html has everything.*")
     assert f"*{1000 - shown} more item(s) not shown" in text
     assert text.count("<details>") == text.count("</details>")  # nothing cut mid-way
+
+
+def test_functions_report_of_a_metric_measured_per_call_only_shows_no_exclusive_zeros() -> None:
+    """The heap model's allocations come per call path and inclusive per function, with no
+    exclusive costs: the report says ``-`` there, not 0 for every function."""
+    allocations = metric(
+        "allocations", 75, None, NEW, inclusive={"words": 75, "__instrbudget_libc_strdup": 50}, calls={"words": 1}
+    )
+    instructions = metric("ir_instructions", 900, None, NEW, functions={"words": 700}, inclusive={"words": 900})
+    lines = report.breakdown_lines([result("t.py::test_words", instructions, allocations)], "functions", width=80)
+    rows = [line.split() for line in lines]
+    assert ["words", "700", "900", "-"] in rows
+    assert ["words", "-", "75", "1"] in rows
+    assert ["strdup", "[libc]", "-", "50", "-"] in rows
