@@ -89,8 +89,12 @@ def test_sizes_parse_and_bad_ones_name_the_key() -> None:
             eviction.parse_size(bad, where="[tool.instrbudget] cache_max_size")
 
 
-@pytest.mark.slow
-def test_cli_info_prune_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_info_prune_clear(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zig = tmp_path / "zig-cache"  # an empty one: walking this machine's would take seconds
+    zig.mkdir()
+    monkeypatch.setenv("ZIG_GLOBAL_CACHE_DIR", str(zig))
     fake_entry(tmp_path, "ir", "aa" * 16, 3000, 2 * DAY)
     fake_entry(tmp_path, "bin", "bb" * 16, 2000, DAY)
     eviction.record_session(tmp_path, {"ir": 3, "tu": 1}, {"bin": 1})
@@ -100,9 +104,10 @@ def test_cli_info_prune_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert out[0].endswith(" in 2 entries")
     assert out[1].split()[:3] == ["bin", "1", "entries"]
     assert out[2].split()[:3] == ["ir", "1", "entries"]
-    assert out[3] == "  built before toolchains were recorded: 2 entries, " + out[3].rsplit(", ", 1)[1]
+    assert out[3] == "  no toolchain recorded (older or unfinished builds): 2 entries, " + out[3].rsplit(", ", 1)[1]
     assert "last pytest session (" in out[4]
     assert out[4].endswith("4 hits, 1 builds, hit rate 80%")
+    assert all(len(line) <= 80 for line in out if str(tmp_path) not in line)  # a CI log's width
     assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "4KB"]) == 0
     assert "removed 1 least recently used entries" in capsys.readouterr().out
     assert [e.kind for e in eviction.entries(tmp_path)] == ["bin"]
@@ -114,11 +119,15 @@ def test_cli_info_prune_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "--max-size: expected a size" in capsys.readouterr().err
 
 
-def test_info_counts_entries_per_toolchain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_info_counts_entries_per_toolchain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     builder = Builder(cache_dir=tmp_path, progress=lambda message: None)
     source = tmp_path / "twice.c"
     source.write_text("int twice(int x) { return 2 * x; }\n")
     builder.build([source], kind="library", options=BuildOptions(count_libraries=False))
+    (tmp_path / "zig-cache").mkdir()
+    monkeypatch.setenv("ZIG_GLOBAL_CACHE_DIR", str(tmp_path / "zig-cache"))  # walking this machine's takes seconds
     assert main(["cache", "info", "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     clang = builder.toolchain.fingerprint["clang"]
@@ -144,3 +153,16 @@ def test_session_keeps_the_cache_within_cache_max_size(pytester: pytest.Pytester
     assert sum(1 for e in eviction.entries(cache) if e.kind == "ir" and e.key[2:4] == e.key[:2]) < 4
     last = (cache / LAYOUT / eviction.SESSION_FILE).read_text()
     assert '"builds"' in last
+
+
+def test_the_default_hosts_guard_records_its_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Libraries loaded without a pool build their host's guard in the default cache, with the
+    toolchain in its seal like every other entry (cache info counts it there)."""
+    from cbuild.build.eviction import entries, toolchain_of
+    from cbuild.build.toolchain import find_toolchain
+    from cbuild.run.hosts import _default_guard
+
+    monkeypatch.setenv("INSTRBUDGET_CACHE_DIR", str(tmp_path))
+    toolchain = find_toolchain(None)
+    assert _default_guard(toolchain).is_file()
+    assert [toolchain_of(entry) for entry in entries(tmp_path)] == [toolchain.label]

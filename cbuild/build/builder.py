@@ -133,8 +133,7 @@ class Builder:
     ) -> None:
         self.toolchain: Toolchain = find_toolchain(clang)
         self.progress: Progress = progress or _stderr_progress
-        label = f"clang {self.toolchain.fingerprint['clang']} ({self.toolchain.origin.split(' (')[0]})"
-        self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress, label=label)
+        self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress, label=self.toolchain.label)
         self._failed: dict[Hashable, CBuildError] = {}
         #: Compiled unit key -> whether it defines main (its IR read once per process).
         self._defines_main: dict[str, bool] = {}

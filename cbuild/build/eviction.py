@@ -216,15 +216,18 @@ def toolchain_of(entry: Entry) -> str:
     return ""
 
 
-#: What each kind of entry holds, for ``cache info``.
+#: What each kind of entry holds, for ``cache info`` (short: its lines fit 80 columns).
 KINDS = {
-    "tu": "compile manifests (a source's headers and their digests)",
+    "tu": "compile manifests (headers, digests)",
     "ir": "compiled LLVM IR",
-    "rt": "the runtime, the counted C library and libc++ built for a toolchain",
-    "bin": "instrumented programs and libraries with their block tables",
+    "rt": "the runtime, counted libc and libc++",
+    "bin": "instrumented programs and libraries",
     "rvobj": "RISC-V objects of the models' builds",
     "rvbin": "RISC-V executables of the models' builds",
 }
+
+#: Kinds a toolchain builds (``cache info`` counts them per toolchain).
+BUILT = frozenset(KINDS)
 
 
 def summary(root: Path, zig_cache: Path | None = None) -> Summary:
@@ -232,6 +235,8 @@ def summary(root: Path, zig_cache: Path | None = None) -> Summary:
     toolchains: dict[str, tuple[int, int]] = {}
     for entry in entries(root):
         for table, name in ((kinds, entry.kind), (toolchains, toolchain_of(entry))):
+            if table is toolchains and entry.kind not in BUILT:
+                continue  # an index of a compilation database: nothing a toolchain made
             count, size = table.get(name, (0, 0))
             table[name] = (count + 1, size + entry.size)
     last: dict[str, object] | None = None
@@ -271,7 +276,7 @@ def render_summary(info: Summary) -> list[str]:
     for kind, (count, size) in info.kinds.items():
         lines.append(f"  {kind:<{width}}  {count:>7} entries  {format_size(size):>9}  {KINDS.get(kind, '')}".rstrip())
     for toolchain, (count, size) in info.toolchains.items():
-        made = f"built with {toolchain}" if toolchain else "built before toolchains were recorded"
+        made = f"built with {toolchain}" if toolchain else "no toolchain recorded (older or unfinished builds)"
         lines.append(f"  {made}: {count} entries, {format_size(size)}")
     last = info.last_session
     if last is not None:

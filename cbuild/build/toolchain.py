@@ -50,6 +50,12 @@ class Toolchain:
         }
 
     @property
+    def label(self) -> str:
+        """The toolchain as cache entries record it (``cache info`` counts entries by it):
+        ``clang 22.1.8 (the ziglang wheel 0.17.1)``."""
+        return f"clang {self.clang_version} ({self.origin.split(' (')[0]})"
+
+    @property
     def identity(self) -> str:
         """Everything that can change built output: the fingerprint plus the driver's origin."""
         return f"{self.fingerprint_text}; {self.origin}"

@@ -291,9 +291,13 @@ class HostPool:
 _default_pool: HostPool | None = None
 
 
+def _default_guard(toolchain: Toolchain) -> Path:
+    return guard_library(toolchain, Cache(default_cache_dir(), label=toolchain.label))
+
+
 def default_pool() -> HostPool:
     """A pool for libraries loaded without one, with the default toolchain and cache."""
     global _default_pool
     if _default_pool is None:
-        _default_pool = HostPool(lambda: guard_library(find_toolchain(None), Cache(default_cache_dir())))
+        _default_pool = HostPool(lambda: _default_guard(find_toolchain(None)))
     return _default_pool
