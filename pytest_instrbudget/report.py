@@ -82,14 +82,17 @@ def _fmt_change(change: float | None) -> str:
 
 #: What pytest says of a test that qualifies its status: a test that was expected to fail, or was skipped.
 EXPECTED_OUTCOMES = ("xfailed", "xpassed", "skipped")
+#: What pytest says of a test that failed.
+FAILED = ("failed", "error")
 
 
-def _status(result: TestResult, outcome: str | None = None) -> str:
-    """A test's status, with what qualifies it; ``outcome`` is pytest's (:attr:`BudgetSession.outcomes`).
+def _status(result: TestResult, outcomes: Mapping[str, tuple[str, str]] | None = None) -> str:
+    """A test's status, with what qualifies it; ``outcomes`` are pytest's (:attr:`BudgetSession.outcomes`).
 
     A test that raised as expected (``xfailed``) or skipped itself part-way has partial counts:
     its status is that outcome, not an error."""
     status = result.status
+    outcome = _outcome(outcomes, result.nodeid)
     expected = outcome in EXPECTED_OUTCOMES
     if expected and status == ERROR:
         status = str(outcome)
@@ -169,7 +172,7 @@ def table_lines(
                 cells.append(_cell(m))
                 if name in changed:
                     cells.append(_change_cell(m))
-            cells.append(_status(result, _outcome(outcomes, result.nodeid)))
+            cells.append(_status(result, outcomes))
             rows.append(cells)
         if width is None or texttable.width_without(header, rows, 0) + 2 + NAME_ROOM <= width:
             right = set(range(1, len(header) - 1))
@@ -205,7 +208,7 @@ def _listed_lines(
     widths = texttable.widths_of(None, cells) if cells else [0, 0, 0]
     out: list[str] = []
     for result, rows in zip(shown, per_test, strict=True):
-        out.append(f"{result.nodeid}: {_status(result, _outcome(outcomes, result.nodeid))}")
+        out.append(f"{result.nodeid}: {_status(result, outcomes)}")
         out += [f"    {n:<{widths[0]}}  {v:>{widths[1]}}  {c:>{widths[2]}}".rstrip() for n, v, c in rows]
     return out
 
@@ -422,9 +425,7 @@ def markdown_text(
         for r in shown:
             by_name = {m.metric: m for m in r.metrics}
             cells = [_markdown_cell(by_name.get(name)) for name in metrics]
-            if not fits(
-                [f"| `{r.nodeid}` | " + " | ".join(cells) + f" | {_status(r, _outcome(outcomes, r.nodeid))} |"]
-            ):
+            if not fits([f"| `{r.nodeid}` | " + " | ".join(cells) + f" | {_status(r, outcomes)} |"]):
                 left_out.append(r.nodeid)
         fits([""])
     for r in failed:
@@ -552,9 +553,9 @@ def html_page(
         tests.append(
             {
                 "nodeid": r.nodeid,
-                "status": _status(r, outcome),
-                "failing": r.status in (OVER_LIMIT, REGRESSED)
-                or (r.status == ERROR and outcome not in EXPECTED_OUTCOMES),
+                "status": _status(r, outcomes),
+                # pytest's verdict where known: an unbudgeted test that regressed passed, an xfail did not fail.
+                "failing": outcome in FAILED if outcome is not None else r.failure is not None,
                 "outcome": outcome,
                 "reason": reason,
                 "notable": changed,
@@ -599,7 +600,7 @@ def html_page(
                 **_UNMEASURED,
                 "nodeid": nodeid,
                 "status": outcome if outcome in EXPECTED_OUTCOMES else f"{outcome}, nothing measured",
-                "failing": outcome in ("failed", "error"),
+                "failing": outcome in FAILED,
                 "outcome": outcome,
                 "reason": reason,
                 "no_flames": f"it measured nothing: no library or program of it ran ({why})",
