@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -129,7 +129,7 @@ class Budget:
                 elif key == UNAVAILABLE:
                     unavailable = unavailable_policy(value, f"{item.nodeid}: budget(unavailable=...)")
                 elif key == "regions":
-                    regions.update(_region_limits(item.nodeid, value, active, headline))
+                    regions.update(_region_limits(item.nodeid, value, active, headline, all_keywords, models, chosen))
                 elif key in cutoffs:
                     owner = next(model for model in models if model.metrics[0] is cutoffs[key])
                     if owner.executes() is not None:
@@ -147,19 +147,7 @@ class Budget:
                         )
                     limits[active[key]] = value
                 elif key in all_keywords:
-                    model_name = all_keywords[key]
-                    mine = ", ".join(model.name for model in models) or "none"
-                    if chosen is not None:
-                        raise ConfigError(
-                            f"{item.nodeid}: budget({key}=...) belongs to the cost model {model_name!r}, which is "
-                            f"not among this test's models ({mine}); add {model_name!r} to budget(models=[...])"
-                        )
-                    raise ConfigError(
-                        f"{item.nodeid}: budget({key}=...) belongs to the cost model "
-                        f"{model_name!r}, which is not active; add it to `models` in "
-                        f"[tool.instrbudget], pass --instrbudget-model={model_name}, or choose it for this test "
-                        f"with budget(models=[...]) (this test's models: {mine})"
-                    )
+                    raise _inactive(f"{item.nodeid}: budget({key}=...)", all_keywords[key], models, chosen=chosen)
                 else:
                     accepted = ", ".join(
                         sorted([*active, *cutoffs, MODELS, UNAVAILABLE, "regions", "timeout", "tolerance"])
@@ -197,7 +185,30 @@ def _limit(nodeid: str, where: str, value: object) -> int:
     return value
 
 
-def _region_limits(nodeid: str, value: object, active: dict[str, str], headline: str) -> dict[str, dict[str, int]]:
+def _inactive(where: str, model_name: str, models: Sequence[CostModel], *, chosen: object) -> ConfigError:
+    """A keyword of a model the test does not run: which model, and how to turn it on."""
+    mine = ", ".join(model.name for model in models) or "none"
+    if chosen is not None:
+        return ConfigError(
+            f"{where} belongs to the cost model {model_name!r}, which is not among this test's models ({mine}); "
+            f"add {model_name!r} to budget(models=[...])"
+        )
+    return ConfigError(
+        f"{where} belongs to the cost model {model_name!r}, which is not active; add it to `models` in "
+        f"[tool.instrbudget], pass --instrbudget-model={model_name}, or choose it for this test "
+        f"with budget(models=[...]) (this test's models: {mine})"
+    )
+
+
+def _region_limits(
+    nodeid: str,
+    value: object,
+    active: dict[str, str],
+    headline: str,
+    all_keywords: Mapping[str, str],
+    models: Sequence[CostModel],
+    chosen: object,
+) -> dict[str, dict[str, int]]:
     """``regions={"parse": 2000}`` limits the headline metric; ``{"parse": {"max_cycles": 900}}`` any."""
     if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
         raise ConfigError(f'{nodeid}: budget(regions=...) must map region names to limits, e.g. {{"parse": 2000}}')
@@ -206,12 +217,12 @@ def _region_limits(nodeid: str, value: object, active: dict[str, str], headline:
         if isinstance(limit, dict):
             per: dict[str, int] = {}
             for keyword, n in limit.items():
+                where = f"{nodeid}: budget(regions={{{name!r}: {{{keyword!r}: ...}}}})"
+                if keyword not in active and keyword in all_keywords:
+                    raise _inactive(where, all_keywords[keyword], models, chosen=chosen)
                 if keyword not in active:
                     accepted = ", ".join(sorted(active))
-                    raise ConfigError(
-                        f"{nodeid}: budget(regions={{{name!r}: {{{keyword!r}: ...}}}}): unknown keyword; "
-                        f"accepted: {accepted}"
-                    )
+                    raise ConfigError(f"{where}: unknown keyword; accepted: {accepted}")
                 per[active[keyword]] = _limit(nodeid, f"regions[{name!r}][{keyword!r}]", n)
             out[name] = per
         else:

@@ -192,6 +192,22 @@ def test_plugin_keyword_of_inactive_model_names_model_and_switch(pytester: pytes
     )
 
 
+def test_plugin_region_keyword_of_inactive_model_names_model_and_switch(pytester: pytest.Pytester) -> None:
+    """A region's limit on another model's metric says which model, as a test's limit does."""
+    pytester.makepyfile(
+        test_k="import pytest\n\n@pytest.mark.budget(regions={'fill': {'max_allocations': 10}})\n"
+        "def test_a(cbuild):\n    pass\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*budget(regions={'fill': {'max_allocations': ...}}) belongs to the cost model 'heap', which is not "
+            "active; add it to `models`*--instrbudget-model=heap*"
+        ]
+    )
+
+
 def test_plugin_bad_model_table_names_the_key(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["pipeline"]\n[tool.instrbudget.pipeline]\nmachin = "x"\n')
     pytester.makepyfile(test_k="def test_a():\n    pass\n")
