@@ -14,6 +14,7 @@ import pytest
 from cbuild import Builder, BuildOptions, IrCountModel, Library, run_program
 from cbuild.build.libc import PREFIX, aliases, functions, point_at_libc
 from cbuild.models import default_registry
+from cbuild.models.costs import outside_calls
 
 MODEL = IrCountModel()
 COUNTED = BuildOptions(count_libraries=True)
@@ -453,6 +454,19 @@ def test_counted_libc_same_counts_twice(builder: Builder, write) -> None:  # typ
     assert (first.stdout, _total(first)) == (second.stdout, _total(second))
 
 
+MATH_C = """\
+#include <math.h>
+#include <stdio.h>
+int main(void) {
+    volatile int n = 300;
+    double s = 0;
+    for (int i = 1; i <= n; i++) s += sin(i) * exp(-i / 50.0) + log(i) + pow(i, 0.3) + atan2(i, 7) + fmod(i * 1.7, 3);
+    printf("%a\\n", s);
+    return 0;
+}
+"""
+
+
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="builds for x86_64 glibc and musl")
 def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl(shared_cache: Path, write) -> None:  # type: ignore[no-untyped-def]
     """The sort is the counted library's on any host C library: a program linked against glibc,
@@ -467,6 +481,7 @@ def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl
         return {name: cost.functions.get(name, 0) for name in sort_functions}
 
     per_libc = {}
+    math_runs = {}
     for triple, ldflags in (("x86_64-linux-gnu", ()), ("x86_64-linux-musl", ("-static",))):
         builder = Builder(cache_dir=shared_cache, progress=lambda message: None)
         builder.toolchain = replace(builder.toolchain, triple=triple)
@@ -474,6 +489,14 @@ def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl
         result = run_program(program, [10_000])
         assert result.returncode == 0, result.stderr
         per_libc[triple] = sort_costs(result.counts)
+        # math.h too: the same bits and the same count with glibc's and musl's headers.
+        math_program = builder.build([write("math.c", MATH_C)], options=replace(COUNTED, ldflags=ldflags))
+        math_result = run_program(math_program)
+        assert math_result.counts is not None
+        (math_cost,) = MODEL.evaluate(math_result.counts)
+        math_runs[triple] = (math_result.stdout, math_cost.total, outside_calls(math_result.counts))
+    assert math_runs["x86_64-linux-gnu"] == math_runs["x86_64-linux-musl"]
+    assert math_runs["x86_64-linux-gnu"][2] == {"frexpl": 1, "fwrite": 1}  # printf's; no math function
     assert b"ld-linux" not in program.path.read_bytes()  # no dynamic loader: the static musl program
     lib = Library(
         Builder(cache_dir=shared_cache, progress=lambda message: None).build(

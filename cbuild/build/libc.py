@@ -4,8 +4,8 @@ Functions whose work depends on their arguments (``mem*``/``str*``/``wcs*``, the
 allocator, ``qsort``/``bsearch``, ``strto*``/``ato*``, the ``printf`` and ``scanf``
 families' formatting) would otherwise run in the host's C library, uncounted and
 different on every host. Here they are compiled to IR once per toolchain
-(:func:`libc_ir`): the project's own portable C, and for formatting, scanning and
-``strtod`` the musl sources the ziglang wheel ships (:data:`MUSL_SOURCES`, bridged to
+(:func:`libc_ir`): the project's own portable C, and for formatting, scanning,
+``strtod`` and ``math.h`` the musl sources the ziglang wheel ships (:data:`MUSL_SOURCES`, bridged to
 the host's streams by ``cbuild/libc/musl/bridge.c``). Each build's units are pointed at them
 (:func:`point_at_libc`): calls of ``strlen`` become calls of ``__instrbudget_libc_strlen``,
 ``llvm.memcpy``/``memmove``/``memset`` with a run-time length become calls of the counted
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 LIBC_DIR = Path(__file__).resolve().parent.parent / "libc"
 #: The printf and scanf families on the host's streams, compiled against musl's headers.
 BRIDGE = LIBC_DIR / "musl" / "bridge.c"
+#: math.h around musl's kernels, compiled against musl's headers like the bridge.
+MATH = LIBC_DIR / "musl" / "math.c"
+#: The project's own sources compiled as musl's are.
+MUSL_OWN = (BRIDGE, MATH)
 #: The heap's mapping and lock: uninstrumented beside native builds, compiled with the library
 #: into RISC-V builds.
 HEAP_MAP_SOURCE = LIBC_DIR.parent / "runtime" / "heap_map.c"
@@ -42,7 +46,7 @@ HEAP_MAP_SOURCE = LIBC_DIR.parent / "runtime" / "heap_map.c"
 FLAGS = ("-O2", "-std=c11", "-fno-builtin", "-D_GNU_SOURCE")
 PREFIX = LIBC_PREFIX
 #: musl sources (the ziglang wheel's ``lib/libc/musl/src/<name>.c``) in the library:
-#: formatting, scanning and the conversions of strings to floating point.
+#: formatting, scanning, the conversions of strings to floating point, and math.h.
 MUSL_SOURCES = (
     "stdio/vfprintf",
     "stdio/vsnprintf",
@@ -67,6 +71,56 @@ MUSL_SOURCES = (
     "math/__fpclassifyl",
     "math/scalbn",
     "math/scalbnl",
+    # math.h: the kernels and the functions whose C the wheel ships (``cbuild/libc/musl/math.c``
+    # has the rest, and includes ``math/pow``).
+    *(
+        f"math/{name}"
+        for name in (
+            "exp_data",
+            "pow_data",
+            "__math_divzero",
+            "__math_invalid",
+            "__math_oflow",
+            "__math_uflow",
+            "__math_xflow",
+            "__math_divzerof",
+            "__math_invalidf",
+            "__math_oflowf",
+            "__math_uflowf",
+            "__math_xflowf",
+            "__rem_pio2",
+            "__rem_pio2_large",
+            "__sin",
+            "__cos",
+            "__tan",
+            "__expo2",
+            "__expo2f",
+            "expm1",
+            "atan2",
+            "sinh",
+            "asinh",
+            "acosh",
+            "atanh",
+            "erf",
+            "tgamma",
+            "j0",
+            "j1",
+            "jn",
+            "remainder",
+            "remquo",
+            "fma",
+            "ldexp",
+            "nextafter",
+            "ilogb",
+            "logb",
+            "powf",
+            "powf_data",
+            "exp2f_data",
+            "expm1f",
+            "sinhf",
+            "erff",
+        )
+    ),
 )
 #: The functions of those sources a user's call reaches. Their other external names are
 #: musl's own (its ``vfprintf`` takes musl's ``FILE``) and get :data:`MUSL_PREFIX`.
@@ -84,6 +138,36 @@ MUSL_FUNCTIONS = frozenset(
         "strtof",
         "strtold",
         "atof",
+        # math.h
+        "pow",
+        "expm1",
+        "atan2",
+        "sinh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "tgamma",
+        "j0",
+        "j1",
+        "jn",
+        "y0",
+        "y1",
+        "yn",
+        "remainder",
+        "remquo",
+        "fma",
+        "ldexp",
+        "scalbn",
+        "nextafter",
+        "ilogb",
+        "logb",
+        "powf",
+        "expm1f",
+        "sinhf",
+        "erff",
+        "erfcf",
     }
 )
 MUSL_PREFIX = LIBC_PREFIX + "musl_"
@@ -95,6 +179,7 @@ MUSL_FLAGS = (
     "-std=c99",
     "-fno-builtin",
     "-fno-strict-aliasing",
+    "-fno-math-errno",  # __builtin_sqrt is the instruction, not a call of sqrt
     "-D_XOPEN_SOURCE=700",
     "-w",
     # Builtins, not calls of the host's libm (a program need not link it).
@@ -150,6 +235,18 @@ _INTRINSIC = re.compile(
     re.MULTILINE,
 )
 
+#: A call of a math intrinsic on one ``double`` or ``float`` (vector forms stay as they are).
+_MATH_INTRINSIC = re.compile(
+    r"(?P<head>\bcall [^@\n]*)@llvm\.(?P<op>sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|exp|exp2|exp10"
+    r"|log|log2|log10|pow)\.(?P<type>f64|f32)\("
+)
+#: ``frem`` (what clang makes of ``fmod`` without errno): code generation calls the host's fmod.
+_FREM = re.compile(
+    r"^(?P<head>\s*%[\w.]+ = )frem (?P<flags>(?:[a-z]+ )*)(?P<type>double|float) (?P<a>[^,\n]+), (?P<b>[^,\n]+?)"
+    r"(?P<tail>(?:, !.*)?)$",
+    re.MULTILINE,
+)
+
 
 @functools.cache
 def _files() -> tuple[Path, ...]:
@@ -168,7 +265,7 @@ def source() -> str:
 def functions() -> frozenset[str]:
     """The C library functions the counted library defines."""
     # ``#define LIBC(name)`` (the prelude's, the bridge's) defines nothing: _DEFINED skips it.
-    own = {name for path in (*_files(), BRIDGE) for name in _DEFINED.findall(path.read_text())}
+    own = {name for path in (*_files(), *MUSL_OWN) for name in _DEFINED.findall(path.read_text())}
     return frozenset(own | MUSL_FUNCTIONS) - _INTERNAL
 
 
@@ -221,6 +318,7 @@ def musl_flags(triple: str) -> list[str]:
         musl / "arch" / "generic",
         musl / "src" / "include",
         musl / "src" / "internal",
+        musl / "src" / "math",  # math.c includes pow.c
         lib / "include" / f"{headers}-linux-musl",
         lib / "include" / "generic-musl",
     ]
@@ -257,17 +355,17 @@ def musl_ir(toolchain: Toolchain, cache: Cache, *, flags: Sequence[str] = ()) ->
                     [*toolchain.cc, *flags, str(path), "-o", str(out)], capture_output=True, text=True, check=False
                 )
                 if proc.returncode != 0:
-                    raise LinkError(f"building the counted C library's formatting ({path.name}) failed:\n{proc.stderr}")
+                    raise LinkError(f"building the counted C library's musl part ({path.name}) failed:\n{proc.stderr}")
                 texts.append(out.read_text())
         for file, text in zip(files, musl_names(texts, size_bits=size_t_bits(toolchain.triple)), strict=True):
             atomic_write(file, text.encode())
 
-    return tuple(cache.entry("rt", key, suffixes, make, name="the counted C library's formatting (musl)"))
+    return tuple(cache.entry("rt", key, suffixes, make, name="the counted C library's formatting and math (musl)"))
 
 
 def _musl_sources() -> list[Path]:
     musl = _zig_lib() / "libc" / "musl" / "src"
-    return [*(musl / f"{name}.c" for name in MUSL_SOURCES), BRIDGE]
+    return [*(musl / f"{name}.c" for name in MUSL_SOURCES), *MUSL_OWN]
 
 
 @functools.cache
@@ -360,6 +458,7 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
         return f"{m.group('indent')}{result} = {m.group('tail_kind')}{call}{m.group('tail')}"
 
     text = _INTRINSIC.sub(route, text)
+    text = _route_math_intrinsics(text)
     for target in sorted(routed):
         if not re.search(rf"^(?:declare|define) [^@]*@{target}\(", text, re.MULTILINE):
             size = f"i{size_bits}"
@@ -368,8 +467,43 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
     return text
 
 
+def _route_math_intrinsics(text: str) -> str:
+    """Calls of ``llvm.sin.f64`` and its kin, and ``frem`` (what clang makes of ``sin`` and
+    ``fmod`` without errno, the default for musl targets, or of ``__builtin_sin``) call the
+    counted functions: code generation would otherwise make them calls of the host's libm."""
+    counted = functions()
+    declared: dict[str, str] = {}
+
+    def route(m: re.Match[str]) -> str:
+        name = m.group("op") + ("f" if m.group("type") == "f32" else "")
+        if name not in counted:
+            return m.group(0)
+        ctype = "float" if m.group("type") == "f32" else "double"
+        params = ", ".join([ctype] * (2 if m.group("op") in ("pow", "atan2") else 1))
+        declared[name] = f"declare {ctype} @{PREFIX}{name}({params})"
+        return f"{m.group('head')}@{PREFIX}{name}("
+
+    def remainder(m: re.Match[str]) -> str:
+        ctype = m.group("type")
+        name = "fmod" if ctype == "double" else "fmodf"
+        if name not in counted:
+            return m.group(0)
+        declared[name] = f"declare {ctype} @{PREFIX}{name}({ctype}, {ctype})"
+        args = f"{ctype} {m.group('a')}, {ctype} {m.group('b')}"
+        return f"{m.group('head')}call {m.group('flags')}{ctype} @{PREFIX}{name}({args}){m.group('tail')}"
+
+    text = _MATH_INTRINSIC.sub(route, text)
+    text = _FREM.sub(remainder, text)
+    for name, declaration in sorted(declared.items()):
+        if not re.search(rf"^(?:declare|define) [^@]*@{PREFIX}{name}\(", text, re.MULTILINE):
+            text += f"\n{declaration}\n"
+    return text
+
+
 def _dedupe_declarations(text: str) -> str:
-    seen: set[str] = set()
+    """``text`` with one declaration per function, and none of a function it defines (a
+    module of the library calling another of its functions by the user's name)."""
+    seen: set[str] = set(_DEFINE_LINE.findall(text))
     lines = []
     for line in text.split("\n"):
         if line.startswith("declare "):
