@@ -8,13 +8,13 @@ malloc, qsort, strto*) and, in C++ builds, the counted parts of libc++ (cbuild/b
 ``BuildOptions(instrument=False)`` is the plain program with the host's libraries. Prints:
   1. run time of the counted build against the plain build on bench.py's workloads, a string-
      and allocation-heavy C program (workloads/strings_bench.c), a formatting one
-     (workloads/format_bench.c) and a libc++ one
+     (workloads/format_bench.c), a math one (workloads/math_bench.c) and a libc++ one
      (workloads/sort_strings.cc): medians of interleaved runs, the ratio per workload and
      the geometric mean, and the counted total of two runs of each (they must be equal);
   2. the counted total (ir_instructions) against ``valgrind --tool=callgrind``'s Ir total of the
-     plain build, same arguments and stdin, on seven small programs: sort_strings.cc, a zstd round
+     plain build, same arguments and stdin, on eight small programs: sort_strings.cc, a zstd round
      trip (the zstandard sdist's zstd.c), the quadratic strlen loop, strings_bench.c,
-     format_bench.c (snprintf, sscanf, strtod), and two of
+     format_bench.c (snprintf, sscanf, strtod), math_bench.c (exp, log, erfc, sin, cos, pow), and two of
      bench.py's workloads; where the ratio is outside 0.5x-2x, the functions that dominate each side;
   3. the cold cost of the counted libraries: building the counted libc++ IR (and the counted C
      library's) in a fresh cache, a first counted C++ build of sort_strings.cc there, a first
@@ -151,12 +151,16 @@ def format_bench(n: int, rounds: int) -> Program:
     return Program(f"format {n}x{rounds} (format_bench.c)", (WORKLOADS / "format_bench.c",), (), (str(n), str(rounds)))
 
 
+def math_bench(n: int, rounds: int) -> Program:
+    return Program(f"math {n}x{rounds} (math_bench.c)", (WORKLOADS / "math_bench.c",), (), (str(n), str(rounds)))
+
+
 def sort_strings(n: int) -> Program:
     return Program(f"sort+to_string {n} (sort_strings.cc)", (WORKLOADS / "sort_strings.cc",), (), (str(n),))
 
 
 def callgrind_programs(bench: list[Program]) -> list[Program]:
-    """Seven programs small enough for callgrind to take seconds."""
+    """Eight programs small enough for callgrind to take seconds."""
     programs = [sort_strings(100_000)]
     zstd = fetch("zstandard", "0.25.0")
     if zstd is not None:
@@ -171,6 +175,7 @@ def callgrind_programs(bench: list[Program]) -> list[Program]:
     programs.append(Program("quadratic strlen 4000", (WORKLOADS / "quadratic_strlen.c",), (), ("4000",)))
     programs.append(strings_bench(20_000, 2))
     programs.append(format_bench(20_000, 1))
+    programs.append(math_bench(20_000, 1))
     by_kind = {p.name.split()[0]: p for p in bench}
     programs.append(by_kind["sort"].with_args("300000", name="sort 300k ints (bench.py sort_bench)"))
     words = b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 10_000
@@ -376,6 +381,7 @@ def main() -> int:
             *bench,
             strings_bench(100_000, 3) if quick else strings_bench(200_000, 10),
             format_bench(50_000, 1) if quick else format_bench(200_000, 3),
+            math_bench(100_000, 1) if quick else math_bench(200_000, 5),
             sort_strings(300_000) if quick else sort_strings(2_000_000),
         ]
         overhead_table(out, builder, programs, repeats, work)

@@ -4,9 +4,12 @@
     python benchmarks/suite.py --example    # the example project only
 
 Runs, in this checkout and with this interpreter:
-  1. ``python -m pytest -n 2 -q`` (the project's tests; each session on a build cache of its
-     own, the third-party sources' builds on theirs under ~/.cache/instrbudget-tests), then
-     the same with ``-m "not slow"`` (the developer's loop);
+  1. ``python -m pytest -n 2 -q`` (the project's tests) on an empty shared build cache
+     (``INSTRBUDGET_TEST_CACHE`` pointing at a new directory: the counted libraries, the models'
+     run-time parts and every test's build made in the session, as after a change to the
+     engine), again on that cache (warm, as a developer's next run), then with ``-m "not slow"``
+     on it (the developer's loop); the third-party sources' builds for the RISC-V models keep
+     theirs under ~/.cache/instrbudget-tests either way;
   2. the example project's ``python -m pytest -q`` on an empty build cache (cold: the
      first build of everything, zig's own caches warm) and again on that cache (warm).
 Prints each command's wall time and pytest's last line, and writes the same, after the
@@ -36,7 +39,7 @@ def timed(name: str, cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
     seconds = time.perf_counter() - start
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     summary = lines[-1].strip("= ") if lines else "(no output)"
-    return f"{name:<40} {seconds:8.1f} s  exit {proc.returncode}  {summary}"
+    return f"{name:<42} {seconds:8.1f} s  exit {proc.returncode}  {summary}"
 
 
 def main() -> int:
@@ -48,8 +51,11 @@ def main() -> int:
     rows = []
     if not args.example:
         tests = [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider"]
-        rows.append(timed("project tests (pytest -n 2)", tests, ROOT, env))
-        rows.append(timed("project tests, -m 'not slow'", [*tests, "-m", "not slow"], ROOT, env))
+        with tempfile.TemporaryDirectory(prefix="instrbudget-suite-tests-") as shared:
+            session = dict(env, INSTRBUDGET_TEST_CACHE=shared)
+            rows.append(timed("project tests (pytest -n 2), empty cache", tests, ROOT, session))
+            rows.append(timed("project tests (pytest -n 2), warm cache", tests, ROOT, session))
+            rows.append(timed("project tests, -m 'not slow', warm cache", [*tests, "-m", "not slow"], ROOT, session))
     with tempfile.TemporaryDirectory(prefix="instrbudget-suite-") as cache:
         example = dict(env, INSTRBUDGET_CACHE_DIR=cache)
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]

@@ -9,25 +9,43 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder
+from cbuild.build.eviction import prune
 
 pytest_plugins = ["pytester"]
+
+
+#: Where the sessions' shared build cache lives: ``INSTRBUDGET_TEST_CACHE`` (``fresh``: a new one in
+#: the session's temporary directory, as on a new machine).
+TEST_CACHE = os.environ.get("INSTRBUDGET_TEST_CACHE", str(Path.home() / ".cache" / "instrbudget-tests" / "session"))
+#: The shared cache is pruned to this at the end of a session.
+TEST_CACHE_MAX = 4 << 30
 
 
 @pytest.fixture(scope="session", autouse=True)
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every build in this test session (pytester runs included) shares one cache, also across
-    xdist workers (the cache is safe to share between processes: that is what it is for), so the
-    counted libraries and third-party sources are built once per session, not once per worker."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    xdist workers and from one session to the next (the cache is safe to share between
+    processes: that is what it is for; its keys are contents, so a change to the engine or to
+    a source is a new entry), so the counted libraries and third-party sources are built once,
+    not once per worker or per run. ``INSTRBUDGET_TEST_CACHE=fresh`` starts from nothing."""
+    if TEST_CACHE != "fresh":
+        cache = Path(TEST_CACHE)
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
         cache = tmp_path_factory.getbasetemp().parent / "instrbudget-cache"  # the session's, beside the workers'
-        cache.mkdir(exist_ok=True)
     else:
         cache = tmp_path_factory.mktemp("instrbudget-cache")
+    cache.mkdir(parents=True, exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("INSTRBUDGET_CACHE_DIR", str(cache))
         # pytester points HOME at a fresh directory; keep zig's own cache (libc, libc++) in one place.
         mp.setenv("ZIG_GLOBAL_CACHE_DIR", os.environ.get("ZIG_GLOBAL_CACHE_DIR", str(Path.home() / ".cache" / "zig")))
         yield cache
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller (not an xdist worker) keeps the persistent shared cache within its bound."""
+    if TEST_CACHE != "fresh" and not os.environ.get("PYTEST_XDIST_WORKER") and Path(TEST_CACHE).is_dir():
+        prune(Path(TEST_CACHE), TEST_CACHE_MAX)
 
 
 @pytest.fixture(scope="session")

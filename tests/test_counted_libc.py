@@ -509,3 +509,22 @@ def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl
     assert per_libc["x86_64-linux-gnu"] == per_libc["x86_64-linux-musl"] == in_library
     assert in_library["by_value"] > 0
     assert in_library[PREFIX + "ib_introsort"] > in_library["by_value"]
+
+
+def test_counted_libc_links_only_the_modules_a_build_reaches(builder: Builder) -> None:
+    """Of the library's IR files, a build parses and links those it reaches, through one another:
+    pow brings math.c and what it calls (the tables of its kernels), not the formatting; a program that calls
+    nothing of the library links none of musl's."""
+    from cbuild.build.libc import libc_ir, needed_modules
+
+    paths = [str(p) for p in libc_ir(builder.toolchain, builder.cache)]
+    stems = {p: Path(p).name.split(".")[-2] for p in paths}
+    pow_user = (
+        "define double @f(double %x) {\n"
+        "  %y = call double @__instrbudget_libc_pow(double %x, double 2.0)\n"
+        "  ret double %y\n}\n"
+    )
+    chosen = {stems[p] for p in needed_modules([pow_user], paths)}
+    assert {"math", "pow_data", "exp_data", "__math_oflow"} <= chosen
+    assert not {"vfprintf", "floatscan", "strtod"} & chosen
+    assert needed_modules(["define i32 @main() {\n  ret i32 0\n}\n"], paths) == []

@@ -153,7 +153,7 @@ def link_units(
         # The user's own definition of a function wins (a replaced ``operator new``).
         counted.update(fn.name for fn in library.functions if not fn.is_declaration and fn.name not in own)
         modules.append(library)
-    for path in libc:
+    for path in libc_mod.needed_modules([*texts, *(t for t, _ in library_texts)], libc):
         library = parse(Path(path).read_text(), name="the counted C library", context=context)
         for fn in library.functions:  # its helpers too, so that reports tell them apart
             if not fn.is_declaration and not fn.name.startswith(libc_mod.PREFIX):

@@ -235,6 +235,8 @@ _INTRINSIC = re.compile(
     re.MULTILINE,
 )
 
+#: A name a module refers to (a call, a load, a global's initialiser).
+_REFERENCE = re.compile(r"@([\w.$]+)")
 #: A call of a math intrinsic on one ``double`` or ``float`` (vector forms stay as they are).
 _MATH_INTRINSIC = re.compile(
     r"(?P<head>\bcall [^@\n]*)@llvm\.(?P<op>sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|exp|exp2|exp10"
@@ -465,6 +467,35 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
             params = f"ptr, i8 zeroext, {size}" if target.endswith("memset_byte") else f"ptr, ptr, {size}"
             text += f"\ndeclare ptr @{target}({params})\n"
     return text
+
+
+@functools.cache
+def _module_names(path: str) -> tuple[frozenset[str], frozenset[str], bool]:
+    """A library IR file's external definitions, the names it refers to, and whether it must
+    be linked whatever is used (it has constructors). Files are named by content: once each."""
+    text = Path(path).read_text()
+    defined = frozenset(a or b for a, b in _EXTERNAL_DEFINITION.findall(text))
+    return defined, frozenset(_REFERENCE.findall(text)) - defined, "@llvm.global_ctors" in text
+
+
+def needed_modules(texts: Iterable[str], library: Sequence[str]) -> list[str]:
+    """The files of ``library`` (IR files of the counted library) that the units ``texts``
+    reach, directly or through one another, in their order: the others define nothing the
+    build calls, and linking them would only be dropped again."""
+    wanted = {name for text in texts for name in _REFERENCE.findall(text)}
+    chosen: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for path in library:
+            if path in chosen:
+                continue
+            defined, refers, always = _module_names(path)
+            if always or defined & wanted:
+                chosen.add(path)
+                wanted |= refers
+                grew = True
+    return [path for path in library if path in chosen]
 
 
 def _route_math_intrinsics(text: str) -> str:
