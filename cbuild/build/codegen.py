@@ -153,8 +153,13 @@ def link_units(
         # The user's own definition of a function wins (a replaced ``operator new``).
         counted.update(fn.name for fn in library.functions if not fn.is_declaration and fn.name not in own)
         modules.append(library)
-    for path in libc_mod.needed_modules([*texts, *(t for t, _ in library_texts)], libc):
-        library = parse(Path(path).read_text(), name="the counted C library", context=context)
+    # The library's own module always (the heap the heap model reads is there), and the musl
+    # modules the build reaches through it or its own calls.
+    libc_texts = [Path(libc[0]).read_text()] if libc else []
+    reaching = [*texts, *(t for t, _ in library_texts), *libc_texts]
+    libc_texts += [Path(p).read_text() for p in libc_mod.needed_modules(reaching, libc[1:])]
+    for libc_text in libc_texts:
+        library = parse(libc_text, name="the counted C library", context=context)
         for fn in library.functions:  # its helpers too, so that reports tell them apart
             if not fn.is_declaration and not fn.name.startswith(libc_mod.PREFIX):
                 fn.name = libc_mod.PREFIX + fn.name

@@ -291,11 +291,15 @@ def routing_key() -> str:
 def libc_ir(toolchain: Toolchain, cache: Cache) -> tuple[Path, ...]:
     """The library's IR for the toolchain's target, one file per module (built once, cached
     by content): the project's own functions, then musl's."""
+    return (own_libc_ir(toolchain, cache), *musl_ir(toolchain, cache))
+
+
+def own_libc_ir(toolchain: Toolchain, cache: Cache) -> Path:
+    """The IR of the project's own functions (``cbuild/libc/*.c``) for the toolchain's target."""
     from cbuild.build.compile import compile_own  # the LLVM worker imports this module: keep it light
 
     flags = ["-S", "-emit-llvm", "-gline-tables-only", "-fPIC", *FLAGS]
-    own = compile_own(toolchain, cache, source(), what="the counted C library", stem="libc", flags=flags, suffix=".ll")
-    return (own, *musl_ir(toolchain, cache))
+    return compile_own(toolchain, cache, source(), what="the counted C library", stem="libc", flags=flags, suffix=".ll")
 
 
 def _zig_lib() -> Path:

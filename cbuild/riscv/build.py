@@ -29,7 +29,16 @@ from pathlib import Path
 from cbuild.build.cache import Cache, atomic_write, digest
 from cbuild.build.compile import compile_own, compile_unit, locate_inline_asm
 from cbuild.build.libc import FLAGS as LIBC_FLAGS
-from cbuild.build.libc import HEAP_MAP_SOURCE, defined_names, musl_ir, point_at_libc, routing_key, size_t_bits
+from cbuild.build.libc import (
+    HEAP_MAP_SOURCE,
+    defined_names,
+    musl_ir,
+    needed_modules,
+    own_libc_ir,
+    point_at_libc,
+    routing_key,
+    size_t_bits,
+)
 from cbuild.build.libc import source as libc_source
 from cbuild.build.options import BuildOptions, language_of
 from cbuild.build.signatures import exported_defines, split_top
@@ -315,6 +324,20 @@ def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> list[Path
     return [own, *cache.entry("rvobj", key, suffixes, make, name=f"{what} (musl)")]
 
 
+def _reached_libc_objects(tc: Toolchain, cache: Cache, tgt: Target, units: Sequence[Path], own: set[str]) -> list[str]:
+    """The counted C library's objects for ``tgt`` that the units reach, as a static link with
+    an archive would take them, in a fixed order: its own functions, and those of its musl
+    modules (one object each) that the units or the library's own functions call, through one
+    another. Math when the program calls ``sin``, formatting when it calls ``printf``."""
+    own_object, *musl_objects = _counted_libc_objects(tc, cache, tgt)
+    musl = [str(path) for path in musl_ir(tc, cache, flags=tgt.flags)]
+    bits = size_t_bits(tgt.triple)
+    texts = [point_at_libc(path.read_text(), own=own, size_bits=bits) for path in units]
+    texts.append(own_libc_ir(tc, cache).read_text())  # the library's own calls of musl's functions
+    reached = set(needed_modules(texts, musl))
+    return [str(own_object), *(str(obj) for obj, ir in zip(musl_objects, musl, strict=True) if ir in reached)]
+
+
 def build_riscv(
     toolchain: Toolchain,
     cache: Cache,
@@ -371,7 +394,7 @@ def build_riscv(
             objects.append(str(obj))
             parts.sources[str(obj)] = str(unit.source)
         if counted:
-            libc = [str(path) for path in _counted_libc_objects(tc, cache, tgt)]
+            libc = _reached_libc_objects(tc, cache, tgt, [u.ir_path for u in units], own)
             objects += libc
             parts.added.update(dict.fromkeys(libc, "the counted C library"))
         link = [*driver, "-target", tgt.triple, *tgt.flags, "-static", *objects, *options.ldflags]
