@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import Builder, CBuildError, CompileError, LinkError, ToolchainError
+from cbuild import Builder, BuildOptions, CBuildError, CompileError, LinkError, ToolchainError
 from cbuild.build import toolchain as toolchain_mod
 
 TWICE_A = "int twice(int x) { return 2 * x; }\n"
@@ -239,3 +239,26 @@ def test_a_riscv_link_error_names_the_users_source_and_what_the_build_added(pyte
         ],
         consecutive=False,
     )
+
+
+def test_a_cached_riscv_failure_names_this_checkouts_source(tmp_path: Path) -> None:
+    """Why a model's RISC-V build failed is kept with the build, which the same project checked
+    out elsewhere reuses from the cache: the message names the source where it is now, not where
+    it was when the build was made."""
+    from cbuild.models import default_registry
+
+    cache = tmp_path / "cache"
+    text = '_Static_assert(sizeof(void *) == 8, "64-bit only");\nint main(void) { return 0; }\n'
+    messages = []
+    for checkout in ("first", "second-checkout-elsewhere"):
+        project = tmp_path / checkout / "project"
+        (project / "src").mkdir(parents=True)
+        source = project / "src" / "wide.c"
+        source.write_text(text)
+        zkvm = default_registry().create("zkvm", {})
+        builder = Builder(cache_dir=cache, progress=lambda message: None)
+        artifact = builder.build([source], models=[zkvm], options=BuildOptions(root=project))
+        why = artifact.machines()["riscv32"]["unavailable"]
+        assert f"{source}:1" in why, why
+        messages.append(why.replace(str(source), "wide.c"))
+    assert messages[0] == messages[1]

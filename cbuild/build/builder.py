@@ -83,6 +83,20 @@ def _stderr_progress(message: str) -> None:
     print(f"instrbudget: {message}", file=sys.stderr, flush=True)
 
 
+def portable_paths(text: str, sources: Sequence[str]) -> str:
+    """``text`` with each source's path (``sources``, in their order) as ``{source:N}``."""
+    for n, path in sorted(enumerate(sources), key=lambda item: -len(item[1])):
+        text = text.replace(path, f"{{source:{n}}}")
+    return text
+
+
+def placed_paths(text: str, sources: Sequence[str]) -> str:
+    """``text`` from :func:`portable_paths` with this build's sources' paths."""
+    return re.sub(
+        r"\{source:(\d+)\}", lambda m: sources[int(m.group(1))] if int(m.group(1)) < len(sources) else m.group(0), text
+    )
+
+
 @dataclass(frozen=True)
 class Artifact:
     """A built program or shared library and the block table of its counters."""
@@ -98,11 +112,18 @@ class Artifact:
     fingerprint: dict[str, str]
     #: Built with cut-off checks (``BuildOptions.cutoff``): runs can be given limits.
     cutoff: bool = False
+    #: The sources' paths as this build was asked for them (a cached build may have been made
+    #: from the same contents elsewhere): what its messages name.
+    sources: tuple[str, ...] = ()
 
     def machines(self) -> dict[str, Any]:
-        """RISC-V target -> {"elf", "executor", "models", "slots"} or {"unavailable", "models"}."""
+        """RISC-V target -> {"elf", "executor", "models", "slots"} or {"unavailable", "models"}
+        (why, naming this build's sources)."""
         doc: dict[str, Any] = self.metadata().get("machines", {})
-        return doc
+        return {
+            target: {**m, "unavailable": placed_paths(m["unavailable"], self.sources)} if "unavailable" in m else m
+            for target, m in doc.items()
+        }
 
     def models(self) -> dict[str, Any]:
         """Model name -> {"analysis": static document, "results": [offset, count]} for this build."""
@@ -252,6 +273,7 @@ class Builder:
             options.instrument,
             self.toolchain.fingerprint,
             options.cutoff and options.instrument,
+            tuple(str(p) for p in paths),
         )
         cxx = "c++" in languages
 
@@ -427,7 +449,10 @@ class Builder:
             try:
                 (elf,) = self.cache.entry("rvbin", elf_key, [".elf"], make, name=f"the {target} build of {name}")
             except TargetUnavailable as exc:
-                out[target] = {"unavailable": str(exc), "models": [m.name for m in mine]}
+                # Cached with the build, which another checkout of the same sources reuses: the
+                # sources' paths are stored as placeholders that Artifact.machines fills in.
+                why = portable_paths(str(exc), [str(s.path) for s in sources])
+                out[target] = {"unavailable": why, "models": [m.name for m in mine]}
                 continue
             library = build_executor(self.toolchain, self.cache, runtimes)
             offset, slots = 0, []
