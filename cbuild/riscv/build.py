@@ -296,9 +296,10 @@ def _relative_file_names(sources: Sequence[Source], options: BuildOptions) -> tu
     return (f"-fmacro-prefix-map={root}=.",) if root and root != os.sep else ()
 
 
-def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> list[Path]:
-    """The counted C library (cbuild/libc and its musl part) for ``tgt``, with its heap's
-    mapping (in the executor's anonymous memory) and lock (cbuild/runtime/heap_map.c)."""
+def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> tuple[Path, list[tuple[Path, Path]]]:
+    """The counted C library (cbuild/libc and its musl part) for ``tgt``: its own object, with
+    its heap's mapping (in the executor's anonymous memory) and lock (cbuild/runtime/heap_map.c),
+    and each musl module's IR with its object."""
     flags = [
         "-c",
         *LIBC_FLAGS,
@@ -321,7 +322,8 @@ def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> list[Path
                 atomic_write(file, local.read_bytes())
 
     suffixes = [f".{n}.o" for n in range(len(musl))]
-    return [own, *cache.entry("rvobj", key, suffixes, make, name=f"{what} (musl)")]
+    objects = cache.entry("rvobj", key, suffixes, make, name=f"{what} (musl)")
+    return own, list(zip(musl, objects, strict=True))
 
 
 def _reached_libc_objects(tc: Toolchain, cache: Cache, tgt: Target, units: Sequence[Path], own: set[str]) -> list[str]:
@@ -329,13 +331,12 @@ def _reached_libc_objects(tc: Toolchain, cache: Cache, tgt: Target, units: Seque
     an archive would take them, in a fixed order: its own functions, and those of its musl
     modules (one object each) that the units or the library's own functions call, through one
     another. Math when the program calls ``sin``, formatting when it calls ``printf``."""
-    own_object, *musl_objects = _counted_libc_objects(tc, cache, tgt)
-    musl = [str(path) for path in musl_ir(tc, cache, flags=tgt.flags)]
+    own_object, musl = _counted_libc_objects(tc, cache, tgt)
     bits = size_t_bits(tgt.triple)
     texts = [point_at_libc(path.read_text(), own=own, size_bits=bits) for path in units]
     texts.append(own_libc_ir(tc, cache).read_text())  # the library's own calls of musl's functions
-    reached = set(needed_modules(texts, musl))
-    return [str(own_object), *(str(obj) for obj, ir in zip(musl_objects, musl, strict=True) if ir in reached)]
+    reached = set(needed_modules(texts, [str(ir) for ir, _ in musl]))
+    return [str(own_object), *(str(obj) for ir, obj in musl if str(ir) in reached)]
 
 
 def build_riscv(
