@@ -31,7 +31,7 @@ from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError, LLVMCr
 from cbuild.models import dynamic
 from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.riscv.build import TargetUnavailable, build_riscv
-from cbuild.riscv.executor import block_data_text, build_executor
+from cbuild.riscv.executor import block_data_text, build_executor, build_executor_ir
 
 RUNTIME_SOURCE = Path(__file__).parent.parent / "runtime" / "instrbudget_rt.c"
 CPU_SOURCE = Path(__file__).parent.parent / "runtime" / "canonical_cpu.c"
@@ -455,6 +455,7 @@ class Builder:
                 out[target] = {"unavailable": why, "models": [m.name for m in mine]}
                 continue
             library = build_executor(self.toolchain, self.cache, runtimes)
+            translation = build_executor_ir(self.toolchain, self.cache, runtimes)
             offset, slots = 0, []
             for model, runtime in zip(mine, runtimes, strict=True):
                 slots.append([model.name, offset, runtime.results, runtime.memory, block_data_text(runtime)])
@@ -462,6 +463,7 @@ class Builder:
             out[target] = {
                 "elf": str(elf),
                 "executor": str(library),
+                "translation": str(translation),
                 "models": [m.name for m in mine],
                 "slots": slots,
                 # The metric each model's clock (``model_now``) gives regions.

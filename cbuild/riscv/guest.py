@@ -34,6 +34,7 @@ from typing import Any
 from cbuild.build.signatures import split_top
 from cbuild.riscv.executor import (
     EXITED,
+    FALLBACK,
     READY,
     REG_A0,
     REG_RA,
@@ -45,6 +46,7 @@ from cbuild.riscv.executor import (
     Executor,
     ExecutorError,
     Image,
+    compare_executions,
     guest_place,
     pack_runtimes,
     read_image,
@@ -276,16 +278,20 @@ def _result(ir: str, ret: tuple[str, int, bool], a0: int, a1: int, xlen: int) ->
 
 
 class _Worker:
-    """The guest in the worker process."""
+    """The guest in the worker process: one engine's machine (unicorn's, or the translation's)."""
 
-    def __init__(self, executor: Path, elf: Path, runtimes: list[ExecRuntime]) -> None:
-        image = read_image(elf)
-        self.ex = Executor(executor, image, runtimes, elf=elf)
+    def __init__(self, library: Path | Any, image: Image, elf: Path, runtimes: list[ExecRuntime]) -> None:
+        """``library``: the unicorn executor's path or a loaded translation. A translated machine
+        that cannot start raises :class:`Handover`."""
+        self.ex = Executor(library, image, runtimes, elf=elf)
         self.xlen = image.xlen
         #: symbol -> [result, parameters] as the build's code takes them (cbuild.riscv.build.abi_table).
         self.abi = read_abi(image, elf)
         self.ex.set_register(REG_SP, self.ex.setup_stack([os.fsencode(elf.name)]))
         status = self.ex.run(image.entry)
+        if status == FALLBACK:
+            self.ex.close()
+            raise Handover(self.ex.error())
         if status != READY:
             raise ExecutorError(f"the RISC-V build of {elf.name} did not start: {self.ex.error() or status}")
         self.sp = (self.ex.register(REG_SP) - 4096) & -16
@@ -293,7 +299,7 @@ class _Worker:
         self.ex.reset()
 
     def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
-        """See :meth:`Guest.call`."""
+        """See :meth:`Guest.call`; a translated machine that cannot finish the call raises :class:`Handover`."""
         entry = self.abi.get(name)
         if entry is None:
             params, result = default_slots(args, ret, self.xlen)
@@ -317,6 +323,8 @@ class _Worker:
         self.ex.set_register(REG_SP, self.sp)
         self.ex.set_register(REG_RA, RETURN_ADDRESS)
         status = self.ex.run(self.ex.image.symbol(name), stop=RETURN_ADDRESS)
+        if status == FALLBACK:
+            raise Handover(self.ex.error())
         if status != RETURNED:
             what = "exited" if status == EXITED else f"failed: {self.ex.error()}"
             return None, [], f"{name}() in the RISC-V build {what}"
@@ -356,10 +364,137 @@ class _Worker:
         return self.ex.execution(RETURNED)
 
 
+class Handover(Exception):
+    """The translated machine cannot go on (its reason): the guest goes on in unicorn."""
+
+
+class _Engines:
+    """The guest's machine in the engine that can run it, and with ``check`` in the other one too.
+
+    With a translation (:mod:`cbuild.riscv.translated`) and recorded blocks, the machine is the
+    translation's; what it cannot run hands the guest over to a unicorn machine, which makes the
+    calls and measurement starts so far again (the guest is deterministic: it reaches the same
+    state) and then the one that stopped. The blocks a unicorn machine ran join the recorded ones
+    at each measurement. With ``check`` the other engine's machine runs every call too, from the
+    first measurement on if the guest started in unicorn (made then by running what came before),
+    and a difference in a call's result or a measurement is an :class:`ExecutorError`.
+    """
+
+    def __init__(
+        self, executor: Path, elf: Path, runtimes: list[ExecRuntime], translation: Path | None, check: bool
+    ) -> None:
+        self.executor, self.elf, self.runtimes, self.translation = executor, elf, runtimes, translation
+        self.check = check and translation is not None
+        self.image = read_image(elf)
+        #: The calls (with their replies) and measurement starts since the guest started.
+        self.log: list[tuple[Any, ...]] = []
+        self.note = ""
+        self.worker = self._translated() or self._unicorn()
+        self.shadow = self._unicorn() if self.check and self.worker.ex.engine == "translated" else None
+
+    def _unicorn(self) -> _Worker:
+        return _Worker(self.executor, self.image, self.elf, self.runtimes)
+
+    def _translated(self) -> _Worker | None:
+        from cbuild.riscv import translated
+
+        assert self.translation is not None or not self.check
+        if self.translation is None:
+            return None
+        starts = translated.read_reached(self.elf)
+        if not starts:
+            return None
+        try:
+            library = translated.load(self.elf, self.image, self.translation, starts)
+            return _Worker(library, self.image, self.elf, self.runtimes)
+        except (Handover, ExecutorError) as exc:
+            self.note = f"ran in unicorn: {exc}"
+            return None
+
+    def _replay(self, worker: _Worker, *, compare: bool) -> None:
+        """Make the calls and measurement starts so far in ``worker`` (comparing the replies)."""
+        for op, *args in self.log:
+            if op == "reset":
+                worker.ex.reset()
+                continue
+            name, call_args, ret, reply = args
+            again = worker.call(name, call_args, ret)
+            if compare:
+                self._compare_calls(name, reply, again)
+
+    def _compare_calls(self, name: str, expected: Any, got: Any) -> None:
+        if repr(expected) != repr(got):
+            raise ExecutorError(
+                f"the translated call of {name}() differs from unicorn's: {got!r:.300} and {expected!r:.300}"
+            )
+
+    def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
+        try:
+            reply = self.worker.call(name, args, ret)
+        except Handover as exc:
+            self.worker.ex.close()
+            self.note = f"ran in unicorn: the translated run stopped at {exc}"
+            self.worker = self._unicorn()
+            self._replay(self.worker, compare=False)
+            reply = self.worker.call(name, args, ret)
+            if self.shadow is not None:
+                self.shadow.ex.close()
+                self.shadow = None
+        self.log.append(("call", name, args, ret, reply))
+        if self.shadow is not None:
+            self._compare_calls(name, reply, self.shadow.call(name, args, ret))
+        return reply
+
+    def reset(self) -> None:
+        self.log.append(("reset",))
+        self.worker.ex.reset()
+        if self.shadow is not None:
+            self.shadow.ex.reset()
+
+    def measure(self) -> Execution:
+        run = self.worker.measure()
+        run.note = self.note
+        if self.translation is None:
+            return run
+        from cbuild.riscv import translated
+
+        if run.engine == "unicorn":
+            translated.add_reached(self.elf, {pc for pc, _, _ in self.worker.ex.blocks()})
+        if not self.check:
+            return run
+        if self.shadow is None:  # the guest runs in unicorn: a translated machine from what it ran so far
+            starts = translated.read_reached(self.elf)
+            shadow = _Worker(
+                translated.load(self.elf, self.image, self.translation, starts), self.image, self.elf, self.runtimes
+            )
+            try:
+                self._replay(shadow, compare=True)
+            except Handover as exc:
+                raise ExecutorError(f"the translated calls into {self.elf.name} did not finish: {exc}") from None
+            self.shadow = shadow
+        other = self.shadow.measure()
+        unicorn, fast = (run, other) if run.engine == "unicorn" else (other, run)
+        differences = compare_executions(unicorn, fast)
+        if differences:
+            raise ExecutorError(
+                f"the translated calls into {self.elf.name} differ from unicorn's: {'; '.join(differences)}"
+            )
+        return run
+
+
 class Guest:
     """The RISC-V build of a library, in a worker process of its own."""
 
-    def __init__(self, executor: Path, elf: Path, runtimes: Sequence[ExecRuntime]) -> None:
+    def __init__(
+        self,
+        executor: Path,
+        elf: Path,
+        runtimes: Sequence[ExecRuntime],
+        *,
+        translation: Path | None = None,
+        check: bool = False,
+    ) -> None:
+        """``translation`` and ``check``: as :func:`cbuild.riscv.executor.run_program` takes them."""
         self.elf = elf
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cbuild.riscv.guest"],
@@ -367,7 +502,8 @@ class Guest:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        self._request("load", str(executor), str(elf), pack_runtimes(runtimes))
+        where = None if translation is None else str(translation)
+        self._request("load", str(executor), str(elf), pack_runtimes(runtimes), where, check)
 
     def _request(self, *message: Any, timeout: float | None = None, what: str = "") -> Any:
         assert self.proc.stdin is not None
@@ -438,7 +574,7 @@ class Guest:
 
 def _main() -> None:  # pragma: no cover - the worker process
     inp, out = sys.stdin.buffer, sys.stdout.buffer
-    worker: _Worker | None = None
+    worker: _Engines | None = None
     while True:
         try:
             op, *args = receive_message(inp)
@@ -446,14 +582,16 @@ def _main() -> None:  # pragma: no cover - the worker process
             return
         try:
             if op == "load":
-                worker = _Worker(Path(args[0]), Path(args[1]), unpack_runtimes(args[2]))
+                executor, elf, packed, translation, check = args
+                translated = None if translation is None else Path(translation)
+                worker = _Engines(Path(executor), Path(elf), unpack_runtimes(packed), translated, check)
                 reply: Any = None
             elif worker is None:
                 raise ExecutorError("no RISC-V build loaded")
             elif op == "call":
                 reply = worker.call(*args)
             elif op == "reset":
-                worker.ex.reset()
+                worker.reset()
                 reply = None
             else:
                 reply = worker.measure()

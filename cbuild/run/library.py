@@ -23,6 +23,7 @@ from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
 from cbuild.riscv.executor import ExecutorError, slot_results, slot_runtimes, slot_unavailable
 from cbuild.riscv.guest import Arg, Guest, Unreplayable, fits, word_bits
+from cbuild.riscv.translated import checking_translation, translation_of
 from cbuild.run.ctypes_map import TypeMap, UnsupportedType
 from cbuild.run.hosts import HostProcess, default_pool
 from cbuild.run.stops import CodeStopped, clock_limits, read_stop, requested
@@ -399,7 +400,13 @@ class Library:
                 self._unavailable.update(dict.fromkeys(machine["models"], machine["unavailable"]))
                 continue
             try:
-                guest = Guest(Path(machine["executor"]), Path(machine["elf"]), slot_runtimes(machine["slots"]))
+                guest = Guest(
+                    Path(machine["executor"]),
+                    Path(machine["elf"]),
+                    slot_runtimes(machine["slots"]),
+                    translation=translation_of(machine),
+                    check=checking_translation(),
+                )
             except BaseException:
                 self.close()
                 raise

@@ -25,6 +25,7 @@ from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
 from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import Profile, clock_metrics, read_profile, with_machine_regions
 from cbuild.riscv.executor import Execution, run_isolated, slot_results, slot_runtimes, slot_unavailable
+from cbuild.riscv.translated import checking_translation, translation_of
 from cbuild.run.stops import CodeStopped, clock_limits, read_stop, requested
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
@@ -227,7 +228,16 @@ def _with_machine_runs(
             unavailable.update(dict.fromkeys(doc["models"], doc["unavailable"]))
             continue
         runtimes = slot_runtimes(doc["slots"])
-        run = run_isolated(Path(doc["executor"]), Path(doc["elf"]), runtimes, argv, stdin=stdin, timeout=timeout)
+        run = run_isolated(
+            Path(doc["executor"]),
+            Path(doc["elf"]),
+            runtimes,
+            argv,
+            stdin=stdin,
+            timeout=timeout,
+            translation=translation_of(doc),
+            check=checking_translation(),
+        )
         if run.error:
             raise ExecutionError(f"the {target} build of {artifact.name} did not finish: {run.error}")
         if run.exit_code != returncode or run.stdout != stdout:

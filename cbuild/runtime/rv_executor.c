@@ -15,13 +15,29 @@
  *
  * Linux system calls: the few a static musl program makes (write, read, brk, mmap of anonymous
  * memory, exit, clock_gettime with a deterministic clock, ...); the rest return -ENOSYS.
+ *
+ * With RVX_TRANSLATED defined the same executor runs the ELF's code translated to native code
+ * (cbuild/riscv/translate.py) instead of unicorn: guest memory is a reserved 4 GiB range of this
+ * process, registers live in ``rvx_cpu``, and the translated functions enter each block through
+ * rvt_enter and report each access through rvt_access, so the models see the same events in the
+ * same order. A guest pc without a translation, an access outside mapped memory, or the
+ * instruction limit end the run with RVX_FALLBACK: the caller runs it again in unicorn.
  */
+#ifdef RVX_TRANSLATED
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS, MAP_NORESERVE */
+#endif
+#include <setjmp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef RVX_TRANSLATED
+#include <sys/mman.h>
+#else
 #include <unicorn/unicorn.h>
+#endif
 #include <unistd.h>
 
 #define RVX_API __attribute__((visibility("default")))
@@ -32,6 +48,7 @@
 #define RVX_FAULT 2    /* an exception or unmapped access: see rvx_error */
 #define RVX_LIMIT 3    /* the instruction limit was reached */
 #define RVX_READY 4    /* a library guest's main announced it is ready for calls */
+#define RVX_FALLBACK 5 /* the translated code cannot go on: run again in unicorn (see rvx_error) */
 
 #define SYS_READY 0x7f00 /* the ecall number a library guest's main makes once libc is set up */
 #define RVX_MAX_MODELS 4
@@ -64,8 +81,25 @@ typedef struct rvx_region {
     uint64_t sum[RVX_MAX_MODELS];
 } rvx_region;
 
+/* The guest registers as translated code reads them (x0..x31 at 8-byte steps, then pc, the memory
+ * base and the reason a translated function returned): the offsets are part of the translation. */
+typedef struct rvx_cpu {
+    uint64_t reg[32];
+    uint64_t pc;
+    uint8_t *mem;
+    uint32_t reason;
+    uint64_t reserved, reserved_value; /* lr's reservation: address (all ones: none) and the value read */
+} rvx_cpu;
+
 struct rvx {
+    rvx_cpu cpu; /* first: translated code addresses it from the rvx pointer */
+#ifdef RVX_TRANSLATED
+    uint8_t *pages; /* one byte per 4 KiB guest page: mapped or not */
+    uint64_t *recent_pc; /* rvt_lookup's table of recent lookups */
+    uint64_t (**recent)(struct rvx *, uint64_t);
+#else
     uc_engine *uc;
+#endif
     int xlen;
     rvx_block **table; /* open addressing on (pc, n) */
     uint32_t table_size, nblocks;
@@ -102,6 +136,145 @@ static void rvx_models_finish(uint64_t *out);
 static void rvx_models_now(uint64_t *out);
 #ifndef RVX_MEMORY_EVENTS
 #define RVX_MEMORY_EVENTS 0
+#endif
+
+/* ---- the machine: memory, registers, stopping (unicorn, or this process for translated code) ---- */
+
+#define PAGE 4096u
+#define ALIGN_UP(v) (((v) + PAGE - 1) & ~(uint64_t)(PAGE - 1))
+/* Register numbers as the API takes them: unicorn's (x0..x31 are 1..32). */
+#define RVX_REG_X0 1
+#ifdef RVX_TRANSLATED
+#define RVX_REG_PC 33 /* in unicorn.h the CSRs and F registers come before the pc: it is no register number of the API */
+#else
+#define RVX_REG_PC UC_RISCV_REG_PC
+#endif
+#define RVX_REG_A0 (RVX_REG_X0 + 10)
+#define RVX_REG_A7 (RVX_REG_X0 + 17)
+
+#ifdef RVX_TRANSLATED
+#define RVX_SPACE ((uint64_t)1 << 32) /* guest addresses the translated code can reach */
+#define RVX_GUARD ((uint64_t)1 << 16) /* unmapped room after it for accesses that run past the end */
+
+static int rvx_range_mapped(const rvx *x, uint64_t address, size_t len) {
+    uint64_t page, last;
+    if (len == 0) return 1;
+    if (address >= RVX_SPACE || len > RVX_SPACE - address) return 0;
+    last = (address + len - 1) / PAGE;
+    for (page = address / PAGE; page <= last; page++)
+        if (!x->pages[page]) return 0;
+    return 1;
+}
+
+static int rvx_mem_read(rvx *x, uint64_t address, void *data, size_t len) {
+    if (!rvx_range_mapped(x, address, len)) return -1;
+    memcpy(data, x->cpu.mem + address, len);
+    return 0;
+}
+
+static int rvx_mem_write(rvx *x, uint64_t address, const void *data, size_t len) {
+    if (!rvx_range_mapped(x, address, len)) return -1;
+    memcpy(x->cpu.mem + address, data, len);
+    return 0;
+}
+
+/* Map whole pages [start, start + len): fails if one of them is mapped already (as uc_mem_map does). */
+static int rvx_mem_map(rvx *x, uint64_t start, uint64_t len) {
+    uint64_t page;
+    if (start % PAGE || len % PAGE || start >= RVX_SPACE || len > RVX_SPACE - start) return -1;
+    for (page = start / PAGE; page < (start + len) / PAGE; page++)
+        if (x->pages[page]) return -1;
+    if (mprotect(x->cpu.mem + start, len, PROT_READ | PROT_WRITE) != 0) return -1;
+    memset(x->pages + start / PAGE, 1, len / PAGE);
+    return 0;
+}
+
+/* Map [start, end) (page-aligned), leaving pages that are mapped already as they are. */
+static int rvx_map_range(rvx *x, uint64_t start, uint64_t end) {
+    uint64_t pos = start;
+    if (end > RVX_SPACE) return -1;
+    while (pos < end) {
+        uint64_t run = pos;
+        if (x->pages[pos / PAGE]) {
+            pos += PAGE;
+            continue;
+        }
+        while (run < end && !x->pages[run / PAGE]) run += PAGE;
+        if (rvx_mem_map(x, pos, run - pos) != 0) return -1;
+        pos = run;
+    }
+    return 0;
+}
+
+static uint64_t rvx_reg(rvx *x, int reg) {
+    uint64_t v = reg == RVX_REG_PC ? x->cpu.pc : reg > RVX_REG_X0 && reg < RVX_REG_PC ? x->cpu.reg[reg - RVX_REG_X0] : 0;
+    return x->xlen == 32 ? (uint32_t)v : v;
+}
+
+static void rvx_set(rvx *x, int reg, uint64_t v) {
+    if (x->xlen == 32) v = (uint32_t)v;
+    if (reg == RVX_REG_PC) x->cpu.pc = v;
+    else if (reg > RVX_REG_X0 && reg < RVX_REG_PC) x->cpu.reg[reg - RVX_REG_X0] = v;
+}
+
+static void rvx_stop(rvx *x) { (void)x; /* the dispatcher sees x->stop_requested */ }
+#else
+static int rvx_mem_read(rvx *x, uint64_t address, void *data, size_t len) {
+    return uc_mem_read(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
+}
+
+static int rvx_mem_write(rvx *x, uint64_t address, const void *data, size_t len) {
+    return uc_mem_write(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
+}
+
+static int rvx_mem_map(rvx *x, uint64_t start, uint64_t len) {
+    return uc_mem_map(x->uc, start, len, UC_PROT_ALL) == UC_ERR_OK ? 0 : -1;
+}
+
+/* Map [start, end) (page-aligned), leaving pages that are mapped already as they are. */
+static int rvx_map_range(rvx *x, uint64_t start, uint64_t end) {
+    uc_mem_region *regions = NULL;
+    uint32_t count = 0, i;
+    uint64_t pos = start;
+    if (uc_mem_regions(x->uc, &regions, &count) != UC_ERR_OK) return -1;
+    while (pos < end) {
+        uint64_t gap_end = end;
+        int inside = 0;
+        for (i = 0; i < count; i++) {
+            if (regions[i].begin <= pos && pos <= regions[i].end) {
+                pos = regions[i].end + 1; /* end is inclusive */
+                inside = 1;
+                break;
+            }
+            if (regions[i].begin > pos && regions[i].begin < gap_end) gap_end = regions[i].begin;
+        }
+        if (inside) continue;
+        if (rvx_mem_map(x, pos, gap_end - pos) != 0) {
+            uc_free(regions);
+            return -1;
+        }
+        pos = gap_end;
+    }
+    uc_free(regions);
+    return 0;
+}
+
+static uint64_t rvx_reg(rvx *x, int reg) {
+    uint64_t v = 0;
+    uc_reg_read(x->uc, reg, &v);
+    return x->xlen == 32 ? (uint32_t)v : v;
+}
+
+static void rvx_set(rvx *x, int reg, uint64_t v) {
+    if (x->xlen == 32) {
+        uint32_t w = (uint32_t)v;
+        uc_reg_write(x->uc, reg, &w);
+    } else {
+        uc_reg_write(x->uc, reg, &v);
+    }
+}
+
+static void rvx_stop(rvx *x) { uc_emu_stop(x->uc); }
 #endif
 
 /* ---- instruction decoding (only what block bookkeeping needs) ---- */
@@ -169,7 +342,7 @@ static rvx_block *rvx_new_block(rvx *x, uint64_t pc, uint32_t size, uint64_t slo
     b->fall = pc + 4u * (uint64_t)size;
     while (rvx_is_marker(x, b->fall, NULL)) b->fall += 4;
     b->id = x->nblocks;
-    if (uc_mem_read(x->uc, pc, words, 4 * (size_t)size) != UC_ERR_OK) memset(words, 0, 4 * (size_t)size);
+    if (rvx_mem_read(x, pc, words, 4 * (size_t)size) != 0) memset(words, 0, 4 * (size_t)size);
     for (i = 0; i < n; i++) b->nmem += rvx_accesses(words[i]);
     b->memidx = malloc(sizeof(uint16_t) * (b->nmem ? b->nmem : 1));
     if (b->memidx == NULL) abort();
@@ -215,16 +388,21 @@ static void rvx_say_where(int sig) {
     if (write(2, line, n) < 0) return; /* nothing more to do in a signal handler */
 }
 
-static void rvx_on_block(uc_engine *uc, uint64_t address, uint32_t size, void *data) {
-    rvx *x = data;
-    rvx_where = address;
-    rvx_block *b = rvx_find(x, address, size >> 2);
+/* A block starts: count it and tell the models; nonzero once the instruction limit is passed. */
+static inline int rvx_enter(rvx *x, rvx_block *b) {
+    rvx_where = b->pc;
     b->count++;
     x->cur = b;
     x->access = 0;
     x->executed += b->n;
     if (b->n > 0) rvx_models_block(b);
-    if (x->executed > x->limit) {
+    return x->executed > x->limit;
+}
+
+#ifndef RVX_TRANSLATED
+static void rvx_on_block(uc_engine *uc, uint64_t address, uint32_t size, void *data) {
+    rvx *x = data;
+    if (rvx_enter(x, rvx_find(x, address, size >> 2))) {
         x->status = RVX_LIMIT;
         x->stop_requested = 1;
         uc_emu_stop(uc);
@@ -241,6 +419,7 @@ static void rvx_on_memory(uc_engine *uc, uc_mem_type type, uint64_t address, int
     x->access++;
     rvx_models_access(address, (uint32_t)size, type == UC_MEM_WRITE, index);
 }
+#endif
 
 /* ---- system calls ---- */
 
@@ -257,54 +436,8 @@ enum {
 #define E_NOTTY 25
 #define E_NOSYS 38
 #define E_FAULT 14
-#define PAGE 4096u
-#define ALIGN_UP(v) (((v) + PAGE - 1) & ~(uint64_t)(PAGE - 1))
-
-static const int rvx_args[6] = {UC_RISCV_REG_A0, UC_RISCV_REG_A1, UC_RISCV_REG_A2,
-                                UC_RISCV_REG_A3, UC_RISCV_REG_A4, UC_RISCV_REG_A5};
-
-static uint64_t rvx_reg(rvx *x, int reg) {
-    uint64_t v = 0;
-    uc_reg_read(x->uc, reg, &v);
-    return x->xlen == 32 ? (uint32_t)v : v;
-}
-
-static void rvx_set(rvx *x, int reg, uint64_t v) {
-    if (x->xlen == 32) {
-        uint32_t w = (uint32_t)v;
-        uc_reg_write(x->uc, reg, &w);
-    } else {
-        uc_reg_write(x->uc, reg, &v);
-    }
-}
-
-/* Map [start, end) (page-aligned), leaving pages that are mapped already as they are. */
-static int rvx_map_range(rvx *x, uint64_t start, uint64_t end) {
-    uc_mem_region *regions = NULL;
-    uint32_t count = 0, i;
-    uint64_t pos = start;
-    if (uc_mem_regions(x->uc, &regions, &count) != UC_ERR_OK) return -1;
-    while (pos < end) {
-        uint64_t gap_end = end;
-        int inside = 0;
-        for (i = 0; i < count; i++) {
-            if (regions[i].begin <= pos && pos <= regions[i].end) {
-                pos = regions[i].end + 1; /* end is inclusive */
-                inside = 1;
-                break;
-            }
-            if (regions[i].begin > pos && regions[i].begin < gap_end) gap_end = regions[i].begin;
-        }
-        if (inside) continue;
-        if (uc_mem_map(x->uc, pos, gap_end - pos, UC_PROT_ALL) != UC_ERR_OK) {
-            uc_free(regions);
-            return -1;
-        }
-        pos = gap_end;
-    }
-    uc_free(regions);
-    return 0;
-}
+static const int rvx_args[6] = {RVX_REG_A0, RVX_REG_A0 + 1, RVX_REG_A0 + 2,
+                                RVX_REG_A0 + 3, RVX_REG_A0 + 4, RVX_REG_A0 + 5};
 
 /* Data the host writes into guest memory is a store by the ecall instruction, for the models. */
 static void rvx_host_wrote(rvx *x, uint64_t address, uint64_t size) {
@@ -328,7 +461,7 @@ static int64_t rvx_write_fd(rvx *x, uint64_t fd, uint64_t address, uint64_t len)
         if (x->out[which] == NULL) abort();
         x->out_cap[which] = cap;
     }
-    if (len && uc_mem_read(x->uc, address, x->out[which] + x->out_len[which], len) != UC_ERR_OK) return -E_FAULT;
+    if (len && rvx_mem_read(x, address, x->out[which] + x->out_len[which], len) != 0) return -E_FAULT;
     x->out_len[which] += len;
     return (int64_t)len;
 }
@@ -337,7 +470,7 @@ static int64_t rvx_read_fd(rvx *x, uint64_t fd, uint64_t address, uint64_t len) 
     size_t n;
     if (fd != 0) return -E_BADF;
     n = x->in_len - x->in_pos < len ? x->in_len - x->in_pos : len;
-    if (n && uc_mem_write(x->uc, address, x->in + x->in_pos, n) != UC_ERR_OK) return -E_FAULT;
+    if (n && rvx_mem_write(x, address, x->in + x->in_pos, n) != 0) return -E_FAULT;
     rvx_host_wrote(x, address, n);
     x->in_pos += n;
     return (int64_t)n;
@@ -348,8 +481,8 @@ static int64_t rvx_vector(rvx *x, int writing, uint64_t fd, uint64_t iov, uint64
     uint64_t i, width = (uint64_t)x->xlen / 8;
     for (i = 0; i < count; i++) {
         uint64_t base = 0, len = 0;
-        if (uc_mem_read(x->uc, iov + i * 2 * width, &base, width) != UC_ERR_OK ||
-            uc_mem_read(x->uc, iov + i * 2 * width + width, &len, width) != UC_ERR_OK)
+        if (rvx_mem_read(x, iov + i * 2 * width, &base, width) != 0 ||
+            rvx_mem_read(x, iov + i * 2 * width + width, &len, width) != 0)
             return -E_FAULT;
         got = writing ? rvx_write_fd(x, fd, base, len) : rvx_read_fd(x, fd, base, len);
         if (got < 0) return got;
@@ -383,13 +516,13 @@ static int64_t rvx_mmap(rvx *x, uint64_t address, uint64_t len, uint64_t flags, 
         if (rvx_map_range(x, address, address + len) != 0) return -E_NOMEM;
         zeros = calloc(1, len);
         if (zeros == NULL) abort();
-        uc_mem_write(x->uc, address, zeros, len);
+        rvx_mem_write(x, address, zeros, len);
         free(zeros);
         return (int64_t)address;
     }
     start = x->mmap_next;
     if (start + len > x->mmap_end) return -E_NOMEM;
-    if (uc_mem_map(x->uc, start, len, UC_PROT_ALL) != UC_ERR_OK) return -E_NOMEM;
+    if (rvx_mem_map(x, start, len) != 0) return -E_NOMEM;
     x->mmap_next = start + len; /* never reused: runs stay deterministic */
     return (int64_t)start;
 }
@@ -401,12 +534,12 @@ static int64_t rvx_syscall(rvx *x, uint64_t nr, const uint64_t *a) {
         x->exit_code = (int)(a[0] & 0xff);
         x->status = RVX_EXITED;
         x->stop_requested = 1;
-        uc_emu_stop(x->uc);
+        rvx_stop(x);
         return 0;
     case SYS_READY:
         x->status = RVX_READY;
         x->stop_requested = 1;
-        uc_emu_stop(x->uc);
+        rvx_stop(x);
         return 0;
     case NR_WRITE: return rvx_write_fd(x, a[0], a[1], a[2]);
     case NR_WRITEV: return rvx_vector(x, 1, a[0], a[1], a[2]);
@@ -419,20 +552,20 @@ static int64_t rvx_syscall(rvx *x, uint64_t nr, const uint64_t *a) {
         x->exit_code = 128 + (int)a[1]; /* killed by a signal (abort), as a shell reports it */
         x->status = RVX_EXITED;
         x->stop_requested = 1;
-        uc_emu_stop(x->uc);
+        rvx_stop(x);
         return 0;
     case NR_CLOCK_GETTIME64:
     case NR_CLOCK_GETTIME: { /* a deterministic clock: one nanosecond per instruction */
         int64_t ts[2] = {(int64_t)(x->executed / 1000000000u), (int64_t)(x->executed % 1000000000u)};
         if (nr == NR_CLOCK_GETTIME && x->xlen == 32) return -E_NOSYS;
-        if (uc_mem_write(x->uc, a[1], ts, sizeof ts) != UC_ERR_OK) return -E_FAULT;
+        if (rvx_mem_write(x, a[1], ts, sizeof ts) != 0) return -E_FAULT;
         rvx_host_wrote(x, a[1], sizeof ts);
         return 0;
     }
     case NR_SCHED_GETAFFINITY: { /* one CPU */
         uint32_t one = 1;
         if (a[1] < 4) return -E_INVAL;
-        if (uc_mem_write(x->uc, a[2], &one, 4) != UC_ERR_OK) return -E_FAULT;
+        if (rvx_mem_write(x, a[2], &one, 4) != 0) return -E_FAULT;
         rvx_host_wrote(x, a[2], 4);
         return 4;
     }
@@ -497,34 +630,18 @@ static int rvx_region_marker(rvx *x, uint64_t address) {
     return 1;
 }
 
-static void rvx_on_interrupt(uc_engine *uc, uint32_t intno, void *data) {
-    rvx *x = data;
+/* The system call the guest's ecall makes: arguments in a0..a5, number in a7, result to a0. */
+static void rvx_ecall(rvx *x) {
     uint64_t a[6];
     int i;
     int64_t result;
-    (void)uc;
-    if (intno == 2 && rvx_region_marker(x, rvx_reg(x, UC_RISCV_REG_PC) - 4)) return; /* resumes after it */
-    if (intno != 8) { /* 8: environment call from U-mode */
-        snprintf(x->error, sizeof x->error, "exception %u at pc=0x%llx", intno,
-                 (unsigned long long)rvx_reg(x, UC_RISCV_REG_PC));
-        x->status = RVX_FAULT;
-        x->stop_requested = 1;
-        uc_emu_stop(x->uc);
-        return;
-    }
     for (i = 0; i < 6; i++) a[i] = rvx_reg(x, rvx_args[i]);
-    result = rvx_syscall(x, rvx_reg(x, UC_RISCV_REG_A7), a);
-    if (!x->stop_requested) rvx_set(x, UC_RISCV_REG_A0, (uint64_t)result);
+    result = rvx_syscall(x, rvx_reg(x, RVX_REG_A7), a);
+    if (!x->stop_requested) rvx_set(x, RVX_REG_A0, (uint64_t)result);
 }
 
-/* ---- the API ---- */
-
-RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t mmap_end, rvx_block_cb cb,
-                     uint32_t data_models) {
-    rvx *x = calloc(1, sizeof *x);
-    uc_hook hook;
+static void rvx_answer_where(void) {
     static int answering;
-    if (x == NULL) return NULL;
     if (!answering) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -533,11 +650,14 @@ RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t
         sigaction(SIGUSR2, &sa, NULL);
         answering = 1;
     }
+}
+
+static rvx *rvx_alloc(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t mmap_end, rvx_block_cb cb,
+                      uint32_t data_models) {
+    rvx *x = calloc(1, sizeof *x);
+    if (x == NULL) return NULL;
+    rvx_answer_where();
     x->xlen = xlen;
-    if (uc_open(UC_ARCH_RISCV, xlen == 32 ? UC_MODE_RISCV32 : UC_MODE_RISCV64, &x->uc) != UC_ERR_OK) {
-        free(x);
-        return NULL;
-    }
     rvx_grow_table(x);
     x->brk_start = x->brk = x->brk_mapped = brk_start;
     x->mmap_next = mmap_start;
@@ -545,18 +665,11 @@ RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t
     x->block_cb = cb;
     x->data_models = data_models;
     x->limit = UINT64_MAX;
-    uc_hook_add(x->uc, &hook, UC_HOOK_BLOCK, (void *)rvx_on_block, x, 1, 0);
-    if (RVX_MEMORY_EVENTS) uc_hook_add(x->uc, &hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rvx_on_memory, x, 1, 0);
-    uc_hook_add(x->uc, &hook, UC_HOOK_INTR, (void *)rvx_on_interrupt, x, 1, 0);
-    rvx_models_reset();
     return x;
 }
 
-/* The machine and everything the executor allocated for it (a long-lived process runs many). */
-RVX_API void rvx_free(rvx *x) {
+static void rvx_release(rvx *x) {
     uint32_t i, m;
-    if (x == NULL) return;
-    uc_close(x->uc);
     for (i = 0; i < x->nblocks; i++) {
         rvx_block *b = x->order[i];
         for (m = 0; m < RVX_MAX_MODELS; m++) free(b->data[m]);
@@ -575,15 +688,240 @@ RVX_API void rvx_free(rvx *x) {
     free(x);
 }
 
+static void rvx_start_run(rvx *x, uint64_t limit) {
+    x->status = -1;
+    x->stop_requested = 0;
+    x->error[0] = '\0';
+    x->cur = NULL;
+    x->limit = limit > UINT64_MAX - x->executed ? UINT64_MAX : x->executed + limit;
+}
+
+#ifdef RVX_TRANSLATED
+/* ---- translated code ---- */
+
+/* The translation (cbuild/riscv/translate.py): its blocks, and its entry points sorted by guest pc. */
+typedef uint64_t (*rvt_code)(rvx *x, uint64_t pc);
+_Static_assert(offsetof(rvx_cpu, mem) == 264 && offsetof(rvx_cpu, reason) == 272 && offsetof(rvx_cpu, reserved) == 280 &&
+                   offsetof(rvx_cpu, reserved_value) == 288 && offsetof(rvx, cpu) == 0,
+               "the translation's offsets (cbuild/riscv/translate.py)");
+extern const uint32_t rvt_block_count, rvt_entry_count;
+extern rvx_block *rvt_block_slot[]; /* per block of the translation: its rvx_block in this run */
+extern const uint64_t rvt_entry_pc[];
+extern const rvt_code rvt_entry_code[];
+
+/* Why a translated function returned (rvx_cpu.reason); it returns the guest pc to go on at. */
+#define RVT_JUMP 0     /* go on at the pc */
+#define RVT_ECALL 1    /* the ecall before the pc ran: make the system call, then go on */
+#define RVT_MARKER 2   /* the region marker before the pc was reached */
+#define RVT_UNKNOWN 3  /* an instruction the translation does not handle is at the pc */
+#define RVT_LIMIT 4    /* the instruction limit passed entering the block at the pc */
+#define RVT_FAULT 5    /* an access outside the guest's address space, in the block at the pc */
+
+/* The machine rvx_run runs: the translated code calls the two functions below without it, so that
+ * the compiler knows they cannot change the guest registers it keeps. */
+static rvx *rvt_running;
+static rvx *rvt_slots_of; /* the machine whose blocks rvt_block_slot holds */
+
+__attribute__((noinline)) static rvx_block *rvt_first_entry(rvx_block **slot, uint64_t pc, uint32_t size) {
+    return *slot = rvx_find(rvt_running, pc, size);
+}
+
+/* Entering the translation's block whose slot (in rvt_block_slot) is ``slot``: its rvx_block, made
+ * on the first entry of the run. */
+RVX_API int rvt_enter(rvx_block **slot, uint64_t pc, uint32_t size) {
+    rvx_block *b = *slot;
+    if (b == NULL) b = rvt_first_entry(slot, pc, size);
+    return rvx_enter(rvt_running, b);
+}
+
+RVX_API void rvt_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
+    if (RVX_MEMORY_EVENTS) rvx_models_access(address, size, is_store, index);
+}
+
+#define RVT_RECENT 4096 /* entries of the direct-mapped table of pcs looked up before */
+
+static rvt_code rvt_lookup(rvx *x, uint64_t pc) {
+    uint32_t slot = (uint32_t)(pc >> 2) & (RVT_RECENT - 1), lo = 0, hi = rvt_entry_count;
+    rvt_code code = NULL;
+    if (x->recent_pc[slot] == pc && x->recent[slot] != NULL) return x->recent[slot];
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (rvt_entry_pc[mid] < pc) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < rvt_entry_count && rvt_entry_pc[lo] == pc) code = rvt_entry_code[lo];
+    x->recent_pc[slot] = pc;
+    x->recent[slot] = code;
+    return code;
+}
+
+/* An access outside mapped guest memory faults in this process: the run ends with RVX_FALLBACK. */
+static sigjmp_buf *rvt_escape;
+static uint8_t *rvt_space;
+static struct sigaction rvt_previous[2];
+
+static void rvt_on_fault(int sig, siginfo_t *info, void *context) {
+    uint8_t *at = info->si_addr;
+    if (rvt_escape != NULL && at >= rvt_space && at < rvt_space + RVX_SPACE + RVX_GUARD) siglongjmp(*rvt_escape, 1);
+    /* not the guest's: as if this handler were not there */
+    sigaction(sig, &rvt_previous[sig == SIGBUS], NULL);
+    (void)context;
+}
+
+RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t mmap_end, rvx_block_cb cb,
+                     uint32_t data_models) {
+    rvx *x = rvx_alloc(xlen, brk_start, mmap_start, mmap_end, cb, data_models);
+    void *space;
+    if (x == NULL) return NULL;
+    space = mmap(NULL, RVX_SPACE + RVX_GUARD, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    x->pages = calloc(RVX_SPACE / PAGE, 1);
+    x->recent_pc = calloc(RVT_RECENT, sizeof *x->recent_pc);
+    x->recent = calloc(RVT_RECENT, sizeof *x->recent);
+    if (space == MAP_FAILED || x->pages == NULL || x->recent_pc == NULL || x->recent == NULL) {
+        if (space != MAP_FAILED) munmap(space, RVX_SPACE + RVX_GUARD);
+        free(x->pages);
+        free(x->recent_pc);
+        free(x->recent);
+        rvx_release(x);
+        return NULL;
+    }
+    x->cpu.mem = space;
+    x->cpu.reserved = UINT64_MAX;
+    rvx_models_reset();
+    return x;
+}
+
+/* The machine and everything the executor allocated for it (a long-lived process runs many). */
+RVX_API void rvx_free(rvx *x) {
+    if (x == NULL) return;
+    if (rvt_slots_of == x) rvt_slots_of = NULL;
+    munmap(x->cpu.mem, RVX_SPACE + RVX_GUARD);
+    free(x->pages);
+    free(x->recent_pc);
+    free(x->recent);
+    rvx_release(x);
+}
+
+static int rvt_give_up(rvx *x, const char *why, uint64_t pc) {
+    snprintf(x->error, sizeof x->error, "%s at pc=0x%llx", why, (unsigned long long)pc);
+    x->stop_requested = 1;
+    return x->status = RVX_FALLBACK;
+}
+
+/* Run from ``pc`` until the program exits, returns to ``stop_pc`` (nonzero), or the translated code
+ * cannot go on (RVX_FALLBACK; the instruction limit is one such case). */
+RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
+    sigjmp_buf escape;
+    struct sigaction sa;
+    rvx_start_run(x, limit);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = rvt_on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &rvt_previous[0]);
+    sigaction(SIGBUS, &sa, &rvt_previous[1]);
+    rvt_space = x->cpu.mem;
+    rvt_running = x;
+    if (rvt_slots_of != x) { /* another machine ran last: its blocks are found again through x's table */
+        memset(rvt_block_slot, 0, sizeof *rvt_block_slot * rvt_block_count);
+        rvt_slots_of = x;
+    }
+    if (sigsetjmp(escape, 1) == 0) {
+        rvt_escape = &escape;
+        while (!x->stop_requested) {
+            rvt_code code;
+            if (stop_pc != 0 && pc == stop_pc) {
+                x->status = RVX_RETURNED;
+                break;
+            }
+            code = rvt_lookup(x, pc);
+            if (code == NULL) {
+                rvt_give_up(x, "no translated code", pc);
+                break;
+            }
+            x->cpu.reason = RVT_JUMP;
+            pc = code(x, pc);
+            switch (x->cpu.reason) {
+            case RVT_JUMP: break;
+            case RVT_ECALL: rvx_ecall(x); break;
+            case RVT_MARKER: rvx_region_marker(x, pc - 4); break;
+            case RVT_UNKNOWN: rvt_give_up(x, "an instruction without a translation", pc); break;
+            case RVT_LIMIT: rvt_give_up(x, "the instruction limit", pc); break;
+            default: rvt_give_up(x, "an access outside the 32-bit address space", pc); break;
+            }
+        }
+    } else {
+        rvt_give_up(x, "an access to unmapped memory", x->cur != NULL ? x->cur->pc : pc);
+    }
+    rvt_escape = NULL;
+    sigaction(SIGSEGV, &rvt_previous[0], NULL);
+    sigaction(SIGBUS, &rvt_previous[1], NULL);
+    x->cpu.pc = pc;
+    return x->status;
+}
+#else
+static void rvx_on_interrupt(uc_engine *uc, uint32_t intno, void *data) {
+    rvx *x = data;
+    (void)uc;
+    if (intno == 2 && rvx_region_marker(x, rvx_reg(x, RVX_REG_PC) - 4)) return; /* resumes after it */
+    if (intno != 8) { /* 8: environment call from U-mode */
+        snprintf(x->error, sizeof x->error, "exception %u at pc=0x%llx", intno,
+                 (unsigned long long)rvx_reg(x, RVX_REG_PC));
+        x->status = RVX_FAULT;
+        x->stop_requested = 1;
+        rvx_stop(x);
+        return;
+    }
+    rvx_ecall(x);
+}
+
+RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t mmap_end, rvx_block_cb cb,
+                     uint32_t data_models) {
+    rvx *x = rvx_alloc(xlen, brk_start, mmap_start, mmap_end, cb, data_models);
+    uc_hook hook;
+    if (x == NULL) return NULL;
+    if (uc_open(UC_ARCH_RISCV, xlen == 32 ? UC_MODE_RISCV32 : UC_MODE_RISCV64, &x->uc) != UC_ERR_OK) {
+        rvx_release(x);
+        return NULL;
+    }
+    uc_hook_add(x->uc, &hook, UC_HOOK_BLOCK, (void *)rvx_on_block, x, 1, 0);
+    if (RVX_MEMORY_EVENTS) uc_hook_add(x->uc, &hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rvx_on_memory, x, 1, 0);
+    uc_hook_add(x->uc, &hook, UC_HOOK_INTR, (void *)rvx_on_interrupt, x, 1, 0);
+    rvx_models_reset();
+    return x;
+}
+
+/* The machine and everything the executor allocated for it (a long-lived process runs many). */
+RVX_API void rvx_free(rvx *x) {
+    if (x == NULL) return;
+    uc_close(x->uc);
+    rvx_release(x);
+}
+
+/* Run from ``pc`` until the program exits, returns to ``stop_pc`` (nonzero), faults, or has
+ * executed ``limit`` more instructions. */
+RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
+    uc_err err;
+    rvx_start_run(x, limit);
+    err = uc_emu_start(x->uc, pc, stop_pc, 0, 0);
+    if (err != UC_ERR_OK) {
+        snprintf(x->error, sizeof x->error, "%s at pc=0x%llx", uc_strerror(err),
+                 (unsigned long long)rvx_reg(x, RVX_REG_PC));
+        return x->status = RVX_FAULT;
+    }
+    if (x->status >= 0) return x->status;
+    if (stop_pc != 0 && rvx_reg(x, RVX_REG_PC) == stop_pc) return x->status = RVX_RETURNED;
+    snprintf(x->error, sizeof x->error, "execution stopped at pc=0x%llx without exiting",
+             (unsigned long long)rvx_reg(x, RVX_REG_PC));
+    return x->status = RVX_FAULT;
+}
+#endif
+
 RVX_API int rvx_map(rvx *x, uint64_t start, uint64_t end) { return rvx_map_range(x, start & ~(uint64_t)(PAGE - 1), ALIGN_UP(end)); }
 
-RVX_API int rvx_write(rvx *x, uint64_t address, const void *data, size_t len) {
-    return uc_mem_write(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
-}
+RVX_API int rvx_write(rvx *x, uint64_t address, const void *data, size_t len) { return rvx_mem_write(x, address, data, len); }
 
-RVX_API int rvx_read(rvx *x, uint64_t address, void *data, size_t len) {
-    return uc_mem_read(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
-}
+RVX_API int rvx_read(rvx *x, uint64_t address, void *data, size_t len) { return rvx_mem_read(x, address, data, len); }
 
 RVX_API uint64_t rvx_get_reg(rvx *x, int reg) { return rvx_reg(x, reg); }
 
@@ -605,28 +943,6 @@ RVX_API size_t rvx_output(rvx *x, int which, const uint8_t **data) {
 }
 
 RVX_API void rvx_clear_output(rvx *x) { x->out_len[0] = x->out_len[1] = 0; }
-
-/* Run from ``pc`` until the program exits, returns to ``stop_pc`` (nonzero), faults, or has
- * executed ``limit`` more instructions. */
-RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
-    uc_err err;
-    x->status = -1;
-    x->stop_requested = 0;
-    x->error[0] = '\0';
-    x->cur = NULL;
-    x->limit = limit > UINT64_MAX - x->executed ? UINT64_MAX : x->executed + limit;
-    err = uc_emu_start(x->uc, pc, stop_pc, 0, 0);
-    if (err != UC_ERR_OK) {
-        snprintf(x->error, sizeof x->error, "%s at pc=0x%llx", uc_strerror(err),
-                 (unsigned long long)rvx_reg(x, UC_RISCV_REG_PC));
-        return x->status = RVX_FAULT;
-    }
-    if (x->status >= 0) return x->status;
-    if (stop_pc != 0 && rvx_reg(x, UC_RISCV_REG_PC) == stop_pc) return x->status = RVX_RETURNED;
-    snprintf(x->error, sizeof x->error, "execution stopped at pc=0x%llx without exiting",
-             (unsigned long long)rvx_reg(x, UC_RISCV_REG_PC));
-    return x->status = RVX_FAULT;
-}
 
 RVX_API const char *rvx_error(rvx *x) { return x->error; }
 RVX_API int rvx_exit_code(rvx *x) { return x->exit_code; }

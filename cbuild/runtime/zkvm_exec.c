@@ -7,8 +7,9 @@
  * Paging, per segment: each instruction fetches its word (the first fetch from a 1 KiB page pages
  * it in), then makes its data accesses; the first read of a page costs ZK_PAGE_CYCLES plus
  * ZK_NODE_CYCLES per Merkle ancestor not yet loaded in the segment, the first write the same
- * again for the page-out (ancestors not yet dirty). Instructions are begun lazily, when an
- * access or the next block needs them, so a segment boundary falls on the exact instruction.
+ * again for the page-out (ancestors not yet dirty). Near a segment's end instructions are begun
+ * lazily, when an access or the next block needs them, so a segment boundary falls on the exact
+ * instruction; elsewhere a block's instructions begin when it starts.
  */
 #include <stdlib.h>
 
@@ -99,11 +100,32 @@ static void zk_begin(uint32_t last) {
     }
 }
 
+/* The most cycles a block can add before its last instruction begins: its instructions, a page-in
+ * per code page, and a page-in and page-out of up to two pages per access. */
+static inline int64_t zk_block_bound(const rvx_block *b) {
+    uint64_t pages = ((b->pc + 4u * (uint64_t)b->n - 1) >> ZK_PAGE_BITS) - (b->pc >> ZK_PAGE_BITS) + 1;
+    return (int64_t)b->n + (int64_t)(pages + 4u * (uint64_t)b->nmem) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
+}
+
 static inline void model_block(const rvx_block *b) {
     if (zk_pos < zk_n) zk_begin(zk_n - 1);
     zk_pc = b->pc;
     zk_n = b->n;
     zk_pos = 0;
+    /* Where no segment can close inside the block, its instructions begin at once: the cycles and
+     * pages are the same in either order within a segment, and accesses then only touch pages. */
+    if (zk_n > 0 && zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED + zk_block_bound(b) < ZK_THRESHOLD) {
+        uint64_t last = (b->pc + 4u * (uint64_t)(b->n - 1)) >> ZK_PAGE_BITS, at;
+        for (at = b->pc >> ZK_PAGE_BITS; at <= last; at++) {
+            uint32_t page = (uint32_t)at & ZK_PAGE_MASK;
+            if (page != zk_fetch_page) {
+                zk_touch(page, 0);
+                zk_fetch_page = page;
+            }
+        }
+        zk_seg_user += zk_n;
+        zk_pos = zk_n;
+    }
 }
 
 static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {

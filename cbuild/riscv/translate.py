@@ -1,0 +1,466 @@
+"""Translate the code a RISC-V build executed to LLVM IR, so that later runs execute natively.
+
+The executor (``runtime/rv_executor.c`` built with ``RVX_TRANSLATED``) runs the translation in
+place of unicorn. Its unit is unicorn's: a block starts where execution arrives and ends after a
+branch, jump or ``ecall``, at a region marker, before a 4 KiB page boundary or after 512
+instructions, so the blocks, their executions and the models' events are the same as unicorn's.
+Which blocks to translate comes from runs that already happened (:func:`translate` takes their
+start addresses): a later run that reaches any other code, an instruction outside RV32IM/RV64IM,
+an access outside mapped memory or its instruction limit stops, and the caller runs it again in
+unicorn (``RVX_FALLBACK``).
+
+Each ELF function's blocks become one LLVM function ``i64 (ptr x, i64 pc)``: it starts at any of
+its blocks (a switch on ``pc``), keeps the guest registers in locals, branches directly between
+its blocks and returns the guest pc to go on at, with the reason in ``x->cpu.reason``; the
+executor's dispatcher makes system calls and region markers between calls. Every block calls
+``rvt_enter`` (counts, the models' block hook, the instruction limit) and every load and store
+``rvt_access`` with the instruction's index in its block (the models' access hook); linked with
+the executor's C code, both are inlined.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from cbuild.riscv.executor import Image
+
+#: Changes whenever the IR this module writes changes (part of a translation's cache key).
+VERSION = "3"
+#: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
+#: the address ``lr`` reserved and the value it read.
+_MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
+#: Why a translated function returned (RVT_* in rv_executor.c).
+JUMP, ECALL, MARKER, UNKNOWN, LIMIT, FAULT = range(6)
+#: unicorn ends a block after this many instructions, and before a page boundary.
+MAX_BLOCK = 512
+PAGE = 4096
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block as unicorn forms it: ``size`` words from ``pc``, the last of which may be a region
+    marker (not an instruction); ``words`` holds the instructions (no marker)."""
+
+    pc: int
+    size: int
+    words: tuple[int, ...]
+    marker: bool
+
+
+def _sext(value: int, bits: int) -> int:
+    return value - (1 << bits) if value >> (bits - 1) & 1 else value
+
+
+def _ends_block(word: int) -> bool:
+    """A branch, jump, ``ecall`` or any system instruction: unicorn ends its block after it."""
+    return word & 0x7F in (0x63, 0x6F, 0x67, 0x73)
+
+
+def _word_reader(image: Image) -> Callable[[int], int | None]:
+    starts = [s.vaddr for s in image.segments]
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    starts = [starts[i] for i in order]
+    segments = [image.segments[i] for i in order]
+
+    def word(address: int) -> int | None:
+        i = bisect.bisect_right(starts, address) - 1
+        if i < 0:
+            return None
+        seg = segments[i]
+        at = address - seg.vaddr
+        if at + 4 > len(seg.data):
+            return None
+        return int.from_bytes(seg.data[at : at + 4], "little")
+
+    return word
+
+
+def blocks_at(image: Image, starts: Iterable[int]) -> list[Block]:
+    """The blocks unicorn forms from each of ``starts`` (those whose code the image holds)."""
+    word = _word_reader(image)
+    markers = {address for address, _, _ in image.markers}
+    out = []
+    for pc in sorted(set(starts)):
+        words: list[int] = []
+        address, marker = pc, False
+        while len(words) < MAX_BLOCK:
+            w = word(address)
+            if w is None:
+                break
+            if address in markers:
+                marker = True
+                break
+            words.append(w)
+            address += 4
+            if _ends_block(w) or address % PAGE == 0:
+                break
+        if words or marker:
+            out.append(Block(pc, len(words) + marker, tuple(words), marker))
+    return out
+
+
+class _Unknown(Exception):
+    """An instruction the translation does not handle."""
+
+
+class _Emitter:
+    """The LLVM IR of one translated function."""
+
+    def __init__(self, xlen: int, index: dict[int, int], here: dict[int, str]) -> None:
+        self.xlen = xlen
+        self.t = f"i{xlen}"
+        self.index = index  # block pc -> block number (its slot in rvt_block_slot)
+        self.here = here  # block pc -> label, for the blocks of this function
+        self.lines: list[str] = []
+        self.n = 0
+        self.current = "entry"
+
+    def tmp(self) -> str:
+        self.n += 1
+        return f"%v{self.n}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def label(self, name: str) -> None:
+        self.lines.append(f"{name}:")
+        self.current = name
+
+    def new_label(self, stem: str) -> str:
+        self.n += 1
+        return f"{stem}{self.n}"
+
+    # registers
+
+    def get(self, r: int) -> str:
+        if r == 0:
+            return "0"
+        v = self.tmp()
+        self.emit(f"{v} = load {self.t}, ptr %r{r}.at")
+        return v
+
+    def put(self, r: int, value: str) -> None:
+        if r:
+            self.emit(f"store {self.t} {value}, ptr %r{r}.at")
+
+    def op(self, text: str) -> str:
+        v = self.tmp()
+        self.emit(f"{v} = {text}")
+        return v
+
+    def const(self, value: int) -> str:
+        return str(_sext(value & ((1 << self.xlen) - 1), self.xlen))
+
+    # leaving the function
+
+    def leave(self, pc: str, reason: int) -> None:
+        self.emit(f"store i64 {pc}, ptr %npc")
+        self.emit(f"store i32 {reason}, ptr %why")
+        self.emit("br label %exit")
+
+    def go(self, target: int) -> None:
+        """Continue at guest address ``target``: a branch if it is a block of this function."""
+        label = self.here.get(target)
+        if label is not None:
+            self.emit(f"br label %{label}")
+        else:
+            self.leave(str(target), JUMP)
+
+    def go_dynamic(self, target: str) -> None:
+        pc = self.op(f"zext {self.t} {target} to i64") if self.xlen == 32 else target
+        self.leave(pc, JUMP)
+
+    # memory
+
+    def address(self, base: int, offset: int) -> tuple[str, str]:
+        """The guest address (XLEN) and its host pointer; RV64 addresses beyond 32 bits fault."""
+        a = self.op(f"add {self.t} {self.get(base)}, {self.const(offset)}")
+        if self.xlen == 32:
+            wide = self.op(f"zext i32 {a} to i64")
+        else:
+            wide = a
+            high = self.op(f"lshr i64 {a}, 32")
+            bad = self.op(f"icmp ne i64 {high}, 0")
+            ok = self.new_label("in")
+            self.emit(f"br i1 {bad}, label %fault, label %{ok}")
+            self.label(ok)
+        return wide, self.op(f"getelementptr i8, ptr %mem, i64 {wide}")
+
+    def access(self, wide: str, size: int, store: int, position: int) -> None:
+        self.emit(f"call void @rvt_access(i64 {wide}, i32 {size}, i32 {store}, i32 {position})")
+
+    # instructions
+
+    def instruction(self, w: int, pc: int, position: int) -> bool:
+        """Emit one instruction; True if it ended the block (a transfer or an ecall)."""
+        t, xlen = self.t, self.xlen
+        op, rd, f3, rs1, rs2, f7 = w & 0x7F, (w >> 7) & 31, (w >> 12) & 7, (w >> 15) & 31, (w >> 20) & 31, w >> 25
+        imm_i = _sext(w >> 20, 12)
+        if op == 0x37:  # lui
+            self.put(rd, self.const(_sext(w & 0xFFFFF000, 32)))
+        elif op == 0x17:  # auipc
+            self.put(rd, self.const(pc + _sext(w & 0xFFFFF000, 32)))
+        elif op == 0x6F:  # jal
+            imm = _sext(
+                ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1, 21
+            )
+            self.put(rd, self.const(pc + 4))
+            self.go((pc + imm) & ((1 << xlen) - 1))
+            return True
+        elif op == 0x67 and f3 == 0:  # jalr
+            target = self.op(f"and {t} {self.op(f'add {t} {self.get(rs1)}, {imm_i}')}, -2")
+            self.put(rd, self.const(pc + 4))
+            self.go_dynamic(target)
+            return True
+        elif op == 0x63 and f3 not in (2, 3):  # branches
+            imm = _sext(
+                ((w >> 31) & 1) << 12 | ((w >> 7) & 1) << 11 | ((w >> 25) & 0x3F) << 5 | ((w >> 8) & 0xF) << 1, 13
+            )
+            cond = ("eq", "ne", "", "", "slt", "sge", "ult", "uge")[f3]
+            taken = self.op(f"icmp {cond} {t} {self.get(rs1)}, {self.get(rs2)}")
+            yes, no = self.new_label("taken"), self.new_label("fall")
+            self.emit(f"br i1 {taken}, label %{yes}, label %{no}")
+            self.label(yes)
+            self.go((pc + imm) & ((1 << xlen) - 1))
+            self.label(no)
+            self.go(pc + 4)
+            return True
+        elif op == 0x03:  # loads
+            kinds = {0: (8, "sext"), 1: (16, "sext"), 2: (32, "sext"), 4: (8, "zext"), 5: (16, "zext")}
+            if xlen == 64:
+                kinds |= {3: (64, ""), 6: (32, "zext")}
+            if f3 not in kinds:
+                raise _Unknown
+            bits, extend = kinds[f3]
+            wide, ptr = self.address(rs1, imm_i)
+            value = self.op(f"load i{bits}, ptr {ptr}, align 1")
+            self.access(wide, bits // 8, 0, position)
+            self.put(rd, self.op(f"{extend} i{bits} {value} to {t}") if bits < xlen else value)
+        elif op == 0x23:  # stores
+            if f3 > (3 if xlen == 64 else 2):
+                raise _Unknown
+            bits = 8 << f3
+            imm = _sext((f7 << 5) | ((w >> 7) & 31), 12)
+            wide, ptr = self.address(rs1, imm)
+            value = self.get(rs2)
+            if bits < xlen:
+                value = self.op(f"trunc {t} {value} to i{bits}")
+            self.emit(f"store i{bits} {value}, ptr {ptr}, align 1")
+            self.access(wide, bits // 8, 1, position)
+        elif op == 0x13:  # immediate arithmetic
+            self.put(rd, self._imm(f3, w, self.get(rs1), imm_i, xlen, t))
+        elif op == 0x33 and f7 in (0, 0x20, 1):
+            self.put(rd, self._reg(f3, f7, self.get(rs1), self.get(rs2), xlen, t))
+        elif op == 0x1B and xlen == 64:  # addiw, slliw, srliw, sraiw
+            low = self.op(f"trunc i64 {self.get(rs1)} to i32")
+            self.put(rd, self.op(f"sext i32 {self._imm(f3, w, low, imm_i, 32, 'i32')} to i64"))
+        elif op == 0x3B and xlen == 64 and f7 in (0, 0x20, 1):
+            a = self.op(f"trunc i64 {self.get(rs1)} to i32")
+            b = self.op(f"trunc i64 {self.get(rs2)} to i32")
+            if f7 == 1 and f3 in (1, 2, 3):
+                raise _Unknown
+            if f7 != 1 and f3 not in (0, 1, 5):
+                raise _Unknown
+            self.put(rd, self.op(f"sext i32 {self._reg(f3, f7, a, b, 32, 'i32')} to i64"))
+        elif op == 0x2F and f3 in ((2, 3) if xlen == 64 else (2,)) and w >> 27 in (2, 3):  # lr, sc
+            self._reserve(w >> 27 == 3, f3, rd, rs1, rs2, position)
+        elif op == 0x0F and f3 == 0:  # fence: nothing to order in one hart
+            pass
+        elif w == 0x00000073:  # ecall
+            self.leave(str(pc + 4), ECALL)
+            return True
+        else:
+            raise _Unknown
+        return False
+
+    def _reserve(self, store: bool, f3: int, rd: int, rs1: int, rs2: int, position: int) -> None:
+        """``lr``: load and reserve. ``sc``: store if the address is the reserved one and memory still
+        holds the value ``lr`` read (a compare-and-exchange, one store access), else no access; rd
+        is 0 on success, 1 on failure; the reservation ends either way."""
+        t, bits = self.t, 32 if f3 == 2 else 64
+        wide, ptr = self.address(rs1, 0)
+        at = self.op(f"getelementptr i8, ptr %x, i64 {_RESERVED}")
+        value_at = self.op(f"getelementptr i8, ptr %x, i64 {_RESERVED_VALUE}")
+        if not store:
+            value = self.op(f"load i{bits}, ptr {ptr}, align 1")
+            self.access(wide, bits // 8, 0, position)
+            if bits < self.xlen:
+                value = self.op(f"sext i{bits} {value} to {t}")
+            self.emit(f"store i64 {wide}, ptr {at}")
+            self.emit(f"store {t} {value}, ptr {value_at}")
+            self.put(rd, value)
+            return
+        reserved = self.op(f"icmp eq i64 {self.op(f'load i64, ptr {at}')}, {wide}")
+        before, yes, done = self.current, self.new_label("sc"), self.new_label("sc.done")
+        self.emit(f"br i1 {reserved}, label %{yes}, label %{done}")
+        self.label(yes)
+        expected = self.op(f"load {t}, ptr {value_at}")
+        new = self.get(rs2)
+        if bits < self.xlen:
+            expected = self.op(f"trunc {t} {expected} to i{bits}")
+            new = self.op(f"trunc {t} {new} to i{bits}")
+        old = self.op(f"load i{bits}, ptr {ptr}, align 1")
+        same = self.op(f"icmp eq i{bits} {old}, {expected}")
+        self.emit(f"store i{bits} {self.op(f'select i1 {same}, i{bits} {new}, i{bits} {old}')}, ptr {ptr}, align 1")
+        self.access(wide, bits // 8, 1, position)
+        failed = self.op(f"zext i1 {self.op(f'xor i1 {same}, true')} to {t}")
+        self.emit(f"br label %{done}")
+        self.label(done)
+        outcome = self.op(f"phi {t} [ 1, %{before} ], [ {failed}, %{yes} ]")
+        self.emit(f"store i64 -1, ptr {at}")
+        self.put(rd, outcome)
+
+    def _imm(self, f3: int, w: int, a: str, imm: int, bits: int, t: str) -> str:
+        if f3 in (1, 5):  # shifts
+            shamt_bits = 6 if bits == 64 else 5
+            shamt = (w >> 20) & ((1 << shamt_bits) - 1)
+            high = w >> (20 + shamt_bits)
+            if f3 == 1 and high == 0:
+                return self.op(f"shl {t} {a}, {shamt}")
+            if f3 == 5 and high == 0:
+                return self.op(f"lshr {t} {a}, {shamt}")
+            if f3 == 5 and high == 0x400 >> shamt_bits:
+                return self.op(f"ashr {t} {a}, {shamt}")
+            raise _Unknown
+        if bits == 32 and t == "i32" and self.xlen == 64 and f3 != 0:
+            raise _Unknown  # of the OP-IMM-32 group only addiw has no shift
+        c = str(imm)
+        if f3 == 0:
+            return self.op(f"add {t} {a}, {c}")
+        if f3 in (2, 3):
+            flag = self.op(f"icmp {'slt' if f3 == 2 else 'ult'} {t} {a}, {c}")
+            return self.op(f"zext i1 {flag} to {t}")
+        return self.op(f"{('', '', '', '', 'xor', '', 'or', 'and')[f3]} {t} {a}, {c}")
+
+    def _reg(self, f3: int, f7: int, a: str, b: str, bits: int, t: str) -> str:
+        if f7 == 1:
+            return self._muldiv(f3, a, b, bits, t)
+        if f7 == 0x20 and f3 not in (0, 5):
+            raise _Unknown
+        if f3 in (1, 5):
+            amount = self.op(f"and {t} {b}, {bits - 1}")
+            kind = "shl" if f3 == 1 else ("ashr" if f7 == 0x20 else "lshr")
+            return self.op(f"{kind} {t} {a}, {amount}")
+        if f3 in (2, 3):
+            flag = self.op(f"icmp {'slt' if f3 == 2 else 'ult'} {t} {a}, {b}")
+            return self.op(f"zext i1 {flag} to {t}")
+        name = ("sub" if f7 == 0x20 else "add", "", "", "", "xor", "", "or", "and")[f3]
+        return self.op(f"{name} {t} {a}, {b}")
+
+    def _muldiv(self, f3: int, a: str, b: str, bits: int, t: str) -> str:
+        if f3 == 0:
+            return self.op(f"mul {t} {a}, {b}")
+        if f3 in (1, 2, 3):  # high halves
+            wide = f"i{2 * bits}"
+            ea = self.op(f"{'zext' if f3 == 3 else 'sext'} {t} {a} to {wide}")
+            eb = self.op(f"{'sext' if f3 == 1 else 'zext'} {t} {b} to {wide}")
+            product = self.op(f"mul {wide} {ea}, {eb}")
+            return self.op(f"trunc {wide} {self.op(f'lshr {wide} {product}, {bits}')} to {t}")
+        # division: by zero and the one signed overflow as RISC-V defines them
+        zero = self.op(f"icmp eq {t} {b}, 0")
+        signed = f3 in (4, 6)
+        if signed:
+            minimum = str(-(1 << (bits - 1)))
+            overflow = self.op(f"and i1 {self.op(f'icmp eq {t} {a}, {minimum}')}, {self.op(f'icmp eq {t} {b}, -1')}")
+            unsafe = self.op(f"or i1 {zero}, {overflow}")
+        else:
+            unsafe = zero
+        divisor = self.op(f"select i1 {unsafe}, {t} 1, {t} {b}")
+        name = {4: "sdiv", 5: "udiv", 6: "srem", 7: "urem"}[f3]
+        result = self.op(f"{name} {t} {a}, {divisor}")
+        if f3 in (4, 5):  # x / 0 = all ones; MIN / -1 = MIN
+            if signed:
+                result = self.op(f"select i1 {overflow}, {t} {a}, {t} {result}")
+            return self.op(f"select i1 {zero}, {t} -1, {t} {result}")
+        if signed:  # MIN % -1 = 0
+            result = self.op(f"select i1 {overflow}, {t} 0, {t} {result}")
+        return self.op(f"select i1 {zero}, {t} {a}, {t} {result}")
+
+
+def _function(xlen: int, name: str, blocks: list[Block], index: dict[int, int]) -> tuple[str, list[int]]:
+    """One LLVM function for ``blocks`` (of one ELF function), and the blocks it can start at."""
+    here = {b.pc: f"b{b.pc:x}" for b in blocks}
+    e = _Emitter(xlen, index, here)
+    e.lines.append(f"define internal i64 @{name}(ptr noalias %x, i64 %pc) {{")
+    e.label("entry")
+    e.emit("%npc = alloca i64")
+    e.emit("%why = alloca i32")
+    e.emit(f"%mem.at = getelementptr i8, ptr %x, i64 {_MEM}")
+    e.emit("%mem = load ptr, ptr %mem.at")
+    for r in range(1, 32):
+        e.emit(f"%r{r}.at = getelementptr i8, ptr %x, i64 {8 * r}")
+    cases = " ".join(f"i64 {b.pc}, label %{here[b.pc]}" for b in blocks)
+    e.emit(f"switch i64 %pc, label %unknown [ {cases} ]")
+    for block in blocks:
+        e.label(here[block.pc])
+        entered = e.tmp()
+        slot = f"getelementptr ([{len(index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {index[block.pc]})"
+        e.emit(f"{entered} = call i32 @rvt_enter(ptr {slot}, i64 {block.pc}, i32 {block.size})")
+        stop = e.op(f"icmp ne i32 {entered}, 0")
+        go = e.new_label("go")
+        limit = e.new_label("limit")
+        e.emit(f"br i1 {stop}, label %{limit}, label %{go}")
+        e.label(limit)
+        e.leave(str(block.pc), LIMIT)
+        e.label(go)
+        pc, ended = block.pc, False
+        for position, word in enumerate(block.words):
+            mark = len(e.lines)
+            try:
+                ended = e.instruction(word, pc, position)
+            except _Unknown:
+                del e.lines[mark:]
+                e.leave(str(pc), UNKNOWN)
+                ended = True
+                break
+            pc += 4
+        if block.marker:
+            e.leave(str(pc + 4), MARKER)
+        elif not ended:
+            e.go(pc)
+    e.label("unknown")
+    e.leave("%pc", UNKNOWN)
+    e.label("fault")
+    e.leave("%pc", FAULT)
+    e.label("exit")
+    e.emit(f"%reason.at = getelementptr i8, ptr %x, i64 {_REASON}")
+    e.emit("%reason = load i32, ptr %why")
+    e.emit("store i32 %reason, ptr %reason.at")
+    e.emit("%next = load i64, ptr %npc")
+    e.emit("ret i64 %next")
+    e.lines.append("}")
+    return "\n".join(e.lines), [b.pc for b in blocks]
+
+
+def translate(image: Image, starts: Iterable[int]) -> str:
+    """LLVM IR for the blocks unicorn forms from ``starts`` (the starts of blocks that ran), with the
+    tables the executor's dispatcher reads: ``rvt_entry_pc``/``rvt_entry_code`` (sorted by pc),
+    ``rvt_entry_count`` and ``rvt_block_count``."""
+    blocks = blocks_at(image, starts)
+    index = {b.pc: i for i, b in enumerate(blocks)}
+    function_starts = [f[0] for f in image.functions]
+    groups: dict[int, list[Block]] = {}
+    for block in blocks:
+        i = bisect.bisect_right(function_starts, block.pc) - 1
+        inside = i >= 0 and block.pc < image.functions[i][0] + image.functions[i][1]
+        groups.setdefault(image.functions[i][0] if inside else block.pc, []).append(block)
+    parts = [
+        "declare i32 @rvt_enter(ptr, i64, i32)",
+        "declare void @rvt_access(i64, i32, i32, i32)",
+    ]
+    entries: list[tuple[int, str]] = []
+    for start, group in sorted(groups.items()):
+        name = f"rvt_f{start:x}"
+        text, pcs = _function(image.xlen, name, group, index)
+        parts.append(text)
+        entries.extend((pc, name) for pc in pcs)
+    entries.sort()
+    n = len(entries)
+    parts.append(f"@rvt_block_count = constant i32 {len(blocks)}")
+    parts.append(f"@rvt_block_slot = global [{len(blocks)} x ptr] zeroinitializer")
+    parts.append(f"@rvt_entry_count = constant i32 {n}")
+    parts.append(f"@rvt_entry_pc = constant [{n} x i64] [{', '.join(f'i64 {pc}' for pc, _ in entries)}]")
+    parts.append(f"@rvt_entry_code = constant [{n} x ptr] [{', '.join(f'ptr @{name}' for _, name in entries)}]")
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,272 @@
+"""Translated execution of the RISC-V builds (cbuild/riscv/translate.py, translated.py) against unicorn.
+
+The whole test session runs with INSTRBUDGET_CHECK_TRANSLATION set (tests/conftest.py): every
+program run of a RISC-V build runs in both engines and fails on any difference. These tests add
+what that cannot show: the arithmetic corner cases, the engine each run used, and the ways a
+translated run hands over to unicorn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cbuild import Builder, BuildOptions, Library, run_program
+from cbuild.build.builder import Artifact
+from cbuild.models import CostModel, default_registry
+from cbuild.riscv import executor
+from cbuild.riscv.translated import CHECK_TRANSLATION, RISCV_ENGINE, reached_path, read_reached
+
+CORNERS_C = r"""
+#include <limits.h>
+#include <stdio.h>
+#if __SIZEOF_LONG__ == 8
+typedef __int128 wide;
+typedef unsigned __int128 uwide;
+#else
+typedef long long wide;
+typedef unsigned long long uwide;
+#endif
+#define BITS (8 * (int)sizeof(long))
+typedef unsigned long ul;
+/* RISC-V's division: by zero and the one overflow are defined; the native build computes the same. */
+#ifdef __riscv
+#define RV(op, a, b) ({ long r_; __asm__ volatile(op " %0, %1, %2" : "=r"(r_) : "r"(a), "r"(b)); r_; })
+#define DIV(a, b) RV("div", a, b)
+#define DIVU(a, b) RV("divu", a, b)
+#define REM(a, b) RV("rem", a, b)
+#define REMU(a, b) RV("remu", a, b)
+#else
+#define DIV(a, b) ((b) == 0 ? -1L : (a) == LONG_MIN && (b) == -1 ? LONG_MIN : (a) / (b))
+#define DIVU(a, b) ((b) == 0 ? -1L : (long)((ul)(a) / (ul)(b)))
+#define REM(a, b) ((b) == 0 ? (a) : (a) == LONG_MIN && (b) == -1 ? 0L : (a) % (b))
+#define REMU(a, b) ((b) == 0 ? (a) : (long)((ul)(a) % (ul)(b)))
+#endif
+#if defined(__riscv) && __riscv_xlen == 64
+#define DIVW(a, b) RV("divw", a, b)
+#define REMUW(a, b) RV("remuw", a, b)
+#else
+#define DIVW(a, b) ((long)((int)(b) == 0 ? -1 : (int)(a) == INT_MIN && (int)(b) == -1 ? INT_MIN : (int)(a) / (int)(b)))
+#define REMUW(a, b) ((long)(int)((unsigned)(b) == 0 ? (unsigned)(a) : (unsigned)(a) % (unsigned)(b)))
+#endif
+static volatile long v[] = {0, 1, -1, 7, -7, LONG_MIN, LONG_MAX, 0x5555, -0x10000};
+static volatile int w[] = {0, 1, -1, 7, -7, INT_MIN, INT_MAX, 0x5555, -0x10000};
+int main(int argc, char **argv) {
+    ul h = 0;
+    int n = sizeof v / sizeof v[0];
+    (void)argv;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            long a = v[i], b = v[j];
+            ul ua = (ul)a, ub = (ul)b;
+            int x = w[i], y = w[j];
+            h = h * 31 + (ul)DIV(a, b) + (ul)REM(a, b) + (ul)DIVU(a, b) + (ul)REMU(a, b);
+            h = h * 31 + (ul)DIVW(a, b) + (ul)REMUW(a, b);
+            h = h * 31 + (ul)(((wide)a * b) >> BITS) + (ul)(((uwide)ua * ub) >> BITS);
+            h = h * 31 + (ua << (j * 7 % BITS)) + (ua >> (i * 5 % BITS)) + (ul)(a >> (j * 3 % BITS));
+            h = h * 31 + (unsigned)(y ? (y == -1 ? -(unsigned)x : (unsigned)(x / y)) : 0);
+            h = h * 31 + (unsigned)(x < y) + (ua < ub) + (unsigned)(x % ((y & 0xff) | 2));
+            h = h * 31 + ((unsigned)x >> (j % 32)) + (unsigned)(x >> (i % 32)) + ((unsigned)x << (j % 32));
+        }
+    int shared = argc, old = 5;
+    __atomic_compare_exchange_n(&shared, &old, 9, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    h = h * 31 + (unsigned)__atomic_fetch_add(&shared, 3, __ATOMIC_SEQ_CST) + (unsigned)shared + (unsigned)old;
+    printf("%lx %zu\n", h, sizeof(long));
+    return 0;
+}
+"""
+
+PATHS_C = r"""
+#include <stdio.h>
+#include <string.h>
+__attribute__((noinline)) static unsigned first(unsigned n) {
+    unsigned s = 1;
+    for (unsigned i = 0; i < n; i++) s = s * 3 + i;
+    return s;
+}
+__attribute__((noinline)) static unsigned second(unsigned n) {
+    unsigned s = 0;
+    for (unsigned i = 0; i < n; i++) s ^= s << 5 ^ i;
+    return s;
+}
+int main(int argc, char **argv) {
+    unsigned n = 1000;
+    printf("%u\n", argc > 1 && strcmp(argv[1], "second") == 0 ? second(n) : first(n));
+    return 0;
+}
+"""
+
+Writer = Callable[[str, str], Path]
+
+
+def _models(target: str) -> list[CostModel]:
+    registry = default_registry()
+    if target == "riscv64":
+        return [registry.create("pipeline", {"execute": True, "machine": "rocket"})]
+    return [registry.create("zkvm", {"execute": True}), registry.create("pipeline", {"execute": True})]
+
+
+@pytest.mark.parametrize("target", ["riscv32", "riscv64"])
+@pytest.mark.filterwarnings("ignore:.*riscv32 build's output")  # long has 32 bits there, 64 natively
+def test_translated_runs_compute_what_unicorn_computes_on_arithmetic_corner_cases(
+    builder: Builder, write: Writer, target: str
+) -> None:
+    """Division by zero and overflow (RISC-V's own results), high products, shifts by any amount, the
+    32-bit forms of RV64, lr/sc: the session's check compares them with unicorn; the 64-bit build
+    also prints what the native build prints."""
+    artifact = builder.build(
+        [write("corners.c", CORNERS_C)], options=BuildOptions(opt_level="1"), models=_models(target)
+    )
+    run = run_program(artifact, [])
+    assert run.counts is not None
+    machine = run.counts.machine[target]
+    assert machine.engine == "translated", machine.note
+    digest, width = machine.stdout.split()
+    assert width == (b"4" if target == "riscv32" else b"8")
+    assert len(digest) > 4
+    if target == "riscv64":
+        assert machine.stdout == run.stdout
+
+
+Direct = tuple[Path, Path, Path, list[executor.ExecRuntime]]
+
+
+def _direct(artifact: Artifact, target: str = "riscv32") -> Direct:
+    doc = artifact.machines()[target]
+    return Path(doc["executor"]), Path(doc["elf"]), Path(doc["translation"]), executor.slot_runtimes(doc["slots"])
+
+
+@pytest.fixture
+def paths(builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Direct:
+    """PATHS_C's zkvm + pipeline build (executor, ELF, translated executor, runtimes), run here by
+    the executor's own run_program: each call runs one engine unless asked for both. Each test
+    gets a build of its own (the source names the test), so that tests running at the same time
+    never share the recorded blocks beside an ELF."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    source = write("paths.c", f"{PATHS_C}/* {request.node.name} */\n")
+    return _direct(builder.build([source], models=_models("riscv32")))
+
+
+def test_a_run_that_reaches_new_code_runs_in_unicorn_and_the_next_is_translated(paths: Direct) -> None:
+    library, elf, translation, runtimes = paths
+    reached_path(elf).unlink(missing_ok=True)
+
+    def run(*argv: str) -> executor.Execution:
+        return executor.run_program(library, elf, runtimes, [elf.name, *argv], translation=translation)
+
+    first = run("first")
+    assert (first.engine, first.note) == ("unicorn", "")
+    again = run("first")
+    assert again.engine == "translated"
+    assert executor.compare_executions(first, again) == []
+    other = run("second")  # reaches second(), which no earlier run executed
+    assert other.engine == "unicorn"
+    assert "no translated code at pc=" in other.note
+    assert "second" in other.functions
+    assert run("second").engine == "translated"
+    assert executor.compare_executions(other, run("second")) == []
+    assert executor.compare_executions(first, run("first")) == []
+
+
+def test_a_damaged_reached_file_only_costs_a_unicorn_run(paths: Direct) -> None:
+    library, elf, translation, runtimes = paths
+    reached_path(elf).write_text("instrbudget reached blocks 1\nnot hexadecimal\n")
+    run = executor.run_program(library, elf, runtimes, [elf.name], translation=translation)
+    assert run.engine == "unicorn"
+    assert read_reached(elf) == {pc for pc, _, _ in run.blocks}
+    assert executor.run_program(library, elf, runtimes, [elf.name], translation=translation).engine == "translated"
+
+
+def test_an_instruction_limit_hands_the_run_to_unicorn(paths: Direct) -> None:
+    library, elf, translation, runtimes = paths
+    executor.run_program(library, elf, runtimes, [elf.name], translation=translation)  # records the blocks
+    limited = executor.run_program(library, elf, runtimes, [elf.name], translation=translation, limit=5000)
+    assert limited.engine == "unicorn"
+    assert "the instruction limit" in limited.note
+    assert limited.error == "more instructions than the limit"
+    reference = executor.run_program(library, elf, runtimes, [elf.name], limit=5000)
+    assert executor.compare_executions(reference, limited) == []
+
+
+FAULT_C = r"""
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    volatile int *p = (volatile int *)(argc > 1 ? strtoul(argv[1], 0, 16) : 0x30000000ul);
+    return *p;
+}
+"""
+
+
+def test_an_access_to_unmapped_memory_reports_unicorns_fault(
+    builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    artifact = builder.build([write("fault.c", FAULT_C)], models=_models("riscv32"))  # only this test builds it
+    library, elf, translation, runtimes = _direct(artifact)
+    first = executor.run_program(library, elf, runtimes, [elf.name, "30000000"], translation=translation)
+    second = executor.run_program(library, elf, runtimes, [elf.name, "30000000"], translation=translation)
+    assert first.error
+    assert first.exit_code is None
+    assert second.engine == "unicorn"
+    assert "unmapped memory" in second.note
+    assert executor.compare_executions(first, second) == []
+
+
+def test_the_comparison_names_what_differs(paths: Direct) -> None:
+    """The session's check can fail: two different runs of one build are told apart."""
+    library, elf, _, runtimes = paths
+    reference = executor.run_program(library, elf, runtimes, [elf.name, "second"])
+    other = executor.run_program(library, elf, runtimes, [elf.name, "first"])
+    differences = executor.compare_executions(reference, other)
+    assert any(d.startswith("results") for d in differences)
+    assert any(d.startswith("stdout") for d in differences)
+
+
+LIB_C = r"""
+unsigned fold(unsigned n) {
+    unsigned s = 1;
+    for (unsigned i = 0; i < n; i++) s = s * 33 + i;
+    return s;
+}
+unsigned other(unsigned n) { return fold(n) ^ (n * 7); }
+"""
+
+
+def test_library_calls_run_translated_once_a_guest_ran_them(
+    builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """A library's riscv32 build: the first guest runs in unicorn; a later one runs the recorded
+    code translated; a call into code no guest ran yet hands the guest over to unicorn, which
+    makes the earlier calls again: every measurement is the one unicorn alone gives."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    source = write("fold.c", f"{LIB_C}/* {request.node.name} */\n")
+    artifact = builder.build([source], kind="library", models=_models("riscv32"))
+    reached_path(Path(artifact.machines()["riscv32"]["elf"])).unlink(missing_ok=True)
+
+    def measure(*names: str) -> tuple[executor.Execution, dict[str, tuple[int, ...]]]:
+        with Library(artifact) as lib:
+            for name in names[:-1]:
+                getattr(lib, name)(500)
+            since = lib.snapshot()
+            assert getattr(lib, names[-1])(1000) == (lib.fold(1000) if names[-1] == "fold" else lib.other(1000))
+            counts = lib.counts(since)
+            return counts.machine_run("riscv32"), dict(counts.results)
+
+    first, results = measure("fold")
+    assert (first.engine, first.note) == ("unicorn", "")
+    again, results_again = measure("fold")
+    assert again.engine == "translated"
+    assert results_again == results
+    handed, handed_results = measure("fold", "other")
+    assert handed.engine == "unicorn"
+    assert "no translated code" in handed.note
+    monkeypatch.setenv(RISCV_ENGINE, "unicorn")
+    reference, reference_results = measure("fold", "other")
+    monkeypatch.delenv(RISCV_ENGINE)
+    assert handed_results == reference_results
+    assert executor.compare_executions(reference, handed) == []
+    translated, translated_results = measure("fold", "other")
+    assert translated.engine == "translated"
+    assert translated_results == reference_results
