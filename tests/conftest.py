@@ -20,6 +20,8 @@ pytest_plugins = ["pytester"]
 TEST_CACHE = os.environ.get("INSTRBUDGET_TEST_CACHE", str(Path.home() / ".cache" / "instrbudget-tests" / "session"))
 #: The shared cache is pruned to this at the end of a session.
 TEST_CACHE_MAX = 4 << 30
+#: The checkout under test: the Python processes the tests start import its packages.
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -43,6 +45,10 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         # Every run of a RISC-V build runs translated and in unicorn, and fails if they differ
         # (INSTRBUDGET_CHECK_TRANSLATION=0 leaves the check out).
         mp.setenv(CHECK_TRANSLATION, os.environ.get(CHECK_TRANSLATION, "1"))
+        # Sessions run in a subprocess and the command line start in a directory of their own, where
+        # cbuild and pytest_instrbudget are those the editable install points at: another checkout
+        # (with someone's unfinished changes, and builds missing from the cache) when this one is a clone.
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")])))
         yield cache
 
 
