@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,28 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def builder(shared_cache: Path) -> Builder:
     """A builder on the shared cache, with progress messages silenced."""
     return Builder(cache_dir=shared_cache, progress=lambda message: None)
+
+
+@pytest.fixture(scope="session")
+def shared_source(shared_cache: Path) -> Callable[[str, str], Path]:
+    """Write a source file where its name and text put it and return its path:
+    ``shared_source("a.c", "int x;")``. The key of a build without a project root holds its
+    sources' absolute paths, and ``tmp_path`` is new in every test of every session: the shared
+    cache finds the build of a file from ``write`` again in no other test, that of a file from
+    here in every session and in every test building the same thing. For a source built as it
+    is, with no files beside it, which the test does not change."""
+    root = shared_cache.with_name(shared_cache.name + "-sources")
+
+    def _source(name: str, text: str) -> Path:
+        path = root / hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()[:20] / name
+        if not (path.is_file() and path.read_text() == text):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(f".{name}.{os.getpid()}")
+            part.write_text(text)
+            os.replace(part, path)  # whole, for a session writing it at the same time
+        return path
+
+    return _source
 
 
 @pytest.fixture

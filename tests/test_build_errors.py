@@ -241,13 +241,13 @@ def test_a_riscv_link_error_names_the_users_source_and_what_the_build_added(pyte
     )
 
 
-def test_a_cached_riscv_failure_names_this_checkouts_source(tmp_path: Path) -> None:
+def test_a_cached_riscv_failure_names_this_checkouts_source(tmp_path: Path, shared_cache: Path) -> None:
     """Why a model's RISC-V build failed is kept with the build, which the same project checked
     out elsewhere reuses from the cache: the message names the source where it is now, not where
-    it was when the build was made."""
+    it was when the build was made (or by an earlier session, from a checkout of its own)."""
     from cbuild.models import default_registry
 
-    cache = tmp_path / "cache"
+    cache = shared_cache
     text = '_Static_assert(sizeof(void *) == 8, "64-bit only");\nint main(void) { return 0; }\n'
     messages = []
     for checkout in ("first", "second-checkout-elsewhere"):

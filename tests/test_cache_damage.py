@@ -35,10 +35,34 @@ def _damage(how: str, path: Path) -> None:
         path.unlink()
 
 
+@pytest.fixture(scope="session")
+def runtime_parts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run-time parts (the cache's ``rt`` entries: the runtime, the canonical CPU's tables, the
+    models' results, the counted C library's modules) of a program's build, made once per session
+    in a cache of their own (one for the xdist workers together). A private cache starts with a
+    copy, as after an earlier build in it: each test builds its own sources, not these again (4 s
+    each)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        cache_dir = tmp_path_factory.getbasetemp().parent / "runtime-parts-cache"
+    else:
+        cache_dir = tmp_path_factory.mktemp("runtime-parts-cache")
+    source = tmp_path_factory.mktemp("runtime-parts") / "prog.c"
+    source.write_text(PROG_C)
+    Builder(cache_dir=cache_dir, progress=lambda message: None).build([source])
+    return cache_dir / cache_mod.LAYOUT / "rt"
+
+
+def private_cache(runtime_parts: Path, cache_dir: Path) -> Path:
+    """``cache_dir``, a new cache holding a copy of the run-time parts alone."""
+    shutil.copytree(runtime_parts, cache_dir / cache_mod.LAYOUT / "rt")
+    return cache_dir
+
+
 @pytest.fixture
-def fresh(tmp_path: Path) -> Callable[[], tuple[Builder, list[str]]]:
-    """A new builder on one private cache each call (no memory of earlier checks), and its messages."""
-    cache_dir = tmp_path / "cache"
+def fresh(tmp_path: Path, runtime_parts: Path) -> Callable[[], tuple[Builder, list[str]]]:
+    """A new builder on one private cache each call (no memory of earlier checks), and its messages.
+    The cache starts with the run-time parts (``runtime_parts``) and none of the test's builds."""
+    cache_dir = private_cache(runtime_parts, tmp_path / "cache")
 
     def make() -> tuple[Builder, list[str]]:
         messages: list[str] = []
@@ -205,10 +229,12 @@ def test_an_unwritable_cache_is_named(write, tmp_path: Path) -> None:  # type: i
     assert message.endswith("set INSTRBUDGET_CACHE_DIR to a writable directory")
 
 
-def test_a_cache_damaged_under_pytest_is_reported_and_the_tests_pass(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_a_cache_damaged_under_pytest_is_reported_and_the_tests_pass(
+    pytester: pytest.Pytester, tmp_path: Path, runtime_parts: Path
+) -> None:
     pytester.makefile(".c", lib=LIB_C)
     pytester.makepyfile(test_lib="def test_work(cbuild):\n    assert cbuild.library('lib.c').work(10) == 45\n")
-    cache_dir = tmp_path / "private-cache"
+    cache_dir = private_cache(runtime_parts, tmp_path / "private-cache")
     pytester.makepyprojecttoml(f"[tool.instrbudget]\ncache_dir = '{cache_dir}'\n")
     pytester.runpytest().assert_outcomes(passed=1)
     (library,) = (cache_dir / cache_mod.LAYOUT / "bin").rglob("*.so")

@@ -119,22 +119,22 @@ def _run_total(builder: Builder, source: Path, *args: object, options: BuildOpti
     return _total(result)
 
 
-def test_counted_libc_quadratic_strlen_loop_shows_quadratic(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("quadratic.c", QUADRATIC_C)
+def test_counted_libc_quadratic_strlen_loop_shows_quadratic(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("quadratic.c", QUADRATIC_C)
     small, large = _run_total(builder, source, 200), _run_total(builder, source, 2000)
     assert large >= 50 * small, (small, large)
 
 
-def test_counted_libc_switched_off_counts_only_own_code(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libc_switched_off_counts_only_own_code(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """count_libraries = false: strlen is the host's again and costs its call (today's behaviour)."""
-    source = write("quadratic.c", QUADRATIC_C)
+    source = shared_source("quadratic.c", QUADRATIC_C)
     options = BuildOptions(count_libraries=False)
     small, large = _run_total(builder, source, 200, options=options), _run_total(builder, source, 2000, options=options)
     assert large < 12 * small, (small, large)
 
 
-def test_counted_libc_memcpy_of_a_runtime_length_grows_with_it(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    lib = Library(builder.build([write("copy.c", COPY_C)], kind="library", options=COUNTED))
+def test_counted_libc_memcpy_of_a_runtime_length_grows_with_it(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    lib = Library(builder.build([shared_source("copy.c", COPY_C)], kind="library", options=COUNTED))
     src = bytes(range(256)) * 400
     dst = bytearray(len(src))
 
@@ -149,10 +149,10 @@ def test_counted_libc_memcpy_of_a_runtime_length_grows_with_it(builder: Builder,
     assert bytes(dst) == src[:100_000] + bytes(len(src) - 100_000)
 
 
-def test_counted_libc_qsort_same_in_a_library_and_a_program(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libc_qsort_same_in_a_library_and_a_program(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The comparator is user code: with the counted qsort it runs as often in the host process
     (the host's C library beside it) as in a program, and the sort's count grows as n log n."""
-    source = write("sort.c", SORT_C)
+    source = shared_source("sort.c", SORT_C)
     lib = Library(builder.build([source], kind="library", options=COUNTED, keep_main=True))
     calls = lib.sort_scrambled(10_000)
     assert calls > 0
@@ -171,11 +171,15 @@ def test_counted_libc_qsort_same_in_a_library_and_a_program(builder: Builder, wr
     assert 0 < costs[0] - in_library.total < 400
 
 
-def test_counted_libc_addresses_do_not_move_with_paths_or_environment(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("addresses.c", ADDRESSES_C)
+def test_counted_libc_addresses_do_not_move_with_paths_or_environment(  # type: ignore[no-untyped-def]
+    tmp_path: Path, shared_cache: Path, shared_source
+) -> None:
+    """The same program built in two caches far apart (the session's and a private one on a longer
+    path, where the counted C library is built again) and run with other environments."""
+    source = shared_source("addresses.c", ADDRESSES_C)
     outputs = []
     for cache, env in (
-        (tmp_path / "c", {"PATH": "/usr/bin:/bin"}),
+        (shared_cache, {"PATH": "/usr/bin:/bin"}),
         (tmp_path / ("very-long-cache-directory-name-" * 4) / "c", {"PATH": "/usr/bin:/bin", "EXTRA": "x" * 500}),
     ):
         builder = Builder(cache_dir=cache, progress=lambda message: None)
@@ -187,9 +191,9 @@ def test_counted_libc_addresses_do_not_move_with_paths_or_environment(tmp_path: 
     assert outputs[0][0].startswith(b"stack 0x3fe"), outputs[0][0]  # the fixed stack
 
 
-def test_counted_libc_peak_heap_grows_by_what_is_held(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libc_peak_heap_grows_by_what_is_held(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     heap = default_registry().create("heap")
-    program = builder.build([write("hold.c", HOLD_C)], models=[heap, IrCountModel()], options=COUNTED)
+    program = builder.build([shared_source("hold.c", HOLD_C)], models=[heap, IrCountModel()], options=COUNTED)
     metrics = {}
     for n in (10, 30):
         result = run_program(program, [n])
@@ -200,10 +204,10 @@ def test_counted_libc_peak_heap_grows_by_what_is_held(builder: Builder, write) -
     assert metrics[30]["allocated_bytes"] == 64 * 8 + 30 * 1024
 
 
-def test_counted_libc_heap_model_refuses_a_build_without_it(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libc_heap_model_refuses_a_build_without_it(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     heap = default_registry().create("heap")
     with pytest.raises(Exception, match="count_libraries"):
-        builder.build([write("hold.c", HOLD_C)], models=[heap], options=BuildOptions(count_libraries=False))
+        builder.build([shared_source("hold.c", HOLD_C)], models=[heap], options=BuildOptions(count_libraries=False))
 
 
 REALLOC_C = """\
@@ -253,11 +257,11 @@ void give(int n) { for (int i = 0; i < n; i++) free(held[i]); }
 """
 
 
-def test_counted_libc_allocation_costs_do_not_depend_on_history(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libc_allocation_costs_do_not_depend_on_history(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The first allocations of a process (which map the heap), allocations from fresh memory
     and from free lists cost the same: a test's count does not depend on the tests before it
     in the same library process (a module-scoped library, pytest-xdist's distribution)."""
-    lib = Library(builder.build([write("history.c", HISTORY_C)], kind="library", options=COUNTED))
+    lib = Library(builder.build([shared_source("history.c", HISTORY_C)], kind="library", options=COUNTED))
 
     def cost(call: str, *args: int) -> int:
         before = lib.snapshot()
@@ -275,15 +279,15 @@ def test_counted_libc_allocation_costs_do_not_depend_on_history(builder: Builder
     lib.close()
 
 
-def test_counted_libc_realloc_aligned_calloc_and_the_heap_limit(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    program = builder.build([write("realloc.c", REALLOC_C)], options=COUNTED)
+def test_counted_libc_realloc_aligned_calloc_and_the_heap_limit(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    program = builder.build([shared_source("realloc.c", REALLOC_C)], options=COUNTED)
     assert run_program(program).returncode == 0
     limited = run_program(program, ["limit"], env={"PATH": "/usr/bin:/bin", "INSTRBUDGET_HEAP_LIMIT": str(64 << 20)})
     assert limited.returncode == 0, limited.stderr
 
 
-def test_counted_libc_names_in_reports(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    program = builder.build([write("quadratic.c", QUADRATIC_C)], options=COUNTED)
+def test_counted_libc_names_in_reports(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    program = builder.build([shared_source("quadratic.c", QUADRATIC_C)], options=COUNTED)
     result = run_program(program, [100])
     assert result.counts is not None
     (cost,) = MODEL.evaluate(result.counts)
@@ -419,14 +423,15 @@ int main(int argc, char **argv) {
 """
 
 
-def test_counted_libc_who_allocated_per_region_function_and_call_path(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libc_who_allocated_per_region_function_and_call_path(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """``allocations`` is the heap model's clock: regions have theirs, and a build that tracks
     calls gives each function's inclusive allocations and each call path's, exactly."""
     from cbuild.report.attribution import attributed
 
     heap = default_registry().create("heap")
     models = [IrCountModel(), heap]
-    program = builder.build([write("who.c", WHO_ALLOCATES_C)], models=models, options=replace(COUNTED, calls=True))
+    source = shared_source("who.c", WHO_ALLOCATES_C)
+    program = builder.build([source], models=models, options=replace(COUNTED, calls=True))
     for n in (10, 40):
         allocations = attributed(models, [run_program(program, [str(n)]).counts])["allocations"]
         # Up to 1 KiB size classes are 16 bytes apart: each realloc to 16 more bytes moves. n of them, n strdups.
@@ -447,8 +452,8 @@ def test_counted_libc_who_allocated_per_region_function_and_call_path(builder: B
         assert allocations.functions == {}  # not in the baseline: it would depend on the reports a run wrote
 
 
-def test_counted_libc_same_counts_twice(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("addresses.c", ADDRESSES_C)
+def test_counted_libc_same_counts_twice(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("addresses.c", ADDRESSES_C)
     program = builder.build([source], options=replace(COUNTED, opt_level="1"))
     first, second = run_program(program), run_program(program)
     assert (first.stdout, _total(first)) == (second.stdout, _total(second))
@@ -468,11 +473,13 @@ int main(void) {
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="builds for x86_64 glibc and musl")
-def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl(shared_cache: Path, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl(  # type: ignore[no-untyped-def]
+    shared_cache: Path, shared_source
+) -> None:
     """The sort is the counted library's on any host C library: a program linked against glibc,
     one linked statically against musl (zig's), and a library in this glibc process run the
     same comparator calls and the same sort code, instruction for instruction."""
-    source = write("sort.c", SORT_C)
+    source = shared_source("sort.c", SORT_C)
     sort_functions = ("by_value", "sort_scrambled", PREFIX + "qsort", PREFIX + "ib_introsort")
 
     def sort_costs(counts: object) -> dict[str, int]:
@@ -490,7 +497,7 @@ def test_counted_libc_qsort_same_beside_glibc_and_linked_statically_against_musl
         assert result.returncode == 0, result.stderr
         per_libc[triple] = sort_costs(result.counts)
         # math.h too: the same bits and the same count with glibc's and musl's headers.
-        math_program = builder.build([write("math.c", MATH_C)], options=replace(COUNTED, ldflags=ldflags))
+        math_program = builder.build([shared_source("math.c", MATH_C)], options=replace(COUNTED, ldflags=ldflags))
         math_result = run_program(math_program)
         assert math_result.counts is not None
         (math_cost,) = MODEL.evaluate(math_result.counts)

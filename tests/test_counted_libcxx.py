@@ -74,8 +74,8 @@ def _run(builder: Builder, source: Path, *args: object, options: BuildOptions = 
     return {"total": cost.total, **cost.functions}
 
 
-def test_counted_libcxx_sort_shows_n_log_n(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("sort.cc", SORT_CC)
+def test_counted_libcxx_sort_shows_n_log_n(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("sort.cc", SORT_CC)
     small, large = _run(builder, source, 1_000), _run(builder, source, 100_000)
     assert large["total"] >= 100 * small["total"], (small["total"], large["total"])
     # The sort itself, the conversions and the appends are counted functions of the build.
@@ -86,24 +86,24 @@ def test_counted_libcxx_sort_shows_n_log_n(builder: Builder, write) -> None:  # 
     assert all(large[name] > 100 * small[name] for name in introsort)
 
 
-def test_counted_libcxx_off_counts_only_own_code(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libcxx_off_counts_only_own_code(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """count_libraries = false: libc++'s instantiations cost their calls only, linear in n."""
-    source = write("sort.cc", SORT_CC)
+    source = shared_source("sort.cc", SORT_CC)
     off = BuildOptions(count_libraries=False)
     small, large = _run(builder, source, 1_000, options=off), _run(builder, source, 10_000, options=off)
     assert large["total"] < 11 * small["total"], (small["total"], large["total"])
     assert not any("__introsort" in name for name in large)
 
 
-def test_counted_libcxx_keeps_a_replaced_operator_new(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libcxx_keeps_a_replaced_operator_new(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     # The program's own operator new is the one called (main returns 0 only if it ran;
     # ``_run`` checks that), and its malloc is the counted one.
-    counts = _run(builder, write("new.cc", REPLACED_NEW_CC))
+    counts = _run(builder, shared_source("new.cc", REPLACED_NEW_CC))
     assert counts["__instrbudget_libc_malloc"] > 0
 
 
-def test_counted_libcxx_same_counts_twice(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("sort.cc", SORT_CC)
+def test_counted_libcxx_same_counts_twice(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("sort.cc", SORT_CC)
     assert _run(builder, source, 3_000) == _run(builder, source, 3_000)
 
 
@@ -114,12 +114,12 @@ def test_counted_libcxx_prepare_leaves_the_override_section() -> None:
     assert "algorithm" in SOURCES
 
 
-def test_counted_libcxx_beside_the_host_libcxx(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_libcxx_beside_the_host_libcxx(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """Streams, getline and shared_ptr run in the host's libc++ (uncounted) on strings the counted
     part made: its classes' vtables are the host's one copy, its aliases yield to the host's, and
     its internal functions keep no comdat the linker could take for the host's (it used to link
     with duplicate vtables, then call address 0)."""
-    source = write("streams.cc", STREAMS_CC)
+    source = shared_source("streams.cc", STREAMS_CC)
     counted = run_program(builder.build([source], options=COUNTED))
     plain = run_program(builder.build([source], options=BuildOptions(count_libraries=False)))
     assert (counted.returncode, counted.stdout) == (plain.returncode, plain.stdout) == (0, b"200 600\n")

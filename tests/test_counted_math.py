@@ -263,10 +263,10 @@ int main(void) {
 """
 
 
-def test_counted_math_exact_cases_are_exact(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_math_exact_cases_are_exact(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """log2 and exp2 of powers of two, log10, exp10 and pow of powers of ten, cube roots of
     cubes: exact, as users compare them."""
-    result = run_program(builder.build([write("exact.c", EXACT_CASES_C)], options=COUNTED))
+    result = run_program(builder.build([shared_source("exact.c", EXACT_CASES_C)], options=COUNTED))
     assert result.stdout == b"0\n"
 
 
@@ -283,11 +283,11 @@ int main(int argc, char **argv) {
 """
 
 
-def test_counted_math_work_shows_and_grows_with_the_argument(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_math_work_shows_and_grows_with_the_argument(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """sin is counted like user code: each call costs its instructions (not one call), the count
     grows by the same amount per call, and a huge argument (the long argument reduction)
     costs more than a small one."""
-    program = builder.build([write("sin.c", SIN_C)], options=COUNTED)
+    program = builder.build([shared_source("sin.c", SIN_C)], options=COUNTED)
 
     def total(n: int, x: str) -> int:
         result = run_program(program, [n, x])
@@ -378,13 +378,13 @@ int main(void) {
 """
 
 
-def test_counted_math_the_riscv_build_computes_the_same_bits(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_math_the_riscv_build_computes_the_same_bits(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The models' RISC-V build (soft float, riscv32) runs the same math sources: every partial
     sum prints the same bits as the native build's, and the counted functions run there too."""
     from cbuild.models import default_registry
 
     zkvm = default_registry().create("zkvm", {})
-    program = builder.build([write("m.c", RISCV_C)], models=[zkvm, MODEL], options=COUNTED)
+    program = builder.build([shared_source("m.c", RISCV_C)], models=[zkvm, MODEL], options=COUNTED)
     result = run_program(program)
     assert result.returncode == 0, result.stderr
     assert result.counts is not None

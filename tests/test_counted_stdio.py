@@ -127,8 +127,8 @@ def _total(result) -> int:  # type: ignore[no-untyped-def]
     return int(cost.total)
 
 
-def test_counted_printf_prints_what_the_host_prints(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("formats.c", FORMATS_C)
+def test_counted_printf_prints_what_the_host_prints(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("formats.c", FORMATS_C)
     counted, host = _run(builder, source, COUNTED), _run(builder, source, HOST)
     assert counted.stdout == host.stdout
     assert counted.stderr == host.stderr == b"to stderr 1\n"
@@ -148,24 +148,24 @@ def test_counted_printf_fortified_names(builder: Builder, write) -> None:  # typ
     assert not {name for name in outside_calls(counted.counts) if name.endswith("_chk")}
 
 
-def test_counted_strtod_sscanf_and_atof_convert_as_the_host(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("parse.c", PARSE_C)
+def test_counted_strtod_sscanf_and_atof_convert_as_the_host(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("parse.c", PARSE_C)
     counted, host = _run(builder, source, COUNTED), _run(builder, source, HOST)
     assert counted.stdout == host.stdout
     assert b"-> 3fb999999999999a" in counted.stdout  # 0.1, correctly rounded
     assert not {"strtod", "strtof", "sscanf", "__isoc99_sscanf", "__isoc23_sscanf"} & set(outside_calls(counted.counts))
 
 
-def test_counted_scanf_reads_the_hosts_stdin_and_leaves_the_rest(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("stdin.c", STDIN_C)
+def test_counted_scanf_reads_the_hosts_stdin_and_leaves_the_rest(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("stdin.c", STDIN_C)
     data = b"12   34;rest of line\n  word tail"
     counted, host = _run(builder, source, COUNTED, input=data), _run(builder, source, HOST, input=data)
     assert counted.stdout == host.stdout == b"2 12 34 [;] [rest of line\n] 1 word 0\n"
     assert "getc" in outside_calls(counted.counts)
 
 
-def test_counted_ctype_is_the_c_locale_of_glibc(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("ctype.c", CTYPE_C)
+def test_counted_ctype_is_the_c_locale_of_glibc(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("ctype.c", CTYPE_C)
     counted, host = _run(builder, source, COUNTED), _run(builder, source, HOST)
     assert counted.stdout == host.stdout
     assert "__ctype_b_loc" in outside_calls(host.counts)
@@ -217,9 +217,9 @@ int format(char *out, int size, double v, int n) { return snprintf(out, size, "%
     assert set(outside_calls(counts)) <= {"frexpl"}
 
 
-def test_counted_printf_and_strtod_print_the_same_in_the_riscv_build(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counted_printf_and_strtod_print_the_same_in_the_riscv_build(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The RISC-V build of the models links the same musl sources: same conversions, same text."""
-    source = write("parse.c", PARSE_C)
+    source = shared_source("parse.c", PARSE_C)
     zkvm = default_registry().create("zkvm", {})
     program = builder.build([source], models=[zkvm, MODEL], options=COUNTED)
     result = run_program(program)

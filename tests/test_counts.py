@@ -150,8 +150,8 @@ int main() { return count_words(8) == 1004 ? 0 : 1; }
 """
 
 
-def test_counts_cxx_exceptions_and_stl(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    src = write("words.cpp", CXX)
+def test_counts_cxx_exceptions_and_stl(builder: Builder, shared_source, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = shared_source("words.cpp", CXX)
     run = run_program(builder.build([src]), [])
     assert run.returncode == 0
     assert run.counts is not None
@@ -187,9 +187,9 @@ int main(void) {
 """
 
 
-def test_counts_setjmp_longjmp_keep_total_and_counters_in_step(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_counts_setjmp_longjmp_keep_total_and_counters_in_step(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     # run_program checks at exit that the running total equals the block counters' sum.
-    artifact = builder.build([write("jump.c", SETJMP_C)])
+    artifact = builder.build([shared_source("jump.c", SETJMP_C)])
     first = run_program(artifact, [])
     assert first.stdout == b"5 35\n"
     second = run_program(artifact, [])

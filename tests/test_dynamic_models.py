@@ -41,12 +41,12 @@ def zk_results(counts: BlockCounts) -> dict[str, int]:
 @pytest.mark.parametrize("machine", ["inorder5", "rocket"])
 def test_pipeline_single_block_call_costs_its_static_estimate(
     builder: Builder,
-    write,
+    shared_source,
     tmp_path: Path,
     machine: str,  # type: ignore[no-untyped-def]
 ) -> None:
     model = default_registry().create("pipeline", {"machine": machine, "execute": False})
-    artifact = builder.build([write("mix.c", STRAIGHT_C)], kind="library", models=[model])
+    artifact = builder.build([shared_source("mix.c", STRAIGHT_C)], kind="library", models=[model])
     analysis = artifact.models()["pipeline"]["analysis"]
     table = artifact.table()
     (block,) = [i for i, b in enumerate(table.blocks) if b.function == "mix"]
@@ -63,9 +63,9 @@ def test_pipeline_single_block_call_costs_its_static_estimate(
     assert again.total == cost.total
 
 
-def test_pipeline_cycles_of_a_loop_grow_linearly(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_pipeline_cycles_of_a_loop_grow_linearly(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     model = default_registry().create("pipeline", {"machine": "inorder5"})
-    artifact = builder.build([write("loop.c", LOOP_C)], models=[model])
+    artifact = builder.build([shared_source("loop.c", LOOP_C)], models=[model])
 
     def cycles(n: int) -> int:
         run = run_program(artifact, [n])
@@ -81,14 +81,14 @@ def test_pipeline_cycles_of_a_loop_grow_linearly(builder: Builder, write) -> Non
 
 def test_zkvm_user_cycles_are_instruction_counts_and_segments_add_up(
     builder: Builder,
-    write,  # type: ignore[no-untyped-def]
+    shared_source,  # type: ignore[no-untyped-def]
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import rv32emu
 
     model = default_registry().create("zkvm", {"po2": 15, "execute": True})
-    artifact = builder.build([write("loop.c", LOOP_C)], models=[model])
+    artifact = builder.build([shared_source("loop.c", LOOP_C)], models=[model])
     run = run_program(artifact, [20000])
     assert run.counts is not None
     r = zk_results(run.counts)
@@ -136,9 +136,9 @@ def test_zkvm_pages_of_a_controlled_layout(builder: Builder) -> None:
     assert 16 * 322 <= extra <= 16 * (322 + 22 * 13)
 
 
-def test_zkvm_library_calls_run_in_the_riscv32_build(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_zkvm_library_calls_run_in_the_riscv32_build(builder: Builder, shared_source, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     model = default_registry().create("zkvm", {"execute": True})
-    artifact = builder.build([write("mix.c", STRAIGHT_C)], kind="library", models=[model])
+    artifact = builder.build([shared_source("mix.c", STRAIGHT_C)], kind="library", models=[model])
     with Library(artifact) as lib:
         since = lib.snapshot()
         native = lib.mix(1, 2, 3)
@@ -278,12 +278,12 @@ int main(int argc, char **argv) {
 """
 
 
-def test_zkvm_paging_does_not_depend_on_where_the_kernel_maps_memory(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_zkvm_paging_does_not_depend_on_where_the_kernel_maps_memory(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The stack's size limit moves the kernel's mappings (beyond 128 MiB it sets their base; kernels
     differ too): a program's large blocks must cost the same paging wherever the kernel would map them."""
     import resource
 
-    artifact = builder.build([write("heap.c", HEAP_C)], models=[default_registry().create("zkvm")])
+    artifact = builder.build([shared_source("heap.c", HEAP_C)], models=[default_registry().create("zkvm")])
     soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
     results = []
     for limit in (8 << 20, 3000 << 20, 3333 << 20):
@@ -301,10 +301,10 @@ def test_zkvm_paging_does_not_depend_on_where_the_kernel_maps_memory(builder: Bu
     assert results[2] == results[0]
 
 
-def test_zkvm_costs_the_same_in_builds_made_for_profiles(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_zkvm_costs_the_same_in_builds_made_for_profiles(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """Call tracking (for flame graphs and the functions report) must not move the program's data:
     the runtime's own tables do not come from the program's heap."""
-    source = write("heap.c", HEAP_C)
+    source = shared_source("heap.c", HEAP_C)
     model = default_registry().create("zkvm")
     runs = []
     for calls in (False, True):

@@ -72,8 +72,8 @@ def _zk(run) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
     return run.counts.results_of("zkvm")
 
 
-def test_a_kept_server_gives_the_results_of_a_fresh_process(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+def test_a_kept_server_gives_the_results_of_a_fresh_process(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([shared_source("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
     fresh = {}
     for n in (10, 5000):
         _Server.close_all()
@@ -84,8 +84,8 @@ def test_a_kept_server_gives_the_results_of_a_fresh_process(builder: Builder, wr
     assert fresh[10] != fresh[5000]
 
 
-def test_a_run_past_its_timeout_ends_its_server_only(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+def test_a_run_past_its_timeout_ends_its_server_only(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([shared_source("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
     doc = artifact.machines()["riscv32"]
     runtimes = slot_runtimes(doc["slots"])
     library, elf = Path(doc["executor"]), Path(doc["elf"])
@@ -100,8 +100,8 @@ def test_a_run_past_its_timeout_ends_its_server_only(builder: Builder, write) ->
     assert again.stdout == expected.stdout == b"197\n"
 
 
-def test_a_guest_place_names_its_function_and_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+def test_a_guest_place_names_its_function_and_line(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([shared_source("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
     elf = Path(artifact.machines()["riscv32"]["elf"])
     image = read_image(elf)
     (main,) = [start for start, _, name in image.functions if name == "main"]
@@ -110,8 +110,8 @@ def test_a_guest_place_names_its_function_and_line(builder: Builder, write) -> N
     assert guest_place(elf, nowhere) == f"(no symbol) (pc {nowhere:#x})"
 
 
-def test_a_server_killed_while_idle_is_replaced(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+def test_a_server_killed_while_idle_is_replaced(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([shared_source("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
     expected = _zk(run_program(artifact, [100]))
     assert _Server._idle
     for server in _Server._idle:
@@ -120,8 +120,8 @@ def test_a_server_killed_while_idle_is_replaced(builder: Builder, write) -> None
     assert _zk(run_program(artifact, [100])) == expected
 
 
-def test_a_crashing_executor_fails_its_run_and_not_the_next(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    source = write("squares.c", PROGRAM_C)
+def test_a_crashing_executor_fails_its_run_and_not_the_next(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    source = shared_source("squares.c", PROGRAM_C)
     crashing = builder.build([source], models=[AbortingModel()])
     with pytest.raises(ExecutorError, match=r"the RISC-V executor failed on .*\(exit -6\)"):
         run_program(crashing, [100])
@@ -131,10 +131,10 @@ def test_a_crashing_executor_fails_its_run_and_not_the_next(builder: Builder, wr
     assert _zk(run)[1] > 0
 
 
-def test_runs_at_the_same_time_get_servers_of_their_own(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_runs_at_the_same_time_get_servers_of_their_own(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     from concurrent.futures import ThreadPoolExecutor
 
-    artifact = builder.build([write("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+    artifact = builder.build([shared_source("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
     expected = {n: _zk(run_program(artifact, [n])) for n in (100, 3000)}
     _Server.close_all()
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -93,7 +93,7 @@ def replay_trace(machine: Machine, elf: Path, trace: list[tuple[int, int]]) -> i
 def test_pipeline_cycles_equal_the_trace_replayed_in_python(
     builder: Builder,
     rv32emu,
-    write,
+    shared_source,
     rocket32: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -101,7 +101,7 @@ def test_pipeline_cycles_equal_the_trace_replayed_in_python(
 ) -> None:
     name = str(rocket32) if machine_name == "rocket32" else machine_name
     model = PipelineModel({"machine": name, "execute": True})
-    artifact = builder.build([write("sort.c", SORT_C)], options=BuildOptions(opt_level="2"), models=[model])
+    artifact = builder.build([shared_source("sort.c", SORT_C)], options=BuildOptions(opt_level="2"), models=[model])
     run = run_program(artifact, ["11"])
     assert run.counts is not None
     (cycles,) = model.evaluate(run.counts)
@@ -120,9 +120,9 @@ def test_pipeline_cycles_equal_the_trace_replayed_in_python(
         assert expected > replay_trace(no_penalty, elf, emulated.block_trace)
 
 
-def test_pipeline_cycles_of_a_loop_grow_linearly(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_pipeline_cycles_of_a_loop_grow_linearly(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     model = default_registry().create("pipeline", {"execute": True, "machine": "rocket"})
-    artifact = builder.build([write("loop.c", LOOP_C)], options=BuildOptions(opt_level="2"), models=[model])
+    artifact = builder.build([shared_source("loop.c", LOOP_C)], options=BuildOptions(opt_level="2"), models=[model])
 
     def cycles(n: int) -> int:
         run = run_program(artifact, [str(n)])

@@ -81,8 +81,8 @@ def _run_both(builder: Builder, sources: list[Path], level: str, args: list[str]
 
 @pytest.mark.parametrize("level", ["0", "2"])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_placement_edges_equal_blocks_on_programs(builder: Builder, write, name: str, level: str) -> None:  # type: ignore[no-untyped-def]
-    _run_both(builder, [write(name, PROGRAMS[name])], level, [])
+def test_placement_edges_equal_blocks_on_programs(builder: Builder, shared_source, name: str, level: str) -> None:  # type: ignore[no-untyped-def]
+    _run_both(builder, [shared_source(name, PROGRAMS[name])], level, [])
 
 
 def test_placement_edges_equal_blocks_on_the_example_program(builder: Builder) -> None:

@@ -41,8 +41,8 @@ def executing_models() -> list[CostModel]:
     return [registry.create("zkvm", {"execute": True}), registry.create("pipeline", {"execute": True})]
 
 
-def test_markers_are_listed_in_the_riscv_build(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    artifact = builder.build([write("r.c", REGIONS_C)], models=executing_models())
+def test_markers_are_listed_in_the_riscv_build(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([shared_source("r.c", REGIONS_C)], models=executing_models())
     markers = read_image(Path(artifact.machines()["riscv32"]["elf"])).markers
     kinds = [(kind, name) for _, kind, name in markers]
     assert kinds.count((0, "work")) >= 1
@@ -51,9 +51,9 @@ def test_markers_are_listed_in_the_riscv_build(builder: Builder, write) -> None:
     assert all(name == "" for kind, name in kinds if kind == 2)
 
 
-def test_regions_carry_the_models_clocks(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_regions_carry_the_models_clocks(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     models = executing_models()
-    artifact = builder.build([write("r.c", REGIONS_C)], options=BuildOptions(opt_level="2"), models=models)
+    artifact = builder.build([shared_source("r.c", REGIONS_C)], options=BuildOptions(opt_level="2"), models=models)
 
     def regions(n: int) -> dict[str, tuple[int, dict[str, int]]]:
         run = run_program(artifact, [str(n)])
@@ -77,9 +77,9 @@ def test_regions_carry_the_models_clocks(builder: Builder, write) -> None:  # ty
     assert regions(200) == r2  # deterministic
 
 
-def test_markers_add_nothing_to_the_executed_costs(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_markers_add_nothing_to_the_executed_costs(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     models = executing_models()
-    source = write("r.c", REGIONS_C)
+    source = shared_source("r.c", REGIONS_C)
     totals = []
     for flags in ((), ("-DINSTRBUDGET_NO_REGIONS",)):
         artifact = builder.build([source], options=BuildOptions(opt_level="2", cflags=flags), models=models)
@@ -120,9 +120,9 @@ def test_regions_inside_library_calls(builder: Builder, write) -> None:  # type:
 
 
 @pytest.mark.parametrize("target", ["riscv64"])
-def test_markers_in_a_64_bit_build(builder: Builder, write, target: str) -> None:  # type: ignore[no-untyped-def]
+def test_markers_in_a_64_bit_build(builder: Builder, shared_source, target: str) -> None:  # type: ignore[no-untyped-def]
     model = default_registry().create("pipeline", {"execute": True, "machine": "rocket"})
-    artifact = builder.build([write("r.c", REGIONS_C)], options=BuildOptions(opt_level="2"), models=[model])
+    artifact = builder.build([shared_source("r.c", REGIONS_C)], options=BuildOptions(opt_level="2"), models=[model])
     assert {name for _, _, name in read_image(Path(artifact.machines()[target]["elf"])).markers} >= {"all", "work"}
     run = run_program(artifact, ["100"])
     assert run.counts is not None

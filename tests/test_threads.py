@@ -237,9 +237,9 @@ def test_library_starting_threads_counts_the_same_in_every_session(pytester: pyt
     assert threaded[""] == sum(threaded.values()) - threaded[""]
 
 
-def test_plain_build_of_a_threaded_program_runs(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+def test_plain_build_of_a_threaded_program_runs(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The uninstrumented pipeline (no counters) links the same runtime: threads run there too."""
-    artifact = builder.build([write("t.c", THREADS_C)], options=BuildOptions(instrument=False))
+    artifact = builder.build([shared_source("t.c", THREADS_C)], options=BuildOptions(instrument=False))
     out = subprocess.run([str(artifact.path), "1000", "4"], capture_output=True, check=True)
     assert out.stdout.strip()
 
@@ -274,9 +274,11 @@ int main(void) {
     [BuildOptions(opt_level="0"), BuildOptions(cutoff=True), BuildOptions(calls=True, cflags=("-fPIC",))],
     ids=["O0", "cutoff", "calls-fPIC"],
 )
-def test_entry_code_keeps_naked_and_setjmp_functions_working(builder: Builder, write, options: BuildOptions) -> None:  # type: ignore[no-untyped-def]
+def test_entry_code_keeps_naked_and_setjmp_functions_working(  # type: ignore[no-untyped-def]
+    builder: Builder, shared_source, options: BuildOptions
+) -> None:
     """A naked function counts into the module's array directly (2 IR instructions: the asm, unreachable)."""
-    run = run_program(builder.build([write("entry.c", ENTRY_CASES_C)], options=options))
+    run = run_program(builder.build([shared_source("entry.c", ENTRY_CASES_C)], options=options))
     assert run.stdout == b"7 1\n"
     got = _functions(run)
     assert got["seven"] == 2
