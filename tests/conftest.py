@@ -50,6 +50,14 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         # cbuild and pytest_instrbudget are those the editable install points at: another checkout
         # (with someone's unfinished changes, and builds missing from the cache) when this one is a clone.
         mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")])))
+        if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+            # Where bytecode is not written, each session run in a subprocess would compile again
+            # the hundred modules pytest rewrites (its plugins', cbuild's): about a second each. They
+            # keep it for this session instead, in one place outside the source trees.
+            base = tmp_path_factory.getbasetemp()
+            session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+            mp.delenv("PYTHONDONTWRITEBYTECODE")
+            mp.setenv("PYTHONPYCACHEPREFIX", str(session / "pycache"))
         yield cache
 
 
