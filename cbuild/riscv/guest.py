@@ -411,6 +411,22 @@ class _Engines:
             self.note = f"ran in unicorn: {exc}"
             return None
 
+    def _twin(self) -> _Worker:
+        """A translated machine of the blocks the unicorn machine ran so far, brought to the same
+        state by making the same calls (compared) and measurement starts."""
+        from cbuild.riscv import translated
+
+        assert self.translation is not None
+        translated.add_reached(self.elf, {pc for pc, _, _ in self.worker.ex.blocks()})
+        starts = translated.read_reached(self.elf)
+        library = translated.load(self.elf, self.image, self.translation, starts)
+        try:
+            twin = _Worker(library, self.image, self.elf, self.runtimes)
+            self._replay(twin, compare=True)
+        except Handover as exc:
+            raise ExecutorError(f"the translated calls into {self.elf.name} did not finish: {exc}") from None
+        return twin
+
     def _replay(self, worker: _Worker, *, compare: bool) -> None:
         """Make the calls and measurement starts so far in ``worker`` (comparing the replies)."""
         for op, *args in self.log:
@@ -442,7 +458,11 @@ class _Engines:
                 self.shadow = None
         self.log.append(("call", name, args, ret, reply))
         if self.shadow is not None:
-            self._compare_calls(name, reply, self.shadow.call(name, args, ret))
+            try:
+                self._compare_calls(name, reply, self.shadow.call(name, args, ret))
+            except Handover:  # the translated twin reached code no run had recorded: translated again
+                self.shadow.ex.close()
+                self.shadow = self._twin()
         return reply
 
     def reset(self) -> None:
@@ -463,15 +483,7 @@ class _Engines:
         if not self.check:
             return run
         if self.shadow is None:  # the guest runs in unicorn: a translated machine from what it ran so far
-            starts = translated.read_reached(self.elf)
-            shadow = _Worker(
-                translated.load(self.elf, self.image, self.translation, starts), self.image, self.elf, self.runtimes
-            )
-            try:
-                self._replay(shadow, compare=True)
-            except Handover as exc:
-                raise ExecutorError(f"the translated calls into {self.elf.name} did not finish: {exc}") from None
-            self.shadow = shadow
+            self.shadow = self._twin()
         other = self.shadow.measure()
         unicorn, fast = (run, other) if run.engine == "unicorn" else (other, run)
         differences = compare_executions(unicorn, fast)
