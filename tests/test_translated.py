@@ -17,7 +17,14 @@ from cbuild import Builder, BuildOptions, Library, run_program
 from cbuild.build.builder import Artifact
 from cbuild.models import CostModel, default_registry
 from cbuild.riscv import executor
-from cbuild.riscv.translated import CHECK_TRANSLATION, RISCV_ENGINE, reached_path, read_reached
+from cbuild.riscv.translated import (
+    CHECK_TRANSLATION,
+    HOT,
+    RISCV_ENGINE,
+    TRANSLATE_AT,
+    reached_path,
+    read_reached,
+)
 
 CORNERS_C = r"""
 #include <limits.h>
@@ -92,7 +99,7 @@ __attribute__((noinline)) static unsigned second(unsigned n) {
     return s;
 }
 int main(int argc, char **argv) {
-    unsigned n = 1000;
+    unsigned n = 2000;
     printf("%u\n", argc > 1 && strcmp(argv[1], "second") == 0 ? second(n) : first(n));
     return 0;
 }
@@ -145,6 +152,7 @@ def paths(builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch, requ
     gets a build of its own (the source names the test), so that tests running at the same time
     never share the recorded blocks beside an ELF."""
     monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    monkeypatch.setenv(TRANSLATE_AT, "0")  # runs of any length are translated
     source = write("paths.c", f"{PATHS_C}/* {request.node.name} */\n")
     return _direct(builder.build([source], models=_models("riscv32")))
 
@@ -172,11 +180,33 @@ def test_a_run_that_reaches_new_code_runs_in_unicorn_and_the_next_is_translated(
 
 def test_a_damaged_reached_file_only_costs_a_unicorn_run(paths: Direct) -> None:
     library, elf, translation, runtimes = paths
-    reached_path(elf).write_text("instrbudget reached blocks 1\nnot hexadecimal\n")
+    reached_path(elf).write_text("instrbudget reached blocks 2\ninstructions 5\nnot hexadecimal\n")
     run = executor.run_program(library, elf, runtimes, [elf.name], translation=translation)
     assert run.engine == "unicorn"
-    assert read_reached(elf) == {pc for pc, _, _ in run.blocks}
+    assert read_reached(elf).blocks == {pc: count for pc, _, count in run.blocks}
+    assert read_reached(elf).instructions == run.instructions
     assert executor.run_program(library, elf, runtimes, [elf.name], translation=translation).engine == "translated"
+
+
+def test_runs_are_translated_once_a_run_was_long_enough(paths: Direct, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A translation is compiled once a recorded run executed TRANSLATE_AT instructions; its hooks
+    inline into the blocks a run executed HOT times (a loop of 2000 iterations here)."""
+    library, elf, translation, runtimes = paths
+    first = executor.run_program(library, elf, runtimes, [elf.name], translation=translation)
+    monkeypatch.setenv(TRANSLATE_AT, str(first.instructions + 1))
+    short = executor.run_program(library, elf, runtimes, [elf.name], translation=translation)
+    assert (short.engine, short.note) == ("unicorn", "")
+    monkeypatch.setenv(TRANSLATE_AT, str(first.instructions))
+    long = executor.run_program(library, elf, runtimes, [elf.name], translation=translation)
+    assert long.engine == "translated"
+    assert executor.compare_executions(first, long) == []
+    reached = read_reached(elf)
+    hot = {pc for pc, _, count in first.blocks if count >= HOT}
+    assert reached.hot() == hot
+    assert 0 < len(hot) < len(first.blocks)  # the loop's blocks, not the start-up code's
+    monkeypatch.setenv(TRANSLATE_AT, "many")
+    with pytest.raises(executor.ExecutorError, match=f"{TRANSLATE_AT} must be a number of instructions"):
+        executor.run_program(library, elf, runtimes, [elf.name], translation=translation)
 
 
 def test_an_instruction_limit_hands_the_run_to_unicorn(paths: Direct) -> None:
@@ -203,6 +233,7 @@ def test_an_access_to_unmapped_memory_reports_unicorns_fault(
     builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
     artifact = builder.build([write("fault.c", FAULT_C)], models=_models("riscv32"))  # only this test builds it
     library, elf, translation, runtimes = _direct(artifact)
     first = executor.run_program(library, elf, runtimes, [elf.name, "30000000"], translation=translation)
@@ -241,6 +272,7 @@ def test_library_calls_run_translated_once_a_guest_ran_them(
     code translated; a call into code no guest ran yet hands the guest over to unicorn, which
     makes the earlier calls again: every measurement is the one unicorn alone gives."""
     monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
     source = write("fold.c", f"{LIB_C}/* {request.node.name} */\n")
     artifact = builder.build([source], kind="library", models=_models("riscv32"))
     reached_path(Path(artifact.machines()["riscv32"]["elf"])).unlink(missing_ok=True)
@@ -270,3 +302,44 @@ def test_library_calls_run_translated_once_a_guest_ran_them(
     translated, translated_results = measure("fold", "other")
     assert translated.engine == "translated"
     assert translated_results == reference_results
+
+
+CHANGING_C = r"""
+#include <stdio.h>
+__attribute__((noinline, weak)) int value(void) { return 1; } /* weak: calls are not folded */
+int main(int argc, char **argv) {
+    (void)argv;
+#ifdef __riscv
+    if (argc > 1) { /* value() begins with li a0, 1: make it li a0, 2 */
+        volatile unsigned *code = (volatile unsigned *)(void *)value;
+        if (code[0] == 0x00100513u) code[0] = 0x00200513u;
+    }
+#endif
+    printf("%d\n", value());
+    return 0;
+}
+"""
+
+
+def test_code_that_changes_code_runs_in_unicorn(
+    builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The translation is of the code in the ELF: a store into it hands the run to unicorn, which
+    runs the changed code."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
+    artifact = builder.build([write("changing.c", CHANGING_C)], models=_models("riscv32"))
+    library, elf, translation, runtimes = _direct(artifact)
+
+    def run(*argv: str) -> executor.Execution:
+        return executor.run_program(library, elf, runtimes, [elf.name, *argv], translation=translation)
+
+    first = run("change")
+    assert (first.engine, first.stdout) == ("unicorn", b"2\n")
+    second = run("change")
+    assert second.engine == "unicorn"
+    assert "a store into the translated code" in second.note
+    assert executor.compare_executions(first, second) == []
+    run()  # records the blocks of the path that changes nothing
+    unchanged = run()
+    assert (unchanged.engine, unchanged.stdout) == ("translated", b"1\n")

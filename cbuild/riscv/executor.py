@@ -127,6 +127,10 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
     for i, runtime in enumerate(runtimes):
         parts.append(f"\n/* ---- cost model {i} ---- */\n#define RVX_MODEL {i}\n")
         parts.extend(f"#define model_{hook} rvm{i}_{hook}\n" for hook in _HOOKS)
+        parts.append(
+            f"RVX_INLINE void rvm{i}_block(const rvx_block *b);\n"
+            f"RVX_INLINE void rvm{i}_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);\n"
+        )
         parts.append(runtime.source)
         parts.extend(f"\n#undef model_{hook}" for hook in _HOOKS)
         parts.append("\n#undef RVX_MODEL\n")
@@ -138,8 +142,8 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
     now = " ".join(f"out[{i}] = rvm{i}_now();" for i in range(len(runtimes)))
     parts.append(
         f"""
-static void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}
-static void rvx_models_access(uint64_t a, uint32_t s, uint32_t w, uint32_t k) {{
+RVX_INLINE void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}
+RVX_INLINE void rvx_models_access(uint64_t a, uint32_t s, uint32_t w, uint32_t k) {{
     (void)a; (void)s; (void)w; (void)k; {access} }}
 static void rvx_models_reset(void) {{ {reset} }}
 static void rvx_models_finish(uint64_t *out) {{ (void)out; {finish} }}
@@ -768,9 +772,10 @@ def run_program(
     name (default: the ELF's file name).
 
     ``translation``: the executor's translated form (:func:`build_executor_ir`), with which runs
-    after the first execute the code earlier runs reached natively (:mod:`cbuild.riscv.translated`);
-    a run the translation cannot finish runs again in ``library`` (unicorn). ``check``: run both
-    engines and raise :class:`ExecutorError` if they differ in anything a run reports.
+    after a long one (:data:`cbuild.riscv.translated.TRANSLATE_AT`) execute the code earlier runs
+    reached natively (:mod:`cbuild.riscv.translated`); a run the translation cannot finish runs
+    again in ``library`` (unicorn). ``check``: run both engines, however short the runs, and raise
+    :class:`ExecutorError` if they differ in anything a run reports.
     """
     image = read_image(elf)
     args = [os.fsencode(a) for a in (argv or [elf.name])]
@@ -779,11 +784,11 @@ def run_program(
     from cbuild.riscv import translated
 
     note, fast = "", None
-    starts = translated.read_reached(elf)
-    if starts:
+    reached = translated.read_reached(elf)
+    if reached.worth_translating() or (check and reached.blocks):
         try:
             status, fast = _run_once(
-                translated.load(elf, image, translation, starts), image, elf, runtimes, args, stdin, limit
+                translated.load(elf, image, translation, reached), image, elf, runtimes, args, stdin, limit
             )
         except ExecutorError as exc:
             note = f"not translated: {exc}"
@@ -793,12 +798,17 @@ def run_program(
             elif not check:
                 return fast
     reference = _run_once(library, image, elf, runtimes, args, stdin, limit)[1]
-    translated.add_reached(elf, {pc for pc, _, _ in reference.blocks})
+    translated.add_reached(elf, reference.blocks, reference.instructions)
     if check:
         if fast is None:
-            starts = translated.read_reached(elf)
             status, fast = _run_once(
-                translated.load(elf, image, translation, starts), image, elf, runtimes, args, stdin, limit
+                translated.load(elf, image, translation, translated.read_reached(elf)),
+                image,
+                elf,
+                runtimes,
+                args,
+                stdin,
+                limit,
             )
             if status == FALLBACK:
                 raise ExecutorError(f"the translated run of {elf.name} did not finish: {fast.error}")

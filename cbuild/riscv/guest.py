@@ -401,15 +401,22 @@ class _Engines:
         assert self.translation is not None or not self.check
         if self.translation is None:
             return None
-        starts = translated.read_reached(self.elf)
-        if not starts:
+        reached = translated.read_reached(self.elf)
+        if not (reached.worth_translating() or (self.check and reached.blocks)):
             return None
         try:
-            library = translated.load(self.elf, self.image, self.translation, starts)
+            library = translated.load(self.elf, self.image, self.translation, reached)
             return _Worker(library, self.image, self.elf, self.runtimes)
         except (Handover, ExecutorError) as exc:
             self.note = f"ran in unicorn: {exc}"
             return None
+
+    def _record(self) -> None:
+        """Record the blocks the unicorn machine ran so far, and its instructions."""
+        from cbuild.riscv import translated
+
+        blocks = self.worker.ex.blocks()
+        translated.add_reached(self.elf, blocks, sum(n * count for _, n, count in blocks))
 
     def _twin(self) -> _Worker:
         """A translated machine of the blocks the unicorn machine ran so far, brought to the same
@@ -417,9 +424,8 @@ class _Engines:
         from cbuild.riscv import translated
 
         assert self.translation is not None
-        translated.add_reached(self.elf, {pc for pc, _, _ in self.worker.ex.blocks()})
-        starts = translated.read_reached(self.elf)
-        library = translated.load(self.elf, self.image, self.translation, starts)
+        self._record()
+        library = translated.load(self.elf, self.image, self.translation, translated.read_reached(self.elf))
         try:
             twin = _Worker(library, self.image, self.elf, self.runtimes)
             self._replay(twin, compare=True)
@@ -476,10 +482,9 @@ class _Engines:
         run.note = self.note
         if self.translation is None:
             return run
-        from cbuild.riscv import translated
 
         if run.engine == "unicorn":
-            translated.add_reached(self.elf, {pc for pc, _, _ in self.worker.ex.blocks()})
+            self._record()
         if not self.check:
             return run
         if self.shadow is None:  # the guest runs in unicorn: a translated machine from what it ran so far

@@ -27,15 +27,18 @@ from dataclasses import dataclass
 from cbuild.riscv.executor import Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "3"
+VERSION = "7"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
-#: Why a translated function returned (RVT_* in rv_executor.c).
-JUMP, ECALL, MARKER, UNKNOWN, LIMIT, FAULT = range(6)
+#: Why a translated function returned (RVT_* in rv_executor.c); ``rvt_enter`` returns 0, LIMIT or
+#: CHANGED (the code in guest memory is not the code translated).
+JUMP, ECALL, MARKER, UNKNOWN, LIMIT, FAULT, CHANGED = range(7)
 #: unicorn ends a block after this many instructions, and before a page boundary.
 MAX_BLOCK = 512
 PAGE = 4096
+#: Guest calls nested as host calls of translated functions (rvt_depth deep), at most.
+MAX_NESTED = 128
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,24 @@ def blocks_at(image: Image, starts: Iterable[int]) -> list[Block]:
     return out
 
 
+#: Guest memory's own type in clang's type-based alias analysis: the executor's and the models'
+#: state is never guest memory, so their loads and stores stay in registers across the guest's.
+_GUEST_MEMORY = """!0 = !{!"Simple C/C++ TBAA"}
+!1 = !{!"instrbudget guest memory", !0, i64 0}
+!2 = !{!1, !1, i64 0}"""
+
+
+def accesses(word: int) -> int:
+    """Memory accesses the executor reports for an instruction: a load or store one, lr and sc
+    one, other atomics two (a read and a write)."""
+    op = word & 0x7F
+    if op in (0x03, 0x07, 0x23, 0x27):
+        return 1
+    if op == 0x2F:
+        return 1 if word >> 27 in (0x02, 0x03) else 2
+    return 0
+
+
 class _Unknown(Exception):
     """An instruction the translation does not handle."""
 
@@ -108,14 +129,16 @@ class _Unknown(Exception):
 class _Emitter:
     """The LLVM IR of one translated function."""
 
-    def __init__(self, xlen: int, index: dict[int, int], here: dict[int, str]) -> None:
+    def __init__(self, xlen: int, index: dict[int, int], here: dict[int, str], owner: dict[int, str]) -> None:
         self.xlen = xlen
         self.t = f"i{xlen}"
         self.index = index  # block pc -> block number (its slot in rvt_block_slot)
         self.here = here  # block pc -> label, for the blocks of this function
+        self.owner = owner  # block pc -> the translated function that has it
         self.lines: list[str] = []
         self.n = 0
         self.current = "entry"
+        self.hook = ""  # "" in a hot block (the hooks inline there), "_cold" in others
 
     def tmp(self) -> str:
         self.n += 1
@@ -155,7 +178,7 @@ class _Emitter:
 
     # leaving the function
 
-    def leave(self, pc: str, reason: int) -> None:
+    def leave(self, pc: str, reason: int | str) -> None:
         self.emit(f"store i64 {pc}, ptr %npc")
         self.emit(f"store i32 {reason}, ptr %why")
         self.emit("br label %exit")
@@ -167,6 +190,31 @@ class _Emitter:
             self.emit(f"br label %{label}")
         else:
             self.leave(str(target), JUMP)
+
+    def call(self, target: int, back: int) -> None:
+        """A guest call (``jal ra``) of a block of another translated function: a host call of that
+        function, so that the callee's return comes back here instead of through the dispatcher;
+        whatever else it returns for (a jump elsewhere, a system call, a stop) goes on through the
+        dispatcher. Past :data:`MAX_NESTED` nested calls, the call too goes through it."""
+        depth = self.op("load i32, ptr @rvt_depth")
+        deep = self.op(f"icmp uge i32 {depth}, {MAX_NESTED}")
+        near, far = self.new_label("call"), self.new_label("far")
+        self.emit(f"br i1 {deep}, label %{far}, label %{near}")
+        self.label(near)
+        self.emit(f"store i32 {self.op(f'add i32 {depth}, 1')}, ptr @rvt_depth")
+        next_pc = self.op(f"call i64 @{self.owner[target]}(ptr %x, i64 {target})")
+        self.emit(f"store i32 {depth}, ptr @rvt_depth")
+        reason = self.op(f"load i32, ptr {self.op(f'getelementptr i8, ptr %x, i64 {_REASON}')}")
+        jumped = self.op(f"icmp eq i32 {reason}, {JUMP}")
+        returned = self.op(f"and i1 {jumped}, {self.op(f'icmp eq i64 {next_pc}, {back}')}")
+        home, elsewhere = self.new_label("returned"), self.new_label("elsewhere")
+        self.emit(f"br i1 {returned}, label %{home}, label %{elsewhere}")
+        self.label(home)
+        self.go(back)
+        self.label(elsewhere)
+        self.leave(next_pc, reason)
+        self.label(far)
+        self.leave(str(target), JUMP)
 
     def go_dynamic(self, target: str) -> None:
         pc = self.op(f"zext {self.t} {target} to i64") if self.xlen == 32 else target
@@ -189,7 +237,7 @@ class _Emitter:
         return wide, self.op(f"getelementptr i8, ptr %mem, i64 {wide}")
 
     def access(self, wide: str, size: int, store: int, position: int) -> None:
-        self.emit(f"call void @rvt_access(i64 {wide}, i32 {size}, i32 {store}, i32 {position})")
+        self.emit(f"call void @rvt_access{self.hook}(i64 {wide}, i32 {size}, i32 {store}, i32 {position})")
 
     # instructions
 
@@ -207,7 +255,11 @@ class _Emitter:
                 ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1, 21
             )
             self.put(rd, self.const(pc + 4))
-            self.go((pc + imm) & ((1 << xlen) - 1))
+            target = (pc + imm) & ((1 << xlen) - 1)
+            if rd == 1 and target not in self.here and target in self.owner:
+                self.call(target, pc + 4)
+            else:
+                self.go(target)
             return True
         elif op == 0x67 and f3 == 0:  # jalr
             target = self.op(f"and {t} {self.op(f'add {t} {self.get(rs1)}, {imm_i}')}, -2")
@@ -235,7 +287,7 @@ class _Emitter:
                 raise _Unknown
             bits, extend = kinds[f3]
             wide, ptr = self.address(rs1, imm_i)
-            value = self.op(f"load i{bits}, ptr {ptr}, align 1")
+            value = self.op(f"load i{bits}, ptr {ptr}, align 1, !tbaa !2")
             self.access(wide, bits // 8, 0, position)
             self.put(rd, self.op(f"{extend} i{bits} {value} to {t}") if bits < xlen else value)
         elif op == 0x23:  # stores
@@ -247,7 +299,7 @@ class _Emitter:
             value = self.get(rs2)
             if bits < xlen:
                 value = self.op(f"trunc {t} {value} to i{bits}")
-            self.emit(f"store i{bits} {value}, ptr {ptr}, align 1")
+            self.emit(f"store i{bits} {value}, ptr {ptr}, align 1, !tbaa !2")
             self.access(wide, bits // 8, 1, position)
         elif op == 0x13:  # immediate arithmetic
             self.put(rd, self._imm(f3, w, self.get(rs1), imm_i, xlen, t))
@@ -284,7 +336,7 @@ class _Emitter:
         at = self.op(f"getelementptr i8, ptr %x, i64 {_RESERVED}")
         value_at = self.op(f"getelementptr i8, ptr %x, i64 {_RESERVED_VALUE}")
         if not store:
-            value = self.op(f"load i{bits}, ptr {ptr}, align 1")
+            value = self.op(f"load i{bits}, ptr {ptr}, align 1, !tbaa !2")
             self.access(wide, bits // 8, 0, position)
             if bits < self.xlen:
                 value = self.op(f"sext i{bits} {value} to {t}")
@@ -301,9 +353,10 @@ class _Emitter:
         if bits < self.xlen:
             expected = self.op(f"trunc {t} {expected} to i{bits}")
             new = self.op(f"trunc {t} {new} to i{bits}")
-        old = self.op(f"load i{bits}, ptr {ptr}, align 1")
+        old = self.op(f"load i{bits}, ptr {ptr}, align 1, !tbaa !2")
         same = self.op(f"icmp eq i{bits} {old}, {expected}")
-        self.emit(f"store i{bits} {self.op(f'select i1 {same}, i{bits} {new}, i{bits} {old}')}, ptr {ptr}, align 1")
+        chosen = self.op(f"select i1 {same}, i{bits} {new}, i{bits} {old}")
+        self.emit(f"store i{bits} {chosen}, ptr {ptr}, align 1, !tbaa !2")
         self.access(wide, bits // 8, 1, position)
         failed = self.op(f"zext i1 {self.op(f'xor i1 {same}, true')} to {t}")
         self.emit(f"br label %{done}")
@@ -379,11 +432,15 @@ class _Emitter:
         return self.op(f"select i1 {zero}, {t} {a}, {t} {result}")
 
 
-def _function(xlen: int, name: str, blocks: list[Block], index: dict[int, int]) -> tuple[str, list[int]]:
-    """One LLVM function for ``blocks`` (of one ELF function), and the blocks it can start at."""
+def _function(
+    xlen: int, name: str, blocks: list[Block], index: dict[int, int], hot: set[int], owner: dict[int, str]
+) -> tuple[str, list[int]]:
+    """One LLVM function for ``blocks`` (of one ELF function), and the blocks it can start at. The
+    executor's hooks inline into the ``hot`` blocks; a function with none is not optimised."""
     here = {b.pc: f"b{b.pc:x}" for b in blocks}
-    e = _Emitter(xlen, index, here)
-    e.lines.append(f"define internal i64 @{name}(ptr noalias %x, i64 %pc) {{")
+    e = _Emitter(xlen, index, here, owner)
+    cold = "" if any(b.pc in hot for b in blocks) else " noinline optnone"
+    e.lines.append(f"define internal i64 @{name}(ptr noalias %x, i64 %pc){cold} {{")
     e.label("entry")
     e.emit("%npc = alloca i64")
     e.emit("%why = alloca i32")
@@ -395,15 +452,17 @@ def _function(xlen: int, name: str, blocks: list[Block], index: dict[int, int]) 
     e.emit(f"switch i64 %pc, label %unknown [ {cases} ]")
     for block in blocks:
         e.label(here[block.pc])
+        e.hook = "" if block.pc in hot else "_cold"
         entered = e.tmp()
         slot = f"getelementptr ([{len(index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {index[block.pc]})"
-        e.emit(f"{entered} = call i32 @rvt_enter(ptr {slot}, i64 {block.pc}, i32 {block.size})")
+        facts = f"i64 {block.pc}, i32 {block.size}, i32 {len(block.words)}, i32 {sum(map(accesses, block.words))}"
+        e.emit(f"{entered} = call i32 @rvt_enter{e.hook}(ptr {slot}, {facts})")
         stop = e.op(f"icmp ne i32 {entered}, 0")
         go = e.new_label("go")
-        limit = e.new_label("limit")
+        limit = e.new_label("stop")
         e.emit(f"br i1 {stop}, label %{limit}, label %{go}")
         e.label(limit)
-        e.leave(str(block.pc), LIMIT)
+        e.leave(str(block.pc), entered)
         e.label(go)
         pc, ended = block.pc, False
         for position, word in enumerate(block.words):
@@ -434,10 +493,25 @@ def _function(xlen: int, name: str, blocks: list[Block], index: dict[int, int]) 
     return "\n".join(e.lines), [b.pc for b in blocks]
 
 
-def translate(image: Image, starts: Iterable[int]) -> str:
-    """LLVM IR for the blocks unicorn forms from ``starts`` (the starts of blocks that ran), with the
+def _code_ranges(blocks: list[Block]) -> list[tuple[int, int]]:
+    """The page-aligned ranges [start, end) of guest memory that hold the translated code."""
+    ranges: list[tuple[int, int]] = []
+    for block in blocks:
+        start = block.pc // PAGE * PAGE
+        end = (block.pc + 4 * block.size + PAGE - 1) // PAGE * PAGE
+        if ranges and start <= ranges[-1][1]:
+            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], end))
+        else:
+            ranges.append((start, end))
+    return ranges
+
+
+def translate(image: Image, starts: Iterable[int], hot: Iterable[int] = ()) -> str:
+    """LLVM IR for the blocks unicorn forms from ``starts`` (the starts of blocks that ran; the
+    executor's hooks inline into those at ``hot``, the rest call them), with the
     tables the executor's dispatcher reads: ``rvt_entry_pc``/``rvt_entry_code`` (sorted by pc),
-    ``rvt_entry_count`` and ``rvt_block_count``."""
+    ``rvt_entry_count``, ``rvt_block_count`` and the pages of the code (``rvt_code_ranges``,
+    start and end pairs, ``rvt_code_range_count`` of them)."""
     blocks = blocks_at(image, starts)
     index = {b.pc: i for i, b in enumerate(blocks)}
     function_starts = [f[0] for f in image.functions]
@@ -446,14 +520,19 @@ def translate(image: Image, starts: Iterable[int]) -> str:
         i = bisect.bisect_right(function_starts, block.pc) - 1
         inside = i >= 0 and block.pc < image.functions[i][0] + image.functions[i][1]
         groups.setdefault(image.functions[i][0] if inside else block.pc, []).append(block)
+    hot = set(hot)
     parts = [
-        "declare i32 @rvt_enter(ptr, i64, i32)",
+        "declare i32 @rvt_enter(ptr, i64, i32, i32, i32)",
         "declare void @rvt_access(i64, i32, i32, i32)",
+        "declare i32 @rvt_enter_cold(ptr, i64, i32, i32, i32)",
+        "declare void @rvt_access_cold(i64, i32, i32, i32)",
     ]
+    parts.append("@rvt_depth = external global i32")
+    owner = {b.pc: f"rvt_f{start:x}" for start, group in groups.items() for b in group}
     entries: list[tuple[int, str]] = []
     for start, group in sorted(groups.items()):
         name = f"rvt_f{start:x}"
-        text, pcs = _function(image.xlen, name, group, index)
+        text, pcs = _function(image.xlen, name, group, index, hot, owner)
         parts.append(text)
         entries.extend((pc, name) for pc in pcs)
     entries.sort()
@@ -461,6 +540,12 @@ def translate(image: Image, starts: Iterable[int]) -> str:
     parts.append(f"@rvt_block_count = constant i32 {len(blocks)}")
     parts.append(f"@rvt_block_slot = global [{len(blocks)} x ptr] zeroinitializer")
     parts.append(f"@rvt_entry_count = constant i32 {n}")
+    ranges = _code_ranges(blocks)
+    parts.append(f"@rvt_code_range_count = constant i32 {len(ranges)}")
+    parts.append(
+        f"@rvt_code_ranges = constant [{2 * len(ranges)} x i64] [{', '.join(f'i64 {v}' for r in ranges for v in r)}]"
+    )
     parts.append(f"@rvt_entry_pc = constant [{n} x i64] [{', '.join(f'i64 {pc}' for pc, _ in entries)}]")
     parts.append(f"@rvt_entry_code = constant [{n} x ptr] [{', '.join(f'ptr @{name}' for _, name in entries)}]")
+    parts.append(_GUEST_MEMORY)
     return "\n\n".join(parts) + "\n"

@@ -1,14 +1,16 @@
 """Translated execution: a RISC-V build's code compiled to native code, loaded into this process.
 
-A build's first run executes in unicorn and records the blocks it ran (``<elf>.reached``, beside
-the ELF). A later run translates those blocks (:mod:`cbuild.riscv.translate`), links the
-translation with the executor's C code built in its translated form (``RVX_TRANSLATED``: guest
-memory in this process, the cost models' hooks inlined into the translated code), optimises it at
-``-O2`` and keeps the object code beside the ELF (``<elf>.rvt-<key>.o``, keyed by the ELF, the
-executor's code, the blocks and the translator), then runs it through llvmlite's MCJIT. A run that
-reaches code outside the translation (or cannot go on in it for another reason) is run again in
-unicorn, whose blocks join the recorded ones for the next translation: results always come from a
-complete run of one engine or the other.
+A build's first run executes in unicorn and records the blocks it ran, with their executions, and
+the instructions it ran (``<elf>.reached``, beside the ELF). Once a recorded run is long enough to
+repay the compilation (:data:`TRANSLATE_AT` instructions), a later run translates those blocks
+(:mod:`cbuild.riscv.translate`), links the translation with the executor's C code built in its
+translated form (``RVX_TRANSLATED``: guest memory in this process), optimises them together at
+``-O2`` (the cost models' hooks inline into each block executed often, :data:`HOT` times, with the
+block's facts as constants; other blocks call them), keeps the object code beside the ELF
+(``<elf>.rvt-<key>.o``, keyed by the ELF, the executor's code, the blocks, the hot ones and the
+translator), and runs it through llvmlite's MCJIT. A run that reaches code outside the translation
+(or cannot go on in it for another reason) is run again in unicorn, whose blocks join the recorded
+ones for the next translation: results always come from a complete run of one engine or the other.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import ctypes
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +33,16 @@ from cbuild.riscv.translate import VERSION, translate
 CHECK_TRANSLATION = "INSTRBUDGET_CHECK_TRANSLATION"
 #: "unicorn": RISC-V builds run in unicorn only, never translated (for comparisons and diagnosis).
 RISCV_ENGINE = "INSTRBUDGET_RISCV_ENGINE"
-#: A reached-blocks file starts with this line; then one hexadecimal block start per line.
-_REACHED_MAGIC = "instrbudget reached blocks 1\n"
+#: Instructions a recorded run of a build must have executed for later runs to be translated
+#: (default :data:`DEFAULT_TRANSLATE_AT`): a shorter run takes less time in unicorn than its
+#: translation takes to compile.
+TRANSLATE_AT = "INSTRBUDGET_TRANSLATE_AT"
+DEFAULT_TRANSLATE_AT = 20_000_000
+#: A block executed this many times in one recorded run has the models' hooks inlined.
+HOT = 1000
+#: A reached-blocks file starts with this line, then "instructions N", then one line per block:
+#: its start and the most executions one run made of it, in hexadecimal.
+_REACHED_MAGIC = "instrbudget reached blocks 2\n"
 
 
 def translation_of(machine: Mapping[str, Any]) -> Path | None:
@@ -47,36 +58,73 @@ def checking_translation() -> bool:
     return os.environ.get(CHECK_TRANSLATION, "") not in ("", "0")
 
 
+def translate_at() -> int:
+    """:data:`TRANSLATE_AT` from the environment, or its default."""
+    text = os.environ.get(TRANSLATE_AT, "")
+    try:
+        return max(int(text), 0) if text else DEFAULT_TRANSLATE_AT
+    except ValueError:
+        raise ExecutorError(f"{TRANSLATE_AT} must be a number of instructions, not {text!r}") from None
+
+
+@dataclass(frozen=True)
+class Reached:
+    """What the recorded runs of a build executed: block starts with the most executions one run
+    made of each, and the most instructions one run executed."""
+
+    blocks: dict[int, int] = field(default_factory=dict)
+    instructions: int = 0
+
+    def worth_translating(self) -> bool:
+        """Whether a recorded run was long enough (:func:`translate_at`) for a translation to pay."""
+        return bool(self.blocks) and self.instructions >= translate_at()
+
+    def hot(self) -> set[int]:
+        """The blocks one run executed at least :data:`HOT` times."""
+        return {pc for pc, count in self.blocks.items() if count >= HOT}
+
+
 def reached_path(elf: Path) -> Path:
     return elf.with_name(f"{elf.name}.reached")
 
 
-def read_reached(elf: Path) -> set[int]:
-    """Block starts earlier runs of ``elf`` executed (empty if none are recorded or the file is damaged)."""
+def read_reached(elf: Path) -> Reached:
+    """What earlier runs of ``elf`` executed (nothing if none are recorded or the file is damaged)."""
     try:
-        text = reached_path(elf).read_text()
+        lines = reached_path(elf).read_text().splitlines(keepends=True)
     except (OSError, UnicodeDecodeError):
-        return set()
-    if not text.startswith(_REACHED_MAGIC) or not text.endswith("\n"):
-        return set()
+        return Reached()
+    if len(lines) < 2 or lines[0] != _REACHED_MAGIC or not lines[-1].endswith("\n"):
+        return Reached()
     try:
-        return {int(line, 16) for line in text[len(_REACHED_MAGIC) :].split()}
+        key, value = lines[1].split()
+        if key != "instructions":
+            return Reached()
+        blocks = {}
+        for line in lines[2:]:
+            pc, count = line.split()
+            blocks[int(pc, 16)] = int(count, 16)
+        return Reached(blocks, int(value))
     except ValueError:
-        return set()
+        return Reached()
 
 
-def add_reached(elf: Path, starts: set[int]) -> None:
-    """Record more executed block starts (atomically; a read-only build directory keeps what it has)."""
+def add_reached(elf: Path, blocks: Iterable[tuple[int, int, int]], instructions: int) -> None:
+    """Record a unicorn run's executed ``blocks`` ((start, instructions, executions), as
+    :class:`~cbuild.riscv.executor.Execution` has them) and its ``instructions`` (atomically; a
+    read-only build directory keeps what it has)."""
     from cbuild.build.cache import atomic_write
 
     known = read_reached(elf)
-    if starts <= known:
+    merged = dict(known.blocks)
+    for pc, _, count in blocks:
+        merged[pc] = max(merged.get(pc, 0), count)
+    most = max(known.instructions, instructions)
+    if merged == known.blocks and most == known.instructions:
         return
-    body = "".join(f"{pc:x}\n" for pc in sorted(known | starts))
-    try:
-        atomic_write(reached_path(elf), (_REACHED_MAGIC + body).encode())
-    except OSError:
-        return
+    body = "".join(f"{pc:x} {count:x}\n" for pc, count in sorted(merged.items()))
+    with contextlib.suppress(OSError):
+        atomic_write(reached_path(elf), f"{_REACHED_MAGIC}instructions {most}\n{body}".encode())
 
 
 class NativeLibrary:
@@ -135,17 +183,17 @@ def _kept_object(path: Path, make: Callable[[], bytes]) -> bytes:
     return obj
 
 
-def load(elf: Path, image: Image, executor_ir: Path, starts: set[int]) -> NativeLibrary:
-    """The executor's C code ``executor_ir`` and the translation of the blocks at ``starts``, loaded
-    into this process; their object code is kept beside each (compiled once)."""
+def load(elf: Path, image: Image, executor_ir: Path, reached: Reached) -> NativeLibrary:
+    """The executor's C code ``executor_ir`` linked with the translation of the ``reached`` blocks,
+    loaded into this process; the object code is kept beside the ELF (compiled once)."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     triple = llvm.get_process_triple()
-    code_key = hashlib.sha256("\0".join([VERSION, triple, _digest_file(elf), *map(str, sorted(starts))]).encode())
-    runtime_key = hashlib.sha256("\0".join([triple, _digest_file(executor_ir)]).encode())
-    key = code_key.hexdigest()[:24] + runtime_key.hexdigest()[:24]
+    hot = reached.hot()
+    parts = [VERSION, triple, _digest_file(elf), _digest_file(executor_ir), *map(str, sorted(reached.blocks))]
+    key = hashlib.sha256("\0".join([*parts, "hot", *map(str, sorted(hot))]).encode()).hexdigest()[:32]
     with _LOCK:
         found = _LOADED.pop(key, None)
         if found is not None:
@@ -154,34 +202,30 @@ def load(elf: Path, image: Image, executor_ir: Path, starts: set[int]) -> Native
         while len(_LOADED) >= _KEEP_LOADED:  # no machine of this process still runs in it: runs end with theirs
             del _LOADED[next(iter(_LOADED))]
         tm = llvm.Target.from_triple(triple).create_target_machine(opt=2, reloc="static", codemodel="large")
-        runtime = _kept_object(
-            executor_ir.with_name(f"{executor_ir.name}.{runtime_key.hexdigest()[:16]}.o"),
-            lambda: _compile(tm, executor_ir.read_text(), optimise=False),
-        )
         code = _kept_object(
-            elf.with_name(f"{elf.name}.rvt-{code_key.hexdigest()[:24]}.o"),
-            lambda: _compile(tm, translate(image, starts), optimise=True),
+            elf.with_name(f"{elf.name}.rvt-{key}.o"),
+            lambda: _compile(tm, translate(image, reached.blocks, hot), executor_ir.read_text()),
         )
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-        engine.add_object_file(llvm.ObjectFileRef.from_data(runtime))
         engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         engine.finalize_object()
         library = _LOADED[key] = NativeLibrary(engine)
         return library
 
 
-def _compile(tm: Any, text: str, *, optimise: bool) -> bytes:
-    """Object code for LLVM IR ``text`` (``optimise``: at -O2 first; the executor's IR is optimised already)."""
+def _compile(tm: Any, translation: str, executor: str) -> bytes:
+    """Object code for the ``translation`` linked with the ``executor``'s IR, optimised at -O2
+    together (the executor's hooks inline into each translated block)."""
     import llvmlite.binding as llvm
 
     try:
-        module = llvm.parse_assembly(text)
+        module = llvm.parse_assembly(translation)
+        module.link_in(llvm.parse_assembly(executor))
         module.verify()
     except RuntimeError as exc:
         raise ExecutorError(f"the translated RISC-V executor's IR is not valid: {exc}") from None
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
-    if optimise:
-        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
-        pb.getModulePassManager().run(module, pb)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
+    pb.getModulePassManager().run(module, pb)
     return bytes(tm.emit_object(module))

@@ -129,8 +129,14 @@ struct rvx {
 };
 
 /* ---- the models' hooks (generated prelude) ---- */
-static void rvx_models_block(const rvx_block *b);
-static void rvx_models_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);
+#ifdef RVX_TRANSLATED
+/* Inlined into each translated block, where the block's facts are constants. */
+#define RVX_INLINE static inline __attribute__((always_inline))
+#else
+#define RVX_INLINE static inline
+#endif
+RVX_INLINE void rvx_models_block(const rvx_block *b);
+RVX_INLINE void rvx_models_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);
 static void rvx_models_reset(void);
 static void rvx_models_finish(uint64_t *out);
 static void rvx_models_now(uint64_t *out);
@@ -373,15 +379,18 @@ static rvx_block *rvx_find(rvx *x, uint64_t pc, uint32_t n) {
     return rvx_new_block(x, pc, n, h);
 }
 
-/* The start of the block the guest runs now, for a caller whose time limit passed: written to
- * stderr on SIGUSR2 as "instrbudget-guest-pc: 0x...", while the run goes on (cbuild/riscv/executor.py). */
-static volatile uint64_t rvx_where;
+/* The machine that runs now: the start of its current block, for a caller whose time limit passed,
+ * is written to stderr on SIGUSR2 as "instrbudget-guest-pc: 0x...", while the run goes on
+ * (cbuild/riscv/executor.py). */
+static rvx *volatile rvx_where;
 
 static void rvx_say_where(int sig) {
     static const char digits[] = "0123456789abcdef";
     char line[64] = "\ninstrbudget-guest-pc: 0x";
     size_t n = sizeof "\ninstrbudget-guest-pc: 0x" - 1;
-    uint64_t pc = rvx_where;
+    rvx *x = rvx_where;
+    const rvx_block *b = x != NULL ? *(rvx_block *volatile *)&x->cur : NULL;
+    uint64_t pc = b != NULL ? b->pc : 0;
     (void)sig;
     for (int shift = 60; shift >= 0; shift -= 4) line[n++] = digits[(pc >> shift) & 15];
     line[n++] = '\n';
@@ -389,11 +398,12 @@ static void rvx_say_where(int sig) {
 }
 
 /* A block starts: count it and tell the models; nonzero once the instruction limit is passed. */
-static inline int rvx_enter(rvx *x, rvx_block *b) {
-    rvx_where = b->pc;
+RVX_INLINE int rvx_enter(rvx *x, rvx_block *b) {
     b->count++;
     x->cur = b;
-    x->access = 0;
+#ifndef RVX_TRANSLATED
+    x->access = 0; /* unicorn's memory hook numbers the block's accesses */
+#endif
     x->executed += b->n;
     if (b->n > 0) rvx_models_block(b);
     return x->executed > x->limit;
@@ -640,16 +650,15 @@ static void rvx_ecall(rvx *x) {
     if (!x->stop_requested) rvx_set(x, RVX_REG_A0, (uint64_t)result);
 }
 
+/* Answer SIGUSR2 with this executor's machine: a process that has loaded both executors (unicorn's
+ * and a translation's) answers with the one whose run started last. */
 static void rvx_answer_where(void) {
-    static int answering;
-    if (!answering) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = rvx_say_where;
-        sa.sa_flags = SA_RESTART;
-        sigaction(SIGUSR2, &sa, NULL);
-        answering = 1;
-    }
+    struct sigaction sa;
+    if (sigaction(SIGUSR2, NULL, &sa) == 0 && sa.sa_handler == rvx_say_where) return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = rvx_say_where;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR2, &sa, NULL);
 }
 
 static rvx *rvx_alloc(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t mmap_end, rvx_block_cb cb,
@@ -670,6 +679,7 @@ static rvx *rvx_alloc(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_
 
 static void rvx_release(rvx *x) {
     uint32_t i, m;
+    if (rvx_where == x) rvx_where = NULL; /* no run of a freed machine to report */
     for (i = 0; i < x->nblocks; i++) {
         rvx_block *b = x->order[i];
         for (m = 0; m < RVX_MAX_MODELS; m++) free(b->data[m]);
@@ -693,6 +703,8 @@ static void rvx_start_run(rvx *x, uint64_t limit) {
     x->stop_requested = 0;
     x->error[0] = '\0';
     x->cur = NULL;
+    rvx_where = x;
+    rvx_answer_where();
     x->limit = limit > UINT64_MAX - x->executed ? UINT64_MAX : x->executed + limit;
 }
 
@@ -707,6 +719,8 @@ _Static_assert(offsetof(rvx_cpu, mem) == 264 && offsetof(rvx_cpu, reason) == 272
 extern const uint32_t rvt_block_count, rvt_entry_count;
 extern rvx_block *rvt_block_slot[]; /* per block of the translation: its rvx_block in this run */
 extern const uint64_t rvt_entry_pc[];
+extern const uint32_t rvt_code_range_count;
+extern const uint64_t rvt_code_ranges[]; /* page-aligned [start, end) pairs holding the translated code */
 extern const rvt_code rvt_entry_code[];
 
 /* Why a translated function returned (rvx_cpu.reason); it returns the guest pc to go on at. */
@@ -716,26 +730,54 @@ extern const rvt_code rvt_entry_code[];
 #define RVT_UNKNOWN 3  /* an instruction the translation does not handle is at the pc */
 #define RVT_LIMIT 4    /* the instruction limit passed entering the block at the pc */
 #define RVT_FAULT 5    /* an access outside the guest's address space, in the block at the pc */
+#define RVT_CHANGED 6  /* the code of the block at the pc in guest memory is not the code translated */
+
+/* Guest calls the translated code makes as host calls, nested now (cbuild/riscv/translate.py). */
+RVX_API uint32_t rvt_depth;
 
 /* The machine rvx_run runs: the translated code calls the two functions below without it, so that
  * the compiler knows they cannot change the guest registers it keeps. */
 static rvx *rvt_running;
 static rvx *rvt_slots_of; /* the machine whose blocks rvt_block_slot holds */
 
-__attribute__((noinline)) static rvx_block *rvt_first_entry(rvx_block **slot, uint64_t pc, uint32_t size) {
-    return *slot = rvx_find(rvt_running, pc, size);
+/* The block's rvx_block, kept in its slot, or NULL if the code in guest memory does not have the
+ * facts the translation has (``n`` instructions, ``nmem`` accesses). */
+__attribute__((noinline)) static rvx_block *rvt_first_entry(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
+                                                           uint32_t nmem) {
+    rvx_block *b = rvx_find(rvt_running, pc, size);
+    if (b->n != n || b->nmem != nmem) return NULL;
+    return *slot = b;
 }
 
 /* Entering the translation's block whose slot (in rvt_block_slot) is ``slot``: its rvx_block, made
- * on the first entry of the run. */
-RVX_API int rvt_enter(rvx_block **slot, uint64_t pc, uint32_t size) {
+ * on the first entry of the run. The translation is linked with this code and these calls are
+ * inlined into each block, where the block's facts (``pc``, ``size``, ``n`` instructions the
+ * models see, ``nmem`` accesses) are constants: past the check that the block in guest memory has
+ * them, the models' hooks fold them in. 0, RVT_LIMIT once the instruction limit is passed, or
+ * RVT_CHANGED if the guest's code is not the code translated. */
+RVX_API __attribute__((always_inline)) int rvt_enter(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
+                                                   uint32_t nmem) {
     rvx_block *b = *slot;
-    if (b == NULL) b = rvt_first_entry(slot, pc, size);
-    return rvx_enter(rvt_running, b);
+    if (b == NULL && (b = rvt_first_entry(slot, pc, size, n, nmem)) == NULL) return RVT_CHANGED;
+    /* a block in a slot has these facts (checked above; the code pages are read-only) */
+    if (b->pc != pc || b->n != n || b->nmem != nmem) __builtin_unreachable();
+    return rvx_enter(rvt_running, b) ? RVT_LIMIT : 0;
 }
 
-RVX_API void rvt_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
+RVX_API __attribute__((always_inline)) void rvt_access(uint64_t address, uint32_t size, uint32_t is_store,
+                                                            uint32_t index) {
     if (RVX_MEMORY_EVENTS) rvx_models_access(address, size, is_store, index);
+}
+
+/* The same, called (not inlined) from blocks that run rarely: they compile faster. */
+RVX_API __attribute__((noinline)) int rvt_enter_cold(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
+                                                   uint32_t nmem) {
+    return rvt_enter(slot, pc, size, n, nmem);
+}
+
+RVX_API __attribute__((noinline)) void rvt_access_cold(uint64_t address, uint32_t size, uint32_t is_store,
+                                                     uint32_t index) {
+    rvt_access(address, size, is_store, index);
 }
 
 #define RVT_RECENT 4096 /* entries of the direct-mapped table of pcs looked up before */
@@ -759,10 +801,14 @@ static rvt_code rvt_lookup(rvx *x, uint64_t pc) {
 static sigjmp_buf *rvt_escape;
 static uint8_t *rvt_space;
 static struct sigaction rvt_previous[2];
+static volatile uint64_t rvt_fault_at; /* the guest address of the last such access */
 
 static void rvt_on_fault(int sig, siginfo_t *info, void *context) {
     uint8_t *at = info->si_addr;
-    if (rvt_escape != NULL && at >= rvt_space && at < rvt_space + RVX_SPACE + RVX_GUARD) siglongjmp(*rvt_escape, 1);
+    if (rvt_escape != NULL && at >= rvt_space && at < rvt_space + RVX_SPACE + RVX_GUARD) {
+        rvt_fault_at = (uint64_t)(at - rvt_space);
+        siglongjmp(*rvt_escape, 1);
+    }
     /* not the guest's: as if this handler were not there */
     sigaction(sig, &rvt_previous[sig == SIGBUS], NULL);
     (void)context;
@@ -802,6 +848,21 @@ RVX_API void rvx_free(rvx *x) {
     rvx_release(x);
 }
 
+/* Give the mapped pages of the translated code the protection ``prot``. */
+static void rvt_protect(rvx *x, int prot) {
+    uint32_t i;
+    for (i = 0; i < rvt_code_range_count; i++) {
+        uint64_t page, end = rvt_code_ranges[2 * i + 1];
+        for (page = rvt_code_ranges[2 * i]; page < end && page < RVX_SPACE; page += PAGE)
+            if (x->pages[page / PAGE]) {
+                uint64_t run = page;
+                while (run < end && run < RVX_SPACE && x->pages[run / PAGE]) run += PAGE;
+                mprotect(x->cpu.mem + page, run - page, prot);
+                page = run - PAGE;
+            }
+    }
+}
+
 static int rvt_give_up(rvx *x, const char *why, uint64_t pc) {
     snprintf(x->error, sizeof x->error, "%s at pc=0x%llx", why, (unsigned long long)pc);
     x->stop_requested = 1;
@@ -826,6 +887,10 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
         memset(rvt_block_slot, 0, sizeof *rvt_block_slot * rvt_block_count);
         rvt_slots_of = x;
     }
+    /* The translated code is the code in these pages: while it runs they are read-only, so that a
+     * store into them (code that changes code) falls back to unicorn instead of running stale code. */
+    rvt_protect(x, PROT_READ);
+    rvt_depth = 0;
     if (sigsetjmp(escape, 1) == 0) {
         rvt_escape = &escape;
         while (!x->stop_requested) {
@@ -847,13 +912,17 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
             case RVT_MARKER: rvx_region_marker(x, pc - 4); break;
             case RVT_UNKNOWN: rvt_give_up(x, "an instruction without a translation", pc); break;
             case RVT_LIMIT: rvt_give_up(x, "the instruction limit", pc); break;
+            case RVT_CHANGED: rvt_give_up(x, "code that differs from its translation", pc); break;
             default: rvt_give_up(x, "an access outside the 32-bit address space", pc); break;
             }
         }
     } else {
-        rvt_give_up(x, "an access to unmapped memory", x->cur != NULL ? x->cur->pc : pc);
+        uint64_t at = rvt_fault_at;
+        rvt_give_up(x, at < RVX_SPACE && x->pages[at / PAGE] ? "a store into the translated code" : "an access to unmapped memory",
+                    x->cur != NULL ? x->cur->pc : pc);
     }
     rvt_escape = NULL;
+    rvt_protect(x, PROT_READ | PROT_WRITE);
     sigaction(SIGSEGV, &rvt_previous[0], NULL);
     sigaction(SIGBUS, &rvt_previous[1], NULL);
     x->cpu.pc = pc;

@@ -21,12 +21,13 @@
 #define ZK_NONE 0xffffffffu
 
 static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
-static int64_t zk_seg_user, zk_seg_paging;
+static int64_t zk_seg_used, zk_seg_paging; /* this segment's user + paging cycles, and its paging cycles */
 static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
 static uint32_t zk_seen[2][ZK_SEEN];
 static uint32_t zk_fetch_page;
 static uint64_t zk_pc;      /* the current block */
-static uint32_t zk_n, zk_pos; /* its instructions, and the next one not yet begun */
+static uint32_t zk_n, zk_pos; /* its instructions, and the next one not yet begun (ZK_BEGUN: all) */
+#define ZK_BEGUN 0xffffffffu
 
 static void zk_forget(void) {
     uint32_t i;
@@ -42,13 +43,17 @@ __attribute__((noinline)) static void zk_touch_slow(uint32_t page, uint32_t is_s
         if (zk_loaded == NULL || zk_dirty == NULL) abort();
     }
     if (zk_loaded[leaf] != zk_generation) {
-        zk_seg_paging += (int64_t)zk_mark(zk_loaded, page);
+        int64_t cycles = (int64_t)zk_mark(zk_loaded, page);
+        zk_seg_paging += cycles;
+        zk_seg_used += cycles;
         zk_page_ins++;
     }
     zk_seen[0][page % ZK_SEEN] = page;
     if (is_store) {
         if (zk_dirty[leaf] != zk_generation) {
-            zk_seg_paging += (int64_t)zk_mark(zk_dirty, page);
+            int64_t cycles = (int64_t)zk_mark(zk_dirty, page);
+            zk_seg_paging += cycles;
+            zk_seg_used += cycles;
             zk_page_outs++;
         }
         zk_seen[1][page % ZK_SEEN] = page;
@@ -66,11 +71,11 @@ static uint64_t zk_pow2(uint64_t n) {
 }
 
 __attribute__((noinline)) static void zk_close_segment(void) {
-    zk_user_total += (uint64_t)zk_seg_user;
+    zk_user_total += (uint64_t)(zk_seg_used - zk_seg_paging);
     zk_paging_total += (uint64_t)zk_seg_paging;
     zk_closed++;
     zk_closed_padded += (uint64_t)1 << ZK_PO2;
-    zk_seg_user = zk_seg_paging = 0;
+    zk_seg_used = zk_seg_paging = 0;
     zk_generation++;
     zk_forget();
 }
@@ -80,7 +85,7 @@ static void zk_begin(uint32_t last) {
     while (zk_pos <= last && zk_pos < zk_n) {
         uint64_t address = zk_pc + 4u * (uint64_t)zk_pos;
         uint32_t page = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
-        int64_t used = zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED, room;
+        int64_t used = zk_seg_used + ZK_SEGMENT_RESERVED, room;
         uint32_t in_page, count;
         if (used >= ZK_THRESHOLD) zk_close_segment();
         if (page != zk_fetch_page) {
@@ -93,38 +98,43 @@ static void zk_begin(uint32_t last) {
         count = last - zk_pos + 1;
         if (count > zk_n - zk_pos) count = zk_n - zk_pos;
         if (count > in_page) count = in_page;
-        room = ZK_THRESHOLD - (zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED);
+        room = ZK_THRESHOLD - (zk_seg_used + ZK_SEGMENT_RESERVED);
         if ((int64_t)count > room) count = room > 1 ? (uint32_t)room : 1u;
-        zk_seg_user += count;
+        zk_seg_used += count;
         zk_pos += count;
     }
 }
 
-/* The most cycles a block can add before its last instruction begins: its instructions, a page-in
- * per code page, and a page-in and page-out of up to two pages per access. */
-static inline int64_t zk_block_bound(const rvx_block *b) {
-    uint64_t pages = ((b->pc + 4u * (uint64_t)b->n - 1) >> ZK_PAGE_BITS) - (b->pc >> ZK_PAGE_BITS) + 1;
-    return (int64_t)b->n + (int64_t)(pages + 4u * (uint64_t)b->nmem) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
+/* The most cycles a block of ``n`` instructions from ``pc`` with ``nmem`` accesses can add before
+ * its last instruction begins: its instructions, a page-in per code page, and a page-in and
+ * page-out of up to two pages per access. */
+static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint32_t nmem) {
+    uint64_t pages = ((pc + 4u * (uint64_t)n - 1) >> ZK_PAGE_BITS) - (pc >> ZK_PAGE_BITS) + 1;
+    return (int64_t)n + (int64_t)(pages + 4u * (uint64_t)nmem) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
 }
 
 static inline void model_block(const rvx_block *b) {
+    /* The block's facts first: in translated code they are constants, and the rest folds. */
+    uint64_t pc = b->pc;
+    uint32_t n = b->n, nmem = b->nmem;
     if (zk_pos < zk_n) zk_begin(zk_n - 1);
-    zk_pc = b->pc;
-    zk_n = b->n;
-    zk_pos = 0;
     /* Where no segment can close inside the block, its instructions begin at once: the cycles and
      * pages are the same in either order within a segment, and accesses then only touch pages. */
-    if (zk_n > 0 && zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED + zk_block_bound(b) < ZK_THRESHOLD) {
-        uint64_t last = (b->pc + 4u * (uint64_t)(b->n - 1)) >> ZK_PAGE_BITS, at;
-        for (at = b->pc >> ZK_PAGE_BITS; at <= last; at++) {
+    if (zk_seg_used + ZK_SEGMENT_RESERVED + zk_block_bound(pc, n, nmem) < ZK_THRESHOLD) {
+        uint64_t last = (pc + 4u * (uint64_t)(n - 1)) >> ZK_PAGE_BITS, at;
+        for (at = pc >> ZK_PAGE_BITS; at <= last; at++) {
             uint32_t page = (uint32_t)at & ZK_PAGE_MASK;
             if (page != zk_fetch_page) {
                 zk_touch(page, 0);
                 zk_fetch_page = page;
             }
         }
-        zk_seg_user += zk_n;
-        zk_pos = zk_n;
+        zk_seg_used += n;
+        zk_pos = ZK_BEGUN;
+    } else { /* begun lazily, as accesses and the next block need them */
+        zk_pc = pc;
+        zk_n = n;
+        zk_pos = 0;
     }
 }
 
@@ -134,6 +144,10 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
     if (size == 0) return;
     first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     last = (uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+    if (first == last) { /* nearly every access */
+        zk_touch(first, is_store);
+        return;
+    }
     for (page = first;; page = (page + 1) & ZK_PAGE_MASK) {
         zk_touch(page, is_store);
         if (page == last) break;
@@ -141,7 +155,7 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
 }
 
 static void model_reset(void) {
-    zk_seg_user = zk_seg_paging = 0;
+    zk_seg_used = zk_seg_paging = 0;
     zk_user_total = zk_paging_total = zk_closed = zk_closed_padded = zk_page_ins = zk_page_outs = 0;
     zk_generation++;
     zk_n = zk_pos = 0;
@@ -152,9 +166,9 @@ static void model_reset(void) {
 static void model_finish(uint64_t *out) {
     uint64_t segments = zk_closed + 1, last;
     if (zk_pos < zk_n) zk_begin(zk_n - 1);
-    last = (uint64_t)(zk_seg_user + zk_seg_paging + ZK_SEGMENT_RESERVED);
+    last = (uint64_t)(zk_seg_used + ZK_SEGMENT_RESERVED);
     out[0] = zk_closed_padded + zk_pow2(last);
-    out[1] = zk_user_total + (uint64_t)zk_seg_user;
+    out[1] = zk_user_total + (uint64_t)(zk_seg_used - zk_seg_paging);
     out[2] = zk_paging_total + (uint64_t)zk_seg_paging;
     out[3] = segments * (uint64_t)ZK_SEGMENT_RESERVED;
     out[4] = segments;
@@ -165,5 +179,5 @@ static void model_finish(uint64_t *out) {
 /* Cycles so far (user + paging, before padding and reservations), for regions. */
 static inline uint64_t model_now(void) {
     if (zk_pos < zk_n) zk_begin(zk_n - 1);
-    return zk_user_total + zk_paging_total + (uint64_t)(zk_seg_user + zk_seg_paging);
+    return zk_user_total + zk_paging_total + (uint64_t)zk_seg_used;
 }
