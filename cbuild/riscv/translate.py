@@ -255,11 +255,11 @@ class _Emitter:
                 ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1, 21
             )
             self.put(rd, self.const(pc + 4))
-            target = (pc + imm) & ((1 << xlen) - 1)
-            if rd == 1 and target not in self.here and target in self.owner:
-                self.call(target, pc + 4)
+            callee = (pc + imm) & ((1 << xlen) - 1)
+            if rd == 1 and callee not in self.here and callee in self.owner:
+                self.call(callee, pc + 4)
             else:
-                self.go(target)
+                self.go(callee)
             return True
         elif op == 0x67 and f3 == 0:  # jalr
             target = self.op(f"and {t} {self.op(f'add {t} {self.get(rs1)}, {imm_i}')}, -2")
