@@ -79,7 +79,8 @@ class ExecRuntime:
     """A cost model's C code inside the executor.
 
     ``source`` defines ``model_block(const rvx_block *b)`` (before each executed block: ``b->pc``,
-    ``b->n`` instructions, ``b->data[model]`` the model's block data), ``model_access(uint64_t
+    ``b->n`` instructions, ``b->nmem`` accesses, ``b->id``, ``b->data[RVX_MODEL]`` the model's
+    block data, read-only; constants in translated code), ``model_access(uint64_t
     address, uint32_t size, uint32_t is_store, uint32_t index)`` (with ``memory``: each load and
     store, ``index`` the instruction's position in the block), ``model_reset(void)``,
     ``model_finish(uint64_t *out)`` (``results`` numbers) and ``uint64_t model_now(void)`` (the
@@ -788,7 +789,7 @@ def run_program(
     if reached.worth_translating() or (check and reached.blocks):
         try:
             status, fast = _run_once(
-                translated.load(elf, image, translation, reached), image, elf, runtimes, args, stdin, limit
+                translated.load(elf, image, translation, reached, runtimes), image, elf, runtimes, args, stdin, limit
             )
         except ExecutorError as exc:
             note = f"not translated: {exc}"
@@ -802,7 +803,7 @@ def run_program(
     if check:
         if fast is None:
             status, fast = _run_once(
-                translated.load(elf, image, translation, translated.read_reached(elf)),
+                translated.load(elf, image, translation, translated.read_reached(elf), runtimes),
                 image,
                 elf,
                 runtimes,

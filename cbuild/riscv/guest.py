@@ -405,7 +405,7 @@ class _Engines:
         if not (reached.worth_translating() or (self.check and reached.blocks)):
             return None
         try:
-            library = translated.load(self.elf, self.image, self.translation, reached)
+            library = translated.load(self.elf, self.image, self.translation, reached, self.runtimes)
             return _Worker(library, self.image, self.elf, self.runtimes)
         except (Handover, ExecutorError) as exc:
             self.note = f"ran in unicorn: {exc}"
@@ -425,7 +425,8 @@ class _Engines:
 
         assert self.translation is not None
         self._record()
-        library = translated.load(self.elf, self.image, self.translation, translated.read_reached(self.elf))
+        reached = translated.read_reached(self.elf)
+        library = translated.load(self.elf, self.image, self.translation, reached, self.runtimes)
         try:
             twin = _Worker(library, self.image, self.elf, self.runtimes)
             self._replay(twin, compare=True)

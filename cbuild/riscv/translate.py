@@ -21,13 +21,13 @@ the executor's C code, both are inlined.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cbuild.riscv.executor import Image
+from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "7"
+VERSION = "8"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -433,10 +433,16 @@ class _Emitter:
 
 
 def _function(
-    xlen: int, name: str, blocks: list[Block], index: dict[int, int], hot: set[int], owner: dict[int, str]
+    xlen: int,
+    name: str,
+    blocks: list[Block],
+    index: dict[int, int],
+    hot: Mapping[int, Sequence[Sequence[int] | None]],
+    owner: dict[int, str],
 ) -> tuple[str, list[int]]:
     """One LLVM function for ``blocks`` (of one ELF function), and the blocks it can start at. The
-    executor's hooks inline into the ``hot`` blocks; a function with none is not optimised."""
+    executor's hooks inline into the ``hot`` blocks, with their models' data as constants (see
+    :func:`translate`); a function with none is not optimised."""
     here = {b.pc: f"b{b.pc:x}" for b in blocks}
     e = _Emitter(xlen, index, here, owner)
     cold = "" if any(b.pc in hot for b in blocks) else " noinline optnone"
@@ -456,6 +462,9 @@ def _function(
         entered = e.tmp()
         slot = f"getelementptr ([{len(index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {index[block.pc]})"
         facts = f"i64 {block.pc}, i32 {block.size}, i32 {len(block.words)}, i32 {sum(map(accesses, block.words))}"
+        if block.pc in hot:
+            has_data = any(hot[block.pc])
+            facts += f", ptr @rvt_dt{block.pc:x}, ptr @rvt_dl{block.pc:x}" if has_data else ", ptr null, ptr null"
         e.emit(f"{entered} = call i32 @rvt_enter{e.hook}(ptr {slot}, {facts})")
         stop = e.op(f"icmp ne i32 {entered}, 0")
         go = e.new_label("go")
@@ -506,9 +515,36 @@ def _code_ranges(blocks: list[Block]) -> list[tuple[int, int]]:
     return ranges
 
 
-def translate(image: Image, starts: Iterable[int], hot: Iterable[int] = ()) -> str:
+def _block_data(hot: Mapping[int, Sequence[Sequence[int] | None]]) -> list[str]:
+    """Constants with the models' data of the hot blocks: per block, the table of each model's
+    data (``rvt_dt<pc>``, null for a model without) and of its lengths (``rvt_dl<pc>``)."""
+    out = []
+    for pc, per_model in sorted(hot.items()):
+        if not any(per_model):
+            continue
+        pointers, lengths = [], []
+        for m in range(MAX_MODELS):
+            data = per_model[m] if m < len(per_model) else None
+            if data:
+                values = ", ".join(f"i32 {v}" for v in data)
+                out.append(f"@rvt_d{pc:x}_{m} = private unnamed_addr constant [{len(data)} x i32] [{values}]")
+                pointers.append(f"ptr @rvt_d{pc:x}_{m}")
+                lengths.append(f"i32 {len(data)}")
+            else:
+                pointers.append("ptr null")
+                lengths.append("i32 0")
+        out.append(f"@rvt_dt{pc:x} = private unnamed_addr constant [{MAX_MODELS} x ptr] [{', '.join(pointers)}]")
+        out.append(f"@rvt_dl{pc:x} = private unnamed_addr constant [{MAX_MODELS} x i32] [{', '.join(lengths)}]")
+    return out
+
+
+def translate(
+    image: Image, starts: Iterable[int], hot: Mapping[int, Sequence[Sequence[int] | None]] | None = None
+) -> str:
     """LLVM IR for the blocks unicorn forms from ``starts`` (the starts of blocks that ran; the
-    executor's hooks inline into those at ``hot``, the rest call them), with the
+    executor's hooks inline into those in ``hot``, with each model's data for the block, in the
+    order of the executor's models, as constants: None where the host gives it at the first
+    entry; the rest call them), with the
     tables the executor's dispatcher reads: ``rvt_entry_pc``/``rvt_entry_code`` (sorted by pc),
     ``rvt_entry_count``, ``rvt_block_count`` and the pages of the code (``rvt_code_ranges``,
     start and end pairs, ``rvt_code_range_count`` of them)."""
@@ -520,9 +556,10 @@ def translate(image: Image, starts: Iterable[int], hot: Iterable[int] = ()) -> s
         i = bisect.bisect_right(function_starts, block.pc) - 1
         inside = i >= 0 and block.pc < image.functions[i][0] + image.functions[i][1]
         groups.setdefault(image.functions[i][0] if inside else block.pc, []).append(block)
-    hot = set(hot)
+    hot = hot or {}
     parts = [
-        "declare i32 @rvt_enter(ptr, i64, i32, i32, i32)",
+        *_block_data(hot),
+        "declare i32 @rvt_enter(ptr, i64, i32, i32, i32, ptr, ptr)",
         "declare void @rvt_access(i64, i32, i32, i32)",
         "declare i32 @rvt_enter_cold(ptr, i64, i32, i32, i32)",
         "declare void @rvt_access_cold(i64, i32, i32, i32)",

@@ -20,13 +20,14 @@ import ctypes
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cbuild.riscv.executor import ExecutorError, Image
-from cbuild.riscv.translate import VERSION, translate
+from cbuild.errors import CBuildError
+from cbuild.riscv.executor import ExecRuntime, ExecutorError, Image
+from cbuild.riscv.translate import VERSION, blocks_at, translate
 
 #: Set (not "0"): every run of a RISC-V build also runs in the other engine (unicorn and the
 #: translation, :mod:`cbuild.riscv.translated`), and any difference between them is an error.
@@ -183,16 +184,21 @@ def _kept_object(path: Path, make: Callable[[], bytes]) -> bytes:
     return obj
 
 
-def load(elf: Path, image: Image, executor_ir: Path, reached: Reached) -> NativeLibrary:
-    """The executor's C code ``executor_ir`` linked with the translation of the ``reached`` blocks,
-    loaded into this process; the object code is kept beside the ELF (compiled once)."""
+def load(
+    elf: Path, image: Image, executor_ir: Path, reached: Reached, runtimes: Sequence[ExecRuntime]
+) -> NativeLibrary:
+    """The executor's C code ``executor_ir`` (with the models ``runtimes``) linked with the
+    translation of the ``reached`` blocks, loaded into this process; the object code is kept beside
+    the ELF (compiled once)."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     triple = llvm.get_process_triple()
     hot = reached.hot()
-    parts = [VERSION, triple, _digest_file(elf), _digest_file(executor_ir), *map(str, sorted(reached.blocks))]
+    producers = [_producer_key(r) for r in runtimes]
+    parts = [VERSION, triple, _digest_file(elf), _digest_file(executor_ir), *producers]
+    parts += map(str, sorted(reached.blocks))
     key = hashlib.sha256("\0".join([*parts, "hot", *map(str, sorted(hot))]).encode()).hexdigest()[:32]
     with _LOCK:
         found = _LOADED.pop(key, None)
@@ -204,13 +210,40 @@ def load(elf: Path, image: Image, executor_ir: Path, reached: Reached) -> Native
         tm = llvm.Target.from_triple(triple).create_target_machine(opt=2, reloc="static", codemodel="large")
         code = _kept_object(
             elf.with_name(f"{elf.name}.rvt-{key}.o"),
-            lambda: _compile(tm, translate(image, reached.blocks, hot), executor_ir.read_text()),
+            lambda: _compile(
+                tm, translate(image, reached.blocks, _hot_data(image, hot, runtimes)), executor_ir.read_text()
+            ),
         )
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
         engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         engine.finalize_object()
         library = _LOADED[key] = NativeLibrary(engine)
         return library
+
+
+def _producer_key(runtime: ExecRuntime) -> str:
+    """What names a model's block data in a translation's key."""
+    if runtime.block_data is None:
+        return "-"
+    return runtime.block_data_id or f"unnamed {runtime.block_data!r}"
+
+
+def _hot_data(image: Image, hot: set[int], runtimes: Sequence[ExecRuntime]) -> dict[int, list[list[int] | None]]:
+    """The hot blocks, each with every model's block data (None where the model has none, or cannot
+    describe the block: the host then gives, or fails to give, the data at the first entry)."""
+    out: dict[int, list[list[int] | None]] = {}
+    for block in blocks_at(image, hot):
+        per_model: list[list[int] | None] = []
+        for runtime in runtimes:
+            data = None
+            if runtime.block_data is not None and block.words:
+                try:
+                    data = [int(v) for v in runtime.block_data(list(block.words), block.pc)] or None
+                except CBuildError:
+                    data = None
+            per_model.append(data)
+        out[block.pc] = per_model
+    return out
 
 
 def _compile(tm: Any, translation: str, executor: str) -> bytes:

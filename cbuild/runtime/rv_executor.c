@@ -63,9 +63,10 @@ typedef struct rvx_block {
     uint32_t nmem;   /* memory accesses the block's instructions make */
     uint32_t transfer; /* the last instruction is a branch or jump */
     uint16_t *memidx; /* instruction index of each access */
-    int32_t *data[RVX_MAX_MODELS]; /* per-model data from the host (rvx_set_block_data); the model may keep
-                                      per-block state in it */
+    const int32_t *data[RVX_MAX_MODELS]; /* per-model data from the host (rvx_set_block_data), or in a
+                                            translation the translation's (constants there), read-only */
     uint32_t data_len[RVX_MAX_MODELS];
+    uint32_t given; /* bit m: data[m] is the translation's (not freed with the block) */
 } rvx_block;
 
 /* Called once for each new block, for each model that asks for host-computed block data. */
@@ -116,6 +117,8 @@ struct rvx {
     size_t out_len[2], out_cap[2];
     uint64_t brk_start, brk, brk_mapped, mmap_next, mmap_end;
     rvx_block_cb block_cb;
+    const int32_t *const *given_data; /* per model: the data of the block being made, if the translation has it */
+    const uint32_t *given_len;
     uint32_t data_models; /* bit i: model i wants block data */
     /* Region markers (instructions the models do not see): sorted addresses, kind, name id. */
     uint64_t *mark_at;
@@ -363,7 +366,15 @@ static rvx_block *rvx_new_block(rvx *x, uint64_t pc, uint32_t size, uint64_t slo
     x->order[x->nblocks++] = b;
     x->table[slot] = b;
     for (m = 0; m < RVX_MAX_MODELS; m++)
-        if ((x->data_models >> m) & 1u && x->block_cb != NULL) x->block_cb(m, b->id, pc, n, words);
+        if ((x->data_models >> m) & 1u) {
+            if (x->given_data != NULL && x->given_data[m] != NULL) {
+                b->data[m] = x->given_data[m];
+                b->data_len[m] = x->given_len[m];
+                b->given |= 1u << m;
+            } else if (x->block_cb != NULL) {
+                x->block_cb(m, b->id, pc, n, words);
+            }
+        }
     free(words);
     if (2 * x->nblocks > x->table_size) rvx_grow_table(x);
     return b;
@@ -397,14 +408,19 @@ static void rvx_say_where(int sig) {
     if (write(2, line, n) < 0) return; /* nothing more to do in a signal handler */
 }
 
-/* A block starts: count it and tell the models; nonzero once the instruction limit is passed. */
-RVX_INLINE int rvx_enter(rvx *x, rvx_block *b) {
+/* A block starts: count it (the models are told next). */
+RVX_INLINE void rvx_count(rvx *x, rvx_block *b) {
     b->count++;
     x->cur = b;
 #ifndef RVX_TRANSLATED
     x->access = 0; /* unicorn's memory hook numbers the block's accesses */
 #endif
     x->executed += b->n;
+}
+
+/* A block starts: count it and tell the models; nonzero once the instruction limit is passed. */
+RVX_INLINE int rvx_enter(rvx *x, rvx_block *b) {
+    rvx_count(x, b);
     if (b->n > 0) rvx_models_block(b);
     return x->executed > x->limit;
 }
@@ -682,7 +698,8 @@ static void rvx_release(rvx *x) {
     if (rvx_where == x) rvx_where = NULL; /* no run of a freed machine to report */
     for (i = 0; i < x->nblocks; i++) {
         rvx_block *b = x->order[i];
-        for (m = 0; m < RVX_MAX_MODELS; m++) free(b->data[m]);
+        for (m = 0; m < RVX_MAX_MODELS; m++)
+            if (!((b->given >> m) & 1u)) free((void *)b->data[m]);
         free(b->memidx);
         free(b);
     }
@@ -741,27 +758,52 @@ static rvx *rvt_running;
 static rvx *rvt_slots_of; /* the machine whose blocks rvt_block_slot holds */
 
 /* The block's rvx_block, kept in its slot, or NULL if the code in guest memory does not have the
- * facts the translation has (``n`` instructions, ``nmem`` accesses). */
+ * facts the translation has (``n`` instructions, ``nmem`` accesses, the models' ``data``, which a
+ * new block takes). */
 __attribute__((noinline)) static rvx_block *rvt_first_entry(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
-                                                           uint32_t nmem) {
-    rvx_block *b = rvx_find(rvt_running, pc, size);
+                                                           uint32_t nmem, const int32_t *const *data,
+                                                           const uint32_t *len) {
+    rvx *x = rvt_running;
+    rvx_block *b;
+    uint32_t m;
+    x->given_data = data;
+    x->given_len = len;
+    b = rvx_find(x, pc, size);
+    x->given_data = NULL;
+    x->given_len = NULL;
     if (b->n != n || b->nmem != nmem) return NULL;
+    for (m = 0; data != NULL && m < RVX_MAX_MODELS; m++)
+        if (data[m] != NULL && (b->data[m] != data[m] || b->data_len[m] != len[m])) return NULL;
     return *slot = b;
 }
 
 /* Entering the translation's block whose slot (in rvt_block_slot) is ``slot``: its rvx_block, made
  * on the first entry of the run. The translation is linked with this code and these calls are
- * inlined into each block, where the block's facts (``pc``, ``size``, ``n`` instructions the
- * models see, ``nmem`` accesses) are constants: past the check that the block in guest memory has
- * them, the models' hooks fold them in. 0, RVT_LIMIT once the instruction limit is passed, or
- * RVT_CHANGED if the guest's code is not the code translated. */
+ * inlined into each hot block, where the block's facts (``pc``, ``size``, ``n`` instructions the
+ * models see, ``nmem`` accesses, and each model's block ``data`` of ``len`` numbers, or NULL for
+ * data the host gives at the first entry) are constants: past the check that the block in guest
+ * memory has them, the models' hooks fold them in. 0, RVT_LIMIT once the instruction limit is
+ * passed, or RVT_CHANGED if the guest's code is not the code translated. */
 RVX_API __attribute__((always_inline)) int rvt_enter(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
-                                                   uint32_t nmem) {
+                                                   uint32_t nmem, const int32_t *const *data, const uint32_t *len) {
+    rvx *x = rvt_running;
     rvx_block *b = *slot;
-    if (b == NULL && (b = rvt_first_entry(slot, pc, size, n, nmem)) == NULL) return RVT_CHANGED;
-    /* a block in a slot has these facts (checked above; the code pages are read-only) */
+    if (b == NULL && (b = rvt_first_entry(slot, pc, size, n, nmem, data, len)) == NULL) return RVT_CHANGED;
+    /* A block in a slot has these facts (checked above; the code pages are read-only); the models'
+     * data is stated just before they read it, so that the counting's stores do not hide it. */
     if (b->pc != pc || b->n != n || b->nmem != nmem) __builtin_unreachable();
-    return rvx_enter(rvt_running, b) ? RVT_LIMIT : 0;
+    rvx_count(x, b);
+#define RVT_SAME_DATA(m)                                                                                      \
+    if (data != NULL && data[m] != NULL && (b->data[m] != data[m] || b->data_len[m] != len[m]))              \
+        __builtin_unreachable();
+    RVT_SAME_DATA(0)
+    RVT_SAME_DATA(1)
+    RVT_SAME_DATA(2)
+    RVT_SAME_DATA(3)
+#undef RVT_SAME_DATA
+    _Static_assert(RVX_MAX_MODELS == 4, "one RVT_SAME_DATA per model");
+    if (n > 0) rvx_models_block(b);
+    return x->executed > x->limit ? RVT_LIMIT : 0;
 }
 
 RVX_API __attribute__((always_inline)) void rvt_access(uint64_t address, uint32_t size, uint32_t is_store,
@@ -772,7 +814,7 @@ RVX_API __attribute__((always_inline)) void rvt_access(uint64_t address, uint32_
 /* The same, called (not inlined) from blocks that run rarely: they compile faster. */
 RVX_API __attribute__((noinline)) int rvt_enter_cold(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
                                                    uint32_t nmem) {
-    return rvt_enter(slot, pc, size, n, nmem);
+    return rvt_enter(slot, pc, size, n, nmem, NULL, NULL);
 }
 
 RVX_API __attribute__((noinline)) void rvt_access_cold(uint64_t address, uint32_t size, uint32_t is_store,
