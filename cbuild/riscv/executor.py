@@ -458,7 +458,7 @@ class BlockDataFile:
         self.data: dict[BlockKey, list[int]] = {}
         self.added = 0
         try:
-            signature = _signature(self.path)
+            signature = file_signature(self.path)
             known = _KEPT.get(self.path)
             if known is not None and known[0] == signature:  # read by an earlier run of this process
                 self.data = known[1]
@@ -487,7 +487,7 @@ class BlockDataFile:
         try:
             payload = pickle.dumps(self.data, protocol=pickle.HIGHEST_PROTOCOL)
             atomic_write(self.path, _DATA_MAGIC + hashlib.sha256(payload).digest() + payload)
-            _KEPT[self.path] = (_signature(self.path), self.data)
+            _KEPT[self.path] = (file_signature(self.path), self.data)
         except OSError:
             return
         self.added = 0
@@ -498,7 +498,8 @@ class BlockDataFile:
 _KEPT: dict[Path, tuple[tuple[int, int, int], dict[BlockKey, list[int]]]] = {}
 
 
-def _signature(path: Path) -> tuple[int, int, int]:
+def file_signature(path: Path) -> tuple[int, int, int]:
+    """A file's size, modification time and inode: while they stay, its content is the one read."""
     st = path.stat()
     return st.st_size, st.st_mtime_ns, st.st_ino
 

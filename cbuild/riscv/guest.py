@@ -463,7 +463,8 @@ class _Engines:
             if self.shadow is not None:
                 self.shadow.ex.close()
                 self.shadow = None
-        self.log.append(("call", name, args, ret, reply))
+        if self._replayable():
+            self.log.append(("call", name, args, ret, reply))
         if self.shadow is not None:
             try:
                 self._compare_calls(name, reply, self.shadow.call(name, args, ret))
@@ -472,8 +473,14 @@ class _Engines:
                 self.shadow = self._twin()
         return reply
 
+    def _replayable(self) -> bool:
+        """Whether the calls must be kept for a replay: a translated machine may hand over to
+        unicorn, and the check makes a translated twin of a unicorn machine."""
+        return self.check or self.worker.ex.engine == "translated"
+
     def reset(self) -> None:
-        self.log.append(("reset",))
+        if self._replayable():
+            self.log.append(("reset",))
         self.worker.ex.reset()
         if self.shadow is not None:
             self.shadow.ex.reset()

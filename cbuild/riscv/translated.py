@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cbuild.errors import CBuildError
-from cbuild.riscv.executor import ExecRuntime, ExecutorError, Image
+from cbuild.riscv.executor import BlockDataFile, ExecRuntime, ExecutorError, Image, file_signature
 from cbuild.riscv.translate import VERSION, blocks_at, translate
 
 #: Set (not "0"): every run of a RISC-V build also runs in the other engine (unicorn and the
@@ -160,8 +160,7 @@ _DIGESTS: dict[Path, tuple[tuple[int, int, int], str]] = {}
 
 
 def _digest_file(path: Path) -> str:
-    st = path.stat()
-    signature = (st.st_size, st.st_mtime_ns, st.st_ino)
+    signature = file_signature(path)
     known = _DIGESTS.get(path)
     if known is not None and known[0] == signature:
         return known[1]
@@ -196,7 +195,7 @@ def load(
     llvm.initialize_native_asmprinter()
     triple = llvm.get_process_triple()
     hot = reached.hot()
-    producers = [_producer_key(r) for r in runtimes]
+    producers = [r.block_data_id or "-" for r in runtimes]
     parts = [VERSION, triple, _digest_file(elf), _digest_file(executor_ir), *producers]
     parts += map(str, sorted(reached.blocks))
     key = hashlib.sha256("\0".join([*parts, "hot", *map(str, sorted(hot))]).encode()).hexdigest()[:32]
@@ -211,7 +210,7 @@ def load(
         code = _kept_object(
             elf.with_name(f"{elf.name}.rvt-{key}.o"),
             lambda: _compile(
-                tm, translate(image, reached.blocks, _hot_data(image, hot, runtimes)), executor_ir.read_text()
+                tm, translate(image, reached.blocks, _hot_data(elf, image, hot, runtimes)), executor_ir.read_text()
             ),
         )
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
@@ -221,27 +220,27 @@ def load(
         return library
 
 
-def _producer_key(runtime: ExecRuntime) -> str:
-    """What names a model's block data in a translation's key."""
-    if runtime.block_data is None:
-        return "-"
-    return runtime.block_data_id or f"unnamed {runtime.block_data!r}"
-
-
-def _hot_data(image: Image, hot: set[int], runtimes: Sequence[ExecRuntime]) -> dict[int, list[list[int] | None]]:
-    """The hot blocks, each with every model's block data (None where the model has none, or cannot
-    describe the block: the host then gives, or fails to give, the data at the first entry)."""
+def _hot_data(
+    elf: Path, image: Image, hot: set[int], runtimes: Sequence[ExecRuntime]
+) -> dict[int, list[list[int] | None]]:
+    """The hot blocks, each with every model's block data: what the model's block-data file beside
+    the ELF keeps (:class:`~cbuild.riscv.executor.BlockDataFile`), else computed. None where the
+    model has none, has no name for its producer (its data is not part of the translation's key),
+    or cannot describe the block: the host then gives, or fails to give, the data at the first entry."""
+    kept = [BlockDataFile(elf, r.block_data_id).data if r.block_data and r.block_data_id else None for r in runtimes]
     out: dict[int, list[list[int] | None]] = {}
     for block in blocks_at(image, hot):
         per_model: list[list[int] | None] = []
-        for runtime in runtimes:
+        for runtime, file in zip(runtimes, kept, strict=True):
             data = None
-            if runtime.block_data is not None and block.words:
-                try:
-                    data = [int(v) for v in runtime.block_data(list(block.words), block.pc)] or None
-                except CBuildError:
-                    data = None
-            per_model.append(data)
+            if runtime.block_data is not None and file is not None and block.words:
+                data = file.get((block.pc, block.words))
+                if data is None:
+                    try:
+                        data = [int(v) for v in runtime.block_data(list(block.words), block.pc)]
+                    except CBuildError:
+                        data = None
+            per_model.append(data or None)
         out[block.pc] = per_model
     return out
 
