@@ -18,6 +18,9 @@ rejects (``fence``, ``ebreak``) is counted as rejected, not compared.
 llvm-mca 14 gives ``j``/``jal``/``jr``/``jalr``/``ret`` a 100-cycle call latency and rejects
 ``call``/``tail``, so a block's final unconditional transfer is left out on both sides;
 conditional branches stay in.
+
+Prints the agreement per library and target, the worst mismatches and the totals, and writes
+the same, after the date, machine, commit and command, to ``benchmarks/results/pipeline_mca.txt``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from cbuild.riscv.isa import parse_assembly  # noqa: E402
 from cbuild.riscv.machine import CONDITIONAL_BRANCHES, JUMPS, Machine, load_machine  # noqa: E402
 
 LLVM_MCA = Path("/usr/bin/llvm-mca-14")
+RESULTS = ROOT / "benchmarks" / "results" / "pipeline_mca.txt"
 
 
 @dataclass(frozen=True)
@@ -321,6 +325,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--machine", default="rocket", help="a shipped machine or a .toml path (default rocket)")
     parser.add_argument("--worst", type=int, default=5, help="mismatches to print per library (default 5)")
     args = parser.parse_args(argv)
+    # Here, not at the top: tests/test_machine_mca.py imports this file without benchmarks/ on sys.path.
+    from provenance import header_lines
+
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
     if not LLVM_MCA.exists():
         print(f"{LLVM_MCA} is missing", file=sys.stderr)
         return 2
@@ -332,9 +345,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary = compare_library(name, target, machine)
             overall[target].rows += summary.rows
             overall[target].skipped += summary.skipped
-            print(report(summary, args.worst), flush=True)
+            say(report(summary, args.worst))
     for summary in overall.values():
-        print(report(summary, 0))
+        say(report(summary, 0))
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text("\n".join([*header_lines(), "", *lines]) + "\n")
     return 0
 
 
