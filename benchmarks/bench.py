@@ -14,7 +14,9 @@ Prints these tables:
      and the static phase of the pipeline and zkvm models;
   4. the zkvm model against an RV32IM emulator (unicorn): user cycles vs executed
      instructions of the same programs, and the time each takes.
-Times are the best of N runs (wall clock); ratios are computed from those.
+Times are the best of N runs (wall clock); ratios are computed from those. Writes the same,
+after the date, machine, commit and command, to ``benchmarks/results/bench.txt`` (a ``--quick``
+run too: its header's command says so).
 """
 
 from __future__ import annotations
@@ -31,14 +33,25 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from provenance import header_lines
+
 from cbuild import Builder, BuildOptions, IrCountModel, run_program
-from cbuild.models import default_registry
+from cbuild.models import CostModel, default_registry
 from cbuild.run.program import COUNTS_ENV
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+RESULTS = HERE / "results" / "bench.txt"
 MINIKIT = ROOT / "example_project"
 MODEL = IrCountModel()
+#: What :func:`say` printed, for the results file.
+OUTPUT: list[str] = []
+
+
+def say(text: str) -> None:
+    """Print ``text`` and keep it for the results file."""
+    print(text, flush=True)
+    OUTPUT.append(text)
 
 
 def best_of(n: int, fn: Callable[[], object]) -> float:
@@ -50,8 +63,8 @@ def best_of(n: int, fn: Callable[[], object]) -> float:
     return min(times)
 
 
-def fetch_yyjson(dest: Path) -> Path | None:
-    """yyjson's sources from its PyPI sdist (a registry package), or None when offline."""
+def fetch_yyjson(dest: Path, say: Callable[[str], None] = print) -> Path | None:
+    """yyjson's sources from its PyPI sdist (a registry package), or None when offline (said with ``say``)."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -72,7 +85,7 @@ def fetch_yyjson(dest: Path) -> Path | None:
     )
     archives = list(dest.glob("yyjson-*.tar.gz"))
     if proc.returncode != 0 or not archives:
-        print(f"(yyjson sdist unavailable: {proc.stderr.strip()[-200:]})")
+        say(f"(yyjson sdist unavailable: {proc.stderr.strip()[-200:]})")
         return None
     with tarfile.open(archives[0]) as tar:
         tar.extractall(dest, filter="data")
@@ -140,17 +153,17 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="instrbudget-bench-"))
     builder = Builder(cache_dir=work / "cache")
-    yy = fetch_yyjson(work / "yyjson")
+    yy = fetch_yyjson(work / "yyjson", say)
     workloads = make_workloads(yy, quick=args.quick)
     words = stdin_words(quick=args.quick)
 
     valgrind = shutil.which("valgrind")
-    print("\n== Run time: instrumented vs the same pipeline without counters ==")
+    say("\n== Run time: instrumented vs the same pipeline without counters ==")
     header = (
         f"{'workload':36} {'plain s':>8} {'instr s':>8} {'ratio':>6} {'calls s':>8} {'/instr':>7} "
         f"{'callgrind s':>12} {'cg/instr':>9}"
     )
-    print(f"{header}  IR instructions")
+    say(f"{header}  IR instructions")
     ratios = []
     call_ratios = []
     for name, sources, incs, wargs in workloads:
@@ -184,19 +197,19 @@ def main() -> int:
             t_cg = time_command(cmd, stdin)
             cg, cg_ratio = f"{t_cg:.2f}", f"{t_cg / i:.1f}x"
         same = "repeats exactly" if len(totals) == 1 else f"DIFFER: {sorted(totals)}"
-        print(
+        say(
             f"{name:36} {p:8.3f} {i:8.3f} {i / p:5.2f}x {k:8.3f} {k / i:6.2f}x {cg:>12} {cg_ratio:>9}  "
             f"{min(totals):,} ({same})"
         )
-    print(
+    say(
         f"{'geometric mean':36} {'':8} {'':8} {statistics.geometric_mean(ratios):5.2f}x {'':8} "
         f"{statistics.geometric_mean(call_ratios):6.2f}x"
     )
 
-    print("\n== Run time with the dynamic cost models vs the plain program ==")
+    say("\n== Run time with the dynamic cost models vs the plain program ==")
     registry = default_registry()
     pipeline, zkvm = registry.create("pipeline"), registry.create("zkvm")
-    print(f"{'workload':36} {'plain s':>8} {'pipeline s':>10} {'ratio':>6} {'zkvm s':>8} {'ratio':>6}")
+    say(f"{'workload':36} {'plain s':>8} {'pipeline s':>10} {'ratio':>6} {'zkvm s':>8} {'ratio':>6}")
     model_ratios: dict[str, list[float]] = {"pipeline": [], "zkvm": []}
     for name, sources, incs, wargs in workloads:
         options = BuildOptions(include_dirs=incs)
@@ -213,17 +226,26 @@ def main() -> int:
         p, tp, tz = min(times["plain"]), min(times["pipeline"]), min(times["zkvm"])
         model_ratios["pipeline"].append(tp / p)
         model_ratios["zkvm"].append(tz / p)
-        print(f"{name:36} {p:8.3f} {tp:10.3f} {tp / p:5.2f}x {tz:8.3f} {tz / p:5.2f}x")
-    print(
+        say(f"{name:36} {p:8.3f} {tp:10.3f} {tp / p:5.2f}x {tz:8.3f} {tz / p:5.2f}x")
+    say(
         f"{'geometric mean':36} {'':8} {'':10} {statistics.geometric_mean(model_ratios['pipeline']):5.2f}x "
         f"{'':8} {statistics.geometric_mean(model_ratios['zkvm']):5.2f}x"
     )
     emulator_table(builder, work)
 
-    print("\n== Build time of a large C file ==")
+    say("\n== Build time of a large C file ==")
     if yy is None:
-        print("skipped: yyjson sources unavailable")
-        return 0
+        say("skipped: yyjson sources unavailable")
+    else:
+        build_table(builder, yy, work, quick=args.quick)
+    shutil.rmtree(work, ignore_errors=True)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text("\n".join([*header_lines(), "", "\n".join(OUTPUT).lstrip("\n")]) + "\n")
+    return 0
+
+
+def build_table(builder: Builder, yy: Path, work: Path, *, quick: bool) -> None:
+    """Build time of yyjson.c: plain, the instrumenting pipeline cold and warm, the models' static phase."""
     zig = builder.toolchain.cc
     src = yy / "yyjson.c"
     lines = sum(1 for _ in src.open(errors="replace"))
@@ -242,22 +264,22 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as cache:
             Builder(cache_dir=Path(cache), progress=lambda m: None).build([src], kind="library")
 
-    n = 1 if args.quick else 3
+    n = 1 if quick else 3
     t_plain = best_of(n, plain_build)
     t_cold = best_of(n, pipeline_cold)
     warm_builder = Builder(cache_dir=work / "warm", progress=lambda m: None)
     warm_builder.build([src], kind="library")
     t_warm = best_of(20, lambda: warm_builder.build([src], kind="library"))
-    print(f"file: yyjson.c ({lines:,} lines), -O2")
-    print(f"plain `zig cc -O2 -c`            {t_plain:7.2f} s")
-    print(f"pipeline cold (IR, instrument, codegen, link) {t_cold:7.2f} s   ratio {t_cold / t_plain:.2f}x")
-    print(f"pipeline warm cache hit          {t_warm * 1000:7.1f} ms")
+    say(f"file: yyjson.c ({lines:,} lines), -O2")
+    say(f"plain `zig cc -O2 -c`            {t_plain:7.2f} s")
+    say(f"pipeline cold (IR, instrument, codegen, link) {t_cold:7.2f} s   ratio {t_cold / t_plain:.2f}x")
+    say(f"pipeline warm cache hit          {t_warm * 1000:7.1f} ms")
 
-    def with_models(models: list[object]) -> Callable[[], None]:
+    def with_models(models: list[CostModel]) -> Callable[[], None]:
         def build() -> None:
             with tempfile.TemporaryDirectory() as cache:
                 b = Builder(cache_dir=Path(cache), progress=lambda m: None)
-                b.build([src], kind="library", models=models)  # type: ignore[arg-type]
+                b.build([src], kind="library", models=models)
 
         return build
 
@@ -266,10 +288,8 @@ def main() -> int:
         ("+ pipeline model (static phase)", [registry.create("pipeline")]),
         ("+ zkvm model (static phase)", [registry.create("zkvm")]),
     ):
-        t_model = best_of(1 if args.quick else 2, with_models(models))
-        print(f"pipeline cold {label:33} {t_model:7.2f} s   vs ir-count only {t_model / t_cold:.2f}x")
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+        t_model = best_of(1 if quick else 2, with_models(models))
+        say(f"pipeline cold {label:33} {t_model:7.2f} s   vs ir-count only {t_model / t_cold:.2f}x")
 
 
 ZK_WORKLOADS = {"zk_sort": ["sort.c"], "zk_json": ["json.c"], "zk_hashmap": ["hashmap.c"]}
@@ -277,17 +297,17 @@ ZK_WORKLOADS = {"zk_sort": ["sort.c"], "zk_json": ["json.c"], "zk_hashmap": ["ha
 
 def emulator_table(builder: Builder, work: Path) -> None:
     """The zkvm model's user cycles against an RV32IM emulator running the same programs."""
-    print("\n== zkvm model vs RV32IM emulator (unicorn) ==")
+    say("\n== zkvm model vs RV32IM emulator (unicorn) ==")
     sys.path.insert(0, str(ROOT / "tests"))  # the reference emulator lives with the tests
     try:
-        import rv32emu
+        import rv32emu  # type: ignore[import-not-found, unused-ignore]  # tests/rv32emu.py
     except ImportError as exc:  # pragma: no cover - unicorn is optional
-        print(f"skipped: {exc}")
+        say(f"skipped: {exc}")
         return
     # The estimate from IR (execute = false), user functions only: the emulator's count leaves libc out.
     zkvm = default_registry().create("zkvm", {"execute": False})
     include = (MINIKIT / "include").resolve()
-    print(
+    say(
         f"{'program':12} {'model user':>11} {'emulator':>11} {'error':>7} {'paging':>8} {'total':>9} "
         f"{'run s':>7} {'emulate s':>10}"
     )
@@ -308,7 +328,7 @@ def emulator_table(builder: Builder, work: Path) -> None:
         t_emu = time.perf_counter() - start
         reference = sum(emulated.instructions_by_function.values())
         user = costs["zk_user_cycles"]
-        print(
+        say(
             f"{name:12} {user:11,} {reference:11,} {100 * (user - reference) / reference:+6.2f}% "
             f"{costs['zk_paging_cycles']:8,} {costs['zk_cycles']:9,} {t_run:7.3f} {t_emu:10.2f}"
         )

@@ -8,7 +8,8 @@ tree, and instrumented with the engine at git REF (checked out in a temporary wo
 built in a subprocess with it on PYTHONPATH). Then runs the three binaries of each workload
 in turn, REPEAT rounds, and prints each one's best time against the plain program's, and
 the geometric means: the difference is what the change of engine costs. The IR
-instruction counts of both instrumented builds are printed too; they must be equal.
+instruction counts of both instrumented builds are printed too; they must be equal. Writes
+the same, after the date, machine, commit and command, to ``benchmarks/results/counters.txt``.
 """
 
 from __future__ import annotations
@@ -24,24 +25,27 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import fetch_yyjson, make_workloads, stdin_words
+from bench import Workload, fetch_yyjson, make_workloads, stdin_words
+from provenance import header_lines
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "counters.txt"
 #: The last commit whose threads shared one counter array.
 DEFAULT_REF = "b5e4da1"
 
-#: Run by each engine (PYTHONPATH) to build the workloads: prints {name: [binary, ...]} as JSON.
+#: Run by each engine (PYTHONPATH) to build the workloads ([[name, sources, include dirs], ...] as JSON
+#: in argv[3]): prints {name: binary} as JSON. It imports nothing but ``cbuild``'s top level: bench.py
+#: imports this tree's modules, which the engine at REF may not have.
 BUILD = """
 import json, shutil, sys
 from pathlib import Path
-sys.path.insert(0, sys.argv[3])
-from bench import fetch_yyjson, make_workloads
 from cbuild import Builder, BuildOptions
 out, cache, plain = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[4] == "plain"
 builder = Builder(cache_dir=cache, progress=lambda message: None)
 built = {}
-for name, sources, includes, _args in make_workloads(fetch_yyjson(out / "yyjson"), quick=False):
-    artifact = builder.build(sources, options=BuildOptions(include_dirs=includes, instrument=not plain))
+for name, sources, includes in json.loads(sys.argv[3]):
+    options = BuildOptions(include_dirs=tuple(Path(i) for i in includes), instrument=not plain)
+    artifact = builder.build([Path(s) for s in sources], options=options)
     copy = out / f"{len(built)}.{sys.argv[5]}"
     shutil.copy(artifact.path, copy)
     built[name] = str(copy)
@@ -49,9 +53,12 @@ print(json.dumps(built))
 """
 
 
-def build(tree: Path, work: Path, tag: str, *, plain: bool = False) -> dict[str, str]:
+def build(tree: Path, work: Path, tag: str, workloads: list[Workload], *, plain: bool = False) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    args = [str(work), str(work / f"cache-{tag}"), str(ROOT / "benchmarks"), "plain" if plain else "instr", tag]
+    spec = json.dumps(
+        [[name, [str(s) for s in sources], [str(i) for i in includes]] for name, sources, includes, _ in workloads]
+    )
+    args = [str(work), str(work / f"cache-{tag}"), spec, "plain" if plain else "instr", tag]
     proc = subprocess.run([sys.executable, "-c", BUILD, *args], env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"building with {tree} failed:\n{proc.stderr[-3000:]}")
@@ -70,22 +77,28 @@ def main() -> None:
     parser.add_argument("--ref", default=DEFAULT_REF, help="git ref of the engine to compare with")
     parser.add_argument("--repeat", type=int, default=21, help="rounds of runs (best of them is kept)")
     args = parser.parse_args()
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
     words = stdin_words(quick=False)
     with tempfile.TemporaryDirectory(prefix="instrbudget-counters-") as tmp:
         work = Path(tmp)
+        workloads = make_workloads(fetch_yyjson(work / "yyjson", say), quick=False)
         old = work / "ref"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), args.ref],
                        check=True, capture_output=True)  # fmt: skip
         try:
             variants = {
-                "plain": build(ROOT, work, "plain", plain=True),
-                "this tree": build(ROOT, work, "new"),
-                args.ref: build(old, work, "old"),
+                "plain": build(ROOT, work, "plain", workloads, plain=True),
+                "this tree": build(ROOT, work, "new", workloads),
+                args.ref: build(old, work, "old", workloads),
             }
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
-        workloads = make_workloads(fetch_yyjson(work / "yyjson"), quick=False)
-        print(f"{'workload':36} {'plain s':>8} {'this tree':>16} {args.ref:>16}  IR instructions (both)")
+        say(f"{'workload':36} {'plain s':>8} {'this tree':>16} {args.ref:>16}  IR instructions (both)")
         ratios: dict[str, list[float]] = {"this tree": [], args.ref: []}
         for name, _sources, _includes, wargs in workloads:
             stdin = words if "wordfreq" in name else b""
@@ -101,10 +114,12 @@ def main() -> None:
                 ratios[variant].append(best[variant] / best["plain"])
                 cells.append(f"{best[variant]:7.3f} {ratios[variant][-1]:5.3f}x")
             same = "equal" if len(set(counts.values())) == 1 else f"DIFFER {counts}"
-            print(f"{name:36} {best['plain']:8.3f} {cells[0]:>16} {cells[1]:>16}  {counts['this tree']:,} ({same})")
+            say(f"{name:36} {best['plain']:8.3f} {cells[0]:>16} {cells[1]:>16}  {counts['this tree']:,} ({same})")
         means = {v: statistics.geometric_mean(r) for v, r in ratios.items()}
-        print(f"{'geometric mean':36} {'':8} {means['this tree']:15.3f}x {means[args.ref]:15.3f}x")
-        print(f"this tree costs {100 * (means['this tree'] - means[args.ref]):+.1f} points over {args.ref}")
+        say(f"{'geometric mean':36} {'':8} {means['this tree']:15.3f}x {means[args.ref]:15.3f}x")
+        say(f"this tree costs {100 * (means['this tree'] - means[args.ref]):+.1f} points over {args.ref}")
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text("\n".join([*header_lines(), "", *lines]) + "\n")
 
 
 if __name__ == "__main__":

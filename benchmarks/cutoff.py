@@ -12,6 +12,8 @@ Prints:
      naming the function and callers): the first stop of a process (which reads the
      binary's symbol and line tables) and the median of later ones; and the same
      measured as the program's process alone.
+Writes the same, after the date, machine, commit and command, to ``benchmarks/results/cutoff.txt``
+(a ``--quick`` run too: its header's command says so).
 """
 
 from __future__ import annotations
@@ -25,10 +27,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import COUNTS_ENV, fetch_yyjson, make_workloads, stdin_words, time_command
+from bench import fetch_yyjson, make_workloads, stdin_words, time_command
+from provenance import header_lines
 
 from cbuild import Builder, BuildOptions, run_program
+from cbuild.run.program import COUNTS_ENV
 from cbuild.run.stops import CodeStopped
+
+RESULTS = Path(__file__).resolve().parent / "results" / "cutoff.txt"
 
 ENDLESS = r"""
 static volatile unsigned long sink;
@@ -42,14 +48,20 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller inputs and fewer repeats")
     args = parser.parse_args()
     repeats = 3 if args.quick else 5
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
     work = Path(tempfile.mkdtemp(prefix="instrbudget-cutoff-"))
     builder = Builder(cache_dir=work / "cache")
     words = stdin_words(quick=args.quick)
 
-    print("== Run time: cut-off build (limit set, never reached) vs the ordinary instrumented build ==")
-    print(f"{'workload':36} {'instr s':>8} {'cut-off s':>9} {'ratio':>6}  counts")
+    say("== Run time: cut-off build (limit set, never reached) vs the ordinary instrumented build ==")
+    say(f"{'workload':36} {'instr s':>8} {'cut-off s':>9} {'ratio':>6}  counts")
     ratios = []
-    for name, sources, incs, wargs in make_workloads(fetch_yyjson(work / "yyjson"), quick=args.quick):
+    for name, sources, incs, wargs in make_workloads(fetch_yyjson(work / "yyjson", say), quick=args.quick):
         ordinary = builder.build(sources, options=BuildOptions(include_dirs=incs))
         checked = builder.build(sources, options=BuildOptions(include_dirs=incs, cutoff=True))
         stdin = words if "wordfreq" in name else b""
@@ -67,10 +79,10 @@ def main() -> int:
         )
         o, c = min(t_ordinary), min(t_checked)
         ratios.append(c / o)
-        print(f"{name:36} {o:8.3f} {c:9.3f} {c / o:5.2f}x  {'the same' if same else 'DIFFER'}")
-    print(f"{'geometric mean':36} {'':8} {'':9} {statistics.geometric_mean(ratios):5.2f}x")
+        say(f"{name:36} {o:8.3f} {c:9.3f} {c / o:5.2f}x  {'the same' if same else 'DIFFER'}")
+    say(f"{'geometric mean':36} {'':8} {'':9} {statistics.geometric_mean(ratios):5.2f}x")
 
-    print("\n== Start to failure: an endless loop with a cut-off of 10^6 IR instructions ==")
+    say("\n== Start to failure: an endless loop with a cut-off of 10^6 IR instructions ==")
     src = work / "endless.c"
     src.write_text(ENDLESS)
     endless = builder.build([src], options=BuildOptions(cutoff=True))
@@ -90,13 +102,15 @@ def main() -> int:
         start = time.perf_counter()
         proc = subprocess.run([str(endless.path)], env=env, capture_output=True, check=False)
         process.append(time.perf_counter() - start)
-    print(f"  {message}")
-    print(f"  run_program to CodeStopped, first in the process: {times[0] * 1000:7.1f} ms")
-    print(f"  run_program to CodeStopped, median of later ones: {statistics.median(times[1:]) * 1000:7.1f} ms")
-    print(
+    say(f"  {message}")
+    say(f"  run_program to CodeStopped, first in the process: {times[0] * 1000:7.1f} ms")
+    say(f"  run_program to CodeStopped, median of later ones: {statistics.median(times[1:]) * 1000:7.1f} ms")
+    say(
         f"  the program's process alone (exit status {proc.returncode}), median: "
         f"{statistics.median(process) * 1000:7.1f} ms"
     )
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text("\n".join([*header_lines(), "", *lines]) + "\n")
     return 0
 
 

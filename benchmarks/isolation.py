@@ -13,7 +13,9 @@ Prints:
   3. the example project's budget suite, warm cache, with this tree against the
      in-process version it replaced (git REF, default the last commit before isolation,
      checked out in a temporary worktree and imported through PYTHONPATH).
-Times are medians of many calls (1, 2) or the best of N runs (3).
+Times are medians of many calls (1, 2) or the best of N runs (3). Writes the same, after the
+date, machine, commit and command, to ``benchmarks/results/isolation.txt`` (a ``--no-suite`` run
+too: its header's command says so).
 """
 
 from __future__ import annotations
@@ -32,11 +34,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from provenance import header_lines
+
 from cbuild import Builder, BuildOptions, Library
 from cbuild.run.extension import Extension, extension_options
 from cbuild.run.hosts import HostProcess, default_pool
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "isolation.txt"
 #: The in-process engine this design replaced.
 DEFAULT_REF = "f6ee6f9"
 SOURCE = """
@@ -66,6 +71,16 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "benchext", NULL, -1, methods};
 PyMODINIT_FUNC PyInit_benchext(void) { return PyModule_Create(&module); }
 """
+
+
+#: What :func:`say` printed, for the results file.
+OUTPUT: list[str] = []
+
+
+def say(text: str) -> None:
+    """Print ``text`` and keep it for the results file."""
+    print(text, flush=True)
+    OUTPUT.append(text)
 
 
 def median_us(n: int, fn: Callable[[], object]) -> float:
@@ -101,10 +116,10 @@ def round_trips(builder: Builder, work: Path) -> None:
         host.close()
 
     started = median_us(20, start)
-    print("1. library calls: host process vs in-process ctypes (median)")
-    print(f"   scalar call        {scalar:8.1f} us   in-process {local_scalar:6.1f} us")
-    print(f"   64 KiB buffer call {big:8.1f} us   in-process {local_big:6.1f} us")
-    print(f"   host start to first reply {started / 1000:.1f} ms (hidden by starting the next host ahead)")
+    say("1. library calls: host process vs in-process ctypes (median)")
+    say(f"   scalar call        {scalar:8.1f} us   in-process {local_scalar:6.1f} us")
+    say(f"   64 KiB buffer call {big:8.1f} us   in-process {local_big:6.1f} us")
+    say(f"   host start to first reply {started / 1000:.1f} ms (hidden by starting the next host ahead)")
 
 
 def extension_calls(builder: Builder, work: Path) -> None:
@@ -123,9 +138,9 @@ def extension_calls(builder: Builder, work: Path) -> None:
     loader.exec_module(local)
     local_scalar = median_us(5000, lambda: local.add(1, 2))
     local_big = median_us(5000, lambda: local.checksum(data))
-    print("1b. extension module calls: host process vs the module imported in-process (median)")
-    print(f"   add(1, 2)          {scalar:8.1f} us   in-process {local_scalar:6.1f} us")
-    print(f"   64 KiB bytes arg   {big:8.1f} us   in-process {local_big:6.1f} us")
+    say("1b. extension module calls: host process vs the module imported in-process (median)")
+    say(f"   add(1, 2)          {scalar:8.1f} us   in-process {local_scalar:6.1f} us")
+    say(f"   64 KiB bytes arg   {big:8.1f} us   in-process {local_big:6.1f} us")
 
 
 def fork_cost() -> None:
@@ -149,8 +164,8 @@ def fork_cost() -> None:
         os.close(r)
         os.waitpid(pid, 0)
 
-    print("2. forking the test process per test (the other design), median")
-    print(f"   fork + report + wait {median_us(200, one) / 1000:.2f} ms per test")
+    say("2. forking the test process per test (the other design), median")
+    say(f"   fork + report + wait {median_us(200, one) / 1000:.2f} ms per test")
 
 
 def suite(ref: str, repeat: int) -> None:
@@ -181,11 +196,11 @@ def suite(ref: str, repeat: int) -> None:
                     best[name] = min(best.get(name, elapsed), elapsed)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
-    print(f"3. example suite, warm cache, best of {repeat}")
+    say(f"3. example suite, warm cache, best of {repeat}")
     for name, seconds in best.items():
-        print(f"   {name:28} {seconds:6.2f} s")
+        say(f"   {name:28} {seconds:6.2f} s")
     first, second = best.values()
-    print(f"   ratio {first / second:.2f}x")
+    say(f"   ratio {first / second:.2f}x")
 
 
 def main() -> None:
@@ -201,6 +216,8 @@ def main() -> None:
     fork_cost()
     if not args.no_suite:
         suite(args.suite_ref, args.repeat)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text("\n".join([*header_lines(), "", *OUTPUT]) + "\n")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,9 @@ Prints these tables:
      instructions, the size of a unit test's code): run_program with ir-count, zkvm and pipeline
      against the plain program, a first run (a process with no executor server yet, no block data
      kept beside the build) and repeated runs.
-No timing assertions: the script prints, the reader judges.
+No timing assertions: the script prints, the reader judges. It writes what it printed, after the
+date, machine, commit and command, to ``benchmarks/results/riscv_models.txt`` (a run of some
+``--parts`` or with ``--full`` too: its header's command says which).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ for _path in (ROOT, HERE, ROOT / "tests"):
         sys.path.insert(0, str(_path))
 
 from bench import make_workloads, stdin_words, time_command  # noqa: E402
+from provenance import header_lines  # noqa: E402
 
 import cbuild.build.builder  # noqa: E402
 import cbuild.riscv.build  # noqa: E402
@@ -71,6 +74,7 @@ from cbuild.models import default_registry  # noqa: E402
 from cbuild.models.base import CostModel  # noqa: E402
 from cbuild.riscv import executor as rvx  # noqa: E402
 
+RESULTS = HERE / "results" / "riscv_models.txt"
 INCLUDE = ROOT / "cbuild" / "include"  # instrbudget.h, which the builder adds by itself
 #: Targets of the issue (ratios against the plain program, and build time against ir-count).
 TARGETS = {"zkvm": 15.0, "pipeline": 25.0, "build": 2.0}
@@ -135,6 +139,16 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+
+
+#: What :func:`say` printed, for the results file.
+OUTPUT: list[str] = []
+
+
+def say(text: str) -> None:
+    """Print ``text`` and keep it for the results file."""
+    print(text, flush=True)
+    OUTPUT.append(text)
 
 
 def median(values: Sequence[float]) -> float:
@@ -261,7 +275,7 @@ def _load_segments(data: bytes) -> list[tuple[int, int, int]]:
 def nop_markers(elf: Path) -> dict[int, str]:
     """Replace the region markers (custom-0 word 0x0000000b, not an RV32IM instruction) in the code of
     ``elf``'s functions by ``nop``; returns their addresses and functions."""
-    import rv32emu
+    import rv32emu  # type: ignore[import-not-found, unused-ignore]  # tests/rv32emu.py
 
     data = bytearray(elf.read_bytes())
     segments = _load_segments(bytes(data))
@@ -279,10 +293,10 @@ def nop_markers(elf: Path) -> dict[int, str]:
 
 
 def emulator_table(programs: Sequence[Program], work: Path, notes: list[str]) -> None:
-    import rv32emu
+    import rv32emu  # type: ignore[import-not-found, unused-ignore]  # tests/rv32emu.py
 
-    print("\n== 1. zkvm user cycles vs an independent RV32IM emulator (tests/rv32emu.py), per user function ==")
-    print(
+    say("\n== 1. zkvm user cycles vs an independent RV32IM emulator (tests/rv32emu.py), per user function ==")
+    say(
         "Same riscv32 ELF on both sides (the one the model executed), same arguments and stdin; 'output': the\n"
         "emulator's stdout and exit status against the executor's, 'native': the executor's against the native\n"
         "x86-64 build's (lz4 hashes 5 bytes per position on 64-bit hosts and 4 on 32-bit ones, so its compressed\n"
@@ -290,7 +304,7 @@ def emulator_table(programs: Sequence[Program], work: Path, notes: list[str]) ->
     )
     model = zkvm_model()
     builder = quiet_builder(work / "cache")
-    print(
+    say(
         f"{'program':28} {'functions':>9} {'emulator user':>14} {'model user':>12} {'max |diff|':>10} "
         f"{'output':>7} {'native':>7} {'markers':>7} {'model s':>8} {'emulator s':>10}"
     )
@@ -344,13 +358,13 @@ def emulator_table(programs: Sequence[Program], work: Path, notes: list[str]) ->
         executed = run.counts.machine_run("riscv32")
         same = "same" if (emulated.stdout, emulated.exit_code) == (executed.stdout, executed.exit_code) else "DIFFER"
         native = "same" if (run.stdout, run.returncode) == (executed.stdout, executed.exit_code) else "differs"
-        print(
+        say(
             f"{program.label:28} {len(compared):9} {sum(reference[n] for n in compared):14,} "
             f"{sum(measured.get(n, 0) for n in compared):12,} {biggest:10,} {same:>7} {native:>7} {len(markers):7} "
             f"{t_model:8.2f} {t_emu:10.2f}"
         )
     exact = sum(1 for d, _ in worst if d == 0)
-    print(f"exact per function on {exact} of {len(worst)} programs (target: all, difference 0)")
+    say(f"exact per function on {exact} of {len(worst)} programs (target: all, difference 0)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -408,7 +422,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
 def probe_bare_unicorn(request: dict[str, Any]) -> dict[str, Any]:
     """The riscv32 ELF in unicorn with no block or memory hook, only the system calls (tests/rv32emu.py's
     machine with its counting hooks left out): how fast the engine alone runs the program."""
-    import rv32emu
+    import rv32emu  # type: ignore[import-not-found, unused-ignore]  # tests/rv32emu.py
 
     unicorn: Any = importlib.import_module("unicorn")
     original = unicorn.Uc.hook_add
@@ -509,15 +523,15 @@ class Speed:
 
 def runtime_table(programs: Sequence[Program], work: Path, repeat: int, notes: list[str]) -> Speed:
     """Table 2; returns the workload with the most riscv32 instructions."""
-    print("\n== 2. Run time: run_program with an executing model vs the plain native program ==")
-    print(
+    say("\n== 2. Run time: run_program with an executing model vs the plain native program ==")
+    say(
         f"Median of {repeat} interleaved runs each, warm caches (every build made before timing). Wall time is what "
         "a user waits;\nCPU time (user + system, the process and its children) is shown too, since other jobs "
         "share this machine's cores."
     )
     builder = quiet_builder(work / "cache")
     models = {"zkvm": zkvm_model(), "pipeline": pipeline_model("inorder5")}
-    print(
+    say(
         f"{'workload':22} {'plain s':>8} {'ir-count s':>10} {'zkvm s':>8} {'ratio':>7} {'pipeline s':>10} "
         f"{'ratio':>7} {'CPU ratios':>14}  riscv32 instructions"
     )
@@ -552,22 +566,22 @@ def runtime_table(programs: Sequence[Program], work: Path, repeat: int, notes: l
             biggest, most = Speed(program, best["plain"]), instructions
         rows.append((program, best, phases))
         cpu_ratios = f"{cpu['zkvm'] / cpu['plain']:.0f}x / {cpu['pipeline'] / cpu['plain']:.0f}x"
-        print(
+        say(
             f"{program.label:22} {best['plain']:8.3f} {best['ir-count']:10.3f} {best['zkvm']:8.2f} "
             f"{best['zkvm'] / best['plain']:6.1f}x {best['pipeline']:10.2f} {best['pipeline'] / best['plain']:6.1f}x"
             f" {cpu_ratios:>14}  {instructions:,}"
         )
-    print(
+    say(
         f"{'geometric mean':22} {'':8} {'':10} {'':8} {statistics.geometric_mean(ratios['zkvm']):6.1f}x "
         f"{'':10} {statistics.geometric_mean(ratios['pipeline']):6.1f}x"
     )
     for name in models:
         worst = max(ratios[name])
         verdict = "met" if worst <= TARGETS[name] else "MISSED"
-        print(f"target {name} <= {TARGETS[name]:.0f}x on every workload: {verdict} (worst {worst:.1f}x)")
+        say(f"target {name} <= {TARGETS[name]:.0f}x on every workload: {verdict} (worst {worst:.1f}x)")
 
     start_cost = interpreter_start(repeat)
-    print(
+    say(
         "\nWhere the time goes (wall s, medians): native = the ir-count build's run_program; executor = a child\n"
         "process running the same executor run (interleaved with the runs above), split into setup (read the ELF,\n"
         "map, load), run (unicorn with the native hooks; for pipeline including the block data computed in Python,\n"
@@ -577,7 +591,7 @@ def runtime_table(programs: Sequence[Program], work: Path, repeat: int, notes: l
         f"alone takes {start_cost:.2f} s); other = total - native - (executor - start/exit): run_program's runs go\n"
         "to an executor server it keeps, which pays start/exit once, not per run."
     )
-    print(
+    say(
         f"{'workload':22} {'model':9} {'total':>7} {'native':>7} {'executor':>8} {'setup':>6} {'run':>7} "
         f"{'blk data':>8} {'blocks':>6} {'results':>7} {'start/exit':>10} {'other':>6}"
     )
@@ -586,7 +600,7 @@ def runtime_table(programs: Sequence[Program], work: Path, repeat: int, notes: l
             found = phases[name]
             child = best[f"probe {name}"]
             start_exit = median([f["wall"] - f["setup"] - f["run"] - f["results"] for f in found])
-            print(
+            say(
                 f"{program.label:22} {name:9} {best[name]:7.2f} {best['ir-count']:7.2f} {child:8.2f} "
                 f"{median([f['setup'] for f in found]):6.2f} {median([f['run'] for f in found]):7.2f} "
                 f"{median([f['block_data'] for f in found]):8.2f} {found[0]['new_blocks']:6} "
@@ -608,8 +622,8 @@ static inline uint64_t model_now(void) { return 0; }
 
 def speed_table(speed: Speed, work: Path, repeat: int) -> None:
     program = speed.program
-    print(f"\n== 3. Executor speed on the largest workload ({program.label}) ==")
-    print(
+    say(f"\n== 3. Executor speed on the largest workload ({program.label}) ==")
+    say(
         f"RISC-V instructions per second of the executor's run (rvx_run), by wall and by CPU time, median of {repeat} "
         "runs,\neach in a fresh process (so the pipeline's block data, computed in Python, is in every run; "
         "'CPU w/o data'\ntakes its time off). 'unicorn alone': the same ELF with no block or memory hook, system "
@@ -644,7 +658,7 @@ def speed_table(speed: Speed, work: Path, repeat: int) -> None:
                     {**request, "executor": str(empty), "slots": [["empty", 0, 0, True, None]]},
                 ),
             ]
-    print(
+    say(
         f"{'configuration':26} {'target':8} {'instructions':>14} {'run s':>7} {'M/s wall':>8} {'CPU s':>7} "
         f"{'M/s CPU':>8} {'data s':>7} {'M/s CPU w/o data':>16}"
     )
@@ -659,13 +673,13 @@ def speed_table(speed: Speed, work: Path, repeat: int) -> None:
         n = n or riscv32  # unicorn alone does not count: the same ELF as the executor's riscv32 rows
         if not fastest:
             fastest = n / cpu
-        print(
+        say(
             f"{label:26} {target:8} {n:14,} {run:7.2f} {n / run / 1e6:8.1f} {cpu:7.2f} {n / cpu / 1e6:8.1f} "
             f"{data:7.2f} {n / (cpu - data) / 1e6:16.1f}"
         )
     if speed.plain and fastest:
         floor = riscv32 / fastest / speed.plain
-        print(
+        say(
             f"Even unicorn alone would take {riscv32 / fastest:.2f} s of CPU for this workload: {floor:.0f}x the plain "
             f"program's {speed.plain:.3f} s, before any hook, process start or native run."
         )
@@ -712,7 +726,7 @@ def phase_timers(seconds: dict[str, float]) -> Iterator[None]:
 def build_table(yy: Path, work: Path, repeat: int) -> None:
     src = yy / "yyjson.c"
     lines = sum(1 for _ in src.open(errors="replace"))
-    print(f"\n== 4. Build time of yyjson.c ({lines:,} lines, -O2, kind=library): executing models vs ir-count ==")
+    say(f"\n== 4. Build time of yyjson.c ({lines:,} lines, -O2, kind=library): executing models vs ir-count ==")
     configs: list[tuple[str, Callable[[], list[CostModel]]]] = [
         ("ir-count only", list),
         ("zkvm execute", lambda: [zkvm_model()]),
@@ -732,12 +746,12 @@ def build_table(yy: Path, work: Path, repeat: int) -> None:
                 start = time.perf_counter()
                 quiet_builder(Path(cache)).build([src], kind="library", models=models())
                 times[label].append(time.perf_counter() - start)
-    print(
+    say(
         f"Cold cache (fresh cache_dir per build), zig's caches warm; median of {repeat} builds each; "
         "phases: mean seconds per build."
     )
     base = median(times["ir-count only"])
-    print(f"{'configuration':28} {'build s':>8} {'vs ir-count':>11}  extra phases")
+    say(f"{'configuration':28} {'build s':>8} {'vs ir-count':>11}  extra phases")
     worst = 0.0
     for label, _ in configs:
         t = median(times[label])
@@ -749,9 +763,9 @@ def build_table(yy: Path, work: Path, repeat: int) -> None:
         extra = ""
         if "riscv build" in found:
             extra = f"riscv build {found['riscv build']:.2f} ({parts}), executor .so {found.get('executor .so', 0):.2f}"
-        print(f"{label:28} {t:8.2f} {ratio:10.2f}x  {extra}")
+        say(f"{label:28} {t:8.2f} {ratio:10.2f}x  {extra}")
     verdict = "met" if worst <= TARGETS["build"] else "MISSED"
-    print(f"target <= {TARGETS['build']:.0f}x for each model alone: {verdict} (worst {worst:.2f}x)")
+    say(f"target <= {TARGETS['build']:.0f}x for each model alone: {verdict} (worst {worst:.2f}x)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -782,14 +796,14 @@ def first_run(artifact: Artifact, program: Program, notes: list[str]) -> Any:
 
 def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: list[str]) -> None:
     """Table 5."""
-    print("\n== 5. Small programs: what a unit-test-sized run pays ==")
-    print(
+    say("\n== 5. Small programs: what a unit-test-sized run pays ==")
+    say(
         f"Median wall ms of {repeat} interleaved runs. 'first': the process's first RISC-V run (its executor server\n"
         "starts, the pipeline's block data is computed); 'again': later runs (a kept server, block data read back)."
     )
     builder = quiet_builder(work / "cache-small")
     models = {"zkvm": zkvm_model(), "pipeline": pipeline_model("inorder5")}
-    print(
+    say(
         f"{'program':22} {'plain':>7} {'ir-count':>8} {'zkvm first':>10} {'again':>7} {'ratio':>7} "
         f"{'pipeline first':>14} {'again':>7} {'ratio':>7}  riscv32 instructions"
     )
@@ -806,7 +820,7 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
                 assert run.counts is not None
                 instructions = run.counts.machine_run("riscv32").instructions
         ms = {name: 1000 * median(t.wall) for name, t in times.items()}
-        print(
+        say(
             f"{program.label:22} {ms['plain']:7.1f} {ms['ir-count']:8.1f} {ms['zkvm first']:10.1f} {ms['zkvm']:7.1f} "
             f"{ms['zkvm'] / ms['plain']:6.1f}x {ms['pipeline first']:14.1f} {ms['pipeline']:7.1f} "
             f"{ms['pipeline'] / ms['plain']:6.1f}x  {instructions:,}"
@@ -821,9 +835,9 @@ def main() -> int:
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
-        print(json.dumps(probe(json.loads(args.probe))))
+        print(json.dumps(probe(json.loads(args.probe))))  # to the parent, not to the results
         return 0
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    say(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="instrbudget-riscv-") as tmp:
         work = Path(tmp)
@@ -855,9 +869,11 @@ def main() -> int:
                 dataclasses.replace(sort, args=["2000"]),
             ]
             small_table(small, work, args.repeat, notes)
-    print(f"\nload average at the end {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[2]:.2f} (15 min)")
-    print("\n== Notes ==")
-    print("\n".join(notes) if notes else "none: no per-function difference, no run that differed from the native one")
+    say(f"\nload average at the end {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[2]:.2f} (15 min)")
+    say("\n== Notes ==")
+    say("\n".join(notes) if notes else "none: no per-function difference, no run that differed from the native one")
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text("\n".join([*header_lines(), "", *OUTPUT]) + "\n")
     return 0
 
 
