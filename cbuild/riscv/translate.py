@@ -10,12 +10,15 @@ an access outside mapped memory or its instruction limit stops, and the caller r
 unicorn (``RVX_FALLBACK``).
 
 Each ELF function's blocks become one LLVM function ``i64 (ptr x, i64 pc)``: it starts at any of
-its blocks (a switch on ``pc``), keeps the guest registers in locals, branches directly between
-its blocks and returns the guest pc to go on at, with the reason in ``x->cpu.reason``; the
-executor's dispatcher makes system calls and region markers between calls. Every block calls
-``rvt_enter`` (counts, the models' block hook, the instruction limit) and every load and store
-``rvt_access`` with the instruction's index in its block (the models' access hook); linked with
-the executor's C code, both are inlined.
+its blocks (a switch on ``pc``), keeps the guest registers it uses and the count of executed
+instructions in locals (loaded on entry, stored back on return and around a host call of another
+translated function), branches directly between its blocks and returns the guest pc to go on at,
+with the reason in ``x->cpu.reason``; the executor's dispatcher makes system calls and region
+markers between calls. Every block counts its executions in the run (``rvt_counts``; the first
+one checks the block in guest memory against the translation, ``rvt_first_entry``), adds its
+instructions and checks the limit, and calls ``rvt_block`` (the models' block hook); every load
+and store calls ``rvt_access`` with the instruction's index in its block (the models' access
+hook). Linked with the executor's C code, both are inlined into the blocks that run often.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "8"
+VERSION = "9"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -108,7 +111,8 @@ def blocks_at(image: Image, starts: Iterable[int]) -> list[Block]:
 #: state is never guest memory, so their loads and stores stay in registers across the guest's.
 _GUEST_MEMORY = """!0 = !{!"Simple C/C++ TBAA"}
 !1 = !{!"instrbudget guest memory", !0, i64 0}
-!2 = !{!1, !1, i64 0}"""
+!2 = !{!1, !1, i64 0}
+!3 = !{!"branch_weights", i32 1, i32 100000}"""
 
 
 def accesses(word: int) -> int:
@@ -120,6 +124,13 @@ def accesses(word: int) -> int:
     if op == 0x2F:
         return 1 if word >> 27 in (0x02, 0x03) else 2
     return 0
+
+
+#: Placeholders in a function's lines for the code that stores its locals into the machine before a
+#: host call of another translated function, and loads them again after it.
+_STATE_OUT, _STATE_IN = "; state out", "; state in"
+#: Branch weights of a rare path (a block's first entry in a run, the instruction limit).
+_RARE = "!3"
 
 
 class _Unknown(Exception):
@@ -139,6 +150,8 @@ class _Emitter:
         self.n = 0
         self.current = "entry"
         self.hook = ""  # "" in a hot block (the hooks inline there), "_cold" in others
+        self.used: set[int] = set()  # guest registers read or written
+        self.written: set[int] = set()
 
     def tmp(self) -> str:
         self.n += 1
@@ -160,13 +173,36 @@ class _Emitter:
     def get(self, r: int) -> str:
         if r == 0:
             return "0"
+        self.used.add(r)
         v = self.tmp()
         self.emit(f"{v} = load {self.t}, ptr %r{r}.at")
         return v
 
     def put(self, r: int, value: str) -> None:
         if r:
+            self.used.add(r)
+            self.written.add(r)
             self.emit(f"store {self.t} {value}, ptr %r{r}.at")
+
+    # the machine's state, which the function keeps in locals (promoted to registers)
+
+    def state_in(self, registers: Iterable[int]) -> list[str]:
+        """Lines that load ``registers`` and the executed instructions into the function's locals."""
+        v = self.tmp()
+        out = [f"{v} = load i64, ptr @rvt_executed", f"store i64 {v}, ptr %exec.at"]
+        for r in sorted(registers):
+            v = self.tmp()
+            out += [f"{v} = load {self.t}, ptr %r{r}.x", f"store {self.t} {v}, ptr %r{r}.at"]
+        return out
+
+    def state_out(self, registers: Iterable[int]) -> list[str]:
+        """Lines that store ``registers`` and the executed instructions back into the machine."""
+        v = self.tmp()
+        out = [f"{v} = load i64, ptr %exec.at", f"store i64 {v}, ptr @rvt_executed"]
+        for r in sorted(registers):
+            v = self.tmp()
+            out += [f"{v} = load {self.t}, ptr %r{r}.at", f"store {self.t} {v}, ptr %r{r}.x"]
+        return out
 
     def op(self, text: str) -> str:
         v = self.tmp()
@@ -202,7 +238,9 @@ class _Emitter:
         self.emit(f"br i1 {deep}, label %{far}, label %{near}")
         self.label(near)
         self.emit(f"store i32 {self.op(f'add i32 {depth}, 1')}, ptr @rvt_depth")
+        self.emit(_STATE_OUT)
         next_pc = self.op(f"call i64 @{self.owner[target]}(ptr %x, i64 {target})")
+        self.emit(_STATE_IN)
         self.emit(f"store i32 {depth}, ptr @rvt_depth")
         reason = self.op(f"load i32, ptr {self.op(f'getelementptr i8, ptr %x, i64 {_REASON}')}")
         jumped = self.op(f"icmp eq i32 {reason}, {JUMP}")
@@ -446,33 +484,10 @@ def _function(
     here = {b.pc: f"b{b.pc:x}" for b in blocks}
     e = _Emitter(xlen, index, here, owner)
     cold = "" if any(b.pc in hot for b in blocks) else " noinline optnone"
-    e.lines.append(f"define internal i64 @{name}(ptr noalias %x, i64 %pc){cold} {{")
-    e.label("entry")
-    e.emit("%npc = alloca i64")
-    e.emit("%why = alloca i32")
-    e.emit(f"%mem.at = getelementptr i8, ptr %x, i64 {_MEM}")
-    e.emit("%mem = load ptr, ptr %mem.at")
-    for r in range(1, 32):
-        e.emit(f"%r{r}.at = getelementptr i8, ptr %x, i64 {8 * r}")
-    cases = " ".join(f"i64 {b.pc}, label %{here[b.pc]}" for b in blocks)
-    e.emit(f"switch i64 %pc, label %unknown [ {cases} ]")
     for block in blocks:
         e.label(here[block.pc])
         e.hook = "" if block.pc in hot else "_cold"
-        entered = e.tmp()
-        slot = f"getelementptr ([{len(index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {index[block.pc]})"
-        facts = f"i64 {block.pc}, i32 {block.size}, i32 {len(block.words)}, i32 {sum(map(accesses, block.words))}"
-        if block.pc in hot:
-            has_data = any(hot[block.pc])
-            facts += f", ptr @rvt_dt{block.pc:x}, ptr @rvt_dl{block.pc:x}" if has_data else ", ptr null, ptr null"
-        e.emit(f"{entered} = call i32 @rvt_enter{e.hook}(ptr {slot}, {facts})")
-        stop = e.op(f"icmp ne i32 {entered}, 0")
-        go = e.new_label("go")
-        limit = e.new_label("stop")
-        e.emit(f"br i1 {stop}, label %{limit}, label %{go}")
-        e.label(limit)
-        e.leave(str(block.pc), entered)
-        e.label(go)
+        _enter(e, block, index[block.pc], hot.get(block.pc))
         pc, ended = block.pc, False
         for position, word in enumerate(block.words):
             mark = len(e.lines)
@@ -496,10 +511,76 @@ def _function(
     e.emit(f"%reason.at = getelementptr i8, ptr %x, i64 {_REASON}")
     e.emit("%reason = load i32, ptr %why")
     e.emit("store i32 %reason, ptr %reason.at")
+    for line in e.state_out(e.written):
+        e.emit(line)
     e.emit("%next = load i64, ptr %npc")
     e.emit("ret i64 %next")
+    body = e.lines
+    # The guest registers the function uses, and the instructions executed, are locals: loaded on
+    # entry and stored back on return, and around host calls of other translated functions.
+    e.lines = [f"define internal i64 @{name}(ptr noalias %x, i64 %pc){cold} {{", "entry:"]
+    e.emit("%npc = alloca i64")
+    e.emit("%why = alloca i32")
+    e.emit("%exec.at = alloca i64")
+    for r in sorted(e.used):
+        e.emit(f"%r{r}.at = alloca {e.t}")
+    e.emit(f"%mem.at = getelementptr i8, ptr %x, i64 {_MEM}")
+    e.emit("%mem = load ptr, ptr %mem.at")
+    e.emit("%limit = load i64, ptr @rvt_limit")
+    for r in sorted(e.used):
+        e.emit(f"%r{r}.x = getelementptr i8, ptr %x, i64 {8 * r}")
+    for line in e.state_in(e.used):
+        e.emit(line)
+    cases = " ".join(f"i64 {b.pc}, label %{here[b.pc]}" for b in blocks)
+    e.emit(f"switch i64 %pc, label %unknown [ {cases} ]")
+    for line in body:
+        if line.strip() == _STATE_OUT:
+            e.lines += ["  " + text for text in e.state_out(e.written)]
+        elif line.strip() == _STATE_IN:
+            e.lines += ["  " + text for text in e.state_in(e.used)]
+        else:
+            e.lines.append(line)
     e.lines.append("}")
     return "\n".join(e.lines), [b.pc for b in blocks]
+
+
+def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] | None] | None) -> None:
+    """A block's start: its count in the run (``rvt_counts``; the first entry checks the block in
+    guest memory against the translation), the instructions executed and the limit, and the models'
+    block hook (inlined where ``data`` is given, that is, in a hot block)."""
+    slot = f"getelementptr ([{len(e.index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {number})"
+    counter = f"getelementptr ([{len(e.index)} x i64], ptr @rvt_counts, i64 0, i64 {number})"
+    tables = (
+        f"ptr @rvt_dt{block.pc:x}, ptr @rvt_dl{block.pc:x}" if data is not None and any(data) else "ptr null, ptr null"
+    )
+    n, nmem = len(block.words), sum(map(accesses, block.words))
+    count = e.op(f"load i64, ptr {counter}")
+    first, counted = e.new_label("first"), e.new_label("counted")
+    e.emit(f"br i1 {e.op(f'icmp eq i64 {count}, 0')}, label %{first}, label %{counted}, !prof {_RARE}")
+    e.label(first)
+    checked = e.op(
+        f"call i32 @rvt_first_entry(ptr {slot}, i64 {block.pc}, i32 {block.size}, i32 {n}, i32 {nmem}, {tables})"
+    )
+    changed = e.new_label("changed")
+    e.emit(f"br i1 {e.op(f'icmp ne i32 {checked}, 0')}, label %{changed}, label %{counted}, !prof {_RARE}")
+    e.label(changed)
+    e.leave(str(block.pc), CHANGED)
+    e.label(counted)
+    e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
+    e.emit(f"store i32 {number}, ptr @rvt_current")
+    executed = e.op(f"add i64 {e.op('load i64, ptr %exec.at')}, {n}")
+    e.emit(f"store i64 {executed}, ptr %exec.at")
+    over, go = e.new_label("limit"), e.new_label("go")
+    e.emit(f"br i1 {e.op(f'icmp ugt i64 {executed}, %limit')}, label %{over}, label %{go}, !prof {_RARE}")
+    e.label(over)
+    e.leave(str(block.pc), LIMIT)
+    e.label(go)
+    if n == 0:
+        return
+    if e.hook:
+        e.emit(f"call void @rvt_block_cold(ptr {slot}, i64 {executed})")
+    else:
+        e.emit(f"call void @rvt_block(ptr {slot}, i64 {block.pc}, i32 {n}, i32 {nmem}, {tables}, i64 {executed})")
 
 
 def _code_ranges(blocks: list[Block]) -> list[tuple[int, int]]:
@@ -559,12 +640,16 @@ def translate(
     hot = hot or {}
     parts = [
         *_block_data(hot),
-        "declare i32 @rvt_enter(ptr, i64, i32, i32, i32, ptr, ptr)",
+        "declare i32 @rvt_first_entry(ptr, i64, i32, i32, i32, ptr, ptr)",
+        "declare void @rvt_block(ptr, i64, i32, i32, ptr, ptr, i64)",
         "declare void @rvt_access(i64, i32, i32, i32)",
-        "declare i32 @rvt_enter_cold(ptr, i64, i32, i32, i32)",
+        "declare void @rvt_block_cold(ptr, i64)",
         "declare void @rvt_access_cold(i64, i32, i32, i32)",
+        "@rvt_depth = external global i32",
+        "@rvt_executed = external global i64",
+        "@rvt_limit = external global i64",
+        "@rvt_current = external global i32",
     ]
-    parts.append("@rvt_depth = external global i32")
     owner = {b.pc: f"rvt_f{start:x}" for start, group in groups.items() for b in group}
     entries: list[tuple[int, str]] = []
     for start, group in sorted(groups.items()):
@@ -576,6 +661,7 @@ def translate(
     n = len(entries)
     parts.append(f"@rvt_block_count = constant i32 {len(blocks)}")
     parts.append(f"@rvt_block_slot = global [{len(blocks)} x ptr] zeroinitializer")
+    parts.append(f"@rvt_counts = global [{len(blocks)} x i64] zeroinitializer")
     parts.append(f"@rvt_entry_count = constant i32 {n}")
     ranges = _code_ranges(blocks)
     parts.append(f"@rvt_code_range_count = constant i32 {len(ranges)}")

@@ -26,7 +26,7 @@ static int32_t *pl_memo;
 static uint32_t pl_memo_blocks;
 
 /* Block ``id``'s memo, the table grown to hold it (new entries: key 0, which no key equals). */
-__attribute__((noinline)) static int32_t *pl_memo_grow(uint32_t id) {
+RVX_SLOW static int32_t *pl_memo_grow(uint32_t id) {
     uint32_t blocks = pl_memo_blocks ? pl_memo_blocks : 1024;
     while (blocks <= id) blocks *= 2;
     pl_memo = realloc(pl_memo, sizeof(int32_t) * PL_MEMO * blocks);
@@ -43,7 +43,7 @@ static inline int32_t *pl_memo_of(uint32_t id) {
 static const int32_t *pl_prev; /* the previous block's data, for its transfer penalty */
 static uint64_t pl_prev_next;  /* where the previous block falls through to */
 
-__attribute__((noinline)) static void pl_apply(const int32_t *d, int32_t *memo, int64_t issue, uint64_t key) {
+RVX_SLOW static void pl_apply(const int32_t *d, int32_t *memo, int64_t issue, uint64_t key) {
     int64_t next[PL_MAX_ROWS];
     uint32_t rows = (uint32_t)d[0], r;
     const int32_t *p = d + PL_HEAD + rows + d[1];

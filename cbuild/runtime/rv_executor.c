@@ -18,8 +18,9 @@
  *
  * With RVX_TRANSLATED defined the same executor runs the ELF's code translated to native code
  * (cbuild/riscv/translate.py) instead of unicorn: guest memory is a reserved 4 GiB range of this
- * process, registers live in ``rvx_cpu``, and the translated functions enter each block through
- * rvt_enter and report each access through rvt_access, so the models see the same events in the
+ * process, registers live in ``rvx_cpu`` between calls of translated functions, and the
+ * translated functions count each block (rvt_counts, rvt_executed), tell the models through
+ * rvt_block and report each access through rvt_access, so the models see the same events in the
  * same order. A guest pc without a translation, an access outside mapped memory, or the
  * instruction limit end the run with RVX_FALLBACK: the caller runs it again in unicorn.
  */
@@ -41,6 +42,15 @@
 #include <unistd.h>
 
 #define RVX_API __attribute__((visibility("default")))
+/* A function on a rare path of the models' hooks (for model code): not inlined, and where the
+ * translated form runs on x86-64 or AArch64 called without clobbering the caller's registers, so
+ * that translated code keeps the guest's registers in host registers around its calls. (Only C
+ * calls it: the translation's own calls into this file use the C calling convention.) */
+#if defined(RVX_TRANSLATED) && defined(__clang__) && (defined(__x86_64__) || defined(__aarch64__))
+#define RVX_SLOW __attribute__((noinline, preserve_most))
+#else
+#define RVX_SLOW __attribute__((noinline))
+#endif
 
 /* Run outcomes (rvx_run). */
 #define RVX_EXITED 0   /* the program made the exit system call */
@@ -138,6 +148,10 @@ struct rvx {
 #else
 #define RVX_INLINE static inline
 #endif
+/* The instructions executed in this measurement, those of the block that starts included: what the
+ * models read as RVX_EXECUTED in their hooks (in translated code, a value in a register). */
+static uint64_t rvx_models_executed;
+#define RVX_EXECUTED rvx_models_executed
 RVX_INLINE void rvx_models_block(const rvx_block *b);
 RVX_INLINE void rvx_models_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);
 static void rvx_models_reset(void);
@@ -162,6 +176,22 @@ static void rvx_models_now(uint64_t *out);
 #define RVX_REG_A7 (RVX_REG_X0 + 17)
 
 #ifdef RVX_TRANSLATED
+/* The translation (cbuild/riscv/translate.py): its blocks, and its entry points sorted by guest pc. */
+typedef uint64_t (*rvt_code)(struct rvx *x, uint64_t pc);
+extern const uint32_t rvt_block_count, rvt_entry_count;
+extern rvx_block *rvt_block_slot[]; /* per block of the translation: its rvx_block in this run */
+extern uint64_t rvt_counts[];       /* per block of the translation: its executions in this run */
+extern const uint64_t rvt_entry_pc[];
+extern const uint32_t rvt_code_range_count;
+extern const uint64_t rvt_code_ranges[]; /* page-aligned [start, end) pairs holding the translated code */
+extern const rvt_code rvt_entry_code[];
+/* While translated code runs: the instructions executed and the limit (the machine's ``executed``
+ * and ``limit``, which the translated functions keep in registers and store back when they
+ * return), and the block entered last (an index into rvt_block_slot; RVT_NONE before the first). */
+RVX_API uint64_t rvt_executed, rvt_limit;
+RVX_API uint32_t rvt_current;
+#define RVT_NONE UINT32_MAX
+
 #define RVX_SPACE ((uint64_t)1 << 32) /* guest addresses the translated code can reach */
 #define RVX_GUARD ((uint64_t)1 << 16) /* unmapped room after it for accesses that run past the end */
 
@@ -400,7 +430,12 @@ static void rvx_say_where(int sig) {
     char line[64] = "\ninstrbudget-guest-pc: 0x";
     size_t n = sizeof "\ninstrbudget-guest-pc: 0x" - 1;
     rvx *x = rvx_where;
+#ifdef RVX_TRANSLATED
+    uint32_t at = *(volatile uint32_t *)&rvt_current;
+    const rvx_block *b = x != NULL && at < rvt_block_count ? *(rvx_block *volatile *)&rvt_block_slot[at] : NULL;
+#else
     const rvx_block *b = x != NULL ? *(rvx_block *volatile *)&x->cur : NULL;
+#endif
     uint64_t pc = b != NULL ? b->pc : 0;
     (void)sig;
     for (int shift = 60; shift >= 0; shift -= 4) line[n++] = digits[(pc >> shift) & 15];
@@ -408,24 +443,19 @@ static void rvx_say_where(int sig) {
     if (write(2, line, n) < 0) return; /* nothing more to do in a signal handler */
 }
 
-/* A block starts: count it (the models are told next). */
-RVX_INLINE void rvx_count(rvx *x, rvx_block *b) {
+#ifndef RVX_TRANSLATED
+/* A block starts: count it and tell the models; nonzero once the instruction limit is passed (the
+ * translated code does the same in the translation: cbuild/riscv/translate.py). */
+static inline int rvx_enter(rvx *x, rvx_block *b) {
     b->count++;
     x->cur = b;
-#ifndef RVX_TRANSLATED
     x->access = 0; /* unicorn's memory hook numbers the block's accesses */
-#endif
     x->executed += b->n;
-}
-
-/* A block starts: count it and tell the models; nonzero once the instruction limit is passed. */
-RVX_INLINE int rvx_enter(rvx *x, rvx_block *b) {
-    rvx_count(x, b);
+    rvx_models_executed = x->executed;
     if (b->n > 0) rvx_models_block(b);
     return x->executed > x->limit;
 }
 
-#ifndef RVX_TRANSLATED
 static void rvx_on_block(uc_engine *uc, uint64_t address, uint32_t size, void *data) {
     rvx *x = data;
     if (rvx_enter(x, rvx_find(x, address, size >> 2))) {
@@ -645,6 +675,7 @@ static int rvx_region_marker(rvx *x, uint64_t address) {
     uint32_t index, kind, m;
     if (!rvx_is_marker(x, address, &index)) return 0;
     kind = x->mark_kind[index];
+    rvx_models_executed = x->executed;
     rvx_models_now(now);
     if (kind != 0) rvx_region_close(x, now); /* stop, next */
     if (kind != 2 && x->depth < RVX_MAX_DEPTH) { /* start, next */
@@ -728,18 +759,9 @@ static void rvx_start_run(rvx *x, uint64_t limit) {
 #ifdef RVX_TRANSLATED
 /* ---- translated code ---- */
 
-/* The translation (cbuild/riscv/translate.py): its blocks, and its entry points sorted by guest pc. */
-typedef uint64_t (*rvt_code)(rvx *x, uint64_t pc);
 _Static_assert(offsetof(rvx_cpu, mem) == 264 && offsetof(rvx_cpu, reason) == 272 && offsetof(rvx_cpu, reserved) == 280 &&
                    offsetof(rvx_cpu, reserved_value) == 288 && offsetof(rvx, cpu) == 0,
                "the translation's offsets (cbuild/riscv/translate.py)");
-extern const uint32_t rvt_block_count, rvt_entry_count;
-extern rvx_block *rvt_block_slot[]; /* per block of the translation: its rvx_block in this run */
-extern const uint64_t rvt_entry_pc[];
-extern const uint32_t rvt_code_range_count;
-extern const uint64_t rvt_code_ranges[]; /* page-aligned [start, end) pairs holding the translated code */
-extern const rvt_code rvt_entry_code[];
-
 /* Why a translated function returned (rvx_cpu.reason); it returns the guest pc to go on at. */
 #define RVT_JUMP 0     /* go on at the pc */
 #define RVT_ECALL 1    /* the ecall before the pc ran: make the system call, then go on */
@@ -757,42 +779,41 @@ RVX_API uint32_t rvt_depth;
 static rvx *rvt_running;
 static rvx *rvt_slots_of; /* the machine whose blocks rvt_block_slot holds */
 
-/* The block's rvx_block, kept in its slot, or NULL if the code in guest memory does not have the
- * facts the translation has (``n`` instructions, ``nmem`` accesses, the models' ``data``, which a
- * new block takes). */
-__attribute__((noinline)) static rvx_block *rvt_first_entry(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
-                                                           uint32_t nmem, const int32_t *const *data,
-                                                           const uint32_t *len) {
+/* A block's first entry in a run (its count in rvt_counts is 0): its rvx_block, kept in its slot
+ * (``slot``, in rvt_block_slot) for the machine's later runs, made if the machine has none yet
+ * (the host gives the models' data then, unless the translation has it: ``data`` of ``len``
+ * numbers per model, or NULL). 0, or RVT_CHANGED if the code in guest memory does not have the
+ * facts the translation has (``size`` words, ``n`` instructions, ``nmem`` accesses, that data). */
+RVX_API __attribute__((noinline)) int rvt_first_entry(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
+                                                      uint32_t nmem, const int32_t *const *data, const uint32_t *len) {
     rvx *x = rvt_running;
     rvx_block *b;
     uint32_t m;
+    if (*slot != NULL) return 0; /* checked in an earlier run of this machine */
     x->given_data = data;
     x->given_len = len;
     b = rvx_find(x, pc, size);
     x->given_data = NULL;
     x->given_len = NULL;
-    if (b->n != n || b->nmem != nmem) return NULL;
+    if (b->n != n || b->nmem != nmem) return RVT_CHANGED;
     for (m = 0; data != NULL && m < RVX_MAX_MODELS; m++)
-        if (data[m] != NULL && (b->data[m] != data[m] || b->data_len[m] != len[m])) return NULL;
-    return *slot = b;
+        if (data[m] != NULL && (b->data[m] != data[m] || b->data_len[m] != len[m])) return RVT_CHANGED;
+    *slot = b;
+    return 0;
 }
 
-/* Entering the translation's block whose slot (in rvt_block_slot) is ``slot``: its rvx_block, made
- * on the first entry of the run. The translation is linked with this code and these calls are
- * inlined into each hot block, where the block's facts (``pc``, ``size``, ``n`` instructions the
- * models see, ``nmem`` accesses, and each model's block ``data`` of ``len`` numbers, or NULL for
- * data the host gives at the first entry) are constants: past the check that the block in guest
- * memory has them, the models' hooks fold them in. 0, RVT_LIMIT once the instruction limit is
- * passed, or RVT_CHANGED if the guest's code is not the code translated. */
-RVX_API __attribute__((always_inline)) int rvt_enter(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
-                                                   uint32_t nmem, const int32_t *const *data, const uint32_t *len) {
-    rvx *x = rvt_running;
-    rvx_block *b = *slot;
-    if (b == NULL && (b = rvt_first_entry(slot, pc, size, n, nmem, data, len)) == NULL) return RVT_CHANGED;
-    /* A block in a slot has these facts (checked above; the code pages are read-only); the models'
-     * data is stated just before they read it, so that the counting's stores do not hide it. */
-    if (b->pc != pc || b->n != n || b->nmem != nmem) __builtin_unreachable();
-    rvx_count(x, b);
+/* A block with instructions starts (counted by the translation, past its first entry): the models'
+ * block hook, with the instructions ``executed`` in the measurement (this block's included).
+ * Inlined into each hot block, where the block's facts (``pc``, ``n`` instructions,
+ * ``nmem`` accesses, and each model's block ``data`` of ``len`` numbers, or NULL for data the host
+ * gave) are constants: the block in the slot has them (checked at its first entry; the code pages
+ * are read-only), so the models' hooks fold them in. */
+RVX_API __attribute__((always_inline)) void rvt_block(rvx_block *const *slot, uint64_t pc, uint32_t n, uint32_t nmem,
+                                                    const int32_t *const *data, const uint32_t *len,
+                                                    uint64_t executed) {
+    const rvx_block *b = *slot;
+    rvx_models_executed = executed;
+    if (b == NULL || b->pc != pc || b->n != n || b->nmem != nmem) __builtin_unreachable();
 #define RVT_SAME_DATA(m)                                                                                      \
     if (data != NULL && data[m] != NULL && (b->data[m] != data[m] || b->data_len[m] != len[m]))              \
         __builtin_unreachable();
@@ -802,8 +823,7 @@ RVX_API __attribute__((always_inline)) int rvt_enter(rvx_block **slot, uint64_t 
     RVT_SAME_DATA(3)
 #undef RVT_SAME_DATA
     _Static_assert(RVX_MAX_MODELS == 4, "one RVT_SAME_DATA per model");
-    if (n > 0) rvx_models_block(b);
-    return x->executed > x->limit ? RVT_LIMIT : 0;
+    rvx_models_block(b);
 }
 
 RVX_API __attribute__((always_inline)) void rvt_access(uint64_t address, uint32_t size, uint32_t is_store,
@@ -812,14 +832,24 @@ RVX_API __attribute__((always_inline)) void rvt_access(uint64_t address, uint32_
 }
 
 /* The same, called (not inlined) from blocks that run rarely: they compile faster. */
-RVX_API __attribute__((noinline)) int rvt_enter_cold(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
-                                                   uint32_t nmem) {
-    return rvt_enter(slot, pc, size, n, nmem, NULL, NULL);
+RVX_API __attribute__((noinline)) void rvt_block_cold(rvx_block *const *slot, uint64_t executed) {
+    rvx_models_executed = executed;
+    rvx_models_block(*slot);
 }
 
 RVX_API __attribute__((noinline)) void rvt_access_cold(uint64_t address, uint32_t size, uint32_t is_store,
                                                      uint32_t index) {
     rvt_access(address, size, is_store, index);
+}
+
+/* The run's block counts (rvt_counts) added to the machine's blocks, and zeroed. */
+static void rvt_tally(void) {
+    uint32_t i;
+    for (i = 0; i < rvt_block_count; i++)
+        if (rvt_counts[i] != 0) {
+            rvt_block_slot[i]->count += rvt_counts[i];
+            rvt_counts[i] = 0;
+        }
 }
 
 #define RVT_RECENT 4096 /* entries of the direct-mapped table of pcs looked up before */
@@ -875,6 +905,7 @@ RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t
     }
     x->cpu.mem = space;
     x->cpu.reserved = UINT64_MAX;
+    rvx_models_executed = 0;
     rvx_models_reset();
     return x;
 }
@@ -933,6 +964,9 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
      * store into them (code that changes code) falls back to unicorn instead of running stale code. */
     rvt_protect(x, PROT_READ);
     rvt_depth = 0;
+    rvt_executed = x->executed;
+    rvt_limit = x->limit;
+    rvt_current = RVT_NONE;
     if (sigsetjmp(escape, 1) == 0) {
         rvt_escape = &escape;
         while (!x->stop_requested) {
@@ -948,6 +982,8 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
             }
             x->cpu.reason = RVT_JUMP;
             pc = code(x, pc);
+            x->executed = rvt_executed; /* the clock system calls read, exact at an ecall */
+            x->cur = rvt_current != RVT_NONE ? rvt_block_slot[rvt_current] : NULL;
             switch (x->cpu.reason) {
             case RVT_JUMP: break;
             case RVT_ECALL: rvx_ecall(x); break;
@@ -960,10 +996,14 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
         }
     } else {
         uint64_t at = rvt_fault_at;
+        x->cur = rvt_current != RVT_NONE ? rvt_block_slot[rvt_current] : NULL;
         rvt_give_up(x, at < RVX_SPACE && x->pages[at / PAGE] ? "a store into the translated code" : "an access to unmapped memory",
                     x->cur != NULL ? x->cur->pc : pc);
     }
     rvt_escape = NULL;
+    x->executed = rvt_executed;
+    rvt_current = RVT_NONE;
+    rvt_tally();
     rvt_protect(x, PROT_READ | PROT_WRITE);
     sigaction(SIGSEGV, &rvt_previous[0], NULL);
     sigaction(SIGBUS, &rvt_previous[1], NULL);
@@ -998,6 +1038,7 @@ RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t
     uc_hook_add(x->uc, &hook, UC_HOOK_BLOCK, (void *)rvx_on_block, x, 1, 0);
     if (RVX_MEMORY_EVENTS) uc_hook_add(x->uc, &hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rvx_on_memory, x, 1, 0);
     uc_hook_add(x->uc, &hook, UC_HOOK_INTR, (void *)rvx_on_interrupt, x, 1, 0);
+    rvx_models_executed = 0;
     rvx_models_reset();
     return x;
 }
@@ -1085,16 +1126,17 @@ RVX_API void rvx_reset(rvx *x) {
     for (i = 0; i < x->nblocks; i++) x->order[i]->count = 0;
     x->executed = 0;
     x->nregions = x->depth = 0;
+    rvx_models_executed = 0;
     rvx_models_reset();
 }
 
 RVX_API void rvx_finish(rvx *x, uint64_t *out) {
-    (void)x;
+    rvx_models_executed = x->executed;
     rvx_models_finish(out);
 }
 
 RVX_API void rvx_now(rvx *x, uint64_t *out) {
-    (void)x;
+    rvx_models_executed = x->executed;
     rvx_models_now(out);
 }
 

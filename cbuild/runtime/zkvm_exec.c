@@ -21,13 +21,18 @@
 #define ZK_NONE 0xffffffffu
 
 static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
-static int64_t zk_seg_used, zk_seg_paging; /* this segment's user + paging cycles, and its paging cycles */
+/* This segment's user + paging cycles are the instructions begun in the measurement plus zk_off
+ * (its paging cycles less the instructions begun before it): a block adds no cycles of its own
+ * here, RVX_EXECUTED counts them. zk_room is what the segment's threshold leaves for that count. */
+static int64_t zk_off, zk_room, zk_seg_paging;
 static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
 static uint32_t zk_seen[2][ZK_SEEN];
 static uint32_t zk_fetch_page;
-static uint64_t zk_pc;      /* the current block */
-static uint32_t zk_n, zk_pos; /* its instructions, and the next one not yet begun (ZK_BEGUN: all) */
+/* A block begun lazily (near a segment's end): its start, instructions, the next one not yet begun
+ * (ZK_BEGUN: none is pending) and the instructions begun before it. */
+static uint64_t zk_pc, zk_lazy_base;
 #define ZK_BEGUN 0xffffffffu
+static uint32_t zk_n, zk_pos = ZK_BEGUN;
 
 static void zk_forget(void) {
     uint32_t i;
@@ -35,7 +40,13 @@ static void zk_forget(void) {
     zk_fetch_page = ZK_NONE;
 }
 
-__attribute__((noinline)) static void zk_touch_slow(uint32_t page, uint32_t is_store) {
+static void zk_add_paging(int64_t cycles) {
+    zk_seg_paging += cycles;
+    zk_off += cycles;
+    zk_room -= cycles;
+}
+
+RVX_SLOW static void zk_touch_slow(uint32_t page, uint32_t is_store) {
     uint32_t leaf = (1u << ZK_DEPTH) + page;
     if (zk_loaded == NULL) {
         zk_loaded = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
@@ -43,17 +54,13 @@ __attribute__((noinline)) static void zk_touch_slow(uint32_t page, uint32_t is_s
         if (zk_loaded == NULL || zk_dirty == NULL) abort();
     }
     if (zk_loaded[leaf] != zk_generation) {
-        int64_t cycles = (int64_t)zk_mark(zk_loaded, page);
-        zk_seg_paging += cycles;
-        zk_seg_used += cycles;
+        zk_add_paging((int64_t)zk_mark(zk_loaded, page));
         zk_page_ins++;
     }
     zk_seen[0][page % ZK_SEEN] = page;
     if (is_store) {
         if (zk_dirty[leaf] != zk_generation) {
-            int64_t cycles = (int64_t)zk_mark(zk_dirty, page);
-            zk_seg_paging += cycles;
-            zk_seg_used += cycles;
+            zk_add_paging((int64_t)zk_mark(zk_dirty, page));
             zk_page_outs++;
         }
         zk_seen[1][page % ZK_SEEN] = page;
@@ -70,24 +77,33 @@ static uint64_t zk_pow2(uint64_t n) {
     return p;
 }
 
-__attribute__((noinline)) static void zk_close_segment(void) {
-    zk_user_total += (uint64_t)(zk_seg_used - zk_seg_paging);
+/* A segment starts after ``begun`` instructions with no cycles of its own yet. */
+static void zk_open_segment(uint64_t begun) {
+    zk_seg_paging = 0;
+    zk_off = -(int64_t)begun;
+    zk_room = ZK_THRESHOLD - ZK_SEGMENT_RESERVED - zk_off;
+}
+
+/* The segment ends after ``begun`` instructions. */
+RVX_SLOW static void zk_close_segment(uint64_t begun) {
+    int64_t used = (int64_t)begun + zk_off;
+    zk_user_total += (uint64_t)(used - zk_seg_paging);
     zk_paging_total += (uint64_t)zk_seg_paging;
     zk_closed++;
     zk_closed_padded += (uint64_t)1 << ZK_PO2;
-    zk_seg_used = zk_seg_paging = 0;
+    zk_open_segment(begun);
     zk_generation++;
     zk_forget();
 }
 
-/* Begin the current block's instructions up to index ``last``: split checks and fetches. */
-static void zk_begin(uint32_t last) {
+/* Begin the lazily begun block's instructions up to index ``last``: split checks and fetches. */
+RVX_SLOW static void zk_begin(uint32_t last) {
     while (zk_pos <= last && zk_pos < zk_n) {
-        uint64_t address = zk_pc + 4u * (uint64_t)zk_pos;
+        uint64_t address = zk_pc + 4u * (uint64_t)zk_pos, begun = zk_lazy_base + zk_pos;
         uint32_t page = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
-        int64_t used = zk_seg_used + ZK_SEGMENT_RESERVED, room;
+        int64_t room;
         uint32_t in_page, count;
-        if (used >= ZK_THRESHOLD) zk_close_segment();
+        if ((int64_t)begun + zk_off + ZK_SEGMENT_RESERVED >= ZK_THRESHOLD) zk_close_segment(begun);
         if (page != zk_fetch_page) {
             zk_touch(page, 0);
             zk_fetch_page = page;
@@ -98,11 +114,11 @@ static void zk_begin(uint32_t last) {
         count = last - zk_pos + 1;
         if (count > zk_n - zk_pos) count = zk_n - zk_pos;
         if (count > in_page) count = in_page;
-        room = ZK_THRESHOLD - (zk_seg_used + ZK_SEGMENT_RESERVED);
+        room = ZK_THRESHOLD - ((int64_t)begun + zk_off + ZK_SEGMENT_RESERVED);
         if ((int64_t)count > room) count = room > 1 ? (uint32_t)room : 1u;
-        zk_seg_used += count;
         zk_pos += count;
     }
+    if (zk_pos >= zk_n) zk_pos = ZK_BEGUN;
 }
 
 /* The most cycles a block of ``n`` instructions from ``pc`` with ``nmem`` accesses can add before
@@ -115,12 +131,12 @@ static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint32_t nmem) {
 
 static inline void model_block(const rvx_block *b) {
     /* The block's facts first: in translated code they are constants, and the rest folds. */
-    uint64_t pc = b->pc;
+    uint64_t pc = b->pc, before = RVX_EXECUTED - b->n;
     uint32_t n = b->n, nmem = b->nmem;
-    if (zk_pos < zk_n) zk_begin(zk_n - 1);
+    if (zk_pos != ZK_BEGUN) zk_begin(zk_n - 1);
     /* Where no segment can close inside the block, its instructions begin at once: the cycles and
      * pages are the same in either order within a segment, and accesses then only touch pages. */
-    if (zk_seg_used + ZK_SEGMENT_RESERVED + zk_block_bound(pc, n, nmem) < ZK_THRESHOLD) {
+    if ((int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) {
         uint64_t last = (pc + 4u * (uint64_t)(n - 1)) >> ZK_PAGE_BITS, at;
         for (at = pc >> ZK_PAGE_BITS; at <= last; at++) {
             uint32_t page = (uint32_t)at & ZK_PAGE_MASK;
@@ -129,18 +145,17 @@ static inline void model_block(const rvx_block *b) {
                 zk_fetch_page = page;
             }
         }
-        zk_seg_used += n;
-        zk_pos = ZK_BEGUN;
     } else { /* begun lazily, as accesses and the next block need them */
         zk_pc = pc;
         zk_n = n;
         zk_pos = 0;
+        zk_lazy_base = before;
     }
 }
 
 static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
     uint32_t first, last, page;
-    if (index >= zk_pos) zk_begin(index);
+    if (zk_pos != ZK_BEGUN && index >= zk_pos) zk_begin(index);
     if (size == 0) return;
     first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     last = (uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
@@ -155,20 +170,25 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
 }
 
 static void model_reset(void) {
-    zk_seg_used = zk_seg_paging = 0;
+    zk_open_segment(0);
     zk_user_total = zk_paging_total = zk_closed = zk_closed_padded = zk_page_ins = zk_page_outs = 0;
     zk_generation++;
-    zk_n = zk_pos = 0;
+    zk_n = 0;
+    zk_pos = ZK_BEGUN;
     zk_forget();
+}
+
+/* This segment's user + paging cycles, the pending block begun first. */
+static int64_t zk_used_now(void) {
+    if (zk_pos != ZK_BEGUN) zk_begin(zk_n - 1);
+    return (int64_t)RVX_EXECUTED + zk_off;
 }
 
 /* total, user, paging, reserved, segments, page-ins, page-outs */
 static void model_finish(uint64_t *out) {
-    uint64_t segments = zk_closed + 1, last;
-    if (zk_pos < zk_n) zk_begin(zk_n - 1);
-    last = (uint64_t)(zk_seg_used + ZK_SEGMENT_RESERVED);
-    out[0] = zk_closed_padded + zk_pow2(last);
-    out[1] = zk_user_total + (uint64_t)(zk_seg_used - zk_seg_paging);
+    uint64_t segments = zk_closed + 1, used = (uint64_t)zk_used_now();
+    out[0] = zk_closed_padded + zk_pow2(used + (uint64_t)ZK_SEGMENT_RESERVED);
+    out[1] = zk_user_total + (used - (uint64_t)zk_seg_paging);
     out[2] = zk_paging_total + (uint64_t)zk_seg_paging;
     out[3] = segments * (uint64_t)ZK_SEGMENT_RESERVED;
     out[4] = segments;
@@ -178,6 +198,5 @@ static void model_finish(uint64_t *out) {
 
 /* Cycles so far (user + paging, before padding and reservations), for regions. */
 static inline uint64_t model_now(void) {
-    if (zk_pos < zk_n) zk_begin(zk_n - 1);
-    return zk_user_total + zk_paging_total + (uint64_t)zk_seg_used;
+    return zk_user_total + zk_paging_total + (uint64_t)zk_used_now();
 }
