@@ -80,7 +80,8 @@ class ExecRuntime:
 
     ``source`` defines ``model_block(const rvx_block *b)`` (before each executed block: ``b->pc``,
     ``b->n`` instructions, ``b->nmem`` accesses, ``b->id``, ``b->data[RVX_MODEL]`` the model's
-    block data, read-only; constants in translated code), ``model_access(uint64_t
+    block data, read-only; constants in translated code; ``RVX_EXECUTED`` the instructions
+    executed in the measurement, this block's included), ``model_access(uint64_t
     address, uint32_t size, uint32_t is_store, uint32_t index)`` (with ``memory``: each load and
     store, ``index`` the instruction's position in the block), ``model_reset(void)``,
     ``model_finish(uint64_t *out)`` (``results`` numbers) and ``uint64_t model_now(void)`` (the

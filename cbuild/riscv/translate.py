@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "9"
+VERSION = "10"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -152,6 +152,7 @@ class _Emitter:
         self.hook = ""  # "" in a hot block (the hooks inline there), "_cold" in others
         self.used: set[int] = set()  # guest registers read or written
         self.written: set[int] = set()
+        self.known: dict[int, int] = {}  # registers whose value this block set to a constant
 
     def tmp(self) -> str:
         self.n += 1
@@ -178,11 +179,16 @@ class _Emitter:
         self.emit(f"{v} = load {self.t}, ptr %r{r}.at")
         return v
 
-    def put(self, r: int, value: str) -> None:
+    def put(self, r: int, value: str, known: int | None = None) -> None:
+        """Write register ``r``; ``known``: the value is that constant (a later ``jalr`` from it
+        has a known target)."""
         if r:
             self.used.add(r)
             self.written.add(r)
             self.emit(f"store {self.t} {value}, ptr %r{r}.at")
+            self.known.pop(r, None)
+            if known is not None:
+                self.known[r] = known & ((1 << self.xlen) - 1)
 
     # the machine's state, which the function keeps in locals (promoted to registers)
 
@@ -228,10 +234,27 @@ class _Emitter:
             self.leave(str(target), JUMP)
 
     def call(self, target: int, back: int) -> None:
-        """A guest call (``jal ra``) of a block of another translated function: a host call of that
-        function, so that the callee's return comes back here instead of through the dispatcher;
-        whatever else it returns for (a jump elsewhere, a system call, a stop) goes on through the
-        dispatcher. Past :data:`MAX_NESTED` nested calls, the call too goes through it."""
+        """A guest call (``jal ra``, or ``jalr ra`` to a known address) of a translated block: a
+        host call of its function (see :meth:`host_call`), recursion included."""
+        self.host_call(f"@{self.owner[target]}", str(target), back)
+
+    def call_dynamic(self, target: str, back: int) -> None:
+        """A guest call through a register: a host call of the translated function with a block
+        at ``target`` (found by the executor, ``rvt_find``), else through the dispatcher."""
+        pc = self.op(f"zext {self.t} {target} to i64") if self.xlen == 32 else target
+        code = self.op(f"call ptr @rvt_find(i64 {pc})")
+        found, missing = self.new_label("found"), self.new_label("missing")
+        self.emit(f"br i1 {self.op(f'icmp ne ptr {code}, null')}, label %{found}, label %{missing}")
+        self.label(found)
+        self.host_call(code, pc, back)
+        self.label(missing)
+        self.leave(pc, JUMP)
+
+    def host_call(self, function: str, target: str, back: int) -> None:
+        """Call the translated ``function`` at guest address ``target`` as a host call, so that
+        the callee's return comes back here instead of through the dispatcher; whatever else it
+        returns for (a jump elsewhere, a system call, a stop) goes on through the dispatcher. Past
+        :data:`MAX_NESTED` nested calls, the call too goes through it."""
         depth = self.op("load i32, ptr @rvt_depth")
         deep = self.op(f"icmp uge i32 {depth}, {MAX_NESTED}")
         near, far = self.new_label("call"), self.new_label("far")
@@ -239,7 +262,7 @@ class _Emitter:
         self.label(near)
         self.emit(f"store i32 {self.op(f'add i32 {depth}, 1')}, ptr @rvt_depth")
         self.emit(_STATE_OUT)
-        next_pc = self.op(f"call i64 @{self.owner[target]}(ptr %x, i64 {target})")
+        next_pc = self.op(f"call i64 {function}(ptr %x, i64 {target})")
         self.emit(_STATE_IN)
         self.emit(f"store i32 {depth}, ptr @rvt_depth")
         reason = self.op(f"load i32, ptr {self.op(f'getelementptr i8, ptr %x, i64 {_REASON}')}")
@@ -252,10 +275,17 @@ class _Emitter:
         self.label(elsewhere)
         self.leave(next_pc, reason)
         self.label(far)
-        self.leave(str(target), JUMP)
+        self.leave(target, JUMP)
 
-    def go_dynamic(self, target: str) -> None:
+    def go_dynamic(self, target: str, within: bool) -> None:
+        """Continue at the guest address in ``target``; ``within``: often a block of this function
+        (a jump table), so a switch over them comes first."""
         pc = self.op(f"zext {self.t} {target} to i64") if self.xlen == 32 else target
+        if within and self.here:
+            away = self.new_label("away")
+            cases = " ".join(f"i64 {start}, label %{label}" for start, label in self.here.items())
+            self.emit(f"switch i64 {pc}, label %{away} [ {cases} ]")
+            self.label(away)
         self.leave(pc, JUMP)
 
     # memory
@@ -285,24 +315,36 @@ class _Emitter:
         op, rd, f3, rs1, rs2, f7 = w & 0x7F, (w >> 7) & 31, (w >> 12) & 7, (w >> 15) & 31, (w >> 20) & 31, w >> 25
         imm_i = _sext(w >> 20, 12)
         if op == 0x37:  # lui
-            self.put(rd, self.const(_sext(w & 0xFFFFF000, 32)))
+            self.put(rd, self.const(_sext(w & 0xFFFFF000, 32)), _sext(w & 0xFFFFF000, 32))
         elif op == 0x17:  # auipc
-            self.put(rd, self.const(pc + _sext(w & 0xFFFFF000, 32)))
+            self.put(rd, self.const(pc + _sext(w & 0xFFFFF000, 32)), pc + _sext(w & 0xFFFFF000, 32))
         elif op == 0x6F:  # jal
             imm = _sext(
                 ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1, 21
             )
             self.put(rd, self.const(pc + 4))
             callee = (pc + imm) & ((1 << xlen) - 1)
-            if rd == 1 and callee not in self.here and callee in self.owner:
+            if rd == 1 and callee in self.owner:
                 self.call(callee, pc + 4)
             else:
                 self.go(callee)
             return True
         elif op == 0x67 and f3 == 0:  # jalr
-            target = self.op(f"and {t} {self.op(f'add {t} {self.get(rs1)}, {imm_i}')}, -2")
+            base = self.known.get(rs1)
+            if base is not None:  # auipc + jalr (a call or jump the assembler could not reach with jal)
+                target = (base + imm_i) & ((1 << xlen) - 1) & ~1
+                self.put(rd, self.const(pc + 4))
+                if rd == 1 and target in self.owner:
+                    self.call(target, pc + 4)
+                else:
+                    self.go(target)
+                return True
+            dynamic = self.op(f"and {t} {self.op(f'add {t} {self.get(rs1)}, {imm_i}')}, -2")
             self.put(rd, self.const(pc + 4))
-            self.go_dynamic(target)
+            if rd == 1:
+                self.call_dynamic(dynamic, pc + 4)
+            else:
+                self.go_dynamic(dynamic, within=rs1 != 1)
             return True
         elif op == 0x63 and f3 not in (2, 3):  # branches
             imm = _sext(
@@ -340,7 +382,8 @@ class _Emitter:
             self.emit(f"store i{bits} {value}, ptr {ptr}, align 1, !tbaa !2")
             self.access(wide, bits // 8, 1, position)
         elif op == 0x13:  # immediate arithmetic
-            self.put(rd, self._imm(f3, w, self.get(rs1), imm_i, xlen, t))
+            known = self.known.get(rs1, 0 if rs1 == 0 else None) if f3 == 0 else None
+            self.put(rd, self._imm(f3, w, self.get(rs1), imm_i, xlen, t), None if known is None else known + imm_i)
         elif op == 0x33 and f7 in (0, 0x20, 1):
             self.put(rd, self._reg(f3, f7, self.get(rs1), self.get(rs2), xlen, t))
         elif op == 0x1B and xlen == 64:  # addiw, slliw, srliw, sraiw
@@ -487,6 +530,7 @@ def _function(
     for block in blocks:
         e.label(here[block.pc])
         e.hook = "" if block.pc in hot else "_cold"
+        e.known = {}
         _enter(e, block, index[block.pc], hot.get(block.pc))
         pc, ended = block.pc, False
         for position, word in enumerate(block.words):
@@ -645,6 +689,7 @@ def translate(
         "declare void @rvt_access(i64, i32, i32, i32)",
         "declare void @rvt_block_cold(ptr, i64)",
         "declare void @rvt_access_cold(i64, i32, i32, i32)",
+        "declare ptr @rvt_find(i64)",
         "@rvt_depth = external global i32",
         "@rvt_executed = external global i64",
         "@rvt_limit = external global i64",

@@ -869,6 +869,10 @@ static rvt_code rvt_lookup(rvx *x, uint64_t pc) {
     return code;
 }
 
+/* The translated function with a block at ``pc``, for a guest call through a register (a host
+ * call of it from the translated code), or NULL. */
+RVX_API __attribute__((noinline)) rvt_code rvt_find(uint64_t pc) { return rvt_lookup(rvt_running, pc); }
+
 /* An access outside mapped guest memory faults in this process: the run ends with RVX_FALLBACK. */
 static sigjmp_buf *rvt_escape;
 static uint8_t *rvt_space;
