@@ -37,7 +37,9 @@ def header_lines() -> list[str]:
     if cpuinfo.exists():
         found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.MULTILINE)
         cpu = found.group(1).strip() if found else cpu
-    dirty = " (with uncommitted changes in the tree)" if _git("status", "--porcelain") else ""
+    # Results files written by earlier scripts of the same series do not change what is measured.
+    changed = _git("status", "--porcelain", "--", ".", ":(exclude)benchmarks/results")
+    dirty = " (with uncommitted changes in the tree)" if changed else ""
     return [
         f"date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S}",
         f"machine: {platform.platform()}; {cpu}; {os.cpu_count()} cores",
