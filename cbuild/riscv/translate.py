@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "10"
+VERSION = "11"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -153,6 +153,8 @@ class _Emitter:
         self.used: set[int] = set()  # guest registers read or written
         self.written: set[int] = set()
         self.known: dict[int, int] = {}  # registers whose value this block set to a constant
+        self.block_pc = 0  # the block being emitted, and its number
+        self.block_number: int | None = None
 
     def tmp(self) -> str:
         self.n += 1
@@ -220,7 +222,16 @@ class _Emitter:
 
     # leaving the function
 
+    def mark(self) -> None:
+        """Record the current block as the one the run is in (``rvt_current``): on the way out of
+        the function and on every way back into a loop (a backward branch, a jump table), so that
+        the executor knows it at a system call and a caller whose time limit passed learns where
+        the run goes round; not in every block, where the store would cost more than it tells."""
+        if self.block_number is not None:
+            self.emit(f"store i32 {self.block_number}, ptr @rvt_current")
+
     def leave(self, pc: str, reason: int | str) -> None:
+        self.mark()
         self.emit(f"store i64 {pc}, ptr %npc")
         self.emit(f"store i32 {reason}, ptr %why")
         self.emit("br label %exit")
@@ -229,6 +240,8 @@ class _Emitter:
         """Continue at guest address ``target``: a branch if it is a block of this function."""
         label = self.here.get(target)
         if label is not None:
+            if target <= self.block_pc:
+                self.mark()
             self.emit(f"br label %{label}")
         else:
             self.leave(str(target), JUMP)
@@ -282,6 +295,7 @@ class _Emitter:
         (a jump table), so a switch over them comes first."""
         pc = self.op(f"zext {self.t} {target} to i64") if self.xlen == 32 else target
         if within and self.here:
+            self.mark()
             away = self.new_label("away")
             cases = " ".join(f"i64 {start}, label %{label}" for start, label in self.here.items())
             self.emit(f"switch i64 {pc}, label %{away} [ {cases} ]")
@@ -531,6 +545,7 @@ def _function(
         e.label(here[block.pc])
         e.hook = "" if block.pc in hot else "_cold"
         e.known = {}
+        e.block_pc, e.block_number = block.pc, index[block.pc]
         _enter(e, block, index[block.pc], hot.get(block.pc))
         pc, ended = block.pc, False
         for position, word in enumerate(block.words):
@@ -547,6 +562,7 @@ def _function(
             e.leave(str(pc + 4), MARKER)
         elif not ended:
             e.go(pc)
+    e.block_number = None  # no block of the function: the run's current block stays as it was
     e.label("unknown")
     e.leave("%pc", UNKNOWN)
     e.label("fault")
@@ -611,7 +627,6 @@ def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] 
     e.leave(str(block.pc), CHANGED)
     e.label(counted)
     e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
-    e.emit(f"store i32 {number}, ptr @rvt_current")
     executed = e.op(f"add i64 {e.op('load i64, ptr %exec.at')}, {n}")
     e.emit(f"store i64 {executed}, ptr %exec.at")
     over, go = e.new_label("limit"), e.new_label("go")

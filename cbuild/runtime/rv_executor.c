@@ -187,7 +187,8 @@ extern const uint64_t rvt_code_ranges[]; /* page-aligned [start, end) pairs hold
 extern const rvt_code rvt_entry_code[];
 /* While translated code runs: the instructions executed and the limit (the machine's ``executed``
  * and ``limit``, which the translated functions keep in registers and store back when they
- * return), and the block entered last (an index into rvt_block_slot; RVT_NONE before the first). */
+ * return), and the block the run last left a translated function from or went round a loop in (an
+ * index into rvt_block_slot; RVT_NONE before the first): exact at a system call or a marker. */
 RVX_API uint64_t rvt_executed, rvt_limit;
 RVX_API uint32_t rvt_current;
 #define RVT_NONE UINT32_MAX
@@ -420,9 +421,9 @@ static rvx_block *rvx_find(rvx *x, uint64_t pc, uint32_t n) {
     return rvx_new_block(x, pc, n, h);
 }
 
-/* The machine that runs now: the start of its current block, for a caller whose time limit passed,
- * is written to stderr on SIGUSR2 as "instrbudget-guest-pc: 0x...", while the run goes on
- * (cbuild/riscv/executor.py). */
+/* The machine that runs now: the start of its current block (in translated code, of a block in the
+ * loop it goes round), for a caller whose time limit passed, is written to stderr on SIGUSR2 as
+ * "instrbudget-guest-pc: 0x...", while the run goes on (cbuild/riscv/executor.py). */
 static rvx *volatile rvx_where;
 
 static void rvx_say_where(int sig) {
