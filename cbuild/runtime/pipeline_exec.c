@@ -40,8 +40,10 @@ static inline int32_t *pl_memo_of(uint32_t id) {
     return id < pl_memo_blocks ? pl_memo + (size_t)PL_MEMO * id : pl_memo_grow(id);
 }
 
-static const int32_t *pl_prev; /* the previous block's data, for its transfer penalty */
-static uint64_t pl_prev_next;  /* where the previous block falls through to */
+/* The previous block's transfer penalties (if it transferred control, if it fell through) and
+ * where it falls through to; both 0 after a block without data. */
+static int64_t pl_taken, pl_fell;
+static uint64_t pl_prev_next;
 
 RVX_SLOW static void pl_apply(const int32_t *d, int32_t *memo, int64_t issue, uint64_t key) {
     int64_t next[PL_MAX_ROWS];
@@ -75,12 +77,13 @@ static inline void model_block(const rvx_block *b) {
     uint32_t i, rows, inputs;
     uint64_t key = 1, ok;
     const int32_t *p;
-    if (pl_prev != NULL) pl_state[0] += b->pc == pl_prev_next ? pl_prev[3] : pl_prev[2];
+    pl_state[0] += b->pc == pl_prev_next ? pl_fell : pl_taken;
     if (d == NULL || b->data_len[RVX_MODEL] < PL_HEAD) {
-        pl_prev = NULL;
+        pl_taken = pl_fell = 0;
         return;
     }
-    pl_prev = d;
+    pl_taken = d[2];
+    pl_fell = d[3];
     pl_prev_next = b->fall;
     issue = pl_state[0];
     rows = (uint32_t)d[0];
@@ -114,7 +117,7 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
 static void model_reset(void) {
     uint32_t i;
     for (i = 0; i < PL_RESOURCES; i++) pl_state[i] = 0;
-    pl_prev = NULL;
+    pl_taken = pl_fell = 0;
     free(pl_memo); /* block ids are a machine's own */
     pl_memo = NULL;
     pl_memo_blocks = 0;
