@@ -39,6 +39,7 @@ DEFAULT_REF = "b5e4da1"
 BUILD = """
 import json, shutil, sys
 from pathlib import Path
+import cbuild
 from cbuild import Builder, BuildOptions
 out, cache, plain = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[4] == "plain"
 builder = Builder(cache_dir=cache, progress=lambda message: None)
@@ -49,7 +50,7 @@ for name, sources, includes in json.loads(sys.argv[3]):
     copy = out / f"{len(built)}.{sys.argv[5]}"
     shutil.copy(artifact.path, copy)
     built[name] = str(copy)
-print(json.dumps(built))
+print(json.dumps({"cbuild": cbuild.__file__, "built": built}))
 """
 
 
@@ -59,10 +60,16 @@ def build(tree: Path, work: Path, tag: str, workloads: list[Workload], *, plain:
         [[name, [str(s) for s in sources], [str(i) for i in includes]] for name, sources, includes, _ in workloads]
     )
     args = [str(work), str(work / f"cache-{tag}"), spec, "plain" if plain else "instr", tag]
-    proc = subprocess.run([sys.executable, "-c", BUILD, *args], env=env, capture_output=True, text=True, check=False)
+    # Run outside any checkout: ``python -c`` puts the working directory first on the import path.
+    proc = subprocess.run(
+        [sys.executable, "-c", BUILD, *args], env=env, cwd=work, capture_output=True, text=True, check=False
+    )
     if proc.returncode != 0:
         raise SystemExit(f"building with {tree} failed:\n{proc.stderr[-3000:]}")
-    built: dict[str, str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not Path(answer["cbuild"]).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"the build meant to use {tree} imported {answer['cbuild']}")
+    built: dict[str, str] = answer["built"]
     return built
 
 
