@@ -7,8 +7,10 @@ Builds bench.py's four CPU-heavy workloads plainly and instrumented (ir-count) w
 tree, and instrumented with the engine at git REF (checked out in a temporary worktree,
 built in a subprocess with it on PYTHONPATH). Then runs the three binaries of each workload
 in turn, REPEAT rounds, and prints each one's best time against the plain program's, and
-the geometric means: the difference is what the change of engine costs. The IR
-instruction counts of both instrumented builds are printed too; they must be equal. Writes
+the geometric means: the difference is what the change of engine costs. Both count the
+program's own code only (``count_libraries = false`` where the option exists), so that they
+count the same work: the IR instruction counts of both instrumented builds are printed too,
+and differ only where the engines compile the same source differently. Writes
 the same, after the date, machine, commit and command, to ``benchmarks/results/counters.txt``.
 """
 
@@ -37,15 +39,18 @@ DEFAULT_REF = "b5e4da1"
 #: in argv[3]): prints {name: binary} as JSON. It imports nothing but ``cbuild``'s top level: bench.py
 #: imports this tree's modules, which the engine at REF may not have.
 BUILD = """
-import json, shutil, sys
+import dataclasses, json, shutil, sys
 from pathlib import Path
 import cbuild
 from cbuild import Builder, BuildOptions
+# The C library counted or not, the same in both engines (an engine from before counted libraries
+# has no such option and counts none).
+same = {"count_libraries": False} if "count_libraries" in {f.name for f in dataclasses.fields(BuildOptions)} else {}
 out, cache, plain = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[4] == "plain"
 builder = Builder(cache_dir=cache, progress=lambda message: None)
 built = {}
 for name, sources, includes in json.loads(sys.argv[3]):
-    options = BuildOptions(include_dirs=tuple(Path(i) for i in includes), instrument=not plain)
+    options = BuildOptions(include_dirs=tuple(Path(i) for i in includes), instrument=not plain, **same)
     artifact = builder.build([Path(s) for s in sources], options=options)
     copy = out / f"{len(built)}.{sys.argv[5]}"
     shutil.copy(artifact.path, copy)
