@@ -396,3 +396,44 @@ def test_code_that_changes_code_runs_in_unicorn(
     run()  # records the blocks of the path that changes nothing
     unchanged = run()
     assert (unchanged.engine, unchanged.stdout) == ("translated", b"1\n")
+
+
+LOOPS_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    volatile long n = argc > 1 ? atol(argv[1]) : 10, s = 0;
+    if (n < 0) for (;;) s++;              /* never ends */
+    for (long i = 0; i < n; i++) s += i * i % 7;
+    printf("%ld\n", (long)s);
+    return 0;
+}
+"""
+
+
+def test_a_translated_run_past_its_timeout_names_the_loop_it_goes_round(
+    builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The translated code records the block it is in where it goes round a loop, not in every block:
+    a caller whose time limit passed still learns the loop's function and line."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
+    executor.close_servers()  # servers started from now on see the settings above
+    source = write("loops.c", f"{LOOPS_C}/* {request.node.name} */\n")
+    library, elf, translation, runtimes = _direct(builder.build([source], models=_models("riscv32")))
+
+    def run(*argv: str, limit: int = 2**63, timeout: float | None = None) -> executor.Execution:
+        return executor.run_isolated(
+            library, elf, runtimes, ["loops", *argv], limit=limit, timeout=timeout, translation=translation
+        )
+
+    assert run("100").stdout == b"197\n"
+    run("-1", limit=200_000)  # stops at its limit: the loop's blocks are recorded too
+    assert run("-1", limit=200_000).engine == "unicorn"  # compiles the translation; a limit hands over
+    line = next(i for i, text in enumerate(LOOPS_C.splitlines(), 1) if "never ends" in text)
+    where = rf"the program was in main \(loops\.c:{line}\)"
+    with pytest.raises(executor.ExecutorError, match=rf"took longer than 2 s; {where}"):
+        run("-1", timeout=2)
+    translated = run("100")
+    assert (translated.engine, translated.stdout) == ("translated", b"197\n")
+    executor.close_servers()
