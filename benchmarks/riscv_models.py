@@ -29,10 +29,11 @@ Prints these tables:
   5. what a small test pays per run (programs of a few thousand to a few hundred thousand
      instructions, the size of a unit test's code): run_program with ir-count, zkvm and pipeline
      against the plain program, a first run (a process with no executor server yet, no block data
-     kept beside the build) and repeated runs.
+     kept beside the build) and repeated runs, in unicorn and translated.
 No timing assertions: the script prints, the reader judges. It writes what it printed, after the
-date, machine, commit and command, to ``benchmarks/results/riscv_models.txt`` (a run of some
-``--parts`` or with ``--full`` too: its header's command says which).
+date, machine, commit and command, to ``benchmarks/results/riscv_models.txt`` (a run with
+``--full`` too: its header's command says so); a run of some ``--parts`` writes
+``riscv_models-parts-<parts>.txt`` instead, so that it never replaces a whole run's file.
 """
 
 from __future__ import annotations
@@ -818,9 +819,9 @@ def translating_every_run() -> Iterator[None]:
 
 
 def translated_run(artifact: Artifact, program: Program, notes: list[str]) -> Any:
-    """run_program with every run translated; a run that was not is noted."""
-    with translating_every_run():
-        run = run_checked(artifact, program, notes)
+    """run_program meant to run translated (inside :func:`translating_every_run`, in a server started
+    there); a run that was not is noted."""
+    run = run_checked(artifact, program, notes)
     assert run.counts is not None
     machine = run.counts.machine["riscv32"]
     if machine.engine != "translated":
@@ -835,7 +836,8 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
         f"Median wall ms of {repeat} interleaved runs. 'first': the process's first RISC-V run (its executor server\n"
         "starts, the pipeline's block data is computed); 'again': later runs (a kept server, block data read back),\n"
         "in unicorn (these runs are shorter than INSTRBUDGET_TRANSLATE_AT's default); 'translated': later runs with\n"
-        "INSTRBUDGET_TRANSLATE_AT=0 (translated, the translation compiled once before the timed runs)."
+        "INSTRBUDGET_TRANSLATE_AT=0 (translated; timed after the others, in a server started with that setting,\n"
+        "the translation compiled once before)."
     )
     builder = quiet_builder(work / "cache-small")
     models = {"zkvm": zkvm_model(), "pipeline": pipeline_model("inorder5")}
@@ -848,9 +850,6 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
         names = ("plain", "ir-count", *models, *(f"{m} first" for m in models), *(f"{m} translated" for m in models))
         times = {name: Timed() for name in names}
         instructions = 0
-        for name in models:  # the translation compiled before the timed runs
-            run_checked(built[name], program, notes)
-            translated_run(built[name], program, notes)
         for _ in range(repeat):
             times["plain"].measure(time_command, [str(plain.path), *program.args], program.stdin)
             times["ir-count"].measure(run_checked, built["ir-count"], program, notes)
@@ -859,7 +858,15 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
                 run = times[name].measure(run_checked, built[name], program, notes)
                 assert run.counts is not None
                 instructions = run.counts.machine_run("riscv32").instructions
-                times[f"{name} translated"].measure(translated_run, built[name], program, notes)
+        with translating_every_run():
+            rvx.close_servers()  # the executor server reads the setting when it starts
+            for name in models:  # records the reached code (if not yet), compiles the translation
+                run_checked(built[name], program, notes)
+                translated_run(built[name], program, notes)
+            for _ in range(repeat):
+                for name in models:
+                    times[f"{name} translated"].measure(translated_run, built[name], program, notes)
+        rvx.close_servers()
         ms = {name: 1000 * median(t.wall) for name, t in times.items()}
         say(
             f"{program.label:22} {ms['plain']:7.1f} {ms['ir-count']:8.1f} {ms['zkvm first']:10.1f} {ms['zkvm']:7.1f} "
@@ -913,8 +920,12 @@ def main() -> int:
     say(f"\nload average at the end {os.getloadavg()[0]:.2f} (1 min), {os.getloadavg()[2]:.2f} (15 min)")
     say("\n== Notes ==")
     say("\n".join(notes) if notes else "none: no per-function difference, no run that differed from the native one")
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text("\n".join([*header_lines(), "", *OUTPUT]) + "\n")
+    # A run of some parts keeps its own file: it never replaces a whole run's.
+    parts = sorted(set(args.parts))
+    some = f"riscv_models-parts-{'-'.join(map(str, parts))}.txt"
+    results = RESULTS if parts == [1, 2, 3, 4, 5] else RESULTS.with_name(some)
+    results.parent.mkdir(exist_ok=True)
+    results.write_text("\n".join([*header_lines(), "", *OUTPUT]) + "\n")
     return 0
 
 

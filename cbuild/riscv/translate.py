@@ -196,20 +196,20 @@ class _Emitter:
 
     def state_in(self, registers: Iterable[int]) -> list[str]:
         """Lines that load ``registers`` and the executed instructions into the function's locals."""
-        v = self.tmp()
-        out = [f"{v} = load i64, ptr @rvt_executed", f"store i64 {v}, ptr %exec.at"]
-        for r in sorted(registers):
-            v = self.tmp()
-            out += [f"{v} = load {self.t}, ptr %r{r}.x", f"store {self.t} {v}, ptr %r{r}.at"]
-        return out
+        return self._copy(registers, inward=True)
 
     def state_out(self, registers: Iterable[int]) -> list[str]:
         """Lines that store ``registers`` and the executed instructions back into the machine."""
-        v = self.tmp()
-        out = [f"{v} = load i64, ptr %exec.at", f"store i64 {v}, ptr @rvt_executed"]
-        for r in sorted(registers):
+        return self._copy(registers, inward=False)
+
+    def _copy(self, registers: Iterable[int], *, inward: bool) -> list[str]:
+        places = [("i64", "@rvt_executed", "%exec.at")]
+        places += [(self.t, f"%r{r}.x", f"%r{r}.at") for r in sorted(registers)]
+        out = []
+        for kind, machine, local in places:
+            source, target = (machine, local) if inward else (local, machine)
             v = self.tmp()
-            out += [f"{v} = load {self.t}, ptr %r{r}.at", f"store {self.t} {v}, ptr %r{r}.x"]
+            out += [f"{v} = load {kind}, ptr {source}", f"store {kind} {v}, ptr {target}"]
         return out
 
     def op(self, text: str) -> str:
