@@ -141,3 +141,24 @@ def test_runs_at_the_same_time_get_servers_of_their_own(builder: Builder, shared
         found = list(pool.map(lambda n: (n, _zk(run_program(artifact, [n]))), [100, 3000] * 4))
     assert all(counts == expected[n] for n, counts in found)
     assert len(_Server._idle) >= 2  # busy servers were not shared: more than one was started
+
+
+def test_an_elf_read_again_is_parsed_again_only_once_it_changed(
+    builder: Builder, shared_source, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A server keeps the images it parsed (a small program's run costs less than parsing its ELF's
+    symbols); a file replaced at the same path is read anew."""
+    first = builder.build([shared_source("squares.c", PROGRAM_C)], models=[default_registry().create("zkvm")])
+    other = builder.build(
+        [shared_source("loop.c", PROGRAM_C + "/* another build */\n")], models=[default_registry().create("zkvm")]
+    )
+    elf = tmp_path / "guest.elf"
+    elf.write_bytes(Path(first.machines()["riscv32"]["elf"]).read_bytes())
+    image = read_image(elf)
+    assert read_image(elf) is image
+    replacement = tmp_path / "replacement.elf"
+    replacement.write_bytes(Path(other.machines()["riscv32"]["elf"]).read_bytes() + b"\0" * 16)
+    replacement.replace(elf)
+    again = read_image(elf)
+    assert again is not image
+    assert again == read_image(Path(other.machines()["riscv32"]["elf"]))

@@ -239,16 +239,33 @@ def _align(value: int) -> int:
     return (value + PAGE - 1) & -PAGE
 
 
+#: Images read before, by path and file signature, least recently used first: an executor server
+#: runs the same few builds again and again, and parsing an ELF's symbols costs more than a small
+#: program's run.
+_IMAGES: dict[tuple[Path, tuple[int, int, int]], Image] = {}
+_KEEP_IMAGES = 8
+
+
 def read_image(path: Path) -> Image:
     """Segments, entry point and function symbols of a static RISC-V ELF (ELF32 or ELF64, little-endian)."""
+    path = Path(path)
     try:
-        data = Path(path).read_bytes()
+        key = (path.resolve(), file_signature(path))
+        found = _IMAGES.pop(key, None)
+        if found is not None:
+            _IMAGES[key] = found
+            return found
+        data = path.read_bytes()
     except OSError as exc:
         raise ExecutorError(f"cannot read the RISC-V build {path}: {exc}") from None
     try:
-        return _parse_image(data)
+        image = _parse_image(data)
     except (struct.error, IndexError, ValueError) as exc:
         raise ExecutorError(f"{path} is not a usable RISC-V ELF: {exc}") from None
+    while len(_IMAGES) >= _KEEP_IMAGES:
+        del _IMAGES[next(iter(_IMAGES))]
+    _IMAGES[key] = image
+    return image
 
 
 def _parse_image(data: bytes) -> Image:
