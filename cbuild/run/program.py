@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -208,18 +209,60 @@ def _summed(parts: Sequence[BlockCounts]) -> BlockCounts:
     return dataclasses.replace(first, counts=counts, results=results, profile=profile)
 
 
+class _MachineRuns:
+    """The RISC-V builds' runs of a program, in a thread of their own: they need only its arguments
+    and stdin, so they go on while the native program runs. :meth:`wait` gives them by target, or
+    raises what a run raised; runs nobody waits for (the native run failed) end on their own."""
+
+    def __init__(self, machines: Mapping[str, Any], argv: Sequence[str], stdin: bytes, timeout: float | None) -> None:
+        self._runs: dict[str, Execution] = {}
+        self._error: BaseException | None = None
+        check = checking_translation()  # read here: the environment is the caller's
+        requests = [(target, doc, translation_of(doc)) for target, doc in machines.items() if "unavailable" not in doc]
+        self._thread = threading.Thread(
+            target=self._run, args=(requests, list(argv), stdin, timeout, check), daemon=True
+        )
+        self._thread.start()
+
+    def _run(
+        self,
+        requests: Sequence[tuple[str, Mapping[str, Any], Path | None]],
+        argv: list[str],
+        stdin: bytes,
+        timeout: float | None,
+        check: bool,
+    ) -> None:
+        try:
+            for target, doc, translation in requests:
+                self._runs[target] = run_isolated(
+                    Path(doc["executor"]),
+                    Path(doc["elf"]),
+                    slot_runtimes(doc["slots"]),
+                    argv,
+                    stdin=stdin,
+                    timeout=timeout,
+                    translation=translation,
+                    check=check,
+                )
+        except BaseException as exc:  # raised again by wait(), in the caller's thread
+            self._error = exc
+
+    def wait(self) -> dict[str, Execution]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._runs
+
+
 def _with_machine_runs(
     artifact: Artifact,
     machines: Mapping[str, Any],
     counts: BlockCounts,
-    argv: Sequence[str],
-    stdin: bytes,
-    timeout: float | None,
+    runs: Mapping[str, Execution],
     stdout: bytes,
     returncode: int,
 ) -> BlockCounts:
-    """``counts`` with the RISC-V builds' executions and their models' results added."""
-    runs: dict[str, Execution] = {}
+    """``counts`` with the RISC-V builds' executions (``runs``) and their models' results added."""
     results = dict(counts.results)
     unavailable = dict(counts.unavailable)
     profile = counts.profile
@@ -227,17 +270,7 @@ def _with_machine_runs(
         if "unavailable" in doc:
             unavailable.update(dict.fromkeys(doc["models"], doc["unavailable"]))
             continue
-        runtimes = slot_runtimes(doc["slots"])
-        run = run_isolated(
-            Path(doc["executor"]),
-            Path(doc["elf"]),
-            runtimes,
-            argv,
-            stdin=stdin,
-            timeout=timeout,
-            translation=translation_of(doc),
-            check=checking_translation(),
-        )
+        run = runs[target]
         if run.error:
             raise ExecutionError(f"the {target} build of {artifact.name} did not finish: {run.error}")
         if run.exit_code != returncode or run.stdout != stdout:
@@ -251,11 +284,10 @@ def _with_machine_runs(
                 RuntimeWarning,
                 stacklevel=3,
             )
-        runs[target] = run
         results.update(slot_results(doc["slots"], run.results))
         unavailable.update(slot_unavailable(doc["slots"], run, target))
         profile = with_machine_regions(profile, run.regions, doc.get("clocks", []))
-    return dataclasses.replace(counts, machine=runs, results=results, unavailable=unavailable, profile=profile)
+    return dataclasses.replace(counts, machine=dict(runs), results=results, unavailable=unavailable, profile=profile)
 
 
 def run_program(
@@ -279,10 +311,16 @@ def run_program(
     The program sees ``env`` (default :data:`DEFAULT_ENV`) and its source name as ``argv[0]``.
     It runs in a process group of its own: the run ends when the program's own process exits
     (or times out), and whatever is left of its group is then killed. The counts are the sum
-    over the program and the children it forked that exited before it.
+    over the program and the children it forked that exited before it. The artifact's RISC-V
+    builds (the executing cost models) run at the same time as the native program, in the
+    executor's servers, unless a cut-off applies.
     """
     argv = [Path(artifact.name).stem, *map(str, args)]
     clocks = clock_limits(artifact, requested(max_instr, limits))
+    machines = artifact.machines() if artifact.instrumented else {}
+    # The RISC-V runs go on beside the native one, unless a cut-off may stop that one early (a
+    # program stopped there may run on in the RISC-V build until its timeout).
+    early = _MachineRuns(machines, argv, input, timeout) if machines and not clocks else None
     with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
         counts_path = Path(tmp) / "counts"
         if clocks:
@@ -355,8 +393,8 @@ def run_program(
                     )
                 parts.append(part)
             counts, processes = _summed(parts), len(parts)
-            machines = artifact.machines()
             if machines:
-                counts = _with_machine_runs(artifact, machines, counts, argv, input, timeout, out, proc.returncode)
+                runs = (early or _MachineRuns(machines, argv, input, timeout)).wait()
+                counts = _with_machine_runs(artifact, machines, counts, runs, out, proc.returncode)
             warn_if_interleaved(artifact.name, threads, counts)
     return RunResult(tuple(argv[1:]), proc.returncode, out, err, counts, processes, threads)
