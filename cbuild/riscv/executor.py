@@ -244,6 +244,7 @@ def _align(value: int) -> int:
 #: program's run.
 _IMAGES: dict[tuple[Path, tuple[int, int, int]], Image] = {}
 _KEEP_IMAGES = 8
+_IMAGES_LOCK = threading.Lock()  # run_program's RISC-V runs go on in threads of their own
 
 
 def read_image(path: Path) -> Image:
@@ -251,10 +252,11 @@ def read_image(path: Path) -> Image:
     path = Path(path)
     try:
         key = (path.resolve(), file_signature(path))
-        found = _IMAGES.pop(key, None)
-        if found is not None:
-            _IMAGES[key] = found
-            return found
+        with _IMAGES_LOCK:
+            found = _IMAGES.pop(key, None)
+            if found is not None:
+                _IMAGES[key] = found
+                return found
         data = path.read_bytes()
     except OSError as exc:
         raise ExecutorError(f"cannot read the RISC-V build {path}: {exc}") from None
@@ -262,9 +264,10 @@ def read_image(path: Path) -> Image:
         image = _parse_image(data)
     except (struct.error, IndexError, ValueError) as exc:
         raise ExecutorError(f"{path} is not a usable RISC-V ELF: {exc}") from None
-    while len(_IMAGES) >= _KEEP_IMAGES:
-        del _IMAGES[next(iter(_IMAGES))]
-    _IMAGES[key] = image
+    with _IMAGES_LOCK:
+        while len(_IMAGES) >= _KEEP_IMAGES:
+            del _IMAGES[next(iter(_IMAGES))]
+        _IMAGES[key] = image
     return image
 
 

@@ -34,7 +34,7 @@ VERSION = "11"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
-#: Why a translated function returned (RVT_* in rv_executor.c); ``rvt_enter`` returns 0, LIMIT or
+#: Why a translated function returned (RVT_* in rv_executor.c); ``rvt_first_entry`` returns 0 or
 #: CHANGED (the code in guest memory is not the code translated).
 JUMP, ECALL, MARKER, UNKNOWN, LIMIT, FAULT, CHANGED = range(7)
 #: unicorn ends a block after this many instructions, and before a page boundary.

@@ -843,6 +843,9 @@ RVX_API __attribute__((noinline)) void rvt_access_cold(uint64_t address, uint32_
     rvt_access(address, size, is_store, index);
 }
 
+/* The block rvt_current names, or NULL. */
+static rvx_block *rvt_current_block(void) { return rvt_current != RVT_NONE ? rvt_block_slot[rvt_current] : NULL; }
+
 /* The run's block counts (rvt_counts) added to the machine's blocks, and zeroed. */
 static void rvt_tally(void) {
     uint32_t i;
@@ -988,7 +991,7 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
             x->cpu.reason = RVT_JUMP;
             pc = code(x, pc);
             x->executed = rvt_executed; /* the clock system calls read, exact at an ecall */
-            x->cur = rvt_current != RVT_NONE ? rvt_block_slot[rvt_current] : NULL;
+            x->cur = rvt_current_block();
             switch (x->cpu.reason) {
             case RVT_JUMP: break;
             case RVT_ECALL: rvx_ecall(x); break;
@@ -1001,7 +1004,7 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
         }
     } else {
         uint64_t at = rvt_fault_at;
-        x->cur = rvt_current != RVT_NONE ? rvt_block_slot[rvt_current] : NULL;
+        x->cur = rvt_current_block();
         rvt_give_up(x, at < RVX_SPACE && x->pages[at / PAGE] ? "a store into the translated code" : "an access to unmapped memory",
                     x->cur != NULL ? x->cur->pc : pc);
     }
