@@ -1,8 +1,10 @@
-/* Test-only: appended to a copy of a report page, after its own scripts. A second after the
- * page has drawn its charts, measures every axis label Chart.js drew (text, font, position, rotation)
- * and writes the pairs of labels whose boxes overlap, and the labels drawn outside their
- * canvas, into <pre id="label-check"> as JSON for the test to read from the dumped DOM. */
-setTimeout(function () {
+/* Test-only: appended to a copy of a report page, after its own scripts. Once the page has drawn
+ * its charts (a second after it loaded, and then as long as their number still changes, for at
+ * most three seconds more: a loaded machine draws late), measures every axis label Chart.js drew
+ * (text, font, position, rotation) and writes the pairs of labels whose boxes overlap, and the
+ * labels drawn outside their canvas, into <pre id="label-check"> as JSON for the test to read from
+ * the dumped DOM. */
+function instrbudgetCheckLabels() {
   "use strict";
   function corners(item, ctx) {
     ctx.font = item.font.string;
@@ -54,4 +56,20 @@ setTimeout(function () {
   out.id = "label-check";
   out.textContent = JSON.stringify(report);
   document.body.append(out);
-}, 1000);
+}
+
+(function () {
+  "use strict";
+  let seen = -1, waited = 0;
+  function settle() {
+    const now = Object.keys(Chart.instances).length;
+    if ((now === 0 || now !== seen) && waited < 3000) {
+      seen = now;
+      waited += 250;
+      setTimeout(settle, 250);
+      return;
+    }
+    instrbudgetCheckLabels();
+  }
+  setTimeout(settle, 1000);
+})();
