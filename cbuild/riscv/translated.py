@@ -206,14 +206,14 @@ def load(
             return found
         while len(_LOADED) >= _KEEP_LOADED:  # no machine of this process still runs in it: runs end with theirs
             del _LOADED[next(iter(_LOADED))]
-        tm = llvm.Target.from_triple(triple).create_target_machine(opt=2, reloc="static", codemodel="large")
+        tm = llvm.Target.from_triple(triple).create_target_machine(opt=2, reloc="pic", codemodel="small")
         code = _kept_object(
             elf.with_name(f"{elf.name}.rvt-{key}.o"),
             lambda: _compile(
                 tm, translate(image, reached.blocks, _hot_data(elf, image, hot, runtimes)), executor_ir.read_text()
             ),
         )
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm, use_lmm=True)
         engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         engine.finalize_object()
         library = _LOADED[key] = NativeLibrary(engine)
@@ -256,6 +256,9 @@ def _compile(tm: Any, translation: str, executor: str) -> bytes:
         module.verify()
     except RuntimeError as exc:
         raise ExecutorError(f"the translated RISC-V executor's IR is not valid: {exc}") from None
+    for value in [*module.global_variables, *module.functions]:
+        if not value.is_declaration and value.linkage == llvm.Linkage.external:
+            value.visibility = "hidden"
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
