@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -131,8 +132,9 @@ def add_reached(elf: Path, blocks: Iterable[tuple[int, int, int]], instructions:
 class NativeLibrary:
     """The translated executor's functions, found by name like a ``ctypes.CDLL``'s."""
 
-    def __init__(self, engine: Any) -> None:
-        self._engine = engine
+    def __init__(self, tracker: Any, names: Iterable[str]) -> None:
+        self._tracker = tracker  # the loaded code lives as long as it does
+        self._addresses = {name: tracker[name] for name in names}
         self._functions: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -140,12 +142,15 @@ class NativeLibrary:
             raise AttributeError(name)
         found = self._functions.get(name)
         if found is None:
-            address = self._engine.get_function_address(name)
+            address = self._addresses.get(name)
             if not address:
                 raise AttributeError(f"the translated executor has no function {name}")
             found = self._functions[name] = ctypes.CFUNCTYPE(None)(address)
         return found
 
+
+#: The functions a loaded translation exports: the executor's interface.
+_EXPORTED = re.compile(r"^define (?!internal |private )[^@\n]*@((?:rvx|rvt)_\w+)\(", re.MULTILINE)
 
 #: Translations loaded in this process, by key, least recently used first: an executor server
 #: loads each once, and keeps the last few (each holds its code and the executor's).
@@ -207,17 +212,37 @@ def load(
         while len(_LOADED) >= _KEEP_LOADED:  # no machine of this process still runs in it: runs end with theirs
             del _LOADED[next(iter(_LOADED))]
         tm = llvm.Target.from_triple(triple).create_target_machine(opt=2, reloc="pic", codemodel="small")
+        executor = executor_ir.read_text()
         code = _kept_object(
             elf.with_name(f"{elf.name}.rvt-{key}.o"),
-            lambda: _compile(
-                tm, translate(image, reached.blocks, _hot_data(elf, image, hot, runtimes)), executor_ir.read_text()
-            ),
+            lambda: _compile(tm, translate(image, reached.blocks, _hot_data(elf, image, hot, runtimes)), executor),
         )
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm, use_lmm=True)
-        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
-        engine.finalize_object()
-        library = _LOADED[key] = NativeLibrary(engine)
+        library = _LOADED[key] = _link(tm, code, _EXPORTED.findall(executor), key)
         return library
+
+
+#: This process's JIT: JITLink places each translation's code and data in one allocation, so the
+#: small code model's pc-relative addressing of globals always reaches.
+_JIT: Any = None
+_LINKED = 0
+
+
+def _link(tm: Any, code: bytes, names: Sequence[str], key: str) -> NativeLibrary:
+    """The object ``code`` linked into this process (against its C library), with ``names`` exported."""
+    import llvmlite.binding as llvm
+
+    global _JIT, _LINKED
+    if _JIT is None:
+        _JIT = llvm.create_lljit_compiler(tm, use_jit_link=True)
+    _LINKED += 1  # a library's name cannot be used again, even after it is unloaded
+    builder = llvm.JITLibraryBuilder().add_object_img(code).add_current_process()
+    for name in names:
+        builder.export_symbol(name)
+    try:
+        tracker = builder.link(_JIT, f"rvt-{key}-{_LINKED}")
+    except RuntimeError as exc:
+        raise ExecutorError(f"the translated RISC-V executor could not be linked: {exc}") from None
+    return NativeLibrary(tracker, names)
 
 
 def _hot_data(
@@ -256,6 +281,8 @@ def _compile(tm: Any, translation: str, executor: str) -> bytes:
         module.verify()
     except RuntimeError as exc:
         raise ExecutorError(f"the translated RISC-V executor's IR is not valid: {exc}") from None
+    # Hidden: the code reaches its own globals pc-relative, not through a global offset table
+    # (the linked library still finds them by name).
     for value in [*module.global_variables, *module.functions]:
         if not value.is_declaration and value.linkage == llvm.Linkage.external:
             value.visibility = "hidden"
