@@ -77,7 +77,6 @@ class PipelineModel(CostModel):
         source = "".join(
             [
                 f"#define PL_RESOURCES {len(self.machine.resources)}\n#define PL_MAX_ROWS {widest}\n",
-                STATE.read_text(),
                 EXEC_RUNTIME.read_text(),
             ]
         )

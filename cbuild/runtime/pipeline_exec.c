@@ -11,50 +11,138 @@
  *   [3] penalty if execution falls through, [4..6+rows) unused,
  *   then the input resources, then per row: target resource, entries, (column, value) pairs.
  *
- * Memo: every row of every instruction's matrix is "issue time + constant", and every issue time
- * is at least the current issue slot S[0]. So a resource released before S[0] acts exactly as if
- * released at S[0], and a block's result relative to S[0] depends only on its inputs relative to
- * S[0], clamped at 0: small numbers, packed into a key. A block remembers its last key and result
- * (pl_memo, by block id); a repeated key (a loop in a steady state) costs a comparison and a store
- * per changed resource.
+ * The state is kept as the issue slot S[0] (pl_issue) and the other release times relative to it,
+ * clamped at 0, interned as a number (pl_sid). Every row of every instruction's matrix is "issue
+ * time + constant", and every issue time is at least the current issue slot: a resource released
+ * before S[0] acts exactly as if released at S[0], and the finishing cycle (the latest release) is
+ * at least S[0]. So the clamp changes no result, and a block maps a relative state and the penalty
+ * before it to one next relative state and one advance of the issue slot. Each block remembers its
+ * last two such steps (pl_memo, by block id): a repeated one (a loop in a steady state, a function
+ * called from the same context) costs a comparison and two stores; any other is computed in full.
  */
 #include <stdlib.h>
+#include <string.h>
 #define PL_HEAD 6
-#define PL_MEMO (2 + PL_MAX_ROWS) /* per block: the key (two words), a result per row */
+#define PL_MAX_STATES (1u << 18) /* interned states kept; past them all are forgotten and begun again */
 
-static int32_t *pl_memo;
+typedef struct pl_step {
+    uint64_t key; /* the relative state before (high word) and the penalty (low word); ~0: none */
+    uint32_t next; /* the relative state after */
+    int32_t advance; /* of the issue slot, past the penalty */
+} pl_step;
+
+static int64_t pl_issue;
+static uint32_t pl_sid;
+static int32_t *pl_states; /* PL_RESOURCES release times less the issue slot per state, [0] = 0 */
+static uint32_t pl_nstates, pl_state_room;
+static uint32_t *pl_table, pl_table_size; /* open addressing: state + 1 by hash, 0 empty */
+static pl_step *pl_memo; /* two steps per block, the last one first */
 static uint32_t pl_memo_blocks;
-
-/* Block ``id``'s memo, the table grown to hold it (new entries: key 0, which no key equals). */
-RVX_SLOW static int32_t *pl_memo_grow(uint32_t id) {
-    uint32_t blocks = pl_memo_blocks ? pl_memo_blocks : 1024;
-    while (blocks <= id) blocks *= 2;
-    pl_memo = realloc(pl_memo, sizeof(int32_t) * PL_MEMO * blocks);
-    if (pl_memo == NULL) abort();
-    memset(pl_memo + (size_t)PL_MEMO * pl_memo_blocks, 0, sizeof(int32_t) * PL_MEMO * (blocks - pl_memo_blocks));
-    pl_memo_blocks = blocks;
-    return pl_memo + (size_t)PL_MEMO * id;
-}
-
-static inline int32_t *pl_memo_of(uint32_t id) {
-    return id < pl_memo_blocks ? pl_memo + (size_t)PL_MEMO * id : pl_memo_grow(id);
-}
 
 /* The previous block's transfer penalties (if it transferred control, if it fell through) and
  * where it falls through to; both 0 after a block without data. */
 static int64_t pl_taken, pl_fell;
 static uint64_t pl_prev_next;
 
-RVX_SLOW static void pl_apply(const int32_t *d, int32_t *memo, int64_t issue, uint64_t key) {
-    int64_t next[PL_MAX_ROWS];
+static uint64_t pl_hash(const int32_t *rel) {
+    uint64_t h = 1469598103934665603u;
+    uint32_t i;
+    for (i = 0; i < PL_RESOURCES; i++) h = (h ^ (uint32_t)rel[i]) * 1099511628211u;
+    return h ^ (h >> 29);
+}
+
+static void pl_forget_memo(void) {
+    if (pl_memo != NULL) memset(pl_memo, 0xff, sizeof(pl_step) * 2 * pl_memo_blocks);
+}
+
+/* Every interned state forgotten, and the steps that name them. */
+static void pl_forget_states(void) {
+    pl_nstates = 0;
+    if (pl_table != NULL) memset(pl_table, 0, sizeof(uint32_t) * pl_table_size);
+    pl_forget_memo();
+}
+
+/* The number of the relative state ``rel``, interned if new. */
+static uint32_t pl_intern(const int32_t *rel) {
+    uint32_t at, i;
+    if (pl_table == NULL || 2 * (pl_nstates + 1) > pl_table_size) {
+        uint32_t size = pl_table_size ? 2 * pl_table_size : 1024;
+        free(pl_table);
+        pl_table = (uint32_t *)calloc(size, sizeof(uint32_t));
+        if (pl_table == NULL) abort();
+        pl_table_size = size;
+        for (i = 0; i < pl_nstates; i++) {
+            at = (uint32_t)pl_hash(pl_states + (size_t)i * PL_RESOURCES) & (size - 1);
+            while (pl_table[at] != 0) at = (at + 1) & (size - 1);
+            pl_table[at] = i + 1;
+        }
+    }
+    at = (uint32_t)pl_hash(rel) & (pl_table_size - 1);
+    for (; pl_table[at] != 0; at = (at + 1) & (pl_table_size - 1))
+        if (memcmp(pl_states + (size_t)(pl_table[at] - 1) * PL_RESOURCES, rel, sizeof(int32_t) * PL_RESOURCES) == 0)
+            return pl_table[at] - 1;
+    if (pl_nstates == pl_state_room) {
+        pl_state_room = pl_state_room ? 2 * pl_state_room : 256;
+        pl_states = (int32_t *)realloc(pl_states, sizeof(int32_t) * PL_RESOURCES * (size_t)pl_state_room);
+        if (pl_states == NULL) abort();
+    }
+    memcpy(pl_states + (size_t)pl_nstates * PL_RESOURCES, rel, sizeof(int32_t) * PL_RESOURCES);
+    pl_table[at] = pl_nstates + 1;
+    return pl_nstates++;
+}
+
+/* The release times now. */
+static void pl_absolute(int64_t *s) {
+    uint32_t i;
+    if (pl_nstates == 0) pl_sid = pl_intern((int32_t[PL_RESOURCES]){0});
+    for (i = 0; i < PL_RESOURCES; i++) s[i] = pl_issue + pl_states[(size_t)pl_sid * PL_RESOURCES + i];
+}
+
+/* The state becomes the release times ``s``. */
+static void pl_keep(const int64_t *s) {
+    int32_t rel[PL_RESOURCES];
+    uint32_t i;
+    for (i = 0; i < PL_RESOURCES; i++) {
+        int64_t v = s[i] - s[0];
+        if (v > INT32_MAX) abort(); /* a resource busy for 2^31 cycles: no machine description makes one */
+        rel[i] = v < 0 ? 0 : (int32_t)v;
+    }
+    if (pl_nstates >= PL_MAX_STATES) pl_forget_states();
+    pl_issue = s[0];
+    pl_sid = pl_intern(rel);
+}
+
+/* A block without data: the penalty only. */
+RVX_SLOW static void pl_penalty(int64_t pen) {
+    int64_t s[PL_RESOURCES];
+    pl_absolute(s);
+    s[0] += pen;
+    pl_keep(s);
+}
+
+/* A step the block has not remembered: its matrix applied in full, and remembered. */
+RVX_SLOW static void pl_apply(const int32_t *d, pl_step *m, uint64_t key, int64_t pen) {
+    int64_t s[PL_RESOURCES], next[PL_RESOURCES], issue, before;
     uint32_t rows = (uint32_t)d[0], r;
     const int32_t *p = d + PL_HEAD + rows + d[1];
+    pl_step step;
+    if (m[1].key == key) { /* the step before last */
+        step = m[1];
+        m[1] = m[0];
+        m[0] = step;
+        pl_sid = step.next;
+        pl_issue += pen + step.advance;
+        return;
+    }
+    pl_absolute(s);
+    s[0] += pen;
+    issue = before = s[0];
     for (r = 0; r < rows; r++) {
         int64_t best = INT64_MIN;
         uint32_t e, entries = (uint32_t)p[1];
         for (e = 0; e < entries; e++) {
-            int64_t s = pl_state[p[2 + 2 * e]];
-            int64_t v = p[3 + 2 * e] + (s > issue ? s : issue);
+            int64_t v = s[p[2 + 2 * e]];
+            v = p[3 + 2 * e] + (v > issue ? v : issue);
             if (v > best) best = v;
         }
         next[r] = best;
@@ -62,49 +150,54 @@ RVX_SLOW static void pl_apply(const int32_t *d, int32_t *memo, int64_t issue, ui
     }
     p = d + PL_HEAD + rows + d[1];
     for (r = 0; r < rows; r++) {
-        pl_state[p[0]] = next[r];
-        memo[2 + r] = (int32_t)(next[r] - issue);
+        s[p[0]] = next[r];
         p += 2 + 2 * p[1];
     }
-    memo[0] = (int32_t)(uint32_t)key;
-    memo[1] = (int32_t)(uint32_t)(key >> 32);
+    if (s[0] < before) abort(); /* the issue slot never moves back (the memo's premise) */
+    pl_keep(s); /* may forget every step: m is written after */
+    if (s[0] - before > INT32_MAX) abort();
+    m[1] = m[0];
+    m[0].key = key;
+    m[0].next = pl_sid;
+    m[0].advance = (int32_t)(s[0] - before);
+}
+
+/* Block ``id``'s two steps, the table grown to hold it (new steps: none). */
+RVX_SLOW static pl_step *pl_memo_grow(uint32_t id) {
+    uint32_t blocks = pl_memo_blocks ? pl_memo_blocks : 1024;
+    while (blocks <= id) blocks *= 2;
+    pl_memo = (pl_step *)realloc(pl_memo, sizeof(pl_step) * 2 * blocks);
+    if (pl_memo == NULL) abort();
+    memset(pl_memo + 2 * (size_t)pl_memo_blocks, 0xff, sizeof(pl_step) * 2 * (blocks - pl_memo_blocks));
+    pl_memo_blocks = blocks;
+    return pl_memo + 2 * (size_t)id;
+}
+
+static inline pl_step *pl_memo_of(uint32_t id) {
+    return id < pl_memo_blocks ? pl_memo + 2 * (size_t)id : pl_memo_grow(id);
 }
 
 static inline void model_block(const rvx_block *b) {
     const int32_t *d = b->data[RVX_MODEL];
-    int32_t *memo;
-    int64_t issue;
-    uint32_t i, rows, inputs;
-    uint64_t key = 1, ok;
-    const int32_t *p;
-    pl_state[0] += b->pc == pl_prev_next ? pl_fell : pl_taken;
+    int64_t pen = b->pc == pl_prev_next ? pl_fell : pl_taken;
+    uint64_t key;
+    pl_step *m;
     if (d == NULL || b->data_len[RVX_MODEL] < PL_HEAD) {
+        pl_penalty(pen);
         pl_taken = pl_fell = 0;
         return;
+    }
+    key = (uint64_t)pl_sid << 32 | (uint32_t)pen;
+    m = pl_memo_of(b->id);
+    if (m[0].key == key) {
+        pl_sid = m[0].next;
+        pl_issue += pen + m[0].advance;
+    } else {
+        pl_apply(d, m, key, pen);
     }
     pl_taken = d[2];
     pl_fell = d[3];
     pl_prev_next = b->fall;
-    issue = pl_state[0];
-    rows = (uint32_t)d[0];
-    inputs = (uint32_t)d[1];
-    ok = inputs <= 10;
-    for (i = 0; i < inputs; i++) {
-        int64_t v = pl_state[d[PL_HEAD + rows + i]] - issue;
-        v = v < 0 ? 0 : v;
-        ok &= v < 63;
-        key = (key << 6) | (uint64_t)(v & 63);
-    }
-    memo = pl_memo_of(b->id);
-    if (ok && ((uint64_t)(uint32_t)memo[0] | (uint64_t)(uint32_t)memo[1] << 32) == key) {
-        p = d + PL_HEAD + rows + inputs;
-        for (i = 0; i < rows; i++) {
-            pl_state[p[0]] = issue + memo[2 + i];
-            p += 2 + 2 * p[1];
-        }
-        return;
-    }
-    pl_apply(d, memo, issue, ok ? key : 0);
 }
 
 static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
@@ -115,10 +208,24 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
 }
 
 static void model_reset(void) {
-    uint32_t i;
-    for (i = 0; i < PL_RESOURCES; i++) pl_state[i] = 0;
+    pl_issue = 0;
     pl_taken = pl_fell = 0;
     free(pl_memo); /* block ids are a machine's own */
     pl_memo = NULL;
     pl_memo_blocks = 0;
+    pl_forget_states();
+    pl_sid = pl_intern((int32_t[PL_RESOURCES]){0});
 }
+
+/* One result: the finishing cycle, the last release time of any resource. */
+static void model_finish(uint64_t *out) {
+    int64_t s[PL_RESOURCES], best = 0;
+    uint32_t i;
+    pl_absolute(s);
+    for (i = 0; i < PL_RESOURCES; i++)
+        if (s[i] > best) best = s[i];
+    out[0] = (uint64_t)best;
+}
+
+/* The issue slot: cycles so far, for regions. */
+static inline uint64_t model_now(void) { return (uint64_t)pl_issue; }
