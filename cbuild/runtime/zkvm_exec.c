@@ -34,9 +34,10 @@ static uint64_t zk_pc, zk_lazy_base;
 #define ZK_BEGUN 0xffffffffu
 static uint32_t zk_n, zk_pos = ZK_BEGUN;
 
+RVX_SLOW static void zk_empty_seen(void);
+
 static void zk_forget(void) {
-    uint32_t i;
-    for (i = 0; i < ZK_SEEN; i++) zk_seen[0][i] = zk_seen[1][i] = ZK_NONE;
+    zk_empty_seen();
     zk_fetch_page = ZK_NONE;
 }
 
@@ -46,8 +47,18 @@ static void zk_add_paging(int64_t cycles) {
     zk_room -= cycles;
 }
 
+/* Whether the caches of pages loaded / dirty hold nothing; they are kept empty while a block is
+ * begun lazily, so that each of its accesses takes the slow path, which begins its instructions. */
+static uint32_t zk_seen_empty;
+
+RVX_SLOW static void zk_empty_seen(void) {
+    uint32_t i;
+    for (i = 0; i < ZK_SEEN; i++) zk_seen[0][i] = zk_seen[1][i] = ZK_NONE;
+    zk_seen_empty = 1;
+}
+
 RVX_SLOW static void zk_touch_slow(uint32_t page, uint32_t is_store) {
-    uint32_t leaf = (1u << ZK_DEPTH) + page;
+    uint32_t leaf = (1u << ZK_DEPTH) + page, keep = zk_pos == ZK_BEGUN;
     if (zk_loaded == NULL) {
         zk_loaded = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
         zk_dirty = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
@@ -57,14 +68,15 @@ RVX_SLOW static void zk_touch_slow(uint32_t page, uint32_t is_store) {
         zk_add_paging((int64_t)zk_mark(zk_loaded, page));
         zk_page_ins++;
     }
-    zk_seen[0][page % ZK_SEEN] = page;
+    if (keep) zk_seen[0][page % ZK_SEEN] = page;
     if (is_store) {
         if (zk_dirty[leaf] != zk_generation) {
             zk_add_paging((int64_t)zk_mark(zk_dirty, page));
             zk_page_outs++;
         }
-        zk_seen[1][page % ZK_SEEN] = page;
+        if (keep) zk_seen[1][page % ZK_SEEN] = page;
     }
+    zk_seen_empty &= !keep;
 }
 
 static inline void zk_touch(uint32_t page, uint32_t is_store) {
@@ -146,6 +158,7 @@ static inline void model_block(const rvx_block *b) {
             }
         }
     } else { /* begun lazily, as accesses and the next block need them */
+        if (!zk_seen_empty) zk_empty_seen();
         zk_pc = pc;
         zk_n = n;
         zk_pos = 0;
@@ -153,20 +166,27 @@ static inline void model_block(const rvx_block *b) {
     }
 }
 
-static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
+/* An access the caches do not show done already, or made while a block is begun lazily. */
+RVX_SLOW static void zk_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
     uint32_t first, last, page;
     if (zk_pos != ZK_BEGUN && index >= zk_pos) zk_begin(index);
     if (size == 0) return;
     first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     last = (uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
-    if (first == last) { /* nearly every access */
-        zk_touch(first, is_store);
-        return;
-    }
     for (page = first;; page = (page + 1) & ZK_PAGE_MASK) {
         zk_touch(page, is_store);
         if (page == last) break;
     }
+}
+
+static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
+    uint32_t first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+    /* Nearly every access: within a page already loaded (and, for a store, dirty) in this segment.
+     * While a block is begun lazily the caches are empty, so its accesses take the slow path. */
+    if (size != 0 && ((uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK) == first &&
+        zk_seen[is_store != 0][first % ZK_SEEN] == first)
+        return;
+    zk_access(address, size, is_store, index);
 }
 
 static void model_reset(void) {
