@@ -23,7 +23,8 @@
 static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
 /* This segment's user + paging cycles are the instructions begun in the measurement plus zk_off
  * (its paging cycles less the instructions begun before it): a block adds no cycles of its own
- * here, RVX_EXECUTED counts them. zk_room is what the segment's threshold leaves for that count. */
+ * here, RVX_EXECUTED counts them. zk_room is what the segment's threshold leaves for that count, or
+ * INT64_MIN while a block is begun lazily (so the next block's one check takes the slow path). */
 static int64_t zk_off, zk_room, zk_seg_paging;
 static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
 static uint32_t zk_seen[2][ZK_SEEN];
@@ -41,10 +42,14 @@ static void zk_forget(void) {
     zk_fetch_page = ZK_NONE;
 }
 
+static void zk_set_room(void) {
+    zk_room = zk_pos == ZK_BEGUN ? ZK_THRESHOLD - ZK_SEGMENT_RESERVED - zk_off : INT64_MIN;
+}
+
 static void zk_add_paging(int64_t cycles) {
     zk_seg_paging += cycles;
     zk_off += cycles;
-    zk_room -= cycles;
+    zk_set_room();
 }
 
 /* Whether the caches of pages loaded / dirty hold nothing; they are kept empty while a block is
@@ -93,7 +98,7 @@ static uint64_t zk_pow2(uint64_t n) {
 static void zk_open_segment(uint64_t begun) {
     zk_seg_paging = 0;
     zk_off = -(int64_t)begun;
-    zk_room = ZK_THRESHOLD - ZK_SEGMENT_RESERVED - zk_off;
+    zk_set_room();
 }
 
 /* The segment ends after ``begun`` instructions. */
@@ -131,6 +136,7 @@ RVX_SLOW static void zk_begin(uint32_t last) {
         zk_pos += count;
     }
     if (zk_pos >= zk_n) zk_pos = ZK_BEGUN;
+    zk_set_room();
 }
 
 /* The most cycles a block of ``n`` instructions from ``pc`` with ``nmem`` accesses can add before
@@ -141,29 +147,41 @@ static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint32_t nmem) {
     return (int64_t)n + (int64_t)(pages + 4u * (uint64_t)nmem) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
 }
 
-static inline void model_block(const rvx_block *b) {
-    /* The block's facts first: in translated code they are constants, and the rest folds. */
-    uint64_t pc = b->pc, before = RVX_EXECUTED - b->n;
-    uint32_t n = b->n, nmem = b->nmem;
-    if (zk_pos != ZK_BEGUN) zk_begin(zk_n - 1);
-    /* Where no segment can close inside the block, its instructions begin at once: the cycles and
-     * pages are the same in either order within a segment, and accesses then only touch pages. */
-    if ((int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) {
-        uint64_t last = (pc + 4u * (uint64_t)(n - 1)) >> ZK_PAGE_BITS, at;
-        for (at = pc >> ZK_PAGE_BITS; at <= last; at++) {
-            uint32_t page = (uint32_t)at & ZK_PAGE_MASK;
-            if (page != zk_fetch_page) {
-                zk_touch(page, 0);
-                zk_fetch_page = page;
-            }
+/* The block's code pages loaded in the segment. */
+static inline void zk_fetch(uint64_t pc, uint32_t n) {
+    uint64_t last = (pc + 4u * (uint64_t)(n - 1)) >> ZK_PAGE_BITS, at;
+    for (at = pc >> ZK_PAGE_BITS; at <= last; at++) {
+        uint32_t page = (uint32_t)at & ZK_PAGE_MASK;
+        if (page != zk_fetch_page) {
+            zk_touch(page, 0);
+            zk_fetch_page = page;
         }
+    }
+}
+
+/* A block near a segment's end, or after one begun lazily. */
+RVX_SLOW static void zk_block_slow(uint64_t pc, uint32_t n, uint32_t nmem, uint64_t before) {
+    if (zk_pos != ZK_BEGUN) zk_begin(zk_n - 1);
+    if ((int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) {
+        zk_fetch(pc, n);
     } else { /* begun lazily, as accesses and the next block need them */
         if (!zk_seen_empty) zk_empty_seen();
         zk_pc = pc;
         zk_n = n;
         zk_pos = 0;
         zk_lazy_base = before;
+        zk_set_room();
     }
+}
+
+static inline void model_block(const rvx_block *b) {
+    /* The block's facts first: in translated code they are constants, and the rest folds. */
+    uint64_t pc = b->pc, before = RVX_EXECUTED - b->n;
+    uint32_t n = b->n, nmem = b->nmem;
+    /* Where no segment can close inside the block, its instructions begin at once: the cycles and
+     * pages are the same in either order within a segment, and accesses then only touch pages. */
+    if ((int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) zk_fetch(pc, n);
+    else zk_block_slow(pc, n, nmem, before);
 }
 
 /* An access the caches do not show done already, or made while a block is begun lazily. */
@@ -195,6 +213,7 @@ static void model_reset(void) {
     zk_generation++;
     zk_n = 0;
     zk_pos = ZK_BEGUN;
+    zk_set_room();
     zk_forget();
 }
 
