@@ -59,7 +59,7 @@ _HWCAP_IMA = (1 << (ord("i") - 97)) | (1 << (ord("m") - 97)) | (1 << (ord("a") -
 #: unicorn's RISC-V register numbers (unicorn/riscv.h): x0..x31 are 1..32.
 REG_X0 = 1
 REG_SP, REG_RA, REG_A0 = REG_X0 + 2, REG_X0 + 1, REG_X0 + 10
-_HOOKS = ("block", "access", "reset", "finish", "now")
+_HOOKS = ("block", "access", "accesses_done", "reset", "finish", "now")
 #: Section of the RISC-V builds listing region markers (written by :mod:`cbuild.riscv.build`).
 MARKER_SECTION = ".instrbudget_marks"
 #: Non-allocated section of a library's build: how its code takes each exported function's
@@ -134,10 +134,16 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
             f"RVX_INLINE void rvm{i}_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);\n"
         )
         parts.append(runtime.source)
+        parts.append(
+            "\n#ifndef RVX_ACCESSES_DONE /* the model has no model_accesses_done: each access goes to its hook */\n"
+            f"RVX_INLINE uint32_t rvm{i}_accesses_done(uint64_t f, uint64_t l, uint32_t w) "
+            "{ (void)f; (void)l; (void)w; return 0; }\n#endif\n#undef RVX_ACCESSES_DONE\n"
+        )
         parts.extend(f"\n#undef model_{hook}" for hook in _HOOKS)
         parts.append("\n#undef RVX_MODEL\n")
     block = " ".join(f"rvm{i}_block(b);" for i in range(len(runtimes)))
     access = " ".join(f"rvm{i}_access(a, s, w, k);" for i, r in enumerate(runtimes) if r.memory)
+    done = "".join(f" && rvm{i}_accesses_done(f, l, w)" for i, r in enumerate(runtimes) if r.memory)
     reset = " ".join(f"rvm{i}_reset();" for i in range(len(runtimes)))
     offsets = [sum(r.results for r in runtimes[:i]) for i in range(len(runtimes))]
     finish = " ".join(f"rvm{i}_finish(out + {offsets[i]});" for i in range(len(runtimes)))
@@ -147,6 +153,8 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
 RVX_INLINE void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}
 RVX_INLINE void rvx_models_access(uint64_t a, uint32_t s, uint32_t w, uint32_t k) {{
     (void)a; (void)s; (void)w; (void)k; {access} }}
+RVX_INLINE uint32_t rvx_models_accesses_done(uint64_t f, uint64_t l, uint32_t w) {{
+    (void)f; (void)l; (void)w; return 1{done}; }}
 static void rvx_models_reset(void) {{ {reset} }}
 static void rvx_models_finish(uint64_t *out) {{ (void)out; {finish} }}
 static void rvx_models_now(uint64_t *out) {{ (void)out; {now} }}

@@ -24,13 +24,14 @@ hook). Linked with the executor's C code, both are inlined into the blocks that 
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "12"
+VERSION = "13"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -133,6 +134,47 @@ _STATE_OUT, _STATE_IN = "; state out", "; state in"
 _RARE = "!3"
 
 
+#: The widest span of a group of accesses (the models' contract: less than 1 KiB).
+_GROUP_SPAN = 1024
+
+
+@dataclass(eq=False)
+class _Group:
+    """Loads (or stores) of a block through one base register that no instruction between them
+    writes, all within ``_GROUP_SPAN`` bytes: the models are asked once, at the ``first``, whether
+    any of them matters to them (``rvt_accesses_done``)."""
+
+    base: int
+    store: int
+    first: int
+    low: int  # every member's bytes lie between base + low and base + high
+    high: int
+    done: str = field(default="")  # the answer, once asked
+
+
+def _access_groups(words: Sequence[int]) -> dict[int, _Group]:
+    """A block's loads and stores that share a group with another, by position."""
+    groups: dict[tuple[int, int], _Group] = {}
+    members: dict[int, _Group] = {}
+    for position, w in enumerate(words):
+        op, rd, f3, rs1 = w & 0x7F, (w >> 7) & 31, (w >> 12) & 7, (w >> 15) & 31
+        if op in (0x03, 0x23):
+            store = int(op == 0x23)
+            offset = _sext(((w >> 25) << 5) | rd, 12) if store else _sext(w >> 20, 12)
+            low, high = offset, offset + (1 << (f3 & 3)) - 1
+            group = groups.get((rs1, store))
+            if group is not None and max(group.high, high) - min(group.low, low) < _GROUP_SPAN:
+                group.low, group.high = min(group.low, low), max(group.high, high)
+            else:
+                group = groups[rs1, store] = _Group(rs1, store, position, low, high)
+            members[position] = group
+        if rd and op not in (0x23, 0x27, 0x63, 0x0F, 0x73):  # it writes rd: groups on rd end
+            for key in [key for key in groups if key[0] == rd]:
+                del groups[key]
+    sizes = Counter(map(id, members.values()))
+    return {position: group for position, group in members.items() if sizes[id(group)] > 1}
+
+
 class _Unknown(Exception):
     """An instruction the translation does not handle."""
 
@@ -153,6 +195,7 @@ class _Emitter:
         self.used: set[int] = set()  # guest registers read or written
         self.written: set[int] = set()
         self.known: dict[int, int] = {}  # registers whose value this block set to a constant
+        self.groups: dict[int, _Group] = {}  # the block's grouped accesses, by position (hot blocks)
         self.block_pc = 0  # the block being emitted, and its number
         self.block_number: int | None = None
 
@@ -319,7 +362,18 @@ class _Emitter:
         return wide, self.op(f"getelementptr i8, ptr %mem, i64 {wide}")
 
     def access(self, wide: str, size: int, store: int, position: int) -> None:
-        self.emit(f"call void @rvt_access{self.hook}(i64 {wide}, i32 {size}, i32 {store}, i32 {position})")
+        group = self.groups.get(position)
+        if group is None:
+            self.emit(f"call void @rvt_access{self.hook}(i64 {wide}, i32 {size}, i32 {store}, i32 {position})")
+            return
+        if position == group.first:  # the base register holds what every member adds its offset to
+            base = self.get(group.base)
+            ends = [self.op(f"add {self.t} {base}, {self.const(offset)}") for offset in (group.low, group.high)]
+            if self.xlen == 32:
+                ends = [self.op(f"zext i32 {end} to i64") for end in ends]
+            group.done = self.op(f"call i32 @rvt_accesses_done(i64 {ends[0]}, i64 {ends[1]}, i32 {store})")
+        args = f"i64 {wide}, i32 {size}, i32 {store}, i32 {position}"
+        self.emit(f"call void @rvt_access_unless(i32 {group.done}, {args})")
 
     # instructions
 
@@ -545,6 +599,7 @@ def _function(
         e.label(here[block.pc])
         e.hook = "" if block.pc in hot else "_cold"
         e.known = {}
+        e.groups = _access_groups(block.words) if block.pc in hot else {}
         e.block_pc, e.block_number = block.pc, index[block.pc]
         _enter(e, block, index[block.pc], hot.get(block.pc))
         pc, ended = block.pc, False
@@ -704,6 +759,8 @@ def translate(
         "declare void @rvt_access(i64, i32, i32, i32)",
         "declare void @rvt_block_cold(ptr, i64)",
         "declare void @rvt_access_cold(i64, i32, i32, i32)",
+        "declare i32 @rvt_accesses_done(i64, i64, i32)",
+        "declare void @rvt_access_unless(i32, i64, i32, i32, i32)",
         "declare ptr @rvt_find(i64)",
         "@rvt_depth = external global i32",
         "@rvt_executed = external global i64",

@@ -154,6 +154,7 @@ static uint64_t rvx_models_executed;
 #define RVX_EXECUTED rvx_models_executed
 RVX_INLINE void rvx_models_block(const rvx_block *b);
 RVX_INLINE void rvx_models_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);
+RVX_INLINE uint32_t rvx_models_accesses_done(uint64_t first, uint64_t last, uint32_t is_store);
 static void rvx_models_reset(void);
 static void rvx_models_finish(uint64_t *out);
 static void rvx_models_now(uint64_t *out);
@@ -830,6 +831,18 @@ RVX_API __attribute__((always_inline)) void rvt_block(rvx_block *const *slot, ui
 RVX_API __attribute__((always_inline)) void rvt_access(uint64_t address, uint32_t size, uint32_t is_store,
                                                             uint32_t index) {
     if (RVX_MEMORY_EVENTS) rvx_models_access(address, size, is_store, index);
+}
+
+/* Accesses of one kind that a hot block is about to make, all between addresses ``first`` and
+ * ``last`` (from one base register, less than 1 KiB apart): nonzero if the models' access hooks
+ * would change nothing for any of them, so the translation skips them (rvt_access_unless). */
+RVX_API __attribute__((always_inline)) uint32_t rvt_accesses_done(uint64_t first, uint64_t last, uint32_t is_store) {
+    return !RVX_MEMORY_EVENTS || rvx_models_accesses_done(first, last, is_store);
+}
+
+RVX_API __attribute__((always_inline)) void rvt_access_unless(uint32_t done, uint64_t address, uint32_t size,
+                                                           uint32_t is_store, uint32_t index) {
+    if (!done) rvt_access(address, size, is_store, index);
 }
 
 /* The same, called (not inlined) from blocks that run rarely: they compile faster. */

@@ -207,6 +207,17 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
     zk_access(address, size, is_store, index);
 }
 
+/* Accesses of one kind, all between ``first`` and ``last`` (less than a page apart, so on at most two
+ * pages): nothing to do for any of them if both pages are loaded (and, for stores, dirty) in this
+ * segment. No segment closes within a block that was begun at once, and while one is begun
+ * lazily the caches are empty. */
+#define RVX_ACCESSES_DONE
+static inline uint32_t model_accesses_done(uint64_t first, uint64_t last, uint32_t is_store) {
+    uint32_t a = (uint32_t)(first >> ZK_PAGE_BITS) & ZK_PAGE_MASK, b = (uint32_t)(last >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+    const uint32_t *seen = zk_seen[is_store != 0];
+    return seen[a % ZK_SEEN] == a && seen[b % ZK_SEEN] == b;
+}
+
 static void model_reset(void) {
     zk_open_segment(0);
     zk_user_total = zk_paging_total = zk_closed = zk_closed_padded = zk_page_ins = zk_page_outs = 0;
