@@ -17,27 +17,31 @@
  * before S[0] acts exactly as if released at S[0], and the finishing cycle (the latest release) is
  * at least S[0]. So the clamp changes no result, and a block maps a relative state and the penalty
  * before it to one next relative state and one advance of the issue slot. Each block remembers its
- * last two such steps (pl_memo, by block id): a repeated one (a loop in a steady state, a function
+ * last two such steps (in its RVX_SCRATCH): a repeated one (a loop in a steady state, a function
  * called from the same context) costs a comparison and two stores; any other is computed in full.
+ * States are numbered from 1 and never numbered again, even after the model resets or forgets
+ * them, so that no step a block remembers from before can match.
  */
 #include <stdlib.h>
 #include <string.h>
 #define PL_HEAD 6
 #define PL_MAX_STATES (1u << 18) /* interned states kept; past them all are forgotten and begun again */
 
+#define PL_PENALTY_BITS 20 /* penalties are less than 2^20 cycles */
+
 typedef struct pl_step {
-    uint64_t key; /* the relative state before (high word) and the penalty (low word); ~0: none */
-    uint32_t next; /* the relative state after */
+    uint64_t key; /* the relative state before (its number from 1, shifted) and the penalty; 0: none */
+    uint32_t next; /* the relative state after, less pl_first */
     int32_t advance; /* of the issue slot, past the penalty */
 } pl_step;
+_Static_assert(2 * sizeof(pl_step) <= sizeof(((rvx_block *)0)->scratch[0]), "two steps fit a block's scratch");
 
 static int64_t pl_issue;
-static uint32_t pl_sid;
+static uint64_t pl_first = 1; /* the number of the first state interned since the last forgetting */
+static uint32_t pl_sid; /* the current relative state, less pl_first */
 static int32_t *pl_states; /* PL_RESOURCES release times less the issue slot per state, [0] = 0 */
 static uint32_t pl_nstates, pl_state_room;
 static uint32_t *pl_table, pl_table_size; /* open addressing: state + 1 by hash, 0 empty */
-static pl_step *pl_memo; /* two steps per block, the last one first */
-static uint32_t pl_memo_blocks;
 
 /* The previous block's transfer penalties (if it transferred control, if it fell through) and
  * where it falls through to; both 0 after a block without data. */
@@ -51,15 +55,16 @@ static uint64_t pl_hash(const int32_t *rel) {
     return h ^ (h >> 29);
 }
 
-static void pl_forget_memo(void) {
-    if (pl_memo != NULL) memset(pl_memo, 0xff, sizeof(pl_step) * 2 * pl_memo_blocks);
-}
-
-/* Every interned state forgotten, and the steps that name them. */
+/* Every interned state forgotten (the steps blocks remember name them by numbers not used again). */
 static void pl_forget_states(void) {
+    pl_first += pl_nstates;
+    if (pl_first >= (uint64_t)1 << (64 - PL_PENALTY_BITS)) abort();
     pl_nstates = 0;
     if (pl_table != NULL) memset(pl_table, 0, sizeof(uint32_t) * pl_table_size);
-    pl_forget_memo();
+}
+
+static inline uint64_t pl_key(int64_t pen) {
+    return ((pl_first + pl_sid) << PL_PENALTY_BITS) | (uint64_t)pen;
 }
 
 /* The number of the relative state ``rel``, interned if new. */
@@ -121,11 +126,23 @@ RVX_SLOW static void pl_penalty(int64_t pen) {
 }
 
 /* A step the block has not remembered: its matrix applied in full, and remembered. */
-RVX_SLOW static void pl_apply(const int32_t *d, pl_step *m, uint64_t key, int64_t pen) {
+RVX_SLOW static void pl_apply(const rvx_block *b, const int32_t *d, pl_step *m, uint64_t key, int64_t pen) {
     int64_t s[PL_RESOURCES], next[PL_RESOURCES], issue, before;
-    uint32_t rows = (uint32_t)d[0], r;
-    const int32_t *p = d + PL_HEAD + rows + d[1];
+    uint64_t first;
+    uint32_t rows, r;
+    const int32_t *p;
     pl_step step;
+    if (b->data_len[RVX_MODEL] < PL_HEAD) { /* no matrix: the penalty only */
+        pl_penalty(pen);
+        pl_taken = pl_fell = 0;
+        return;
+    }
+    /* Checked here, before any step of the block is remembered, so that a penalty never reaches
+     * into a key's state bits. */
+    if ((uint32_t)d[2] >= 1u << PL_PENALTY_BITS || (uint32_t)d[3] >= 1u << PL_PENALTY_BITS) abort();
+    pl_taken = d[2];
+    pl_fell = d[3];
+    pl_prev_next = b->fall;
     if (m[1].key == key) { /* the step before last */
         step = m[1];
         m[1] = m[0];
@@ -134,6 +151,8 @@ RVX_SLOW static void pl_apply(const int32_t *d, pl_step *m, uint64_t key, int64_
         pl_issue += pen + step.advance;
         return;
     }
+    rows = (uint32_t)d[0];
+    p = d + PL_HEAD + rows + d[1];
     pl_absolute(s);
     s[0] += pen;
     issue = before = s[0];
@@ -154,50 +173,36 @@ RVX_SLOW static void pl_apply(const int32_t *d, pl_step *m, uint64_t key, int64_
         p += 2 + 2 * p[1];
     }
     if (s[0] < before) abort(); /* the issue slot never moves back (the memo's premise) */
-    pl_keep(s); /* may forget every step: m is written after */
+    first = pl_first;
+    pl_keep(s);
     if (s[0] - before > INT32_MAX) abort();
+    if (pl_first != first) return; /* pl_keep forgot every state, the one before included */
     m[1] = m[0];
     m[0].key = key;
     m[0].next = pl_sid;
     m[0].advance = (int32_t)(s[0] - before);
 }
 
-/* Block ``id``'s two steps, the table grown to hold it (new steps: none). */
-RVX_SLOW static pl_step *pl_memo_grow(uint32_t id) {
-    uint32_t blocks = pl_memo_blocks ? pl_memo_blocks : 1024;
-    while (blocks <= id) blocks *= 2;
-    pl_memo = (pl_step *)realloc(pl_memo, sizeof(pl_step) * 2 * blocks);
-    if (pl_memo == NULL) abort();
-    memset(pl_memo + 2 * (size_t)pl_memo_blocks, 0xff, sizeof(pl_step) * 2 * (blocks - pl_memo_blocks));
-    pl_memo_blocks = blocks;
-    return pl_memo + 2 * (size_t)id;
-}
-
-static inline pl_step *pl_memo_of(uint32_t id) {
-    return id < pl_memo_blocks ? pl_memo + 2 * (size_t)id : pl_memo_grow(id);
-}
-
 static inline void model_block(const rvx_block *b) {
     const int32_t *d = b->data[RVX_MODEL];
     int64_t pen = b->pc == pl_prev_next ? pl_fell : pl_taken;
     uint64_t key;
-    pl_step *m;
-    if (d == NULL || b->data_len[RVX_MODEL] < PL_HEAD) {
+    pl_step *m = (pl_step *)RVX_SCRATCH(b);
+    if (d == NULL) {
         pl_penalty(pen);
         pl_taken = pl_fell = 0;
         return;
     }
-    key = (uint64_t)pl_sid << 32 | (uint32_t)pen;
-    m = pl_memo_of(b->id);
-    if (m[0].key == key) {
+    key = pl_key(pen);
+    if (m[0].key == key) { /* remembered only for a block with its matrix */
         pl_sid = m[0].next;
         pl_issue += pen + m[0].advance;
+        pl_taken = d[2];
+        pl_fell = d[3];
+        pl_prev_next = b->fall;
     } else {
-        pl_apply(d, m, key, pen);
+        pl_apply(b, d, m, key, pen);
     }
-    pl_taken = d[2];
-    pl_fell = d[3];
-    pl_prev_next = b->fall;
 }
 
 static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
@@ -210,9 +215,6 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
 static void model_reset(void) {
     pl_issue = 0;
     pl_taken = pl_fell = 0;
-    free(pl_memo); /* block ids are a machine's own */
-    pl_memo = NULL;
-    pl_memo_blocks = 0;
     pl_forget_states();
     pl_sid = pl_intern((int32_t[PL_RESOURCES]){0});
 }

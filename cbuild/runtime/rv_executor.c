@@ -77,7 +77,12 @@ typedef struct rvx_block {
                                             translation the translation's (constants there), read-only */
     uint32_t data_len[RVX_MAX_MODELS];
     uint32_t given; /* bit m: data[m] is the translation's (not freed with the block) */
+    uint64_t scratch[RVX_MAX_MODELS][4]; /* each model's own (RVX_SCRATCH), zero in a new block */
 } rvx_block;
+
+/* Block ``b``'s four words of the model's own: zero when the machine first meets the block, kept
+ * as long as the machine (a model that resets its state must not trust what it wrote before). */
+#define RVX_SCRATCH(b) ((uint64_t *)(b)->scratch[RVX_MODEL])
 
 /* Called once for each new block, for each model that asks for host-computed block data. */
 typedef void (*rvx_block_cb)(uint32_t model, uint32_t id, uint64_t pc, uint32_t n, const uint32_t *words);
