@@ -4,6 +4,7 @@ separate emulator (rv32emu: Python hooks, no code of the executor's)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from cbuild import Builder, BuildOptions, Library, run_program
 from cbuild.models import default_registry
 from cbuild.models.pipeline import PipelineModel
 from cbuild.riscv.decode import decode
-from cbuild.riscv.executor import read_image
+from cbuild.riscv.executor import ExecRuntime, read_image
 from cbuild.riscv.machine import Machine, load_machine
 from cbuild.riscv.maxplus import Matrix
 from tests.test_dynamic_models import LOOP_C
@@ -159,3 +160,38 @@ def test_pipeline_library_calls_run_in_the_target_build(builder: Builder, write)
     assert one == three  # the machine starts idle for each call
     assert both == 2 * one  # calls' cycles add up
     assert four - two == two - one > 100  # a loop of n iterations: the same cycles per iteration
+
+
+class _ForgetfulPipeline(PipelineModel):
+    """The pipeline model keeping at most three interned states: it forgets them all every few blocks."""
+
+    def key_params(self) -> tuple[tuple[str, str], ...]:
+        return (*super().key_params(), ("pipeline.max_states", "3"))
+
+    def exec_runtime(self) -> ExecRuntime:
+        runtime = super().exec_runtime()
+        return dataclasses.replace(runtime, source="#define PL_MAX_STATES 3u\n" + runtime.source)
+
+
+@pytest.mark.parametrize("machine_name", ["inorder5", "rocket32"])
+def test_pipeline_cycles_do_not_depend_on_the_states_the_model_remembers(
+    builder: Builder,
+    shared_source,
+    rocket32: Path,
+    machine_name: str,  # type: ignore[no-untyped-def]
+) -> None:
+    """The executor keeps relative pipeline states by number and each block's last steps between
+    them; a model that forgets every state again and again (numbers never reused, so no step a
+    block remembers from before can match) costs the same, in both engines."""
+    name = str(rocket32) if machine_name == "rocket32" else machine_name
+    totals = []
+    for model in (
+        PipelineModel({"machine": name, "execute": True}),
+        _ForgetfulPipeline({"machine": name, "execute": True}),
+    ):
+        artifact = builder.build([shared_source("sort.c", SORT_C)], options=BuildOptions(opt_level="2"), models=[model])
+        run = run_program(artifact, ["11"])
+        assert run.counts is not None
+        (cycles,) = model.evaluate(run.counts)
+        totals.append(cycles.total)
+    assert totals[0] == totals[1] > 0

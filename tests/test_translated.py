@@ -437,3 +437,78 @@ def test_a_translated_run_past_its_timeout_names_the_loop_it_goes_round(
     translated = run("100")
     assert (translated.engine, translated.stdout) == ("translated", b"197\n")
     executor.close_servers()
+
+
+GROUPS_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#define PAGE 1024 /* the zkvm's page */
+struct rec { int a, b, c, d, e, f, g, h; };
+struct node { struct node *next; int v; };
+static char arena[64 * PAGE] __attribute__((aligned(PAGE)));
+/* Two hops along the list in one block, the pointer rewritten in its own register between them. */
+static long hop2(struct node **at) {
+    struct node *p = *at;
+    long v, w;
+#if defined(__riscv) && __riscv_xlen == 32
+    __asm__ volatile("lw %0, 4(%2)\n\tlw %2, 0(%2)\n\tlw %1, 4(%2)\n\tlw %2, 0(%2)"
+                     : "=&r"(v), "=&r"(w), "+r"(p) : : "memory");
+#else
+    v = p->v;
+    p = p->next;
+    w = p->v;
+    p = p->next;
+#endif
+    *at = p;
+    return v + 3 * w;
+}
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 3000;
+    long total = 0;
+    /* a list whose every other node lies on a page nothing else touches */
+    for (int i = 0; i < 32; i++) {
+        struct node *n = (struct node *)(arena + (32 + i) * PAGE + 512);
+        n->next = i < 31 ? (struct node *)(arena + (33 + i) * PAGE + 512) : 0;
+        n->v = i;
+    }
+    for (int k = 0; k < rounds; k++) {
+        for (int j = 0; j < 32; j += 2) {
+            char *page = arena + j * PAGE;
+            page[0] = (char)k; /* the even page: loaded and dirty */
+            /* eight stores through one base register; the last four reach into the odd page */
+            struct rec *r = (struct rec *)(page + PAGE - 16);
+            r->a = k; r->b = j; r->c = k ^ j; r->d = 1; r->e = 2; r->f = 3; r->g = 4; r->h = 5;
+        }
+        /* the odd nodes' pages are touched by the second hop's loads only, after a store has
+         * made the first node's page known to the segment */
+        for (struct node *p = (struct node *)(arena + 32 * PAGE + 512); p != 0;) {
+            p->v = k & 7;
+            total += hop2(&p);
+        }
+    }
+    printf("%ld\n", total);
+    return 0;
+}
+"""
+
+
+def test_grouped_accesses_cost_what_unicorn_costs_across_pages_and_segment_ends(
+    builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hot block asks the zkvm model once whether a group of loads or stores through one base
+    register can change anything (pages loaded and dirty in the segment already); records laid
+    across 1 KiB page boundaries, and segments of 2^17 cycles whose ends fall inside such blocks,
+    cost exactly what unicorn's access-by-access run costs."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "1")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
+    zkvm = default_registry().create("zkvm", {"execute": True, "po2": 17})
+    artifact = builder.build([write("groups.c", GROUPS_C)], options=BuildOptions(opt_level="2"), models=[zkvm])
+    library, elf, translation, runtimes = _direct(artifact)
+    executor.run_program(library, elf, runtimes, [elf.name], translation=translation)  # records the blocks
+    run = executor.run_program(library, elf, runtimes, [elf.name], translation=translation, check=True)
+    assert run.engine == "translated", run.note
+    total, user, paging, _, segments, page_ins, page_outs = run.results
+    assert segments > 10
+    assert page_ins > segments
+    assert page_outs > segments
+    assert total > user + paging

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #define PL_HEAD 6
+#ifndef PL_MAX_STATES
 #define PL_MAX_STATES (1u << 18) /* interned states kept; past them all are forgotten and begun again */
+#endif
 
 #define PL_PENALTY_BITS 20 /* penalties are less than 2^20 cycles */
 
