@@ -81,9 +81,14 @@ class ExecRuntime:
     ``source`` defines ``model_block(const rvx_block *b)`` (before each executed block: ``b->pc``,
     ``b->n`` instructions, ``b->nmem`` accesses, ``b->id``, ``b->data[RVX_MODEL]`` the model's
     block data, read-only; constants in translated code; ``RVX_EXECUTED`` the instructions
-    executed in the measurement, this block's included), ``model_access(uint64_t
+    executed in the measurement, this block's included; ``RVX_SCRATCH(b)`` four ``uint64_t`` of
+    the model's own per block, zero at first), ``model_access(uint64_t
     address, uint32_t size, uint32_t is_store, uint32_t index)`` (with ``memory``: each load and
-    store, ``index`` the instruction's position in the block), ``model_reset(void)``,
+    store, ``index`` the instruction's position in the block), optionally
+    ``model_accesses_done(uint64_t first, uint64_t last, uint32_t is_store)`` with
+    ``RVX_ACCESSES_DONE`` defined (nonzero: no access of that kind between ``first`` and
+    ``last``, less than 1 KiB apart, would change anything, so translated code skips them),
+    ``model_reset(void)``,
     ``model_finish(uint64_t *out)`` (``results`` numbers) and ``uint64_t model_now(void)`` (the
     cost so far). ``block_data`` (optional) computes a block's data from its instruction words
     and address, once per block, in Python; a :class:`~cbuild.errors.CBuildError` it raises (a

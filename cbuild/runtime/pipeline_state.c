@@ -1,6 +1,6 @@
 /*
- * The state both pipeline runtimes keep (pipeline_model.c in native builds, pipeline_exec.c in the
- * RISC-V executor): the release time of each resource, resource 0 the issue slot.
+ * The state of the pipeline runtime in native builds (pipeline_model.c): the release time of each
+ * resource, resource 0 the issue slot. The RISC-V executor's (pipeline_exec.c) keeps its own.
  */
 static int64_t pl_state[PL_RESOURCES];
 
