@@ -60,7 +60,7 @@ static uint64_t pl_hash(const int32_t *rel) {
 /* Every interned state forgotten (the steps blocks remember name them by numbers not used again). */
 static void pl_forget_states(void) {
     pl_first += pl_nstates;
-    if (pl_first >= (uint64_t)1 << (64 - PL_PENALTY_BITS)) abort();
+    if (pl_first + PL_MAX_STATES >= (uint64_t)1 << (64 - PL_PENALTY_BITS)) abort(); /* keys would overflow */
     pl_nstates = 0;
     if (pl_table != NULL) memset(pl_table, 0, sizeof(uint32_t) * pl_table_size);
 }
