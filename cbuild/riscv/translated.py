@@ -8,9 +8,10 @@ translated form (``RVX_TRANSLATED``: guest memory in this process), optimises th
 ``-O2`` (the cost models' hooks inline into each block executed often, :data:`HOT` times, with the
 block's facts as constants; other blocks call them), keeps the object code beside the ELF
 (``<elf>.rvt-<key>.o``, keyed by the ELF, the executor's code, the blocks, the hot ones and the
-translator), and runs it through llvmlite's MCJIT. A run that reaches code outside the translation
-(or cannot go on in it for another reason) is run again in unicorn, whose blocks join the recorded
-ones for the next translation: results always come from a complete run of one engine or the other.
+translator's ``VERSION``), and links it into this process with ORC's JITLink (llvmlite's LLJIT).
+A run that reaches code outside the translation (or cannot go on in it for another reason) is run
+again in unicorn, whose blocks join the recorded ones for the next translation: results always
+come from a complete run of one engine or the other.
 """
 
 from __future__ import annotations
