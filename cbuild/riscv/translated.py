@@ -8,7 +8,7 @@ translated form (``RVX_TRANSLATED``: guest memory in this process), optimises th
 ``-O2`` (the cost models' hooks inline into each block executed often, :data:`HOT` times, with the
 block's facts as constants; other blocks call them), keeps the object code beside the ELF
 (``<elf>.rvt-<key>.o``, keyed by the ELF, the executor's code, the blocks, the hot ones and the
-translator's ``VERSION``), and links it into this process with ORC's JITLink (llvmlite's LLJIT).
+translator's code), and links it into this process with ORC's JITLink (llvmlite's LLJIT).
 A run that reaches code outside the translation (or cannot go on in it for another reason) is run
 again in unicorn, whose blocks join the recorded ones for the next translation: results always
 come from a complete run of one engine or the other.
@@ -153,6 +153,10 @@ class NativeLibrary:
 #: The functions a loaded translation exports: the executor's interface.
 _EXPORTED = re.compile(r"^define (?!internal |private )[^@\n]*@((?:rvx|rvt)_\w+)\(", re.MULTILINE)
 
+#: The translator's source: part of a translation's key, so that a change to it never reuses object
+#: code it made before (its VERSION alone depends on being bumped).
+_TRANSLATOR = Path(__file__).with_name("translate.py")
+
 #: Translations loaded in this process, by key, least recently used first: an executor server
 #: loads each once, and keeps the last few (each holds its code and the executor's).
 _LOADED: dict[str, NativeLibrary] = {}
@@ -202,7 +206,7 @@ def load(
     triple = llvm.get_process_triple()
     hot = reached.hot()
     producers = [r.block_data_id or "-" for r in runtimes]
-    parts = [VERSION, triple, _digest_file(elf), _digest_file(executor_ir), *producers]
+    parts = [VERSION, _digest_file(_TRANSLATOR), triple, _digest_file(elf), _digest_file(executor_ir), *producers]
     parts += map(str, sorted(reached.blocks))
     key = hashlib.sha256("\0".join([*parts, "hot", *map(str, sorted(hot))]).encode()).hexdigest()[:32]
     with _LOCK:
