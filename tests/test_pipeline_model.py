@@ -808,6 +808,15 @@ def test_error_negative_latency(tmp_path: Path) -> None:
     assert "classes.div.latency" in message
 
 
+def test_error_penalty_out_of_range(tmp_path: Path) -> None:
+    """The executor keeps a penalty in 20 bits: a larger one is refused where it is written."""
+    with pytest.raises(MachineError) as info:
+        load_machine(chip(tmp_path, 'target = "riscv32"', 'target = "riscv32"\nmispredict_penalty = 1048576'))
+    message = str(info.value)
+    assert "chip.toml:4:" in message
+    assert "machine.mispredict_penalty: expected an integer from 0 to 1048575, got 1048576" in message
+
+
 def test_error_missing_class_units(tmp_path: Path) -> None:
     with pytest.raises(MachineError) as info:
         load_machine(chip(tmp_path, "units = { div = 32 }\n", ""))

@@ -28,6 +28,8 @@ else:  # pragma: no cover
 MACHINES_DIR = Path(__file__).parent / "machines"
 TARGETS = ("riscv32", "riscv64")
 ISSUE, WRITEBACK = 0, 1
+#: Penalties are less than this many cycles (the executor keeps a penalty in 20 bits of a key).
+MAX_PENALTY = 1 << 20
 #: Branch predictors a machine may name (docs/pipeline-model.md, "Control transfers").
 PREDICTORS = ("none", "btfn")
 #: Conditional branches: they either jump to their target or fall through.
@@ -171,8 +173,9 @@ class Machine:
 
     def _penalty(self, head: Mapping[str, Any], key: str) -> int:
         value = head.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self._fail(f"machine.{key}", f"expected a non-negative integer, got {value!r}", r"^\[machine\]", key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_PENALTY:
+            expected = f"expected an integer from 0 to {MAX_PENALTY - 1}"
+            raise self._fail(f"machine.{key}", f"{expected}, got {value!r}", r"^\[machine\]", key)
         return value
 
     def _read_class(self, name: str, body: object) -> None:

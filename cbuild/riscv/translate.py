@@ -18,7 +18,9 @@ markers between calls. Every block counts its executions in the run (``rvt_count
 one checks the block in guest memory against the translation, ``rvt_first_entry``), adds its
 instructions and checks the limit, and calls ``rvt_block`` (the models' block hook); every load
 and store calls ``rvt_access`` with the instruction's index in its block (the models' access
-hook). Linked with the executor's C code, both are inlined into the blocks that run often.
+hook), except that in a block that runs often, loads (or stores) through one base register ask the
+models once whether any of them matters (``rvt_accesses_done``, :func:`_access_groups`). Linked
+with the executor's C code, the hooks are inlined into the blocks that run often.
 """
 
 from __future__ import annotations

@@ -219,10 +219,12 @@ class _MachineRuns:
         self._error: BaseException | None = None
         check = checking_translation()  # read here: the environment is the caller's
         requests = [(target, doc, translation_of(doc)) for target, doc in machines.items() if "unavailable" not in doc]
-        self._thread = threading.Thread(
-            target=self._run, args=(requests, list(argv), stdin, timeout, check), daemon=True
-        )
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if requests:  # a build whose RISC-V builds are all unavailable runs nothing
+            self._thread = threading.Thread(
+                target=self._run, args=(requests, list(argv), stdin, timeout, check), daemon=True
+            )
+            self._thread.start()
 
     def _run(
         self,
@@ -248,7 +250,8 @@ class _MachineRuns:
             self._error = exc
 
     def wait(self) -> dict[str, Execution]:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         if self._error is not None:
             raise self._error
         return self._runs

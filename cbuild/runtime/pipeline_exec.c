@@ -29,7 +29,7 @@
 #define PL_MAX_STATES (1u << 18) /* interned states kept; past them all are forgotten and begun again */
 #endif
 
-#define PL_PENALTY_BITS 20 /* penalties are less than 2^20 cycles */
+#define PL_PENALTY_BITS 20 /* penalties are less than 2^20 cycles (MAX_PENALTY in cbuild/riscv/machine.py) */
 
 typedef struct pl_step {
     uint64_t key; /* the relative state before (its number from 1, shifted) and the penalty; 0: none */

@@ -842,7 +842,7 @@ RVX_API __attribute__((always_inline)) void rvt_access(uint64_t address, uint32_
  * ``last`` (from one base register, less than 1 KiB apart): nonzero if the models' access hooks
  * would change nothing for any of them, so the translation skips them (rvt_access_unless). */
 RVX_API __attribute__((always_inline)) uint32_t rvt_accesses_done(uint64_t first, uint64_t last, uint32_t is_store) {
-    return !RVX_MEMORY_EVENTS || rvx_models_accesses_done(first, last, is_store);
+    return rvx_models_accesses_done(first, last, is_store); /* 1 if no model asks for accesses */
 }
 
 RVX_API __attribute__((always_inline)) void rvt_access_unless(uint32_t done, uint64_t address, uint32_t size,
