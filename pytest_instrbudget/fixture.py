@@ -17,6 +17,7 @@ from cbuild.run.extension import Extension, extension_options
 from cbuild.run.hosts import HostPool, HostProcess
 from cbuild.run.library import Library
 from cbuild.run.program import run_program
+from cbuild.run.stops import machine_clock_usage
 from pytest_instrbudget.marker import model_names
 from pytest_instrbudget.measure import Meter, measure
 
@@ -89,7 +90,10 @@ class Program:
             measured = measure(self._models, [result.counts])
             costs = measured.costs
             unavailable = {metric: why.reason for metric, why in measured.unavailable.items()}
-        self._meter.program_ran({metric: cost.total for metric, cost in costs.items()})
+        spent = {metric: cost.total for metric, cost in costs.items()}
+        if result.counts is not None:  # an executing model's clock counts what its run used, not its total
+            spent.update(machine_clock_usage(self.artifact, result.counts.machine))
+        self._meter.program_ran(spent)
         return ProgramRun(result.returncode, result.stdout, result.stderr, costs, unavailable)
 
 

@@ -131,14 +131,6 @@ class Budget:
                 elif key == "regions":
                     regions.update(_region_limits(item.nodeid, value, active, headline, all_keywords, models, chosen))
                 elif key in cutoffs:
-                    owner = next(model for model in models if model.metrics[0] is cutoffs[key])
-                    if owner.executes() is not None:
-                        raise ConfigError(
-                            f"{item.nodeid}: budget({key}=...) needs [tool.instrbudget.{owner.name}] execute = false: "
-                            f"with execute = true the {owner.name} model measures the {owner.executes()} build after "
-                            "the native code has run, so its clock cannot stop that code; stop_at (IR instructions) "
-                            "can"
-                        )
                     stops_given[key] = value
                 elif key in active:
                     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -328,15 +328,61 @@ def test_grows(cbuild):
     )
 
 
-def test_a_cutoff_on_an_executing_models_clock_says_it_needs_the_ir_estimate(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".c", lib="int one(void) { return 1; }\n")
-    pytester.makepyfile(
-        test_x="import pytest\n\n@pytest.mark.budget(max_zkcycles=10, stop_at_zkcycles='3x')\n"
-        "def test_x(cbuild):\n    cbuild.library('lib.c').one()\n"
-    )
+MACHINE_TESTS = """
+import pytest
+
+@pytest.mark.budget(max_zkcycles=10_000, stop_at_zkcycles="3x")
+def test_library(cbuild):
+    lib = cbuild.library("lib.c")
+    lib.spin(100)
+    lib.spin(10**6)
+
+@pytest.mark.budget(max_zkcycles=10_000, stop_at_zkcycles="3x")
+def test_program_after_program(cbuild):
+    prog = cbuild.program("lib.c", defines=["PROGRAM"])
+    assert prog.run(["100"]).returncode == 0
+    prog.run(["100000"])
+
+@pytest.mark.budget(stop_at_zkcycles=50_000, timeout=60)
+def test_program_never_ends(cbuild):
+    cbuild.program("lib.c", defines=["PROGRAM"]).run(["100000000000000"])
+
+@pytest.mark.budget(stop_at_zkcycles=10**9)
+def test_within(cbuild):
+    cbuild.library("lib.c").spin(1000)
+"""
+
+
+@pytest.mark.slow
+def test_cutoffs_on_an_executing_models_clock_stop_the_riscv_build(pytester: pytest.Pytester) -> None:
+    """With ``execute = true`` the RISC-V run stops at the zk cut-off: a library call's replay, and a
+    program's run (which ends its native run too, here one that would run for hours); a test's
+    calls and runs share the cut-off, counted on the clock (user plus paging), serial and under
+    xdist alike."""
+    pytester.makefile(".c", lib=SESSION_C)
+    pytester.makepyfile(test_cut=MACHINE_TESTS)
     pytester.makefile(".toml", pyproject='[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\n')
-    result = pytester.runpytest("-p", "no:cacheprovider")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*test_x.py::test_x: budget(stop_at_zkcycles=...) needs [[]tool.instrbudget.zkvm[]] execute = false*"]
-    )
+    runs = [pytester.runpytest_subprocess(*extra) for extra in ([], ["-n", "2"])]
+    for result in runs:
+        result.assert_outcomes(passed=1, failed=3)
+    stops = [_stop_lines(result) for result in runs]
+    assert stops[0] == stops[1]
+    assert len(stops[0]) == 3
+    text = "\n".join(stops[0].values())
+    within = r"3[0-3],\d\d\d"  # past the cut-off by less than one instruction's clock step (3,041)
+    segment = r"; zkVM segment 1 \(po2 20\)"
+    assert re.search(
+        rf"spin\(\): stopped after {within} cycles \(zk_cycles\) \(cut-off 30,000, 3x max_zkcycles\) in spin "
+        rf"\(lib\.c:13\){segment}",
+        text,
+    ), text
+    assert re.search(
+        rf"lib\.c \(100000\): stopped after {within} cycles \(zk_cycles\) \(cut-off 30,000, 3x max_zkcycles\) "
+        rf"in (?:main|spin) \(lib\.c:1[3-7]\){segment}",
+        text,
+    ), text
+    assert re.search(
+        r"lib\.c \(100000000000000\): stopped after 5[0-3],\d\d\d cycles \(zk_cycles\) "
+        rf"\(cut-off 50,000, stop_at_zkcycles=50,000\) in (?:main|spin) \(lib\.c:1[3-7]\){segment}",
+        text,
+    ), text

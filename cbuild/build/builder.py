@@ -452,7 +452,8 @@ class Builder:
                 # Cached with the build, which another checkout of the same sources reuses: the
                 # sources' paths are stored as placeholders that Artifact.machines fills in.
                 why = portable_paths(str(exc), [str(s.path) for s in sources])
-                out[target] = {"unavailable": why, "models": [m.name for m in mine]}
+                clocks = [m.metrics[0].name for m in mine]
+                out[target] = {"unavailable": why, "models": [m.name for m in mine], "clocks": clocks}
                 continue
             library = build_executor(self.toolchain, self.cache, runtimes)
             translation = build_executor_ir(self.toolchain, self.cache, runtimes)

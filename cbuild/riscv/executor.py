@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the executor's child process imports this module: only what
 SOURCE = Path(__file__).parent.parent / "runtime" / "rv_executor.c"
 
 #: rvx_run outcomes.
-EXITED, RETURNED, FAULT, LIMIT, READY, FALLBACK = 0, 1, 2, 3, 4, 5
+EXITED, RETURNED, FAULT, LIMIT, READY, FALLBACK, STOPPED = 0, 1, 2, 3, 4, 5, 6
 #: Guest memory layout: the stack ends at STACK_TOP, anonymous mappings grow up from MMAP_BASE.
 STACK_TOP = 0x8000_0000
 STACK_SIZE = 16 << 20
@@ -59,7 +59,7 @@ _HWCAP_IMA = (1 << (ord("i") - 97)) | (1 << (ord("m") - 97)) | (1 << (ord("a") -
 #: unicorn's RISC-V register numbers (unicorn/riscv.h): x0..x31 are 1..32.
 REG_X0 = 1
 REG_SP, REG_RA, REG_A0 = REG_X0 + 2, REG_X0 + 1, REG_X0 + 10
-_HOOKS = ("block", "access", "accesses_done", "reset", "finish", "now")
+_HOOKS = ("block", "access", "accesses_done", "reset", "finish", "now", "clock_step")
 #: Section of the RISC-V builds listing region markers (written by :mod:`cbuild.riscv.build`).
 MARKER_SECTION = ".instrbudget_marks"
 #: Non-allocated section of a library's build: how its code takes each exported function's
@@ -89,9 +89,13 @@ class ExecRuntime:
     ``RVX_ACCESSES_DONE`` defined (nonzero: no access of that kind between ``first`` and
     ``last``, less than 1 KiB apart, would change anything, so translated code skips them),
     ``model_reset(void)``,
-    ``model_finish(uint64_t *out)`` (``results`` numbers) and ``uint64_t model_now(void)`` (the
-    cost so far). ``block_data`` (optional) computes a block's data from its instruction words
-    and address, once per block, in Python; a :class:`~cbuild.errors.CBuildError` it raises (a
+    ``model_finish(uint64_t *out)`` (``results`` numbers), ``uint64_t model_now(void)`` (the
+    cost so far, never decreasing: regions and cut-offs read it) and optionally
+    ``uint64_t model_clock_step(void)`` with ``RVX_CLOCK_STEP`` defined (the most ``model_now``
+    grows over one instruction, its fetch and accesses included: a cut-off on the clock then
+    looks at it only when it could have passed, not before every block). ``block_data``
+    (optional) computes a block's data from its instruction words and address, once per block, in
+    Python; a :class:`~cbuild.errors.CBuildError` it raises (a
     word it cannot decode) makes the model's results unavailable for the run, with that reason.
     ``block_data_id`` names the producer for the block-data file kept beside the ELF (see
     :class:`BlockDataFile`); empty: computed in every process.
@@ -143,6 +147,8 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
             "\n#ifndef RVX_ACCESSES_DONE /* the model has no model_accesses_done: each access goes to its hook */\n"
             f"RVX_INLINE uint32_t rvm{i}_accesses_done(uint64_t f, uint64_t l, uint32_t w) "
             "{ (void)f; (void)l; (void)w; return 0; }\n#endif\n#undef RVX_ACCESSES_DONE\n"
+            "#ifndef RVX_CLOCK_STEP /* no bound on the clock's growth: a cut-off looks at it before every block */\n"
+            f"static uint64_t rvm{i}_clock_step(void) {{ return UINT64_MAX; }}\n#endif\n#undef RVX_CLOCK_STEP\n"
         )
         parts.extend(f"\n#undef model_{hook}" for hook in _HOOKS)
         parts.append("\n#undef RVX_MODEL\n")
@@ -153,6 +159,7 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
     offsets = [sum(r.results for r in runtimes[:i]) for i in range(len(runtimes))]
     finish = " ".join(f"rvm{i}_finish(out + {offsets[i]});" for i in range(len(runtimes)))
     now = " ".join(f"out[{i}] = rvm{i}_now();" for i in range(len(runtimes)))
+    step = " ".join(f"out[{i}] = rvm{i}_clock_step();" for i in range(len(runtimes)))
     parts.append(
         f"""
 RVX_INLINE void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}
@@ -163,6 +170,7 @@ RVX_INLINE uint32_t rvx_models_accesses_done(uint64_t f, uint64_t l, uint32_t w)
 static void rvx_models_reset(void) {{ {reset} }}
 static void rvx_models_finish(uint64_t *out) {{ (void)out; {finish} }}
 static void rvx_models_now(uint64_t *out) {{ (void)out; {now} }}
+static void rvx_models_clock_step(uint64_t *out) {{ (void)out; {step} }}
 """
     )
     return "".join(parts)
@@ -412,6 +420,11 @@ class Execution:
     engine: str = "unicorn"
     #: Why a run that could have been translated ran in unicorn, or "".
     note: str = ""
+    #: A run stopped at a cut-off on a model's clock: (the model's runtime index, its clock, the
+    #: address of the block that would have started next), else None. The rest describes what ran.
+    stopped: tuple[int, int, int] | None = None
+    #: Each model's clock (``model_now``) at the end, in runtime order: what a cut-off counts.
+    clocks: list[int] = field(default_factory=list)
 
 
 def function_instructions(image: Image, blocks: Sequence[tuple[int, int, int]]) -> dict[str, int]:
@@ -447,10 +460,17 @@ def function_at(image: Image, address: int) -> str:
 def guest_place(elf: Path, pc: int) -> str:
     """Where the guest code at ``pc`` (a block's start) is, named as a native stop names a place
     (:class:`cbuild.build.places.Frame`): ``spin (spin.c:5) at pc 0x10234``, or ``spin (pc 0x10234)``
-    where the build has no line table for it.
+    where the build has no line table for it (:func:`guest_frame`)."""
+    frame = guest_frame(elf, pc)
+    return f"{frame} at pc {pc:#x}" if frame.file else f"{frame.function} (pc {pc:#x})"
+
+
+def guest_frame(elf: Path, pc: int) -> Frame:
+    """The function and source line of the guest code at ``pc`` (a block's start); no file and line
+    0 where the build has no line table for it.
 
     The line is that of the first instruction from ``pc`` on, in its function, that has one (code
-    the compiler made has line 0). The ELF's DWARF is read only when asked: for an error.
+    the compiler made has line 0). The ELF's DWARF is read only when asked: for an error or a stop.
     """
     image = read_image(elf)
     name = demangle(function_at(image, pc))
@@ -468,7 +488,7 @@ def guest_place(elf: Path, pc: int) -> str:
                 break
     except Exception:  # a line table that cannot be read: the error this is for still names the function
         frame = None
-    return f"{frame} at pc {pc:#x}" if frame else f"{name} (pc {pc:#x})"
+    return frame or Frame(name, "", 0)
 
 
 BlockKey = tuple[int, tuple[int, ...]]
@@ -591,6 +611,8 @@ class Executor:
         lib.rvx_set_markers.restype = None
         lib.rvx_region_count.argtypes, lib.rvx_region_count.restype = [ptr], u32
         lib.rvx_regions.argtypes, lib.rvx_regions.restype = [ptr, ptr, ptr, ptr, ptr], None
+        lib.rvx_set_cutoff.argtypes, lib.rvx_set_cutoff.restype = [ptr, u32, u64], None
+        lib.rvx_stopped.argtypes, lib.rvx_stopped.restype = [ptr, ptr, ptr], u32
         for name in ("rvx_reset", "rvx_clear_output", "rvx_free"):
             getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr], None
         for name in ("rvx_finish", "rvx_now"):
@@ -716,8 +738,15 @@ class Executor:
         self.write(sp, b"".join(w.to_bytes(width, "little") for w in words))
         return sp
 
+    def set_cutoffs(self, cutoffs: Mapping[int, int]) -> None:
+        """Stop runs (STOPPED) at the first block that would start with a model's clock past its
+        cut-off: runtime index -> clock, counted from the last reset; models not named have none."""
+        for model in range(MAX_MODELS):
+            clock = cutoffs.get(model)
+            self.lib.rvx_set_cutoff(self.handle, model, 2**64 - 1 if clock is None else clock)
+
     def run(self, pc: int, *, stop: int = 0, limit: int = 2**63) -> int:
-        """Execute from ``pc``: an outcome (EXITED, RETURNED, FAULT, LIMIT, READY)."""
+        """Execute from ``pc``: an outcome (EXITED, RETURNED, FAULT, LIMIT, READY, STOPPED)."""
         status = self.lib.rvx_run(self.handle, pc, stop, limit)
         if self._failure is not None:
             failure, self._failure = self._failure, None
@@ -743,6 +772,12 @@ class Executor:
         self.lib.rvx_finish(self.handle, out)
         return list(out)[: self.nresults]
 
+    def now(self) -> list[int]:
+        """Each model's clock (``model_now``) since the last reset, in runtime order."""
+        out = (ctypes.c_uint64 * MAX_MODELS)()
+        self.lib.rvx_now(self.handle, out)
+        return list(out)[: len(self.runtimes)]
+
     def reset(self) -> None:
         """Start a measurement: counts and the models' state from zero."""
         self.lib.rvx_reset(self.handle)
@@ -756,6 +791,12 @@ class Executor:
     def error(self) -> str:
         return (self.lib.rvx_error(self.handle) or b"").decode(errors="replace")
 
+    def stopped(self) -> tuple[int, int, int]:
+        """After a run that ended STOPPED: the model's runtime index, its clock, the block's address."""
+        clock, pc = ctypes.c_uint64(), ctypes.c_uint64()
+        model = self.lib.rvx_stopped(self.handle, ctypes.byref(clock), ctypes.byref(pc))
+        return int(model), clock.value, pc.value
+
     def execution(self, status: int) -> Execution:
         """What ran since the last reset, after a run that ended with ``status``."""
         blocks = [b for b in self.blocks() if b[2]]
@@ -767,12 +808,14 @@ class Executor:
             stdout=self.output(0),
             stderr=self.output(1),
             error=""
-            if status in (EXITED, RETURNED, READY)
+            if status in (EXITED, RETURNED, READY, STOPPED)
             else ("more instructions than the limit" if status == LIMIT else self.error()),
             functions=function_instructions(self.image, blocks),
             regions=self.regions(),
             unavailable=dict(self.unavailable),
             engine=self.engine,
+            stopped=self.stopped() if status == STOPPED else None,
+            clocks=self.now(),
         )
 
     def regions(self) -> dict[str, tuple[int, list[int]]]:
@@ -803,9 +846,11 @@ def run_program(
     limit: int = 2**63,
     translation: Path | None = None,
     check: bool = False,
+    cutoffs: Mapping[int, int] | None = None,
 ) -> Execution:
     """Run a static RISC-V program to its exit in this process; ``argv`` starts with the program's
-    name (default: the ELF's file name).
+    name (default: the ELF's file name). ``cutoffs`` (runtime index -> clock) stop it where a
+    model's clock passes one (:meth:`Executor.set_cutoffs`; :attr:`Execution.stopped` says where).
 
     ``translation``: the executor's translated form (:func:`build_executor_ir`), with which runs
     after a long one (:data:`cbuild.riscv.translated.TRANSLATE_AT`) execute the code earlier runs
@@ -816,7 +861,7 @@ def run_program(
     image = read_image(elf)
     args = [os.fsencode(a) for a in (argv or [elf.name])]
     if translation is None:
-        return _run_once(library, image, elf, runtimes, args, stdin, limit)[1]
+        return _run_once(library, image, elf, runtimes, args, stdin, limit, cutoffs)[1]
     from cbuild.riscv import translated
 
     note, fast = "", None
@@ -824,7 +869,14 @@ def run_program(
     if reached.worth_translating() or (check and reached.blocks):
         try:
             status, fast = _run_once(
-                translated.load(elf, image, translation, reached, runtimes), image, elf, runtimes, args, stdin, limit
+                translated.load(elf, image, translation, reached, runtimes),
+                image,
+                elf,
+                runtimes,
+                args,
+                stdin,
+                limit,
+                cutoffs,
             )
         except ExecutorError as exc:
             note = f"not translated: {exc}"
@@ -833,7 +885,7 @@ def run_program(
                 note, fast = f"ran in unicorn: the translated run stopped at {fast.error}", None
             elif not check:
                 return fast
-    reference = _run_once(library, image, elf, runtimes, args, stdin, limit)[1]
+    reference = _run_once(library, image, elf, runtimes, args, stdin, limit, cutoffs)[1]
     translated.add_reached(elf, reference.blocks, reference.instructions)
     if check:
         if fast is None:
@@ -845,6 +897,7 @@ def run_program(
                 args,
                 stdin,
                 limit,
+                cutoffs,
             )
             if status == FALLBACK:
                 raise ExecutorError(f"the translated run of {elf.name} did not finish: {fast.error}")
@@ -869,6 +922,8 @@ def compare_executions(reference: Execution, other: Execution) -> list[str]:
         "functions",
         "regions",
         "unavailable",
+        "stopped",
+        "clocks",
     ):
         mine, theirs = getattr(reference, name), getattr(other, name)
         if mine != theirs:
@@ -886,9 +941,12 @@ def _run_once(
     argv: Sequence[bytes],
     stdin: bytes,
     limit: int,
+    cutoffs: Mapping[int, int] | None,
 ) -> tuple[int, Execution]:
     executor = Executor(library, image, runtimes, elf=elf)
     try:
+        if cutoffs:
+            executor.set_cutoffs(cutoffs)
         executor.set_register(REG_SP, executor.setup_stack(argv))
         executor.lib.rvx_set_stdin(executor.handle, stdin, len(stdin))
         status = executor.run(image.entry, limit=limit)
@@ -909,6 +967,7 @@ def run_isolated(
     timeout: float | None = None,
     translation: Path | None = None,
     check: bool = False,
+    cutoffs: Mapping[int, int] | None = None,
 ) -> Execution:
     """:func:`run_program` in a child process (block data producers must be picklable).
 
@@ -917,7 +976,17 @@ def run_isolated(
     stops, ends and is replaced. Runs at the same time use servers of their own.
     """
     translated = str(translation) if translation is not None else None
-    request = (str(library), str(elf), pack_runtimes(runtimes), list(argv), stdin, limit, translated, check)
+    request = (
+        str(library),
+        str(elf),
+        pack_runtimes(runtimes),
+        list(argv),
+        stdin,
+        limit,
+        translated,
+        check,
+        dict(cutoffs or {}),
+    )
     server = _Server.take()
     try:
         result = server.request(request, timeout)
@@ -1057,7 +1126,7 @@ def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            library, elf, packed, argv, stdin, limit, translation, check = receive_message(inp)
+            library, elf, packed, argv, stdin, limit, translation, check, cutoffs = receive_message(inp)
         except EOFError:
             return
         try:
@@ -1070,6 +1139,7 @@ def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
                 limit=limit,
                 translation=None if translation is None else Path(translation),
                 check=check,
+                cutoffs=cutoffs,
             )
         except ExecutorError as exc:
             result = exc

@@ -41,6 +41,7 @@ from cbuild.riscv.executor import (
     REG_SP,
     RETURN_ADDRESS,
     RETURNED,
+    STOPPED,
     ExecRuntime,
     Execution,
     Executor,
@@ -277,6 +278,22 @@ def _result(ir: str, ret: tuple[str, int, bool], a0: int, a1: int, xlen: int) ->
     return None
 
 
+class CutoffReached(ExecutorError):
+    """A call stopped at a cut-off on a model's clock (:meth:`Guest.set_cutoffs`): ``run`` is what
+    the calls since the last reset executed, its :attr:`~cbuild.riscv.executor.Execution.stopped`
+    says where."""
+
+    def __init__(self, name: str, run: Execution, before: int = 0) -> None:
+        super().__init__(f"{name}() in the RISC-V build stopped at a cut-off")
+        self.name = name
+        self.run = run
+        #: The stopped model's clock when the call started.
+        self.before = before
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled back to the library's process
+        return (CutoffReached, (self.name, self.run, self.before))
+
+
 class _Worker:
     """The guest in the worker process: one engine's machine (unicorn's, or the translation's)."""
 
@@ -325,6 +342,9 @@ class _Worker:
         status = self.ex.run(self.ex.image.symbol(name), stop=RETURN_ADDRESS)
         if status == FALLBACK:
             raise Handover(self.ex.error())
+        if status == STOPPED:
+            self.ex.save_block_data()
+            raise CutoffReached(name, self.ex.execution(status))
         if status != RETURNED:
             what = "exited" if status == EXITED else f"failed: {self.ex.error()}"
             return None, [], f"{name}() in the RISC-V build {what}"
@@ -440,6 +460,9 @@ class _Engines:
             if op == "reset":
                 worker.ex.reset()
                 continue
+            if op == "cutoffs":
+                worker.ex.set_cutoffs(args[0])
+                continue
             name, call_args, ret, reply = args
             again = worker.call(name, call_args, ret)
             if compare:
@@ -451,7 +474,52 @@ class _Engines:
                 f"the translated call of {name}() differs from unicorn's: {got!r:.300} and {expected!r:.300}"
             )
 
+    def call_within(
+        self, name: str, args: list[Arg], ret: tuple[str, int, bool], rooms: dict[int, int]
+    ) -> tuple[tuple[Any, list[bytes | None], str], dict[int, int]]:
+        """:meth:`call`, stopped where a model's clock grows by more than its room (runtime index ->
+        clock; none: no cut-off); also what each of those clocks grew by."""
+        before = self.worker.ex.now()
+        self.set_cutoffs({i: before[i] + room for i, room in rooms.items()})
+        try:
+            reply = self.call(name, args, ret)
+        except CutoffReached as exc:
+            model = exc.run.stopped[0] if exc.run.stopped is not None else 0
+            exc.before = before[model]
+            raise
+        after = self.worker.ex.now()
+        return reply, {i: after[i] - before[i] for i in rooms}
+
+    def set_cutoffs(self, cutoffs: dict[int, int]) -> None:
+        if self._replayable():
+            self.log.append(("cutoffs", cutoffs))
+        self.worker.ex.set_cutoffs(cutoffs)
+        if self.shadow is not None:
+            self.shadow.ex.set_cutoffs(cutoffs)
+
     def call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
+        try:
+            reply = self._call(name, args, ret)
+        except CutoffReached as exc:
+            if self.shadow is not None:  # the other engine stops at the same place
+                try:
+                    self.shadow.call(name, args, ret)
+                except CutoffReached as again:
+                    self._compare_stops(exc.run, again.run)
+                else:
+                    raise ExecutorError(f"the translated call of {name}() and unicorn's differ in stopping") from None
+            raise
+        return reply
+
+    def _compare_stops(self, mine: Execution, other: Execution) -> None:
+        unicorn, fast = (mine, other) if mine.engine == "unicorn" else (other, mine)
+        differences = compare_executions(unicorn, fast)
+        if differences:
+            raise ExecutorError(
+                f"the translated calls into {self.elf.name} differ from unicorn's: {'; '.join(differences)}"
+            )
+
+    def _call(self, name: str, args: list[Arg], ret: tuple[str, int, bool]) -> tuple[Any, list[bytes | None], str]:
         try:
             reply = self.worker.call(name, args, ret)
         except Handover as exc:
@@ -468,6 +536,8 @@ class _Engines:
         if self.shadow is not None:
             try:
                 self._compare_calls(name, reply, self.shadow.call(name, args, ret))
+            except CutoffReached:
+                raise ExecutorError(f"the translated call of {name}() and unicorn's differ in stopping") from None
             except Handover:  # the translated twin reached code no run had recorded: translated again
                 self.shadow.ex.close()
                 self.shadow = self._twin()
@@ -583,6 +653,23 @@ class Guest:
         """A measurement starts."""
         self._request("reset")
 
+    def call_within(
+        self,
+        name: str,
+        args: list[Arg],
+        ret: tuple[str, int, bool],
+        rooms: dict[int, int],
+        *,
+        timeout: float | None = None,
+    ) -> tuple[tuple[Any, list[bytes | None], str], dict[int, int]]:
+        """:meth:`call`, stopped at the first block that would start with a model's clock grown by
+        more than its room in ``rooms`` (runtime index -> clock units; the call then raises
+        :class:`CutoffReached`); also what each of those clocks grew by in the call."""
+        result: tuple[tuple[Any, list[bytes | None], str], dict[int, int]] = self._request(
+            "call_within", name, args, ret, rooms, timeout=timeout, what=f"the replay of {name}()"
+        )
+        return result
+
     def measure(self) -> Execution:
         """What the calls since the last reset executed, and the models' results."""
         result: Execution = self._request("measure")
@@ -618,6 +705,8 @@ def _main() -> None:  # pragma: no cover - the worker process
             elif op == "reset":
                 worker.reset()
                 reply = None
+            elif op == "call_within":
+                reply = worker.call_within(*args)
             else:
                 reply = worker.measure()
             send_message(out, (True, reply))

@@ -14,9 +14,11 @@ its blocks (a switch on ``pc``), keeps the guest registers it uses and the count
 instructions in locals (loaded on entry, stored back on return and around a host call of another
 translated function), branches directly between its blocks and returns the guest pc to go on at,
 with the reason in ``x->cpu.reason``; the executor's dispatcher makes system calls and region
-markers between calls. Every block counts its executions in the run (``rvt_counts``; the first
-one checks the block in guest memory against the translation, ``rvt_first_entry``), adds its
-instructions and checks the limit, and calls ``rvt_block`` (the models' block hook); every load
+markers between calls. Every block first checks that its instructions stay within ``rvt_limit``
+(past it, ``rvt_over`` says whether the instruction limit or a cut-off on a model's clock stops the
+run there), counts its executions in the run (``rvt_counts``; the first one checks the block in
+guest memory against the translation, ``rvt_first_entry``), adds its instructions, and calls
+``rvt_block`` (the models' block hook); every load
 and store calls ``rvt_access`` with the instruction's index in its block (the models' access
 hook), except that in a block that runs often, loads (or stores) through one base register ask the
 models once whether any of them matters (``rvt_accesses_done``, :func:`_access_groups`). Linked
@@ -33,13 +35,13 @@ from dataclasses import dataclass, field
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "13"
+VERSION = "14"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
 #: Why a translated function returned (RVT_* in rv_executor.c); ``rvt_first_entry`` returns 0 or
 #: CHANGED (the code in guest memory is not the code translated).
-JUMP, ECALL, MARKER, UNKNOWN, LIMIT, FAULT, CHANGED = range(7)
+JUMP, ECALL, MARKER, UNKNOWN, LIMIT, FAULT, CHANGED, STOPPED = range(8)
 #: unicorn ends a block after this many instructions, and before a page boundary.
 MAX_BLOCK = 512
 PAGE = 4096
@@ -249,6 +251,8 @@ class _Emitter:
 
     def _copy(self, registers: Iterable[int], *, inward: bool) -> list[str]:
         places = [("i64", "@rvt_executed", "%exec.at")]
+        if inward:  # the translated code only reads it (rvt_over moves it)
+            places.append(("i64", "@rvt_limit", "%limit.at"))
         places += [(self.t, f"%r{r}.x", f"%r{r}.at") for r in sorted(registers)]
         out = []
         for kind, machine, local in places:
@@ -643,7 +647,7 @@ def _function(
         e.emit(f"%r{r}.at = alloca {e.t}")
     e.emit(f"%mem.at = getelementptr i8, ptr %x, i64 {_MEM}")
     e.emit("%mem = load ptr, ptr %mem.at")
-    e.emit("%limit = load i64, ptr @rvt_limit")
+    e.emit("%limit.at = alloca i64")
     for r in sorted(e.used):
         e.emit(f"%r{r}.x = getelementptr i8, ptr %x, i64 {8 * r}")
     for line in e.state_in(e.used):
@@ -671,6 +675,23 @@ def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] 
         f"ptr @rvt_dt{block.pc:x}, ptr @rvt_dl{block.pc:x}" if data is not None and any(data) else "ptr null, ptr null"
     )
     n, nmem = len(block.words), sum(map(accesses, block.words))
+    # Past rvt_limit (the instruction limit, or where a cut-off looks at the models' clocks next),
+    # the executor says whether the block may start: before it is counted.
+    before = e.op("load i64, ptr %exec.at")
+    executed = e.op(f"add i64 {before}, {n}")
+    over, go = e.new_label("over"), e.new_label("go")
+    limit = e.op("load i64, ptr %limit.at")
+    e.emit(f"br i1 {e.op(f'icmp ugt i64 {executed}, {limit}')}, label %{over}, label %{go}, !prof {_RARE}")
+    e.label(over)
+    why = e.op(f"call i32 @rvt_over(i64 {before}, i32 {n})")
+    stop, goes = e.new_label("stop"), e.new_label("goes")
+    e.emit(f"br i1 {e.op(f'icmp ne i32 {why}, 0')}, label %{stop}, label %{goes}")
+    e.label(stop)
+    e.leave(str(block.pc), why)
+    e.label(goes)
+    e.emit(f"store i64 {e.op('load i64, ptr @rvt_limit')}, ptr %limit.at")
+    e.emit(f"br label %{go}")
+    e.label(go)
     count = e.op(f"load i64, ptr {counter}")
     first, counted = e.new_label("first"), e.new_label("counted")
     e.emit(f"br i1 {e.op(f'icmp eq i64 {count}, 0')}, label %{first}, label %{counted}, !prof {_RARE}")
@@ -684,13 +705,7 @@ def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] 
     e.leave(str(block.pc), CHANGED)
     e.label(counted)
     e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
-    executed = e.op(f"add i64 {e.op('load i64, ptr %exec.at')}, {n}")
     e.emit(f"store i64 {executed}, ptr %exec.at")
-    over, go = e.new_label("limit"), e.new_label("go")
-    e.emit(f"br i1 {e.op(f'icmp ugt i64 {executed}, %limit')}, label %{over}, label %{go}, !prof {_RARE}")
-    e.label(over)
-    e.leave(str(block.pc), LIMIT)
-    e.label(go)
     if n == 0:
         return
     if e.hook:
@@ -764,6 +779,7 @@ def translate(
         "declare i32 @rvt_accesses_done(i64, i64, i32)",
         "declare void @rvt_access_unless(i32, i64, i32, i32, i32)",
         "declare ptr @rvt_find(i64)",
+        "declare i32 @rvt_over(i64, i32)",
         "@rvt_depth = external global i32",
         "@rvt_executed = external global i64",
         "@rvt_limit = external global i64",

@@ -337,6 +337,7 @@ class Host:
             "string": self.string,
             "limits": self.limits,
             "remaining": self.remaining,
+            "spend": self.spend,
             "import": self.import_module,
             "py": self.python,
         }
@@ -366,6 +367,11 @@ class Host:
     def remaining(self) -> dict[str, int]:
         return dict(self.left or {})
 
+    def spend(self, spent: dict[str, int]) -> None:
+        """Library code measured elsewhere (a RISC-V build's replay of a call) used ``spent``."""
+        if self.left is not None:
+            self.left = {m: n - spent.get(m, 0) for m, n in self.left.items()}
+
     def _run(self, lib: _Loaded, raw: Any, values: list[Any]) -> Any:
         """Call ``raw``, with the remaining cut-off in force when there is one."""
         left = self.left
@@ -388,7 +394,9 @@ class Host:
             buf = self.slots[slot] = (ctypes.c_char * size)()
         return buf
 
-    def call(self, lib_id: int, name: str, args: list[Any]) -> tuple[Any, list[Any]]:
+    def call(self, lib_id: int, name: str, args: list[Any]) -> tuple[Any, list[Any], dict[str, int] | None]:
+        """Call a library function: its result, the buffers it wrote, and the cut-off left after
+        it (None: none; a RISC-V build's replay of the call counts against it too)."""
         lib = self.libraries[lib_id]
         raw, params, ret = lib.function(name)
         values: list[Any] = []
@@ -439,7 +447,7 @@ class Host:
             out = ("s", bytes(result))
         else:
             out = ("v", result)
-        return out, written
+        return out, written, None if self.left is None else dict(self.left)
 
     def import_module(self, lib_id: int, name: str) -> tuple[int, str]:
         """Import loaded library ``lib_id`` as the extension module ``name``; its handle and label."""

@@ -21,12 +21,12 @@ from cbuild.build.builder import Artifact
 from cbuild.errors import CBuildError, LibraryCrashed, SignatureError, UnknownFunction
 from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
-from cbuild.riscv.executor import ExecutorError, slot_results, slot_runtimes, slot_unavailable
-from cbuild.riscv.guest import Arg, Guest, Unreplayable, fits, word_bits
+from cbuild.riscv.executor import Execution, ExecutorError, slot_results, slot_runtimes, slot_unavailable
+from cbuild.riscv.guest import Arg, CutoffReached, Guest, Unreplayable, fits, word_bits
 from cbuild.riscv.translated import checking_translation, translation_of
 from cbuild.run.ctypes_map import TypeMap, UnsupportedType
 from cbuild.run.hosts import HostProcess, default_pool
-from cbuild.run.stops import CodeStopped, clock_limits, read_stop, requested
+from cbuild.run.stops import CodeStopped, clock_limits, machine_stop, read_stop, requested
 
 _ids = itertools.count(1)
 _BYREF = type(ctypes.byref(ctypes.c_int()))
@@ -284,7 +284,7 @@ class Function:
         # The replay needs the buffers as they were before the call (the call writes into them).
         inputs = [bytes(b) for b in blobs] if library._guests else blobs
         try:
-            result, written = host.request(
+            result, written, left = host.request(
                 "call", library.id, self.name, wires, what=f"{self.name}()", timeout=library.timeout, blobs=blobs
             )
         except LibraryCrashed:
@@ -307,7 +307,7 @@ class Function:
             host.reply_blob_into(blob, ctypes.addressof(obj))
         value = self._result(result)
         if library._guests:
-            library._replay(self, args, wires, inputs, result)
+            library._replay(self, args, wires, inputs, result, left)
         return value
 
     def _result(self, wire: Wire) -> Any:
@@ -338,8 +338,9 @@ class Library:
     without it the library gets a process of its own, ended by :meth:`close`.
     ``timeout`` limits each call, in seconds. ``max_instr`` (IR instructions) and ``limits``
     (metric -> limit, for the IR total and the cost models' clocks) stop library code before its
-    calls together pass them, raising :class:`~cbuild.run.stops.CodeStopped` (a cut-off build, and
-    a process of its own, are needed).
+    calls together pass them, raising :class:`~cbuild.run.stops.CodeStopped` (a process of its own
+    is needed, and a cut-off build except for the clocks of models that execute a RISC-V build:
+    the replay of a call there stops at the first block that would start past the limit).
     """
 
     def __init__(
@@ -365,6 +366,7 @@ class Library:
         if wanted and host is not None:
             raise CBuildError("a library sharing a process cannot set its own cut-off; the process's owner sets it")
         self.artifact = artifact
+        self._wanted = wanted
         self.table = artifact.table()
         self.timeout = timeout
         doc = artifact.metadata()["signatures"]
@@ -395,6 +397,10 @@ class Library:
         self._handles: dict[str, dict[int, int]] = {}
         #: RISC-V target -> the metric of each of its models' clocks, for regions.
         self._clocks: dict[str, list[str]] = {}
+        #: RISC-V targets whose guest has cut-offs set (cleared when no cut-off is in force).
+        self._cut: set[str] = set()
+        #: RISC-V target -> what its build ran until a call stopped at a cut-off (its guest is gone).
+        self._stopped: dict[str, tuple[Execution, list[Any]]] = {}
         for target, machine in artifact.machines().items():
             if "unavailable" in machine:
                 self._unavailable.update(dict.fromkeys(machine["models"], machine["unavailable"]))
@@ -448,6 +454,10 @@ class Library:
         """The counters as they are now; the cost models' dynamic phases and regions start afresh."""
         for guest, _ in self._guests.values():
             guest.reset()
+        for target, (_, slots) in self._stopped.items():
+            why = f"the {target} build stopped at a cut-off earlier and no longer runs"
+            self._unavailable.update(dict.fromkeys((name for name, *_ in slots), why))
+        self._stopped = {}
         return self._raw(self.host.request("snapshot", self.id, what=f"reading the counters of {self.artifact.name}"))
 
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:
@@ -470,8 +480,8 @@ class Library:
             profile = None
         unavailable = dict(self._unavailable)
         machine = {}
-        for target, (guest, slots) in self._guests.items():
-            run = guest.measure()
+        measured = [(target, guest.measure(), slots) for target, (guest, slots) in self._guests.items()]
+        for target, run, slots in measured + [(target, run, slots) for target, (run, slots) in self._stopped.items()]:
             machine[target] = run
             dynamic.update(slot_results(slots, run.results))
             unavailable.update(slot_unavailable(slots, run, target))
@@ -506,13 +516,47 @@ class Library:
             raise AttributeError(name)
         return self.function(name)
 
-    def _replay(self, fn: Function, args: Sequence[Any], wires: list[Any], blobs: list[Any], native: Any) -> None:
-        """Make the call again in each RISC-V build and warn where it differs from the native call."""
+    def _replay(
+        self,
+        fn: Function,
+        args: Sequence[Any],
+        wires: list[Any],
+        blobs: list[Any],
+        native: Any,
+        left: dict[str, int] | None,
+    ) -> None:
+        """Make the call again in each RISC-V build and warn where it differs from the native call.
+        ``left``: the cut-off in force (metric -> what remains), on which the calls' growth of the
+        executing models' clocks counts (a call that passes it stops, :class:`CodeStopped`)."""
         for target, (guest, slots) in list(self._guests.items()):
             xlen = 32 if target == "riscv32" else 64
+            clocks = self._clocks[target]
+            rooms = {i: max(left[m], 0) for i, m in enumerate(clocks) if left is not None and m in left}
             try:
                 guest_args, ret, narrowed = _guest_call(fn, args, wires, blobs, xlen, self._handles[target])
-                value, written, failure = guest.call(fn.name, guest_args, ret, timeout=self.timeout)
+                if rooms or target in self._cut:
+                    (value, written, failure), grew = guest.call_within(
+                        fn.name, guest_args, ret, rooms, timeout=self.timeout
+                    )
+                    self._cut.discard(target)
+                    if rooms:
+                        self._cut.add(target)
+                        self.host.request("spend", {clocks[i]: n for i, n in grew.items()}, what="the cut-off")
+                else:
+                    value, written, failure = guest.call(fn.name, guest_args, ret, timeout=self.timeout)
+            except CutoffReached as stopped:
+                guest.close()
+                del self._guests[target]
+                run = stopped.run
+                self._stopped[target] = (run, slots)
+                assert run.stopped is not None
+                model, clock, pc = run.stopped
+                # Counted as the library's own cut-off counts (from its load), else for this call.
+                earlier = self._wanted.get(clocks[model], rooms[model]) - rooms[model]
+                counted = (model, earlier + clock - stopped.before, pc)
+                limits = {model: earlier + rooms[model]}
+                stop = machine_stop(self.artifact.machines()[target], counted, limits, run.results)
+                raise CodeStopped(f"{fn.name}()", stop, run.stdout, run.stderr) from None
             except ExecutorError as exc:  # arguments it cannot carry, or the worker ended
                 guest.close()
                 del self._guests[target]

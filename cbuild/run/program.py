@@ -27,7 +27,7 @@ from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import Profile, clock_metrics, read_profile, with_machine_regions
 from cbuild.riscv.executor import Execution, run_isolated, slot_results, slot_runtimes, slot_unavailable
 from cbuild.riscv.translated import checking_translation, translation_of
-from cbuild.run.stops import CodeStopped, clock_limits, read_stop, requested
+from cbuild.run.stops import CodeStopped, clock_limits, machine_stop, read_stop, requested
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
 #: The environment programs get unless the caller passes one. Its size moves the
@@ -107,9 +107,10 @@ class RunResult:
     threads: int = 1
 
 
-def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None, wake: int | None = None) -> bool | None:
     """Wait until ``proc`` has exited, leaving it unreaped (its pid, and so its process group's
-    id, stay taken); False on timeout. Where that is not possible, waits and reaps."""
+    id, stay taken); False on timeout, None if ``wake`` (a file descriptor) became readable first.
+    Where that is not possible, waits and reaps (and ``wake`` is not watched)."""
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # not Linux 5.3+
@@ -119,7 +120,8 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
             return False
         return True
     try:
-        return bool(select.select([pidfd], [], [], timeout)[0])
+        ready = select.select([pidfd, *([] if wake is None else [wake])], [], [], timeout)[0]
+        return True if pidfd in ready else None if ready else False
     finally:
         os.close(pidfd)
 
@@ -212,11 +214,25 @@ def _summed(parts: Sequence[BlockCounts]) -> BlockCounts:
 class _MachineRuns:
     """The RISC-V builds' runs of a program, in a thread of their own: they need only its arguments
     and stdin, so they go on while the native program runs. :meth:`wait` gives them by target, or
-    raises what a run raised; runs nobody waits for (the native run failed) end on their own."""
+    raises what a run raised; runs nobody waits for (the native run failed) end on their own.
+    ``cutoffs`` (per target, runtime index -> clock) stop a run where a model's clock passes one;
+    with them, :attr:`done` is a file descriptor that becomes readable when the runs are over."""
 
-    def __init__(self, machines: Mapping[str, Any], argv: Sequence[str], stdin: bytes, timeout: float | None) -> None:
+    def __init__(
+        self,
+        machines: Mapping[str, Any],
+        argv: Sequence[str],
+        stdin: bytes,
+        timeout: float | None,
+        cutoffs: Mapping[str, Mapping[int, int]] | None = None,
+    ) -> None:
         self._runs: dict[str, Execution] = {}
         self._error: BaseException | None = None
+        self.cutoffs = dict(cutoffs or {})
+        self.done: int | None = None
+        self._done_write: int | None = None
+        if self.cutoffs:
+            self.done, self._done_write = os.pipe()
         check = checking_translation()  # read here: the environment is the caller's
         requests = [(target, doc, translation_of(doc)) for target, doc in machines.items() if "unavailable" not in doc]
         self._thread: threading.Thread | None = None
@@ -245,16 +261,32 @@ class _MachineRuns:
                     timeout=timeout,
                     translation=translation,
                     check=check,
+                    cutoffs=self.cutoffs.get(target),
                 )
+                if self._runs[target].stopped is not None:
+                    break  # the program stopped: its other builds need not run
         except BaseException as exc:  # raised again by wait(), in the caller's thread
             self._error = exc
+        finally:
+            if self._done_write is not None:
+                os.close(self._done_write)  # the read end sees its end
 
     def wait(self) -> dict[str, Execution]:
         if self._thread is not None:
             self._thread.join()
+        if self.done is not None:
+            os.close(self.done)
+            self.done = None
         if self._error is not None:
             raise self._error
         return self._runs
+
+    def raise_stop(self, what: str, machines: Mapping[str, Any]) -> None:
+        """Raise :class:`CodeStopped` for a run that stopped at a cut-off, if one did (after :meth:`wait`)."""
+        for target, run in self._runs.items():
+            if run.stopped is not None:
+                stop = machine_stop(machines[target], run.stopped, self.cutoffs[target], run.results)
+                raise CodeStopped(what, stop, run.stdout, run.stderr)
 
 
 def _with_machine_runs(
@@ -309,7 +341,9 @@ def run_program(
 
     ``max_instr`` (IR instructions) and ``limits`` (metric -> limit, for the IR total and
     the cost models' clocks) stop the program before it passes them, raising
-    :class:`~cbuild.run.stops.CodeStopped`; the artifact must be a cut-off build.
+    :class:`~cbuild.run.stops.CodeStopped`; the artifact must be a cut-off build, except for
+    limits on the clocks of models that execute a RISC-V build: that run stops at the first block
+    that would start with the clock past its limit (and the native run with it).
 
     The program sees ``env`` (default :data:`DEFAULT_ENV`) and its source name as ``argv[0]``.
     It runs in a process group of its own: the run ends when the program's own process exits
@@ -319,11 +353,13 @@ def run_program(
     executor's servers, unless a cut-off applies.
     """
     argv = [Path(artifact.name).stem, *map(str, args)]
-    clocks = clock_limits(artifact, requested(max_instr, limits))
+    what = f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'})"
+    clocks, cutoffs = clock_limits(artifact, requested(max_instr, limits))
     machines = artifact.machines() if artifact.instrumented else {}
     # The RISC-V runs go on beside the native one, unless a cut-off may stop that one early (a
-    # program stopped there may run on in the RISC-V build until its timeout).
-    early = _MachineRuns(machines, argv, input, timeout) if machines and not clocks else None
+    # program stopped there may run on in the RISC-V build until its timeout). One stopped at a
+    # cut-off on its own clock ends the native run.
+    early = _MachineRuns(machines, argv, input, timeout, cutoffs) if machines and not clocks else None
     with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
         counts_path = Path(tmp) / "counts"
         if clocks:
@@ -345,17 +381,23 @@ def run_program(
                 preexec_fn=_start_program,
             )
         try:
-            exited = _wait_exit(proc, timeout)
+            started = time.monotonic()
+            exited = _wait_exit(proc, timeout, early.done if early is not None else None)
+            if exited is None and early is not None:  # the RISC-V runs ended first
+                early.wait()
+                early.raise_stop(what, machines)  # the native run ends with the process group
+                left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+                exited = _wait_exit(proc, left)
         finally:
             _end_group(proc)
         out, err = stdout_path.read_bytes(), stderr_path.read_bytes()
         stop_path = counts_path.with_name("counts.stop")
         if exited and stop_path.exists():
             stop = read_stop(stop_path, binary=artifact.path, table=table or artifact.table(), models=artifact.models())
-            raise CodeStopped(f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'})", stop, out, err)
+            raise CodeStopped(what, stop, out, err)
         if not exited:
             raise ProgramTimeout(
-                f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'}) ran past its {timeout} s "
+                f"{what} ran past its {timeout} s "
                 f"timeout and was killed\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
             )
         if proc.returncode < 0:
@@ -397,7 +439,9 @@ def run_program(
                 parts.append(part)
             counts, processes = _summed(parts), len(parts)
             if machines:
-                runs = (early or _MachineRuns(machines, argv, input, timeout)).wait()
+                machine_runs = early or _MachineRuns(machines, argv, input, timeout, cutoffs)
+                runs = machine_runs.wait()
+                machine_runs.raise_stop(what, machines)
                 counts = _with_machine_runs(artifact, machines, counts, runs, out, proc.returncode)
             warn_if_interleaved(artifact.name, threads, counts)
     return RunResult(tuple(argv[1:]), proc.returncode, out, err, counts, processes, threads)

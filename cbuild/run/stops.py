@@ -24,6 +24,7 @@ from cbuild.build.places import Frame, symbols
 from cbuild.errors import CBuildError, ExecutionError
 from cbuild.models.costs import split_results
 from cbuild.models.profile import IR_METRIC, clock_metrics, clock_numbers
+from cbuild.riscv.executor import guest_frame, slot_results
 
 #: Exit status of a process the runtime stopped at a limit.
 STOP_STATUS = 86
@@ -91,27 +92,79 @@ def requested(max_instr: int | None, limits: Mapping[str, int] | None) -> dict[s
     return wanted
 
 
-def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> dict[int, int]:
-    """The runtime's clock numbers for limits by metric (``ir_instructions`` or a model clock's metric)."""
+def machine_clocks(artifact: Artifact) -> dict[str, tuple[str, int | None]]:
+    """Metric -> (RISC-V target, runtime index) of each executing model's clock: the RISC-V run
+    checks a cut-off on it. The index is None where that target's build is unavailable."""
+    out: dict[str, tuple[str, int | None]] = {}
+    if not artifact.instrumented:
+        return out
+    for target, doc in artifact.machines().items():
+        for index, metric in enumerate(doc.get("clocks", [])):
+            out[metric] = (target, None if "unavailable" in doc else index)
+    return out
+
+
+def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> tuple[dict[int, int], dict[str, dict[int, int]]]:
+    """Limits by metric (``ir_instructions`` or a model clock's metric) as the native runtime's
+    clock numbers, and per RISC-V target as cut-offs by runtime index on its executing models'
+    clocks. A limit on a model whose RISC-V build is unavailable is dropped (it has no value)."""
+    native: dict[int, int] = {}
+    machine: dict[str, dict[int, int]] = {}
     if not limits:
-        return {}
-    if not artifact.cutoff:
-        raise CBuildError(
-            f"{artifact.name} was built without cut-off checks; build it with BuildOptions(cutoff=True) "
-            f"to give its runs a limit"
-        )
+        return native, machine
     clocks = clock_numbers(artifact.models())
-    out = {}
+    executed = machine_clocks(artifact)
     for metric, value in limits.items():
-        if metric not in clocks:
+        if metric not in clocks and metric not in executed:
             raise CBuildError(
                 f"{artifact.name}: no limit can be set on {metric!r}; metrics with a cut-off here: "
-                f"{', '.join(sorted(clocks))}"
+                f"{', '.join(sorted({*clocks, *executed}))}"
             )
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
             raise CBuildError(f"the limit on {metric} must be a non-negative integer below 2**63, got {value!r}")
-        out[clocks[metric]] = value
+        if metric in executed:
+            target, index = executed[metric]
+            if index is not None:
+                machine.setdefault(target, {})[index] = value
+        else:
+            native[clocks[metric]] = value
+    if native and not artifact.cutoff:
+        raise CBuildError(
+            f"{artifact.name} was built without cut-off checks; build it with BuildOptions(cutoff=True) "
+            f"to give its runs a limit on {', '.join(m for m in limits if m not in executed)}"
+        )
+    return native, machine
+
+
+def machine_clock_usage(artifact: Artifact, machine: Mapping[str, Any]) -> dict[str, int]:
+    """What the RISC-V runs in ``machine`` (target -> :class:`~cbuild.riscv.executor.Execution`, as
+    :attr:`cbuild.models.costs.BlockCounts.machine` holds them) used of each executing model's
+    clock, by metric: what they count against a cut-off (a padded total, such as zk_cycles, is more)."""
+    out: dict[str, int] = {}
+    for target, doc in artifact.machines().items():
+        run = machine.get(target)
+        if run is None or "unavailable" in doc:
+            continue
+        for metric, clock in zip(doc.get("clocks", []), run.clocks, strict=False):
+            out[metric] = out.get(metric, 0) + clock
     return out
+
+
+def machine_stop(
+    doc: Mapping[str, Any], stopped: tuple[int, int, int], limits: Mapping[int, int], results: Sequence[int]
+) -> Stop:
+    """Where a RISC-V run (``doc``: the artifact's description of that build) stopped at a cut-off on
+    an executing model's clock: ``stopped`` is :attr:`cbuild.riscv.executor.Execution.stopped`,
+    ``limits`` the run's cut-offs by runtime index, ``results`` the run's results then."""
+    model, clock, pc = stopped
+    return Stop(
+        doc["clocks"][model],
+        clock,
+        limits[model],
+        guest_frame(Path(doc["elf"]), pc),
+        (),
+        results=slot_results(doc["slots"], results),
+    )
 
 
 def _field(fields: dict[str, list[str]], name: str, where: Path) -> list[str]:

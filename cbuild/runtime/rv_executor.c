@@ -59,6 +59,7 @@
 #define RVX_LIMIT 3    /* the instruction limit was reached */
 #define RVX_READY 4    /* a library guest's main announced it is ready for calls */
 #define RVX_FALLBACK 5 /* the translated code cannot go on: run again in unicorn (see rvx_error) */
+#define RVX_STOPPED 6  /* a model's clock had passed its cut-off when the block at the pc was to start */
 
 #define SYS_READY 0x7f00 /* the ecall number a library guest's main makes once libc is set up */
 #define RVX_MAX_MODELS 4
@@ -124,6 +125,12 @@ struct rvx {
     rvx_block *cur;
     uint32_t access; /* accesses seen in the current block */
     uint64_t executed, limit;
+    /* Cut-offs on the models' clocks (rvx_set_cutoff): bit m of ``cutoffs`` set if model m has one,
+     * at ``cutoff[m]``; the clocks are next looked at when a block would end past ``check_at``
+     * executed instructions. A run stopped there (RVX_STOPPED) says which model, its clock, and the
+     * block it did not start. */
+    uint64_t cutoff[RVX_MAX_MODELS], check_at, stop_clock, stop_pc;
+    uint32_t cutoffs, stop_model;
     int status, exit_code, stop_requested;
     char error[256];
     uint8_t *in;
@@ -163,6 +170,7 @@ RVX_INLINE uint32_t rvx_models_accesses_done(uint64_t first, uint64_t last, uint
 static void rvx_models_reset(void);
 static void rvx_models_finish(uint64_t *out);
 static void rvx_models_now(uint64_t *out);
+static void rvx_models_clock_step(uint64_t *out);
 #ifndef RVX_MEMORY_EVENTS
 #define RVX_MEMORY_EVENTS 0
 #endif
@@ -450,6 +458,49 @@ static void rvx_say_where(int sig) {
     if (write(2, line, n) < 0) return; /* nothing more to do in a signal handler */
 }
 
+/* ---- cut-offs on the models' clocks ---- */
+
+/* Whether a model's clock has passed its cut-off with ``executed`` instructions run, at the start
+ * of a block (then the run stops there, before the block). If not, when to look again: each
+ * model's clock grows by at most its model_clock_step() per instruction, so none can pass its
+ * cut-off before the executed instructions pass ``check_at`` (a model without a bound is looked at
+ * before every block). Called only where a block would end past ``check_at``: an optimisation
+ * that changes no stop, which is the first block whose start finds a clock past its cut-off. */
+RVX_SLOW static int rvx_clock_passed(rvx *x, uint64_t executed) {
+    uint64_t now[RVX_MAX_MODELS] = {0}, step[RVX_MAX_MODELS] = {0}, next = UINT64_MAX;
+    uint32_t m;
+    rvx_models_executed = executed;
+    rvx_models_now(now);
+    rvx_models_clock_step(step);
+    for (m = 0; m < RVX_MAX_MODELS; m++) {
+        uint64_t room;
+        if (!((x->cutoffs >> m) & 1u)) continue;
+        if (now[m] > x->cutoff[m]) {
+            x->stop_model = m;
+            x->stop_clock = now[m];
+            return 1;
+        }
+        room = step[m] ? (x->cutoff[m] - now[m]) / step[m] : UINT64_MAX;
+        if (room > UINT64_MAX - executed) room = UINT64_MAX - executed;
+        if (executed + room < next) next = executed + room;
+    }
+    x->check_at = next;
+    return 0;
+}
+
+/* The run stops before the block at ``pc``: a clock passed its cut-off. */
+static void rvx_stop_at_cutoff(rvx *x, uint64_t pc) {
+    x->status = RVX_STOPPED;
+    x->stop_requested = 1;
+    x->stop_pc = pc;
+}
+
+/* Something that can move the clocks outside blocks ran (a system call writing guest memory):
+ * look at them before the next block. */
+static void rvx_look_again(rvx *x) {
+    if (x->cutoffs) x->check_at = x->executed;
+}
+
 #ifndef RVX_TRANSLATED
 /* A block starts: count it and tell the models; nonzero once the instruction limit is passed (the
  * translated code does the same in the translation: cbuild/riscv/translate.py). */
@@ -465,7 +516,15 @@ static inline int rvx_enter(rvx *x, rvx_block *b) {
 
 static void rvx_on_block(uc_engine *uc, uint64_t address, uint32_t size, void *data) {
     rvx *x = data;
-    if (rvx_enter(x, rvx_find(x, address, size >> 2))) {
+    rvx_block *b;
+    if (x->status == RVX_STOPPED) return; /* unicorn may still run the block it was stopped before */
+    b = rvx_find(x, address, size >> 2);
+    if (x->executed + b->n > x->check_at && rvx_clock_passed(x, x->executed)) {
+        rvx_stop_at_cutoff(x, address);
+        uc_emu_stop(uc);
+        return;
+    }
+    if (rvx_enter(x, b)) {
         x->status = RVX_LIMIT;
         x->stop_requested = 1;
         uc_emu_stop(uc);
@@ -478,6 +537,7 @@ static void rvx_on_memory(uc_engine *uc, uc_mem_type type, uint64_t address, int
     uint32_t index = 0;
     (void)uc;
     (void)value;
+    if (x->status == RVX_STOPPED) return; /* the block the run stopped before: not measured */
     if (b != NULL) index = x->access < b->nmem ? b->memidx[x->access] : (b->n ? b->n - 1 : 0);
     x->access++;
     rvx_models_access(address, (uint32_t)size, type == UC_MEM_WRITE, index);
@@ -702,6 +762,7 @@ static void rvx_ecall(rvx *x) {
     for (i = 0; i < 6; i++) a[i] = rvx_reg(x, rvx_args[i]);
     result = rvx_syscall(x, rvx_reg(x, RVX_REG_A7), a);
     if (!x->stop_requested) rvx_set(x, RVX_REG_A0, (uint64_t)result);
+    rvx_look_again(x);
 }
 
 /* Answer SIGUSR2 with this executor's machine: a process that has loaded both executors (unicorn's
@@ -728,6 +789,7 @@ static rvx *rvx_alloc(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_
     x->block_cb = cb;
     x->data_models = data_models;
     x->limit = UINT64_MAX;
+    x->check_at = UINT64_MAX;
     return x;
 }
 
@@ -777,6 +839,7 @@ _Static_assert(offsetof(rvx_cpu, mem) == 264 && offsetof(rvx_cpu, reason) == 272
 #define RVT_LIMIT 4    /* the instruction limit passed entering the block at the pc */
 #define RVT_FAULT 5    /* an access outside the guest's address space, in the block at the pc */
 #define RVT_CHANGED 6  /* the code of the block at the pc in guest memory is not the code translated */
+#define RVT_STOPPED 7  /* a model's clock had passed its cut-off when the block at the pc was to start */
 
 /* Guest calls the translated code makes as host calls, nested now (cbuild/riscv/translate.py). */
 RVX_API uint32_t rvt_depth;
@@ -848,6 +911,21 @@ RVX_API __attribute__((always_inline)) uint32_t rvt_accesses_done(uint64_t first
 RVX_API __attribute__((always_inline)) void rvt_access_unless(uint32_t done, uint64_t address, uint32_t size,
                                                            uint32_t is_store, uint32_t index) {
     if (!done) rvt_access(address, size, is_store, index);
+}
+
+/* The instruction count rvt_limit the translated code checks: the limit, or where the clocks are
+ * looked at next if that comes first. */
+static uint64_t rvt_check_limit(const rvx *x) { return x->check_at < x->limit ? x->check_at : x->limit; }
+
+/* A block of ``n`` instructions would end past rvt_limit, ``executed`` instructions run before it:
+ * RVT_LIMIT past the instruction limit, RVT_STOPPED if a clock passed its cut-off (the block does
+ * not start), else 0 and rvt_limit is where to look next (the translated code reloads it). */
+RVX_API __attribute__((noinline)) uint32_t rvt_over(uint64_t executed, uint32_t n) {
+    rvx *x = rvt_running;
+    if (executed + n > x->limit) return RVT_LIMIT;
+    if (x->cutoffs && rvx_clock_passed(x, executed)) return RVT_STOPPED;
+    rvt_limit = rvt_check_limit(x);
+    return 0;
 }
 
 /* The same, called (not inlined) from blocks that run rarely: they compile faster. */
@@ -991,7 +1069,7 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
     rvt_protect(x, PROT_READ);
     rvt_depth = 0;
     rvt_executed = x->executed;
-    rvt_limit = x->limit;
+    rvt_limit = rvt_check_limit(x);
     rvt_current = RVT_NONE;
     if (sigsetjmp(escape, 1) == 0) {
         rvt_escape = &escape;
@@ -1003,7 +1081,9 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
             }
             code = rvt_lookup(x, pc);
             if (code == NULL) {
-                rvt_give_up(x, "no translated code", pc);
+                /* Past a cut-off, a block the translation does not have stops the run before it starts. */
+                if (x->cutoffs && rvx_clock_passed(x, x->executed)) rvx_stop_at_cutoff(x, pc);
+                else rvt_give_up(x, "no translated code", pc);
                 break;
             }
             x->cpu.reason = RVT_JUMP;
@@ -1012,7 +1092,11 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
             x->cur = rvt_current_block();
             switch (x->cpu.reason) {
             case RVT_JUMP: break;
-            case RVT_ECALL: rvx_ecall(x); break;
+            case RVT_ECALL:
+                rvx_ecall(x);
+                rvt_limit = rvt_check_limit(x); /* the system call may have moved a clock */
+                break;
+            case RVT_STOPPED: rvx_stop_at_cutoff(x, pc); break;
             case RVT_MARKER: rvx_region_marker(x, pc - 4); break;
             case RVT_UNKNOWN: rvt_give_up(x, "an instruction without a translation", pc); break;
             case RVT_LIMIT: rvt_give_up(x, "the instruction limit", pc); break;
@@ -1040,6 +1124,7 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
 static void rvx_on_interrupt(uc_engine *uc, uint32_t intno, void *data) {
     rvx *x = data;
     (void)uc;
+    if (x->status == RVX_STOPPED) return; /* in the block the run stopped before */
     if (intno == 2 && rvx_region_marker(x, rvx_reg(x, RVX_REG_PC) - 4)) return; /* resumes after it */
     if (intno != 8) { /* 8: environment call from U-mode */
         snprintf(x->error, sizeof x->error, "exception %u at pc=0x%llx", intno,
@@ -1120,6 +1205,23 @@ RVX_API size_t rvx_output(rvx *x, int which, const uint8_t **data) {
     return x->out_len[which];
 }
 
+/* A cut-off on model ``model``'s clock (UINT64_MAX: none): a run stops (RVX_STOPPED) at the first
+ * block that would start with the clock past it, counted from the last reset. */
+RVX_API void rvx_set_cutoff(rvx *x, uint32_t model, uint64_t clock) {
+    if (model >= RVX_MAX_MODELS) return;
+    x->cutoff[model] = clock;
+    if (clock == UINT64_MAX) x->cutoffs &= ~(1u << model);
+    else x->cutoffs |= 1u << model;
+    x->check_at = x->cutoffs ? 0 : UINT64_MAX;
+}
+
+/* After RVX_STOPPED: the model whose clock passed its cut-off, that clock and the block's pc. */
+RVX_API uint32_t rvx_stopped(rvx *x, uint64_t *clock, uint64_t *pc) {
+    *clock = x->stop_clock;
+    *pc = x->stop_pc;
+    return x->stop_model;
+}
+
 RVX_API void rvx_clear_output(rvx *x) { x->out_len[0] = x->out_len[1] = 0; }
 
 RVX_API const char *rvx_error(rvx *x) { return x->error; }
@@ -1154,6 +1256,7 @@ RVX_API void rvx_reset(rvx *x) {
     x->nregions = x->depth = 0;
     rvx_models_executed = 0;
     rvx_models_reset();
+    x->check_at = x->cutoffs ? 0 : UINT64_MAX;
 }
 
 RVX_API void rvx_finish(rvx *x, uint64_t *out) {

@@ -250,3 +250,9 @@ static void model_finish(uint64_t *out) {
 static inline uint64_t model_now(void) {
     return zk_user_total + zk_paging_total + (uint64_t)zk_used_now();
 }
+
+/* The most model_now() grows over one instruction: the instruction, a page-in of its code page, and
+ * a page-in and page-out of each of the two pages its access may touch (a system call writing
+ * guest memory pages more, so the executor looks at the clock again after one). */
+#define RVX_CLOCK_STEP
+static uint64_t model_clock_step(void) { return 1u + 5u * (uint64_t)(ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES); }
