@@ -11,6 +11,7 @@ stops in the same place, with the same counts, in unicorn and in translated code
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 
 from cbuild import Builder
 from cbuild.build.options import BuildOptions
-from cbuild.errors import CBuildError
+from cbuild.errors import CBuildError, ProgramCrashed
 from cbuild.models.pipeline import PipelineModel
 from cbuild.models.zkvm import ZkvmModel
 from cbuild.riscv.executor import ExecRuntime
@@ -211,3 +212,67 @@ def test_a_limit_on_a_metric_without_a_clock_names_those_with_one(builder: Build
         run_program(artifact, ["10"], limits={"zk_user_cycles": 10})
     with pytest.raises(CBuildError, match=r"built without cut-off checks.* on ir_instructions"):
         run_program(artifact, ["10"], max_instr=10)
+
+
+def test_a_cutoff_on_the_second_targets_clock_stops_a_program_that_never_ends(builder: Builder, spread: Path) -> None:
+    """zkvm runs the riscv32 build and the pipeline (rocket) the riscv64 one; the cut-off is on the
+    pipeline's clock only. The build with the cut-off runs first, so the program stops there."""
+    models = [_zkvm(), PipelineModel({"execute": True, "machine": "rocket"})]
+    artifact = builder.build([spread], models=models)
+    assert sorted(artifact.machines()) == ["riscv32", "riscv64"]
+    started = time.monotonic()
+    with pytest.raises(CodeStopped) as stopped:
+        run_program(artifact, ["-1"], limits={"pipeline_cycles": 200_000}, timeout=120)
+    assert time.monotonic() - started < 60
+    assert stopped.value.stop.metric == "pipeline_cycles"
+    assert stopped.value.stop.where.function == "work"
+
+
+CRASH_C = r"""
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    volatile int *p = (int *)(argc > 5 ? 0 : 16);
+    long n = argc > 1 ? atol(argv[1]) : 0;
+    volatile long s = 0; /* a loop the compiler keeps */
+    for (long i = 0; i < n; i++) s += i;
+    return (int)s + *p; /* a null-page read: the native run dies of SIGSEGV */
+}
+"""
+
+
+def _open_files() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts open files through /proc")
+def test_a_program_that_crashes_after_its_machine_cutoff_reports_the_stop_and_leaks_no_file(
+    builder: Builder, shared_source
+) -> None:  # type: ignore[no-untyped-def]
+    """The native run dies after the point where the RISC-V run stops: the stop is what the run
+    reports, every time; the pipe that watches the RISC-V runs is closed on every way out."""
+    artifact = builder.build([shared_source("crash.c", CRASH_C)], models=[_zkvm()])
+
+    def runs() -> None:
+        with pytest.raises(CodeStopped) as stopped:
+            run_program(artifact, ["1000000"], limits={"zk_cycles": 100_000})
+        assert stopped.value.stop.where.function == "main"
+        with pytest.raises(ProgramCrashed):  # within its cut-off: the crash itself
+            run_program(artifact, ["10"], limits={"zk_cycles": 10**9})
+
+    runs()  # the executor's servers start, and stay for later runs
+    before = _open_files()
+    for _ in range(3):
+        runs()
+    assert _open_files() == before
+
+
+def test_calls_after_a_library_stop_leave_the_model_unavailable(builder: Builder, spread: Path) -> None:
+    """A test that catches the stop and goes on calling: the RISC-V build no longer runs, so its
+    model's results for the measurement are unavailable, saying why, not silently stale."""
+    artifact = builder.build([spread], kind="library", options=BuildOptions(defines=("LIBRARY",)), models=[_zkvm()])
+    with Library(artifact, limits={"zk_cycles": 50_000}) as lib:
+        with pytest.raises(CodeStopped):
+            lib.work(100_000)
+        lib.work(10)
+        counts = lib.counts()
+    assert "was not replayed in the riscv32 build: it stopped at a cut-off" in counts.unavailable["zkvm"]

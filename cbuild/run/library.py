@@ -306,7 +306,7 @@ class Function:
                 obj = (ctypes.c_char * view.nbytes).from_buffer(view)
             host.reply_blob_into(blob, ctypes.addressof(obj))
         value = self._result(result)
-        if library._guests:
+        if library._guests or library._stopped:  # a build that stopped marks its models unavailable
             library._replay(self, args, wires, inputs, result, left)
         return value
 
@@ -527,7 +527,16 @@ class Library:
     ) -> None:
         """Make the call again in each RISC-V build and warn where it differs from the native call.
         ``left``: the cut-off in force (metric -> what remains), on which the calls' growth of the
-        executing models' clocks counts (a call that passes it stops, :class:`CodeStopped`)."""
+        executing models' clocks counts (a call that passes it stops, :class:`CodeStopped`, once
+        every build has replayed the call; a build that stopped replays no later call of the
+        measurement, and its models' results are then unavailable)."""
+        for target, (_, slots) in self._stopped.items():
+            why = (
+                f"{fn.name}() of {self.artifact.name} was not replayed in the {target} build: it stopped at "
+                "a cut-off in an earlier call of this measurement"
+            )
+            self._unavailable.update(dict.fromkeys((name for name, *_ in slots), why))
+        stopped: CodeStopped | None = None
         for target, (guest, slots) in list(self._guests.items()):
             xlen = 32 if target == "riscv32" else 64
             clocks = self._clocks[target]
@@ -544,19 +553,24 @@ class Library:
                         self.host.request("spend", {clocks[i]: n for i, n in grew.items()}, what="the cut-off")
                 else:
                     value, written, failure = guest.call(fn.name, guest_args, ret, timeout=self.timeout)
-            except CutoffReached as stopped:
+            except CutoffReached as reached:
                 guest.close()
                 del self._guests[target]
-                run = stopped.run
+                run = reached.run
                 self._stopped[target] = (run, slots)
                 assert run.stopped is not None
                 model, clock, pc = run.stopped
-                # Counted as the library's own cut-off counts (from its load), else for this call.
-                earlier = self._wanted.get(clocks[model], rooms[model]) - rooms[model]
-                counted = (model, earlier + clock - stopped.before, pc)
-                limits = {model: earlier + rooms[model]}
-                stop = machine_stop(self.artifact.machines()[target], counted, limits, run.results)
-                raise CodeStopped(f"{fn.name}()", stop, run.stdout, run.stderr) from None
+                used = clock - reached.before
+                self.host.request("spend", {clocks[model]: used}, what="the cut-off")
+                if stopped is None:  # raised once every build has replayed the call
+                    # Counted as the library's own cut-off counts (from its load), else for this call.
+                    earlier = self._wanted.get(clocks[model], rooms[model]) - rooms[model]
+                    limits = {model: earlier + rooms[model]}
+                    stop = machine_stop(
+                        self.artifact.machines()[target], (model, earlier + used, pc), limits, run.results
+                    )
+                    stopped = CodeStopped(f"{fn.name}()", stop, run.stdout, run.stderr)
+                continue
             except ExecutorError as exc:  # arguments it cannot carry, or the worker ended
                 guest.close()
                 del self._guests[target]
@@ -578,6 +592,8 @@ class Library:
                     RuntimeWarning,
                     stacklevel=3,
                 )
+        if stopped is not None:
+            raise stopped
 
     def close(self) -> None:
         """End the library's process if this library started it, and its RISC-V builds' workers."""

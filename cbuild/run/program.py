@@ -215,8 +215,10 @@ class _MachineRuns:
     """The RISC-V builds' runs of a program, in a thread of their own: they need only its arguments
     and stdin, so they go on while the native program runs. :meth:`wait` gives them by target, or
     raises what a run raised; runs nobody waits for (the native run failed) end on their own.
-    ``cutoffs`` (per target, runtime index -> clock) stop a run where a model's clock passes one;
-    with them, :attr:`done` is a file descriptor that becomes readable when the runs are over."""
+    ``cutoffs`` (per target, runtime index -> clock) stop a run where a model's clock passes one
+    (the builds with one run first, and the others only if none stopped); with them, :attr:`done`
+    is a file descriptor that becomes readable when the runs are over, open until :meth:`wait` or
+    :meth:`close`."""
 
     def __init__(
         self,
@@ -235,6 +237,7 @@ class _MachineRuns:
             self.done, self._done_write = os.pipe()
         check = checking_translation()  # read here: the environment is the caller's
         requests = [(target, doc, translation_of(doc)) for target, doc in machines.items() if "unavailable" not in doc]
+        requests.sort(key=lambda request: request[0] not in self.cutoffs)  # stable: the rest keep their order
         self._thread: threading.Thread | None = None
         if requests:  # a build whose RISC-V builds are all unavailable runs nothing
             self._thread = threading.Thread(
@@ -274,12 +277,34 @@ class _MachineRuns:
     def wait(self) -> dict[str, Execution]:
         if self._thread is not None:
             self._thread.join()
-        if self.done is not None:
-            os.close(self.done)
-            self.done = None
+        self.close()
         if self._error is not None:
             raise self._error
         return self._runs
+
+    def close(self) -> None:
+        """Close :attr:`done` (the runs go on, and end on their own)."""
+        if self.done is not None:
+            os.close(self.done)
+            self.done = None
+
+    def __enter__(self) -> _MachineRuns:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stop_first(self, what: str, machines: Mapping[str, Any]) -> None:
+        """Raise :class:`CodeStopped` if a run with a cut-off stopped there: what a run reports, whatever
+        the native program did after that point (crashed, exited without counts). Its own errors
+        are left to the native run's."""
+        if not self.cutoffs:
+            return
+        try:
+            self.wait()
+        except Exception:
+            return
+        self.raise_stop(what, machines)
 
     def raise_stop(self, what: str, machines: Mapping[str, Any]) -> None:
         """Raise :class:`CodeStopped` for a run that stopped at a cut-off, if one did (after :meth:`wait`)."""
@@ -360,7 +385,7 @@ def run_program(
     # program stopped there may run on in the RISC-V build until its timeout). One stopped at a
     # cut-off on its own clock ends the native run.
     early = _MachineRuns(machines, argv, input, timeout, cutoffs) if machines and not clocks else None
-    with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp, early or contextlib.nullcontext():
         counts_path = Path(tmp) / "counts"
         if clocks:
             counts_path.with_name("counts.limits").write_text("".join(f"{c} {v}\n" for c, v in clocks.items()))
@@ -384,8 +409,8 @@ def run_program(
             started = time.monotonic()
             exited = _wait_exit(proc, timeout, early.done if early is not None else None)
             if exited is None and early is not None:  # the RISC-V runs ended first
-                early.wait()
-                early.raise_stop(what, machines)  # the native run ends with the process group
+                # A stop ends the native run with the process group; their errors wait for its end.
+                early.stop_first(what, machines)
                 left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
                 exited = _wait_exit(proc, left)
         finally:
@@ -400,6 +425,8 @@ def run_program(
                 f"{what} ran past its {timeout} s "
                 f"timeout and was killed\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
             )
+        if early is not None and (proc.returncode < 0 or (artifact.instrumented and not counts_path.exists())):
+            early.stop_first(what, machines)
         if proc.returncode < 0:
             sig = -proc.returncode
             try:
