@@ -375,7 +375,7 @@ def run_program(
     (or times out), and whatever is left of its group is then killed. The counts are the sum
     over the program and the children it forked that exited before it. The artifact's RISC-V
     builds (the executing cost models) run at the same time as the native program, in the
-    executor's servers, unless a cut-off applies.
+    executor's servers, unless a cut-off on a clock the native build keeps applies.
     """
     argv = [Path(artifact.name).stem, *map(str, args)]
     what = f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'})"

@@ -147,16 +147,13 @@ static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint32_t nmem) {
     return (int64_t)n + (int64_t)(pages + 4u * (uint64_t)nmem) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
 }
 
-/* The block's code pages loaded in the segment. */
+/* The block's code pages loaded in the segment. In translated code the pages are constants, and
+ * each check is one comparison with a fixed word of the cache of loaded pages, which code pages
+ * nearly always hit (a check against the last fetched page would miss wherever the executed
+ * blocks alternate between two pages, as a call to a function on another page does). */
 static inline void zk_fetch(uint64_t pc, uint32_t n) {
     uint64_t last = (pc + 4u * (uint64_t)(n - 1)) >> ZK_PAGE_BITS, at;
-    for (at = pc >> ZK_PAGE_BITS; at <= last; at++) {
-        uint32_t page = (uint32_t)at & ZK_PAGE_MASK;
-        if (page != zk_fetch_page) {
-            zk_touch(page, 0);
-            zk_fetch_page = page;
-        }
-    }
+    for (at = pc >> ZK_PAGE_BITS; at <= last; at++) zk_touch((uint32_t)at & ZK_PAGE_MASK, 0);
 }
 
 /* A block near a segment's end, or after one begun lazily. */
@@ -199,11 +196,12 @@ RVX_SLOW static void zk_access(uint64_t address, uint32_t size, uint32_t is_stor
 
 static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
     uint32_t first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+    uint32_t last = (uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     /* Nearly every access: within a page already loaded (and, for a store, dirty) in this segment.
-     * While a block is begun lazily the caches are empty, so its accesses take the slow path. */
-    if (size != 0 && ((uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK) == first &&
-        zk_seen[is_store != 0][first % ZK_SEEN] == first)
-        return;
+     * While a block is begun lazily the caches are empty, so its accesses take the slow path. One
+     * comparison says both: the cache's word for the first byte's page holds only pages equal to
+     * it modulo ZK_SEEN, which the last byte's page is only if it is the same page. */
+    if (zk_seen[is_store != 0][first % ZK_SEEN] == last && size != 0) return;
     zk_access(address, size, is_store, index);
 }
 
