@@ -9,9 +9,10 @@ By default (``execute = true``) the program or library is built for the machine'
 (:mod:`cbuild.riscv.build`) and executed in the RISC-V executor (:mod:`cbuild.riscv.executor`): each executed
 machine block's matrix comes from its decoded machine code (:mod:`cbuild.riscv.decode`), computed
 once per block, and the machine file's control-transfer penalty is added between blocks
-(runtime/pipeline_exec.c). With ``execute = false`` the blocks are those of the IR lowered to
-RISC-V assembly (:mod:`cbuild.riscv.lowering`), applied by the instrumented native program
-(runtime/pipeline_model.c); that mode supports cut-offs on cycles (``stop_at_cycles``).
+(runtime/pipeline_exec.c); a cut-off on cycles (``stop_at_cycles``) stops that run. With
+``execute = false`` the blocks are those of the IR lowered to RISC-V assembly
+(:mod:`cbuild.riscv.lowering`), applied by the instrumented native program
+(runtime/pipeline_model.c), whose cut-off checks then stop it.
 """
 
 from __future__ import annotations

@@ -4,12 +4,13 @@ By default (``execute = true``) the program or library is built for riscv32 itse
 (:mod:`cbuild.riscv.build`) and executed in the RISC-V executor (:mod:`cbuild.riscv.executor`), where
 runtime/zkvm_exec.c sees every executed machine instruction and memory access: user cycles are
 exact, per function; 1 KiB pages are paged in and out per segment, and segments close before
-the exact instruction. Constants default to RISC Zero's circuit v2/v3 values (docs/cost-models.md).
+the exact instruction; a cut-off on zk cycles (``stop_at_zkcycles``) stops that run. Constants
+default to RISC Zero's circuit v2/v3 values (docs/cost-models.md).
 
 With ``execute = false`` it estimates from IR instead: the program's IR is compiled for RV32IM
 (:mod:`cbuild.riscv.lowering`), each block costs one user cycle per machine instruction, and the
-instrumented native program reports blocks and memory accesses to runtime/zkvm_model.c. That
-mode supports cut-offs on zk cycles (``stop_at_zkcycles``).
+instrumented native program reports blocks and memory accesses to runtime/zkvm_model.c (whose
+cut-off checks then stop it).
 """
 
 from __future__ import annotations
