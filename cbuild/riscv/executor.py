@@ -860,24 +860,19 @@ def run_program(
     """
     image = read_image(elf)
     args = [os.fsencode(a) for a in (argv or [elf.name])]
+
+    def once(engine: Path | Any) -> tuple[int, Execution]:  # a built executor, or a translated one
+        return _run_once(engine, image, elf, runtimes, args, stdin, limit, cutoffs)
+
     if translation is None:
-        return _run_once(library, image, elf, runtimes, args, stdin, limit, cutoffs)[1]
+        return once(library)[1]
     from cbuild.riscv import translated
 
     note, fast = "", None
     reached = translated.read_reached(elf)
     if reached.worth_translating() or (check and reached.blocks):
         try:
-            status, fast = _run_once(
-                translated.load(elf, image, translation, reached, runtimes),
-                image,
-                elf,
-                runtimes,
-                args,
-                stdin,
-                limit,
-                cutoffs,
-            )
+            status, fast = once(translated.load(elf, image, translation, reached, runtimes))
         except ExecutorError as exc:
             note = f"not translated: {exc}"
         else:
@@ -885,20 +880,11 @@ def run_program(
                 note, fast = f"ran in unicorn: the translated run stopped at {fast.error}", None
             elif not check:
                 return fast
-    reference = _run_once(library, image, elf, runtimes, args, stdin, limit, cutoffs)[1]
+    reference = once(library)[1]
     translated.add_reached(elf, reference.blocks, reference.instructions)
     if check:
         if fast is None:
-            status, fast = _run_once(
-                translated.load(elf, image, translation, translated.read_reached(elf), runtimes),
-                image,
-                elf,
-                runtimes,
-                args,
-                stdin,
-                limit,
-                cutoffs,
-            )
+            status, fast = once(translated.load(elf, image, translation, translated.read_reached(elf), runtimes))
             if status == FALLBACK:
                 raise ExecutorError(f"the translated run of {elf.name} did not finish: {fast.error}")
         differences = compare_executions(reference, fast)
