@@ -17,7 +17,7 @@ from cbuild.run.extension import Extension, extension_options
 from cbuild.run.hosts import HostPool, HostProcess
 from cbuild.run.library import Library
 from cbuild.run.program import run_program
-from cbuild.run.stops import machine_clock_usage, machine_clocks
+from cbuild.run.stops import machine_clock_usage
 from pytest_instrbudget.marker import model_names
 from pytest_instrbudget.measure import Meter, measure
 
@@ -73,10 +73,6 @@ class Program:
     ) -> ProgramRun:
         """Run with ``args`` and ``input`` on stdin; a crash or timeout raises with stderr."""
         data = input.encode() if isinstance(input, str) else input
-        limits = self._meter.program_limits()
-        if not self.artifact.cutoff:  # only the RISC-V runs check limits, on their models' clocks
-            executed = machine_clocks(self.artifact)
-            limits = {metric: value for metric, value in limits.items() if metric in executed}
         result = run_program(
             self.artifact,
             args,
@@ -85,7 +81,7 @@ class Program:
             env=env,
             cwd=cwd,
             table=self._table,
-            limits=limits,
+            limits=self._meter.program_limits() if self.artifact.cutoff else None,
         )
         self._meter.add_run(result.counts)
         costs: dict[str, Cost] = {}

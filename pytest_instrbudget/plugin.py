@@ -240,15 +240,12 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
     budget = request.node.stash.get(BUDGET, None)
     models = _test_models(request.node, session)
     meter.limits, meter.limit_labels = session.cutoffs(request.node.nodeid, budget)
-    # The RISC-V run checks a cut-off on an executing model's clock; only the others need the
-    # native build's cut-off checks.
-    executed = {model.metrics[0].name for model in models if model.executes() is not None}
     builds = CBuild(
         builder=session.builder,
         options=session.settings.build_options(
             instrument=not session.run.disable,
             calls=session.run.wants_calls,
-            cutoff=any(metric not in executed for metric in meter.limits),
+            cutoff=bool(meter.limits),
         ),
         meter=meter,
         models=models,
