@@ -517,10 +517,11 @@ static inline int rvx_enter(rvx *x, rvx_block *b) {
 static void rvx_on_block(uc_engine *uc, uint64_t address, uint32_t size, void *data) {
     rvx *x = data;
     rvx_block *b;
+    if (x->status == RVX_STOPPED) return; /* unicorn may still run the block it was stopped before */
     b = rvx_find(x, address, size >> 2);
     if (x->executed + b->n > x->check_at && rvx_clock_passed(x, x->executed)) {
         rvx_stop_at_cutoff(x, address);
-        uc_emu_stop(uc); /* from a block hook: the block does not run, so its accesses are not seen */
+        uc_emu_stop(uc);
         return;
     }
     if (rvx_enter(x, b)) {
@@ -536,6 +537,7 @@ static void rvx_on_memory(uc_engine *uc, uc_mem_type type, uint64_t address, int
     uint32_t index = 0;
     (void)uc;
     (void)value;
+    if (x->status == RVX_STOPPED) return; /* the block the run stopped before: not measured */
     if (b != NULL) index = x->access < b->nmem ? b->memidx[x->access] : (b->n ? b->n - 1 : 0);
     x->access++;
     rvx_models_access(address, (uint32_t)size, type == UC_MEM_WRITE, index);
@@ -1122,6 +1124,7 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
 static void rvx_on_interrupt(uc_engine *uc, uint32_t intno, void *data) {
     rvx *x = data;
     (void)uc;
+    if (x->status == RVX_STOPPED) return; /* in the block the run stopped before */
     if (intno == 2 && rvx_region_marker(x, rvx_reg(x, RVX_REG_PC) - 4)) return; /* resumes after it */
     if (intno != 8) { /* 8: environment call from U-mode */
         snprintf(x->error, sizeof x->error, "exception %u at pc=0x%llx", intno,
