@@ -59,7 +59,7 @@ _HWCAP_IMA = (1 << (ord("i") - 97)) | (1 << (ord("m") - 97)) | (1 << (ord("a") -
 #: unicorn's RISC-V register numbers (unicorn/riscv.h): x0..x31 are 1..32.
 REG_X0 = 1
 REG_SP, REG_RA, REG_A0 = REG_X0 + 2, REG_X0 + 1, REG_X0 + 10
-_HOOKS = ("block", "access", "accesses_done", "reset", "finish", "now", "clock_step")
+_HOOKS = ("block", "access", "accesses_done", "reset", "finish", "now", "clock_step", "block_slack", "room")
 #: Section of the RISC-V builds listing region markers (written by :mod:`cbuild.riscv.build`).
 MARKER_SECTION = ".instrbudget_marks"
 #: Non-allocated section of a library's build: how its code takes each exported function's
@@ -93,7 +93,12 @@ class ExecRuntime:
     cost so far, never decreasing: regions and cut-offs read it) and optionally
     ``uint64_t model_clock_step(void)`` with ``RVX_CLOCK_STEP`` defined (the most ``model_now``
     grows over one instruction, its fetch and accesses included: a cut-off on the clock then
-    looks at it only when it could have passed, not before every block). ``block_data``
+    looks at it only when it could have passed, not before every block) and optionally, with
+    ``RVX_ROOM`` defined, ``uint64_t model_block_slack(uint64_t pc, uint32_t n, uint32_t nmem)``
+    (a block's constant) and ``int64_t model_room(void)``: translated code checks, with the
+    instruction limit, whether ``RVX_EXECUTED`` plus the block's slack is at most every model's
+    room, and runs the block hook with ``RVX_ROOMY`` nonzero if so, so that the hook can leave out
+    a check of its own; the model calls ``RVX_ROOM_CHANGED()`` whenever its room changes. ``block_data``
     (optional) computes a block's data from its instruction words and address, once per block, in
     Python; a :class:`~cbuild.errors.CBuildError` it raises (a
     word it cannot decode) makes the model's results unavailable for the run, with that reason.
@@ -149,6 +154,10 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
             "{ (void)f; (void)l; (void)w; return 0; }\n#endif\n#undef RVX_ACCESSES_DONE\n"
             "#ifndef RVX_CLOCK_STEP /* no bound on the clock's growth: a cut-off looks at it before every block */\n"
             f"static uint64_t rvm{i}_clock_step(void) {{ return UINT64_MAX; }}\n#endif\n#undef RVX_CLOCK_STEP\n"
+            "#ifndef RVX_ROOM /* no room: every block's hook makes its own checks */\n"
+            f"RVX_INLINE uint64_t rvm{i}_block_slack(uint64_t p, uint32_t n, uint32_t m) "
+            "{ (void)p; (void)n; (void)m; return 0; }\n"
+            f"static int64_t rvm{i}_room(void) {{ return INT64_MAX; }}\n#endif\n#undef RVX_ROOM\n"
         )
         parts.extend(f"\n#undef model_{hook}" for hook in _HOOKS)
         parts.append("\n#undef RVX_MODEL\n")
@@ -160,6 +169,10 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
     finish = " ".join(f"rvm{i}_finish(out + {offsets[i]});" for i in range(len(runtimes)))
     now = " ".join(f"out[{i}] = rvm{i}_now();" for i in range(len(runtimes)))
     step = " ".join(f"out[{i}] = rvm{i}_clock_step();" for i in range(len(runtimes)))
+    slack = " ".join(
+        f"s = rvm{i}_block_slack(p, n, m) > s ? rvm{i}_block_slack(p, n, m) : s;" for i in range(len(runtimes))
+    )
+    room = " ".join(f"if (rvm{i}_room() < r) r = rvm{i}_room();" for i in range(len(runtimes)))
     parts.append(
         f"""
 RVX_INLINE void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}
@@ -171,6 +184,9 @@ static void rvx_models_reset(void) {{ {reset} }}
 static void rvx_models_finish(uint64_t *out) {{ (void)out; {finish} }}
 static void rvx_models_now(uint64_t *out) {{ (void)out; {now} }}
 static void rvx_models_clock_step(uint64_t *out) {{ (void)out; {step} }}
+RVX_INLINE uint64_t rvx_models_slack(uint64_t p, uint32_t n, uint32_t m) {{
+    uint64_t s = 0; (void)p; (void)n; (void)m; {slack} return s; }}
+static int64_t rvx_models_room(void) {{ int64_t r = INT64_MAX; {room} return r; }}
 """
     )
     return "".join(parts)

@@ -14,9 +14,10 @@ its blocks (a switch on ``pc``), keeps the guest registers it uses and the count
 instructions in locals (loaded on entry, stored back on return and around a host call of another
 translated function), branches directly between its blocks and returns the guest pc to go on at,
 with the reason in ``x->cpu.reason``; the executor's dispatcher makes system calls and region
-markers between calls. Every block first checks that its instructions stay within ``rvt_limit``
-(past it, ``rvt_over`` says whether the instruction limit or a cut-off on a model's clock stops the
-run there), counts its executions in the run (``rvt_counts``; the first one checks the block in
+markers between calls. Every block first checks that its instructions (in a hot block, plus the
+models' slack for it) stay within ``rvt_limit`` (past it, ``rvt_over`` says whether the instruction
+limit or a cut-off on a model's clock stops the run there; within it, a hot block's models have
+room), counts its executions in the run (``rvt_counts``; the first one checks the block in
 guest memory against the translation, ``rvt_first_entry``), adds its instructions, and calls
 ``rvt_block`` (the models' block hook); every load
 and store calls ``rvt_access`` with the instruction's index in its block (the models' access
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "14"
+VERSION = "15"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -251,8 +252,6 @@ class _Emitter:
 
     def _copy(self, registers: Iterable[int], *, inward: bool) -> list[str]:
         places = [("i64", "@rvt_executed", "%exec.at")]
-        if inward:  # the translated code only reads it (rvt_over moves it)
-            places.append(("i64", "@rvt_limit", "%limit.at"))
         places += [(self.t, f"%r{r}.x", f"%r{r}.at") for r in sorted(registers)]
         out = []
         for kind, machine, local in places:
@@ -647,7 +646,6 @@ def _function(
         e.emit(f"%r{r}.at = alloca {e.t}")
     e.emit(f"%mem.at = getelementptr i8, ptr %x, i64 {_MEM}")
     e.emit("%mem = load ptr, ptr %mem.at")
-    e.emit("%limit.at = alloca i64")
     for r in sorted(e.used):
         e.emit(f"%r{r}.x = getelementptr i8, ptr %x, i64 {8 * r}")
     for line in e.state_in(e.used):
@@ -666,22 +664,22 @@ def _function(
 
 
 def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] | None] | None) -> None:
-    """A block's start: its count in the run (``rvt_counts``; the first entry checks the block in
-    guest memory against the translation), the instructions executed and the limit, and the models'
-    block hook (inlined where ``data`` is given, that is, in a hot block)."""
-    slot = f"getelementptr ([{len(e.index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {number})"
-    counter = f"getelementptr ([{len(e.index)} x i64], ptr @rvt_counts, i64 0, i64 {number})"
-    tables = (
-        f"ptr @rvt_dt{block.pc:x}, ptr @rvt_dl{block.pc:x}" if data is not None and any(data) else "ptr null, ptr null"
-    )
+    """A block's start: the instructions executed and the limit, its count in the run
+    (``rvt_counts``; the first entry checks the block in guest memory against the translation) and
+    the models' block hook (inlined where ``data`` is given, that is, in a hot block)."""
     n, nmem = len(block.words), sum(map(accesses, block.words))
-    # Past rvt_limit (the instruction limit, or where a cut-off looks at the models' clocks next),
-    # the executor says whether the block may start: before it is counted.
+    # Past rvt_limit (the instruction limit, where a cut-off looks at the models' clocks next, or
+    # the models' room), the executor says whether the block may start: before it is counted. A hot
+    # block checks its end plus the models' slack for it (a constant), so that within the limit the
+    # models' hooks know that they have room, and have a copy of the block's start each way.
     before = e.op("load i64, ptr %exec.at")
     executed = e.op(f"add i64 {before}, {n}")
+    end = executed
+    if not e.hook:
+        end = e.op(f"add i64 {executed}, {e.op(f'call i64 @rvt_slack(i64 {block.pc}, i32 {n}, i32 {nmem})')}")
     over, go = e.new_label("over"), e.new_label("go")
-    limit = e.op("load i64, ptr %limit.at")
-    e.emit(f"br i1 {e.op(f'icmp ugt i64 {executed}, {limit}')}, label %{over}, label %{go}, !prof {_RARE}")
+    limit = e.op("load i64, ptr @rvt_limit")
+    e.emit(f"br i1 {e.op(f'icmp ugt i64 {end}, {limit}')}, label %{over}, label %{go}, !prof {_RARE}")
     e.label(over)
     why = e.op(f"call i32 @rvt_over(i64 {before}, i32 {n})")
     stop, goes = e.new_label("stop"), e.new_label("goes")
@@ -689,9 +687,30 @@ def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] 
     e.label(stop)
     e.leave(str(block.pc), why)
     e.label(goes)
-    e.emit(f"store i64 {e.op('load i64, ptr @rvt_limit')}, ptr %limit.at")
-    e.emit(f"br label %{go}")
+    if e.hook:
+        e.emit(f"br label %{go}")
+        e.label(go)
+        _start(e, block, number, data, executed, 0)
+        return
+    body = e.new_label("body")
+    _start(e, block, number, data, executed, 0)
+    e.emit(f"br label %{body}")
     e.label(go)
+    _start(e, block, number, data, executed, 1)
+    e.emit(f"br label %{body}")
+    e.label(body)
+
+
+def _start(
+    e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] | None] | None, executed: str, roomy: int
+) -> None:
+    """A block that may start: counted, its first entry checked, the models' block hook told."""
+    slot = f"getelementptr ([{len(e.index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {number})"
+    counter = f"getelementptr ([{len(e.index)} x i64], ptr @rvt_counts, i64 0, i64 {number})"
+    tables = (
+        f"ptr @rvt_dt{block.pc:x}, ptr @rvt_dl{block.pc:x}" if data is not None and any(data) else "ptr null, ptr null"
+    )
+    n, nmem = len(block.words), sum(map(accesses, block.words))
     count = e.op(f"load i64, ptr {counter}")
     first, counted = e.new_label("first"), e.new_label("counted")
     e.emit(f"br i1 {e.op(f'icmp eq i64 {count}, 0')}, label %{first}, label %{counted}, !prof {_RARE}")
@@ -711,7 +730,8 @@ def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] 
     if e.hook:
         e.emit(f"call void @rvt_block_cold(ptr {slot}, i64 {executed})")
     else:
-        e.emit(f"call void @rvt_block(ptr {slot}, i64 {block.pc}, i32 {n}, i32 {nmem}, {tables}, i64 {executed})")
+        args = f"i64 {block.pc}, i32 {n}, i32 {nmem}, {tables}, i64 {executed}, i32 {roomy}"
+        e.emit(f"call void @rvt_block(ptr {slot}, {args})")
 
 
 def _code_ranges(blocks: list[Block]) -> list[tuple[int, int]]:
@@ -772,7 +792,8 @@ def translate(
     parts = [
         *_block_data(hot),
         "declare i32 @rvt_first_entry(ptr, i64, i32, i32, i32, ptr, ptr)",
-        "declare void @rvt_block(ptr, i64, i32, i32, ptr, ptr, i64)",
+        "declare void @rvt_block(ptr, i64, i32, i32, ptr, ptr, i64, i32)",
+        "declare i64 @rvt_slack(i64, i32, i32)",
         "declare void @rvt_access(i64, i32, i32, i32)",
         "declare void @rvt_block_cold(ptr, i64)",
         "declare void @rvt_access_cold(i64, i32, i32, i32)",

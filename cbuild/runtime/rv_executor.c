@@ -164,7 +164,21 @@ struct rvx {
  * models read as RVX_EXECUTED in their hooks (in translated code, a value in a register). */
 static uint64_t rvx_models_executed;
 #define RVX_EXECUTED rvx_models_executed
+/* Nonzero while a block hook runs for a block whose start found every model's room (model_room)
+ * at least RVX_EXECUTED plus the block's slack (model_block_slack): in translated code the one
+ * check of the instruction limit says so, and a model's hook folds its own check away. */
+#ifdef RVX_TRANSLATED
+static uint32_t rvx_models_roomy;
+#define RVX_ROOMY rvx_models_roomy
+#else
+#define RVX_ROOMY 0u
+#endif
+/* A model calls RVX_ROOM_CHANGED() whenever what its model_room() returns changes. */
+static void rvx_room_changed(void);
+#define RVX_ROOM_CHANGED() rvx_room_changed()
 RVX_INLINE void rvx_models_block(const rvx_block *b);
+RVX_INLINE uint64_t rvx_models_slack(uint64_t pc, uint32_t n, uint32_t nmem);
+static int64_t rvx_models_room(void);
 RVX_INLINE void rvx_models_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);
 RVX_INLINE uint32_t rvx_models_accesses_done(uint64_t first, uint64_t last, uint32_t is_store);
 static void rvx_models_reset(void);
@@ -880,9 +894,10 @@ RVX_API __attribute__((noinline)) int rvt_first_entry(rvx_block **slot, uint64_t
  * are read-only), so the models' hooks fold them in. */
 RVX_API __attribute__((always_inline)) void rvt_block(rvx_block *const *slot, uint64_t pc, uint32_t n, uint32_t nmem,
                                                     const int32_t *const *data, const uint32_t *len,
-                                                    uint64_t executed) {
+                                                    uint64_t executed, uint32_t roomy) {
     const rvx_block *b = *slot;
     rvx_models_executed = executed;
+    rvx_models_roomy = roomy;
     if (b == NULL || b->pc != pc || b->n != n || b->nmem != nmem) __builtin_unreachable();
 #define RVT_SAME_DATA(m)                                                                                      \
     if (data != NULL && data[m] != NULL && (b->data[m] != data[m] || b->data_len[m] != len[m]))              \
@@ -913,17 +928,34 @@ RVX_API __attribute__((always_inline)) void rvt_access_unless(uint32_t done, uin
     if (!done) rvt_access(address, size, is_store, index);
 }
 
-/* The instruction count rvt_limit the translated code checks: the limit, or where the clocks are
- * looked at next if that comes first. */
-static uint64_t rvt_check_limit(const rvx *x) { return x->check_at < x->limit ? x->check_at : x->limit; }
+/* The instruction count rvt_limit the translated code checks: the first of the limit, where the
+ * clocks are looked at next, and the models' room (a hot block checks its end plus its slack
+ * against it, a block that runs rarely its end). */
+static uint64_t rvt_check_limit(const rvx *x) {
+    uint64_t limit = x->check_at < x->limit ? x->check_at : x->limit;
+    int64_t room = rvx_models_room();
+    if (room < 0) room = 0;
+    return (uint64_t)room < limit ? (uint64_t)room : limit;
+}
 
-/* A block of ``n`` instructions would end past rvt_limit, ``executed`` instructions run before it:
- * RVT_LIMIT past the instruction limit, RVT_STOPPED if a clock passed its cut-off (the block does
- * not start), else 0 and rvt_limit is where to look next (the translated code reloads it). */
+static void rvx_room_changed(void) {
+    if (rvt_running != NULL) rvt_limit = rvt_check_limit(rvt_running);
+}
+
+/* The models' slack for a block of ``n`` instructions with ``nmem`` accesses at ``pc``: a constant
+ * in each hot block. */
+RVX_API __attribute__((always_inline)) uint64_t rvt_slack(uint64_t pc, uint32_t n, uint32_t nmem) {
+    return rvx_models_slack(pc, n, nmem);
+}
+
+/* A block of ``n`` instructions would end past rvt_limit (with its slack, in a hot block),
+ * ``executed`` instructions run before it: RVT_LIMIT past the instruction limit, RVT_STOPPED if a
+ * clock passed its cut-off (the block does not start), else 0 and rvt_limit is where to look next
+ * (the block then starts without room, as far as the models' hooks know). */
 RVX_API __attribute__((noinline)) uint32_t rvt_over(uint64_t executed, uint32_t n) {
     rvx *x = rvt_running;
     if (executed + n > x->limit) return RVT_LIMIT;
-    if (x->cutoffs && rvx_clock_passed(x, executed)) return RVT_STOPPED;
+    if (x->cutoffs && executed + n > x->check_at && rvx_clock_passed(x, executed)) return RVT_STOPPED;
     rvt_limit = rvt_check_limit(x);
     return 0;
 }
@@ -931,6 +963,7 @@ RVX_API __attribute__((noinline)) uint32_t rvt_over(uint64_t executed, uint32_t 
 /* The same, called (not inlined) from blocks that run rarely: they compile faster. */
 RVX_API __attribute__((noinline)) void rvt_block_cold(rvx_block *const *slot, uint64_t executed) {
     rvx_models_executed = executed;
+    rvx_models_roomy = 0;
     rvx_models_block(*slot);
 }
 
@@ -1117,10 +1150,13 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
     rvt_protect(x, PROT_READ | PROT_WRITE);
     sigaction(SIGSEGV, &rvt_previous[0], NULL);
     sigaction(SIGBUS, &rvt_previous[1], NULL);
+    rvt_running = NULL; /* the models' room is looked at again when the next run starts */
     x->cpu.pc = pc;
     return x->status;
 }
 #else
+static void rvx_room_changed(void) {} /* unicorn's runs have no rvt_limit */
+
 static void rvx_on_interrupt(uc_engine *uc, uint32_t intno, void *data) {
     rvx *x = data;
     (void)uc;

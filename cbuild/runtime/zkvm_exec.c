@@ -44,6 +44,7 @@ static void zk_forget(void) {
 
 static void zk_set_room(void) {
     zk_room = zk_pos == ZK_BEGUN ? ZK_THRESHOLD - ZK_SEGMENT_RESERVED - zk_off : INT64_MIN;
+    RVX_ROOM_CHANGED();
 }
 
 static void zk_add_paging(int64_t cycles) {
@@ -177,9 +178,17 @@ static inline void model_block(const rvx_block *b) {
     uint32_t n = b->n, nmem = b->nmem;
     /* Where no segment can close inside the block, its instructions begin at once: the cycles and
      * pages are the same in either order within a segment, and accesses then only touch pages. */
-    if ((int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) zk_fetch(pc, n);
+    if (RVX_ROOMY || (int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) zk_fetch(pc, n);
     else zk_block_slow(pc, n, nmem, before);
 }
+
+/* The room model_block checks, for translated code to check with the instruction limit: the block
+ * has it where RVX_EXECUTED plus its slack is at most zk_room (before + bound < zk_room). */
+#define RVX_ROOM
+static inline uint64_t model_block_slack(uint64_t pc, uint32_t n, uint32_t nmem) {
+    return (uint64_t)zk_block_bound(pc, n, nmem) - n + 1u;
+}
+static int64_t model_room(void) { return zk_room; }
 
 /* An access the caches do not show done already, or made while a block is begun lazily. */
 RVX_SLOW static void zk_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
