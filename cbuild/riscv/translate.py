@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "15"
+VERSION = "16"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -712,6 +712,10 @@ def _start(
     )
     n, nmem = len(block.words), sum(map(accesses, block.words))
     count = e.op(f"load i64, ptr {counter}")
+    if _ready(data):  # checked before the run starts (rvt_ready)
+        e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
+        _started(e, block, slot, tables, executed, roomy)
+        return
     first, counted = e.new_label("first"), e.new_label("counted")
     e.emit(f"br i1 {e.op(f'icmp eq i64 {count}, 0')}, label %{first}, label %{counted}, !prof {_RARE}")
     e.label(first)
@@ -724,6 +728,12 @@ def _start(
     e.leave(str(block.pc), CHANGED)
     e.label(counted)
     e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
+    _started(e, block, slot, tables, executed, roomy)
+
+
+def _started(e: _Emitter, block: Block, slot: str, tables: str, executed: str, roomy: int) -> None:
+    """A block counted: the instructions executed, and the models' block hook."""
+    n, nmem = len(block.words), sum(map(accesses, block.words))
     e.emit(f"store i64 {executed}, ptr %exec.at")
     if n == 0:
         return
@@ -732,6 +742,36 @@ def _start(
     else:
         args = f"i64 {block.pc}, i32 {n}, i32 {nmem}, {tables}, i64 {executed}, i32 {roomy}"
         e.emit(f"call void @rvt_block(ptr {slot}, {args})")
+
+
+def _ready(data: Sequence[Sequence[int] | None] | None) -> bool:
+    """Whether a hot block's every model's data is in the translation (empty for a model without
+    block data): the executor then finds the block, and checks it against guest memory, before the
+    run starts (``rvt_ready``), and its count needs no check for a first entry."""
+    return data is not None and all(d is not None for d in data)
+
+
+def _ready_table(
+    blocks: list[Block], index: dict[int, int], hot: Mapping[int, Sequence[Sequence[int] | None]]
+) -> list[str]:
+    """``rvt_ready``: the blocks :func:`_ready` says the executor finds before a run starts, each as
+    its pc, number, size, instructions, accesses and data tables (``rvt_ready_count`` of them)."""
+    rows = []
+    for b in blocks:
+        data = hot.get(b.pc)
+        if b.pc in hot and _ready(data):
+            n, nmem = len(b.words), sum(map(accesses, b.words))
+            tables = f"ptr @rvt_dt{b.pc:x}, ptr @rvt_dl{b.pc:x}" if data and any(data) else "ptr null, ptr null"
+            rows.append(f"{_READY} {{ i64 {b.pc}, i32 {index[b.pc]}, i32 {b.size}, i32 {n}, i32 {nmem}, {tables} }}")
+    values = f"[{', '.join(rows)}]" if rows else "zeroinitializer"
+    return [
+        f"@rvt_ready_count = constant i32 {len(rows)}",
+        f"@rvt_ready = constant [{len(rows)} x {_READY}] {values}",
+    ]
+
+
+#: A row of ``rvt_ready`` (``rvt_ready_block`` in rv_executor.c).
+_READY = "{ i64, i32, i32, i32, i32, ptr, ptr }"
 
 
 def _code_ranges(blocks: list[Block]) -> list[tuple[int, int]]:
@@ -818,6 +858,7 @@ def translate(
     parts.append(f"@rvt_block_count = constant i32 {len(blocks)}")
     parts.append(f"@rvt_block_slot = global [{len(blocks)} x ptr] zeroinitializer")
     parts.append(f"@rvt_counts = global [{len(blocks)} x i64] zeroinitializer")
+    parts += _ready_table(blocks, index, hot)
     parts.append(f"@rvt_entry_count = constant i32 {n}")
     ranges = _code_ranges(blocks)
     parts.append(f"@rvt_code_range_count = constant i32 {len(ranges)}")

@@ -254,9 +254,10 @@ def _hot_data(
     elf: Path, image: Image, hot: set[int], runtimes: Sequence[ExecRuntime]
 ) -> dict[int, list[list[int] | None]]:
     """The hot blocks, each with every model's block data: what the model's block-data file beside
-    the ELF keeps (:class:`~cbuild.riscv.executor.BlockDataFile`), else computed. None where the
-    model has none, has no name for its producer (its data is not part of the translation's key),
-    or cannot describe the block: the host then gives, or fails to give, the data at the first entry."""
+    the ELF keeps (:class:`~cbuild.riscv.executor.BlockDataFile`), else computed; empty for a model
+    without block data. None where the model has no name for its producer (its data is not part of
+    the translation's key) or cannot describe the block: the host then gives, or fails to give, the
+    data at the block's first entry."""
     kept = [BlockDataFile(elf, r.block_data_id).data if r.block_data and r.block_data_id else None for r in runtimes]
     out: dict[int, list[list[int] | None]] = {}
     for block in blocks_at(image, hot):
@@ -270,7 +271,7 @@ def _hot_data(
                         data = [int(v) for v in runtime.block_data(list(block.words), block.pc)]
                     except CBuildError:
                         data = None
-            per_model.append(data or None)
+            per_model.append([] if runtime.block_data is None else data or None)
         out[block.pc] = per_model
     return out
 

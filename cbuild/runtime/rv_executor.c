@@ -210,6 +210,16 @@ extern const uint32_t rvt_block_count, rvt_entry_count;
 extern rvx_block *rvt_block_slot[]; /* per block of the translation: its rvx_block in this run */
 extern uint64_t rvt_counts[];       /* per block of the translation: its executions in this run */
 extern const uint64_t rvt_entry_pc[];
+/* The hot blocks whose models' data the translation has: found (rvt_first_entry) before a run
+ * starts, so that the translated code counts them without checking for a first entry. */
+typedef struct {
+    uint64_t pc;
+    uint32_t number, size, n, nmem; /* its index in rvt_block_slot, words, instructions, accesses */
+    const int32_t *const *data;
+    const uint32_t *len;
+} rvt_ready_block;
+extern const uint32_t rvt_ready_count;
+extern const rvt_ready_block rvt_ready[];
 extern const uint32_t rvt_code_range_count;
 extern const uint64_t rvt_code_ranges[]; /* page-aligned [start, end) pairs holding the translated code */
 extern const rvt_code rvt_entry_code[];
@@ -863,7 +873,7 @@ RVX_API uint32_t rvt_depth;
 static rvx *rvt_running;
 static rvx *rvt_slots_of; /* the machine whose blocks rvt_block_slot holds */
 
-/* A block's first entry in a run (its count in rvt_counts is 0): its rvx_block, kept in its slot
+/* A block's first entry in a run (its count in rvt_counts is 0; a ready block's before the run starts): its rvx_block, kept in its slot
  * (``slot``, in rvt_block_slot) for the machine's later runs, made if the machine has none yet
  * (the host gives the models' data then, unless the translation has it: ``data`` of ``len``
  * numbers per model, or NULL). 0, or RVT_CHANGED if the code in guest memory does not have the
@@ -1084,6 +1094,7 @@ static int rvt_give_up(rvx *x, const char *why, uint64_t pc) {
 RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
     sigjmp_buf escape;
     struct sigaction sa;
+    uint32_t i;
     rvx_start_run(x, limit);
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = rvt_on_fault;
@@ -1104,6 +1115,11 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
     rvt_executed = x->executed;
     rvt_limit = rvt_check_limit(x);
     rvt_current = RVT_NONE;
+    for (i = 0; i < rvt_ready_count && !x->stop_requested; i++) {
+        const rvt_ready_block *r = &rvt_ready[i];
+        if (rvt_first_entry(&rvt_block_slot[r->number], r->pc, r->size, r->n, r->nmem, r->data, r->len) != 0)
+            rvt_give_up(x, "code that differs from its translation", r->pc);
+    }
     if (sigsetjmp(escape, 1) == 0) {
         rvt_escape = &escape;
         while (!x->stop_requested) {
