@@ -2,10 +2,7 @@
 comparison per hot block, and runs the model's block hook with ``RVX_ROOMY`` set where the block has
 room, so that the hook can leave its own check out. A third-party model here, used exactly as the
 zkvm model uses it: its answer must not depend on the engine, and the hook must see room in
-translated runs (else the interface does nothing) and never where the block has none. With it,
-``RVX_NEAR_LO`` and ``RVX_NEAR_HI``: where given, the addresses between them hold the block and the
-last instruction of the block executed before it (the zkvm model then skips the block's code-page
-check)."""
+translated runs (else the interface does nothing) and never where the block has none."""
 
 from __future__ import annotations
 
@@ -27,17 +24,8 @@ MILESTONE_SOURCE = f"""
 #define MS_STEP {STEP}u
 #define MS_NEARER {NEARER}u
 static uint64_t ms_next = MS_STEP, ms_passed, ms_roomy, ms_late;
-/* RVX_NEAR_LO and RVX_NEAR_HI, where given: they must hold the block and the last instruction of
- * the block before it. */
-static uint64_t ms_prev_end, ms_near, ms_not_near;
 static inline void model_block(const rvx_block *b) {{
-    uint64_t end = b->pc + 4u * (b->n - 1u);
-    if (RVX_NEAR_LO != 0 || RVX_NEAR_HI != UINT64_MAX) {{
-        ms_near++;
-        ms_not_near += ms_prev_end < RVX_NEAR_LO || ms_prev_end > RVX_NEAR_HI;
-        ms_not_near += b->pc < RVX_NEAR_LO || end > RVX_NEAR_HI;
-    }}
-    ms_prev_end = end;
+    (void)b;
     if (RVX_ROOMY) {{ /* RVX_EXECUTED + 1 <= ms_next: no milestone in this block */
         ms_roomy++;
         ms_late += RVX_EXECUTED >= ms_next; /* a room that was not there: the test fails on it */
@@ -60,12 +48,10 @@ static inline void model_access(uint64_t a, uint32_t s, uint32_t st, uint32_t i)
 }}
 static void model_reset(void) {{
     ms_next = MS_STEP;
-    ms_passed = ms_roomy = ms_late = ms_prev_end = ms_near = ms_not_near = 0;
+    ms_passed = ms_roomy = ms_late = 0;
     RVX_ROOM_CHANGED();
 }}
-static void model_finish(uint64_t *out) {{
-    out[0] = ms_passed; out[1] = ms_roomy; out[2] = ms_late; out[3] = ms_near; out[4] = ms_not_near;
-}}
+static void model_finish(uint64_t *out) {{ out[0] = ms_passed; out[1] = ms_roomy; out[2] = ms_late; }}
 static inline uint64_t model_now(void) {{ return ms_passed; }}
 #define RVX_ROOM
 static inline uint64_t model_block_slack(uint64_t pc, uint32_t n, uint32_t nmem) {{
@@ -103,10 +89,10 @@ class MilestoneModel(CostModel):
         return "riscv32"
 
     def exec_runtime(self) -> executor.ExecRuntime:
-        return executor.ExecRuntime(MILESTONE_SOURCE, results=5, memory=True)
+        return executor.ExecRuntime(MILESTONE_SOURCE, results=3, memory=True)
 
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
-        passed = counts.results_of(self.name)[0]
+        (passed, _, _) = counts.results_of(self.name)
         return [Cost("milestones", passed)]
 
 
@@ -132,14 +118,11 @@ def test_a_models_room_is_checked_with_the_limit_and_changes_no_answer(
     assert translated.stdout == first.stdout
     assert translated.instructions == first.instructions > 50 * STEP
     for execution in (first, translated):
-        passed, _, late, _, not_near = execution.results
-        assert not_near == 0
+        passed, _, late = execution.results
         assert passed > execution.instructions // STEP  # stores bring milestones nearer
         assert late == 0
     assert translated.results[0] == first.results[0]
-    assert first.results[1] == first.results[3] == 0  # unicorn's hooks make every check
+    assert first.results[1] == 0  # unicorn's hooks make every check
     blocks = sum(count for _, _, count in translated.blocks)
     # Nearly every block is a hot one with room: all but those near a milestone and the start-up's.
     assert 0.9 * blocks < translated.results[1] < blocks
-    # Most blocks of the loop are entered from the end of the block before them, in one function.
-    assert 0.3 * blocks < translated.results[3] < blocks

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "17"
+VERSION = "16"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -135,21 +135,6 @@ def accesses(word: int) -> int:
 #: Placeholders in a function's lines for the code that stores its locals into the machine before a
 #: host call of another translated function, and loads them again after it.
 _STATE_OUT, _STATE_IN = "; state out", "; state in"
-#: In a block's hook call, the range of addresses (lowest, highest) that holds the block and the
-#: last instructions of the blocks that go on to it directly: a placeholder until the function's
-#: blocks are all emitted; ``_FAR`` where no block goes on to it directly or it was entered another way.
-_NEAR, _FAR = "; near {:x};", "i64 0, i64 -1"
-
-
-def _near_line(line: str, near: Mapping[str, str]) -> str:
-    """``line`` with its :data:`_NEAR` placeholder, if any, filled in."""
-    start = line.find("; near ")
-    if start < 0:
-        return line
-    end = line.index(";", start + 1) + 1
-    return line[:start] + near[line[start:end]] + line[end:]
-
-
 #: Branch weights of a rare path (a block's first entry in a run, the instruction limit).
 _RARE = "!3"
 
@@ -214,7 +199,6 @@ class _Emitter:
         self.hook = ""  # "" in a hot block (the hooks inline there), "_cold" in others
         self.used: set[int] = set()  # guest registers read or written
         self.written: set[int] = set()
-        self.edges: dict[int, set[int]] = {}  # block pc -> the last instructions of blocks going on there
         self.known: dict[int, int] = {}  # registers whose value this block set to a constant
         self.groups: dict[int, _Group] = {}  # the block's grouped accesses, by position (hot blocks)
         self.block_pc = 0  # the block being emitted, and its number
@@ -300,18 +284,12 @@ class _Emitter:
         self.emit(f"store i32 {reason}, ptr %why")
         self.emit("br label %exit")
 
-    def go(self, target: int, after: int | None) -> None:
-        """Continue at guest address ``target``: a branch if it is a block of this function.
-        ``after``: the address of the instruction the block ends with, going on directly at the
-        target (recorded as the target's edge); None: the target is entered after a host call."""
+    def go(self, target: int) -> None:
+        """Continue at guest address ``target``: a branch if it is a block of this function."""
         label = self.here.get(target)
         if label is not None:
             if target <= self.block_pc:
                 self.mark()
-            if after is None:
-                label += ".e"
-            else:
-                self.edges.setdefault(target, set()).add(after)
             self.emit(f"br label %{label}")
         else:
             self.leave(str(target), JUMP)
@@ -354,7 +332,7 @@ class _Emitter:
         home, elsewhere = self.new_label("returned"), self.new_label("elsewhere")
         self.emit(f"br i1 {returned}, label %{home}, label %{elsewhere}")
         self.label(home)
-        self.go(back, None)
+        self.go(back)
         self.label(elsewhere)
         self.leave(next_pc, reason)
         self.label(far)
@@ -367,7 +345,7 @@ class _Emitter:
         if within and self.here:
             self.mark()
             away = self.new_label("away")
-            cases = " ".join(f"i64 {start}, label %{label}.e" for start, label in self.here.items())
+            cases = " ".join(f"i64 {start}, label %{label}" for start, label in self.here.items())
             self.emit(f"switch i64 {pc}, label %{away} [ {cases} ]")
             self.label(away)
         self.leave(pc, JUMP)
@@ -422,7 +400,7 @@ class _Emitter:
             if rd == 1 and callee in self.owner:
                 self.call(callee, pc + 4)
             else:
-                self.go(callee, pc)
+                self.go(callee)
             return True
         elif op == 0x67 and f3 == 0:  # jalr
             base = self.known.get(rs1)
@@ -432,7 +410,7 @@ class _Emitter:
                 if rd == 1 and target in self.owner:
                     self.call(target, pc + 4)
                 else:
-                    self.go(target, pc)
+                    self.go(target)
                 return True
             dynamic = self.op(f"and {t} {self.op(f'add {t} {self.get(rs1)}, {imm_i}')}, -2")
             self.put(rd, self.const(pc + 4))
@@ -450,9 +428,9 @@ class _Emitter:
             yes, no = self.new_label("taken"), self.new_label("fall")
             self.emit(f"br i1 {taken}, label %{yes}, label %{no}")
             self.label(yes)
-            self.go((pc + imm) & ((1 << xlen) - 1), pc)
+            self.go((pc + imm) & ((1 << xlen) - 1))
             self.label(no)
-            self.go(pc + 4, pc)
+            self.go(pc + 4)
             return True
         elif op == 0x03:  # loads
             kinds = {0: (8, "sext"), 1: (16, "sext"), 2: (32, "sext"), 4: (8, "zext"), 5: (16, "zext")}
@@ -623,27 +601,12 @@ def _function(
     e = _Emitter(xlen, index, here, owner)
     cold = "" if any(b.pc in hot for b in blocks) else " noinline optnone"
     for block in blocks:
+        e.label(here[block.pc])
         e.hook = "" if block.pc in hot else "_cold"
         e.known = {}
         e.groups = _access_groups(block.words) if block.pc in hot else {}
         e.block_pc, e.block_number = block.pc, index[block.pc]
-        # A hot block's start has two forms: entered directly from the end of a block of this
-        # function (its label), the models learn where the block before it ended (_NEAR, filled in
-        # below); entered any other way (its ".e" label: the function's start, a jump table, the
-        # return of a host call) they do not.
-        e.label(f"{here[block.pc]}.e")
-        if block.pc in hot:
-            started = e.new_label("body")
-            _enter(e, block, index[block.pc], hot.get(block.pc), None)
-            e.emit(f"br label %{started}")
-            e.label(here[block.pc])
-            _enter(e, block, index[block.pc], hot.get(block.pc), block.pc)
-            e.emit(f"br label %{started}")
-            e.label(started)
-        else:
-            e.emit(f"br label %{here[block.pc]}")
-            e.label(here[block.pc])
-            _enter(e, block, index[block.pc], None, None)
+        _enter(e, block, index[block.pc], hot.get(block.pc))
         pc, ended = block.pc, False
         for position, word in enumerate(block.words):
             mark = len(e.lines)
@@ -658,7 +621,7 @@ def _function(
         if block.marker:
             e.leave(str(pc + 4), MARKER)
         elif not ended:
-            e.go(pc, pc - 4)
+            e.go(pc)
     e.block_number = None  # no block of the function: the run's current block stays as it was
     e.label("unknown")
     e.leave("%pc", UNKNOWN)
@@ -687,14 +650,9 @@ def _function(
         e.emit(f"%r{r}.x = getelementptr i8, ptr %x, i64 {8 * r}")
     for line in e.state_in(e.used):
         e.emit(line)
-    cases = " ".join(f"i64 {b.pc}, label %{here[b.pc]}.e" for b in blocks)
+    cases = " ".join(f"i64 {b.pc}, label %{here[b.pc]}" for b in blocks)
     e.emit(f"switch i64 %pc, label %unknown [ {cases} ]")
-    near = {}
-    for b in blocks:
-        ends = e.edges.get(b.pc, set())
-        last = b.pc + 4 * max(len(b.words) - 1, 0)
-        near[_NEAR.format(b.pc)] = f"i64 {min(ends | {b.pc})}, i64 {max(ends | {last})}" if ends else _FAR
-    for line in (_near_line(line, near) for line in body):
+    for line in body:
         if line.strip() == _STATE_OUT:
             e.lines += ["  " + text for text in e.state_out(e.written)]
         elif line.strip() == _STATE_IN:
@@ -705,9 +663,7 @@ def _function(
     return "\n".join(e.lines), [b.pc for b in blocks]
 
 
-def _enter(
-    e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] | None] | None, direct: int | None
-) -> None:
+def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] | None] | None) -> None:
     """A block's start: the instructions executed and the limit, its count in the run
     (``rvt_counts``; the first entry checks the block in guest memory against the translation) and
     the models' block hook (inlined where ``data`` is given, that is, in a hot block)."""
@@ -734,25 +690,19 @@ def _enter(
     if e.hook:
         e.emit(f"br label %{go}")
         e.label(go)
-        _start(e, block, number, data, executed, 0, direct)
+        _start(e, block, number, data, executed, 0)
         return
-    body = e.new_label("started")
-    _start(e, block, number, data, executed, 0, direct)
+    body = e.new_label("body")
+    _start(e, block, number, data, executed, 0)
     e.emit(f"br label %{body}")
     e.label(go)
-    _start(e, block, number, data, executed, 1, direct)
+    _start(e, block, number, data, executed, 1)
     e.emit(f"br label %{body}")
     e.label(body)
 
 
 def _start(
-    e: _Emitter,
-    block: Block,
-    number: int,
-    data: Sequence[Sequence[int] | None] | None,
-    executed: str,
-    roomy: int,
-    direct: int | None,
+    e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] | None] | None, executed: str, roomy: int
 ) -> None:
     """A block that may start: counted, its first entry checked, the models' block hook told."""
     slot = f"getelementptr ([{len(e.index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {number})"
@@ -764,7 +714,7 @@ def _start(
     count = e.op(f"load i64, ptr {counter}")
     if _ready(data):  # checked before the run starts (rvt_ready)
         e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
-        _started(e, block, slot, tables, executed, roomy, direct)
+        _started(e, block, slot, tables, executed, roomy)
         return
     first, counted = e.new_label("first"), e.new_label("counted")
     e.emit(f"br i1 {e.op(f'icmp eq i64 {count}, 0')}, label %{first}, label %{counted}, !prof {_RARE}")
@@ -778,13 +728,11 @@ def _start(
     e.leave(str(block.pc), CHANGED)
     e.label(counted)
     e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
-    _started(e, block, slot, tables, executed, roomy, direct)
+    _started(e, block, slot, tables, executed, roomy)
 
 
-def _started(e: _Emitter, block: Block, slot: str, tables: str, executed: str, roomy: int, direct: int | None) -> None:
-    """A block counted: the instructions executed, and the models' block hook (told, where the
-    block was entered ``direct``ly, the range of addresses that holds it and where the blocks
-    going on to it end)."""
+def _started(e: _Emitter, block: Block, slot: str, tables: str, executed: str, roomy: int) -> None:
+    """A block counted: the instructions executed, and the models' block hook."""
     n, nmem = len(block.words), sum(map(accesses, block.words))
     e.emit(f"store i64 {executed}, ptr %exec.at")
     if n == 0:
@@ -792,8 +740,7 @@ def _started(e: _Emitter, block: Block, slot: str, tables: str, executed: str, r
     if e.hook:
         e.emit(f"call void @rvt_block_cold(ptr {slot}, i64 {executed})")
     else:
-        near = _FAR if direct is None else _NEAR.format(direct)
-        args = f"i64 {block.pc}, i32 {n}, i32 {nmem}, {tables}, i64 {executed}, i32 {roomy}, {near}"
+        args = f"i64 {block.pc}, i32 {n}, i32 {nmem}, {tables}, i64 {executed}, i32 {roomy}"
         e.emit(f"call void @rvt_block(ptr {slot}, {args})")
 
 
@@ -885,7 +832,7 @@ def translate(
     parts = [
         *_block_data(hot),
         "declare i32 @rvt_first_entry(ptr, i64, i32, i32, i32, ptr, ptr)",
-        "declare void @rvt_block(ptr, i64, i32, i32, ptr, ptr, i64, i32, i64, i64)",
+        "declare void @rvt_block(ptr, i64, i32, i32, ptr, ptr, i64, i32)",
         "declare i64 @rvt_slack(i64, i32, i32)",
         "declare void @rvt_access(i64, i32, i32, i32)",
         "declare void @rvt_block_cold(ptr, i64)",

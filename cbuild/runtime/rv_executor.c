@@ -167,19 +167,11 @@ static uint64_t rvx_models_executed;
 /* Nonzero while a block hook runs for a block whose start found every model's room (model_room)
  * at least RVX_EXECUTED plus the block's slack (model_block_slack): in translated code the one
  * check of the instruction limit says so, and a model's hook folds its own check away. */
-/* The block's instructions, and the last instruction of the block executed just before it, lie
- * between RVX_NEAR_LO and RVX_NEAR_HI (0 and UINT64_MAX where not known; constants in translated
- * hot blocks entered from the end of another block of the same function). */
 #ifdef RVX_TRANSLATED
 static uint32_t rvx_models_roomy;
-static uint64_t rvx_models_near_lo, rvx_models_near_hi;
 #define RVX_ROOMY rvx_models_roomy
-#define RVX_NEAR_LO rvx_models_near_lo
-#define RVX_NEAR_HI rvx_models_near_hi
 #else
 #define RVX_ROOMY 0u
-#define RVX_NEAR_LO ((uint64_t)0)
-#define RVX_NEAR_HI UINT64_MAX
 #endif
 /* A model calls RVX_ROOM_CHANGED() whenever what its model_room() returns changes. */
 static void rvx_room_changed(void);
@@ -912,13 +904,10 @@ RVX_API __attribute__((noinline)) int rvt_first_entry(rvx_block **slot, uint64_t
  * are read-only), so the models' hooks fold them in. */
 RVX_API __attribute__((always_inline)) void rvt_block(rvx_block *const *slot, uint64_t pc, uint32_t n, uint32_t nmem,
                                                     const int32_t *const *data, const uint32_t *len,
-                                                    uint64_t executed, uint32_t roomy, uint64_t near_lo,
-                                                    uint64_t near_hi) {
+                                                    uint64_t executed, uint32_t roomy) {
     const rvx_block *b = *slot;
     rvx_models_executed = executed;
     rvx_models_roomy = roomy;
-    rvx_models_near_lo = near_lo;
-    rvx_models_near_hi = near_hi;
     if (b == NULL || b->pc != pc || b->n != n || b->nmem != nmem) __builtin_unreachable();
 #define RVT_SAME_DATA(m)                                                                                      \
     if (data != NULL && data[m] != NULL && (b->data[m] != data[m] || b->data_len[m] != len[m]))              \
@@ -985,8 +974,6 @@ RVX_API __attribute__((noinline)) uint32_t rvt_over(uint64_t executed, uint32_t 
 RVX_API __attribute__((noinline)) void rvt_block_cold(rvx_block *const *slot, uint64_t executed) {
     rvx_models_executed = executed;
     rvx_models_roomy = 0;
-    rvx_models_near_lo = 0;
-    rvx_models_near_hi = UINT64_MAX;
     rvx_models_block(*slot);
 }
 

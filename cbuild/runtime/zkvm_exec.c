@@ -177,10 +177,7 @@ static inline void model_block(const rvx_block *b) {
     uint64_t pc = b->pc, before = RVX_EXECUTED - b->n;
     uint32_t n = b->n, nmem = b->nmem;
     /* Where no segment can close inside the block, its instructions begin at once: the cycles and
-     * pages are the same in either order within a segment, and accesses then only touch pages.
-     * With room, a block on the one page the block before it ended on has nothing to fetch: that
-     * block's last fetch loaded the page in this segment. */
-    if (RVX_ROOMY && RVX_NEAR_LO >> ZK_PAGE_BITS == RVX_NEAR_HI >> ZK_PAGE_BITS) return;
+     * pages are the same in either order within a segment, and accesses then only touch pages. */
     if (RVX_ROOMY || (int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) zk_fetch(pc, n);
     else zk_block_slow(pc, n, nmem, before);
 }
