@@ -707,15 +707,13 @@ def _start(
     """A block that may start: counted, its first entry checked, the models' block hook told."""
     slot = f"getelementptr ([{len(e.index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {number})"
     counter = f"getelementptr ([{len(e.index)} x i64], ptr @rvt_counts, i64 0, i64 {number})"
-    tables = (
-        f"ptr @rvt_dt{block.pc:x}, ptr @rvt_dl{block.pc:x}" if data is not None and any(data) else "ptr null, ptr null"
-    )
-    n, nmem = len(block.words), sum(map(accesses, block.words))
+    tables = _tables(block.pc, data)
     count = e.op(f"load i64, ptr {counter}")
     if _ready(data):  # checked before the run starts (rvt_ready)
         e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
         _started(e, block, slot, tables, executed, roomy)
         return
+    n, nmem = len(block.words), sum(map(accesses, block.words))
     first, counted = e.new_label("first"), e.new_label("counted")
     e.emit(f"br i1 {e.op(f'icmp eq i64 {count}, 0')}, label %{first}, label %{counted}, !prof {_RARE}")
     e.label(first)
@@ -744,6 +742,11 @@ def _started(e: _Emitter, block: Block, slot: str, tables: str, executed: str, r
         e.emit(f"call void @rvt_block(ptr {slot}, {args})")
 
 
+def _tables(pc: int, data: Sequence[Sequence[int] | None] | None) -> str:
+    """The arguments naming a hot block's tables of models' data (:func:`_block_data`), or nulls."""
+    return f"ptr @rvt_dt{pc:x}, ptr @rvt_dl{pc:x}" if data is not None and any(data) else "ptr null, ptr null"
+
+
 def _ready(data: Sequence[Sequence[int] | None] | None) -> bool:
     """Whether a hot block's every model's data is in the translation (empty for a model without
     block data): the executor then finds the block, and checks it against guest memory, before the
@@ -761,7 +764,7 @@ def _ready_table(
         data = hot.get(b.pc)
         if b.pc in hot and _ready(data):
             n, nmem = len(b.words), sum(map(accesses, b.words))
-            tables = f"ptr @rvt_dt{b.pc:x}, ptr @rvt_dl{b.pc:x}" if data and any(data) else "ptr null, ptr null"
+            tables = _tables(b.pc, data)
             rows.append(f"{_READY} {{ i64 {b.pc}, i32 {index[b.pc]}, i32 {b.size}, i32 {n}, i32 {nmem}, {tables} }}")
     values = f"[{', '.join(rows)}]" if rows else "zeroinitializer"
     return [
