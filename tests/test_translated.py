@@ -8,7 +8,10 @@ translated run hands over to unicorn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ import pytest
 from cbuild import Builder, BuildOptions, Library, run_program
 from cbuild.build.builder import Artifact
 from cbuild.models import CostModel, default_registry
-from cbuild.riscv import executor
+from cbuild.riscv import executor, translated
 from cbuild.riscv.translated import (
     CHECK_TRANSLATION,
     HOT,
@@ -439,6 +442,32 @@ def test_a_translated_run_past_its_timeout_names_the_loop_it_goes_round(
     executor.close_servers()
 
 
+def test_compiling_a_translation_is_not_part_of_the_runs_time_limit(
+    builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """A run whose translation is compiled first (seconds) passes a time limit its run alone keeps;
+    a run that goes on past it still stops there."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
+    executor.close_servers()  # servers started from now on see the settings above
+    source = write("loops.c", f"{LOOPS_C}/* {request.node.name} */\n")
+    library, elf, translation, runtimes = _direct(builder.build([source], models=_models("riscv32")))
+
+    def run(*argv: str, timeout: float | None = None) -> executor.Execution:
+        return executor.run_isolated(library, elf, runtimes, ["loops", *argv], timeout=timeout, translation=translation)
+
+    assert run("100").engine == "unicorn"  # records the blocks (and starts the server the next run takes)
+    assert not list(elf.parent.glob(f"{elf.name}.rvt-*.o"))
+    started = time.monotonic()
+    compiled = run("100", timeout=0.5)  # the translation is compiled in this run
+    assert time.monotonic() - started > 0.5, "the compilation this test is about took less than the limit"
+    assert (compiled.engine, compiled.stdout) == ("translated", b"197\n")
+    assert list(elf.parent.glob(f"{elf.name}.rvt-*.o"))
+    with pytest.raises(executor.ExecutorError, match=r"took longer than 0\.5 s"):
+        run("-1", timeout=0.5)
+    executor.close_servers()
+
+
 GROUPS_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -512,3 +541,37 @@ def test_grouped_accesses_cost_what_unicorn_costs_across_pages_and_segment_ends(
     assert page_ins > segments
     assert page_outs > segments
     assert total > user + paging
+
+
+def test_a_translation_is_compiled_once_while_others_wait(tmp_path: Path) -> None:
+    """Two runs that need the same object code at once (two xdist workers): one compiles it, the
+    other waits and reads it, both inside their untimed part."""
+    target = tmp_path / "prog.elf.rvt-key.o"
+    made: list[float] = []
+    entered: list[str] = []
+
+    def make() -> bytes:
+        made.append(time.monotonic())
+        time.sleep(0.3)  # the other thread asks meanwhile
+        return b"object code"
+
+    @contextlib.contextmanager
+    def untimed() -> Iterator[None]:
+        entered.append(threading.current_thread().name)
+        yield
+
+    results: list[bytes] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(translated._kept_object(target, make, untimed)), name=f"t{i}")
+        for i in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [b"object code", b"object code"]
+    assert len(made) == 1
+    assert sorted(entered) == ["t0", "t1"]
+    assert target.read_bytes() == b"object code"
+    assert translated._kept_object(target, make, untimed) == b"object code"  # kept: no compilation, no wait
+    assert (len(made), len(entered)) == (1, 2)

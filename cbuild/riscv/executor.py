@@ -21,7 +21,6 @@ import importlib.util
 import os
 import pickle
 import re
-import select
 import signal
 import struct
 import subprocess
@@ -30,13 +29,15 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cbuild.build.demangle import demangle
 from cbuild.build.places import Frame, symbols
 from cbuild.errors import CBuildError
+from cbuild.riscv.messages import TimeLimitPassed, marked_untimed, receive_message, receive_reply, send_message
 
 if TYPE_CHECKING:  # the executor's child process imports this module: only what running needs
     from cbuild.build.cache import Cache
@@ -863,6 +864,7 @@ def run_program(
     translation: Path | None = None,
     check: bool = False,
     cutoffs: Mapping[int, int] | None = None,
+    untimed: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
 ) -> Execution:
     """Run a static RISC-V program to its exit in this process; ``argv`` starts with the program's
     name (default: the ELF's file name). ``cutoffs`` (runtime index -> clock) stop it where a
@@ -872,7 +874,8 @@ def run_program(
     after a long one (:data:`cbuild.riscv.translated.TRANSLATE_AT`) execute the code earlier runs
     reached natively (:mod:`cbuild.riscv.translated`); a run the translation cannot finish runs
     again in ``library`` (unicorn). ``check``: run both engines, however short the runs, and raise
-    :class:`ExecutorError` if they differ in anything a run reports.
+    :class:`ExecutorError` if they differ in anything a run reports. ``untimed`` is entered around
+    compiling a translation (work that is not the run's, for a caller's time limit).
     """
     image = read_image(elf)
     args = [os.fsencode(a) for a in (argv or [elf.name])]
@@ -888,7 +891,7 @@ def run_program(
     reached = translated.read_reached(elf)
     if reached.worth_translating() or (check and reached.blocks):
         try:
-            status, fast = once(translated.load(elf, image, translation, reached, runtimes))
+            status, fast = once(translated.load(elf, image, translation, reached, runtimes, untimed))
         except ExecutorError as exc:
             note = f"not translated: {exc}"
         else:
@@ -900,7 +903,9 @@ def run_program(
     translated.add_reached(elf, reference.blocks, reference.instructions)
     if check:
         if fast is None:
-            status, fast = once(translated.load(elf, image, translation, translated.read_reached(elf), runtimes))
+            status, fast = once(
+                translated.load(elf, image, translation, translated.read_reached(elf), runtimes, untimed)
+            )
             if status == FALLBACK:
                 raise ExecutorError(f"the translated run of {elf.name} did not finish: {fast.error}")
         differences = compare_executions(reference, fast)
@@ -992,7 +997,7 @@ def run_isolated(
     server = _Server.take()
     try:
         result = server.request(request, timeout)
-    except subprocess.TimeoutExpired:
+    except TimeLimitPassed:
         where = server.guest_where(elf)
         server.close()
         raise ExecutorError(f"the RISC-V run of {elf.name} took longer than {timeout} s{where}") from None
@@ -1007,25 +1012,6 @@ def run_isolated(
         raise result
     assert isinstance(result, Execution)
     return result
-
-
-def send_message(out: IO[bytes], message: Any) -> None:
-    """One pickled message, length first (executor servers and library guests)."""
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(struct.pack("<Q", len(data)) + data)
-    out.flush()
-
-
-def receive_message(inp: IO[bytes]) -> Any:
-    """The next message :func:`send_message` sent; EOFError when the stream ended."""
-    head = inp.read(8)
-    if len(head) < 8:
-        raise EOFError
-    (n,) = struct.unpack("<Q", head)
-    data = inp.read(n)
-    if len(data) < n:
-        raise EOFError
-    return pickle.loads(data)
 
 
 class _Server:
@@ -1058,18 +1044,15 @@ class _Server:
             self._idle.append(self)
 
     def request(self, message: Any, timeout: float | None) -> Any:
-        """Send a run and wait for its result (TimeoutExpired after ``timeout`` seconds)."""
+        """Send a run and wait for its result (:class:`TimeLimitPassed` after ``timeout`` seconds of
+        the run, compiling its translation left out)."""
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         try:
             send_message(self.proc.stdin, message)
         except (BrokenPipeError, OSError):
             raise EOFError from None
-        if timeout is not None:
-            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-            if not ready:
-                raise subprocess.TimeoutExpired(self.proc.args, timeout)
-        return receive_message(self.proc.stdout)  # the reply is written whole once it starts
+        return receive_reply(self.proc.stdout.fileno(), timeout)
 
     def guest_where(self, elf: Path) -> str:
         """Where the guest program is (the function and source line of the block it runs, whose address
@@ -1142,6 +1125,7 @@ def _main() -> None:  # pragma: no cover - runs in the child of run_isolated
                 translation=None if translation is None else Path(translation),
                 check=check,
                 cutoffs=cutoffs,
+                untimed=lambda: marked_untimed(out),
             )
         except ExecutorError as exc:
             result = exc

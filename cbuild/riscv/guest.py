@@ -26,7 +26,8 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,10 +52,9 @@ from cbuild.riscv.executor import (
     guest_place,
     pack_runtimes,
     read_image,
-    receive_message,
-    send_message,
     unpack_runtimes,
 )
+from cbuild.riscv.messages import TimeLimitPassed, marked_untimed, receive_message, receive_reply, send_message
 
 #: Argument buffers are copied here, one call at a time.
 ARENA = 0x7000_0000
@@ -401,10 +401,17 @@ class _Engines:
     """
 
     def __init__(
-        self, executor: Path, elf: Path, runtimes: list[ExecRuntime], translation: Path | None, check: bool
+        self,
+        executor: Path,
+        elf: Path,
+        runtimes: list[ExecRuntime],
+        translation: Path | None,
+        check: bool,
+        untimed: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
         self.executor, self.elf, self.runtimes, self.translation = executor, elf, runtimes, translation
         self.check = check and translation is not None
+        self.untimed = untimed  # entered around compiling a translation
         self.image = read_image(elf)
         #: The calls (with their replies) and measurement starts since the guest started.
         self.log: list[tuple[Any, ...]] = []
@@ -425,7 +432,7 @@ class _Engines:
         if not (reached.worth_translating() or (self.check and reached.blocks)):
             return None
         try:
-            library = translated.load(self.elf, self.image, self.translation, reached, self.runtimes)
+            library = translated.load(self.elf, self.image, self.translation, reached, self.runtimes, self.untimed)
             return _Worker(library, self.image, self.elf, self.runtimes)
         except (Handover, ExecutorError) as exc:
             self.note = f"ran in unicorn: {exc}"
@@ -446,7 +453,7 @@ class _Engines:
         assert self.translation is not None
         self._record()
         reached = translated.read_reached(self.elf)
-        library = translated.load(self.elf, self.image, self.translation, reached, self.runtimes)
+        library = translated.load(self.elf, self.image, self.translation, reached, self.runtimes, self.untimed)
         try:
             twin = _Worker(library, self.image, self.elf, self.runtimes)
             self._replay(twin, compare=True)
@@ -605,13 +612,11 @@ class Guest:
         assert self.proc.stdout is not None
         try:
             send_message(self.proc.stdin, message)
-            if timeout is not None:
-                ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-                if not ready:  # the worker cannot be interrupted mid-run: it ends, and the guest with it
-                    where = self._where()
-                    self.close()
-                    raise ExecutorError(f"{what} took longer than {timeout:g} s, the call's time limit{where}")
-            ok, value = receive_message(self.proc.stdout)
+            ok, value = receive_reply(self.proc.stdout.fileno(), timeout)
+        except TimeLimitPassed:  # the worker cannot be interrupted mid-run: it ends, and the guest with it
+            where = self._where()
+            self.close()
+            raise ExecutorError(f"{what} took longer than {timeout:g} s, the call's time limit{where}") from None
         except (EOFError, BrokenPipeError, OSError):
             err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
             raise ExecutorError(f"the RISC-V executor of {self.elf.name} ended:\n{err}") from None
@@ -696,7 +701,14 @@ def _main() -> None:  # pragma: no cover - the worker process
             if op == "load":
                 executor, elf, packed, translation, check = args
                 translated = None if translation is None else Path(translation)
-                worker = _Engines(Path(executor), Path(elf), unpack_runtimes(packed), translated, check)
+                worker = _Engines(
+                    Path(executor),
+                    Path(elf),
+                    unpack_runtimes(packed),
+                    translated,
+                    check,
+                    untimed=lambda: marked_untimed(out),
+                )
                 reply: Any = None
             elif worker is None:
                 raise ExecutorError("no RISC-V build loaded")

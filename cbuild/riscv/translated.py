@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import hashlib
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,26 +181,54 @@ def _digest_file(path: Path) -> str:
     return digest
 
 
-def _kept_object(path: Path, make: Callable[[], bytes]) -> bytes:
-    """The object code kept at ``path``, or ``make()``'s, kept there for later runs."""
+def _kept_object(path: Path, make: Callable[[], bytes], untimed: Callable[[], AbstractContextManager[object]]) -> bytes:
+    """The object code kept at ``path``, or ``make()``'s, kept there for later runs. One process makes
+    it while others that need it wait (a lock file beside it), all within ``untimed``."""
     try:
         return path.read_bytes()
     except OSError:
         pass
-    obj = make()
-    from cbuild.build.cache import atomic_write
+    with untimed(), _making(path.with_suffix(".lock")):
+        try:
+            return path.read_bytes()  # made by the process this one waited for
+        except OSError:
+            pass
+        obj = make()
+        from cbuild.build.cache import atomic_write
 
-    with contextlib.suppress(OSError):  # a read-only build directory: made again by the next process
-        atomic_write(path, obj)
-    return obj
+        with contextlib.suppress(OSError):  # a read-only build directory: made again by the next process
+            atomic_write(path, obj)
+        return obj
+
+
+@contextlib.contextmanager
+def _making(lock: Path) -> Iterator[None]:
+    """Hold ``lock`` (no lock where it cannot be made: a read-only build directory)."""
+    try:
+        fh = open(lock, "a+b")  # noqa: SIM115 - closed below
+    except OSError:
+        yield
+        return
+    with fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def load(
-    elf: Path, image: Image, executor_ir: Path, reached: Reached, runtimes: Sequence[ExecRuntime]
+    elf: Path,
+    image: Image,
+    executor_ir: Path,
+    reached: Reached,
+    runtimes: Sequence[ExecRuntime],
+    untimed: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
 ) -> NativeLibrary:
     """The executor's C code ``executor_ir`` (with the models ``runtimes``) linked with the
     translation of the ``reached`` blocks, loaded into this process; the object code is kept beside
-    the ELF (compiled once)."""
+    the ELF (compiled once, by one process at a time). ``untimed`` is entered around compiling it,
+    or waiting for another process to: work a run's time limit leaves out."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
@@ -221,6 +251,7 @@ def load(
         code = _kept_object(
             elf.with_name(f"{elf.name}.rvt-{key}.o"),
             lambda: _compile(tm, translate(image, reached.blocks, _hot_data(elf, image, hot, runtimes)), executor),
+            untimed,
         )
         library = _LOADED[key] = _link(tm, code, _EXPORTED.findall(executor), key)
         return library

@@ -1,0 +1,101 @@
+"""Messages between a process and the executor processes it starts (program runs and library guests).
+
+Each message is pickled, its length first. Before its reply to a request, an executor process may
+write :data:`UNTIMED` and :data:`TIMED` around work that is not the guest's (compiling a
+translation, or waiting for another process to compile it): :func:`receive_reply` leaves that
+time out of the request's time limit, which is for the program's run, not for building it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import pickle
+import select
+import struct
+import time
+from collections.abc import Iterator
+from typing import IO, Any
+
+
+class TimeLimitPassed(Exception):
+    """An executor process took longer than a request's time limit to reply."""
+
+
+class _Clock(enum.Enum):
+    UNTIMED = "untimed"
+    TIMED = "timed"
+
+
+#: The work that follows is not the guest's run (until :data:`TIMED`).
+UNTIMED = _Clock.UNTIMED
+#: The guest's run goes on.
+TIMED = _Clock.TIMED
+
+
+def send_message(out: IO[bytes], message: Any) -> None:
+    """One pickled message, length first."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(struct.pack("<Q", len(data)) + data)
+    out.flush()
+
+
+def receive_message(inp: IO[bytes]) -> Any:
+    """The next message :func:`send_message` sent; EOFError when the stream ended."""
+    head = inp.read(8)
+    if len(head) < 8:
+        raise EOFError
+    (n,) = struct.unpack("<Q", head)
+    data = inp.read(n)
+    if len(data) < n:
+        raise EOFError
+    return pickle.loads(data)
+
+
+@contextlib.contextmanager
+def marked_untimed(out: IO[bytes]) -> Iterator[None]:
+    """Mark the work in the block as not the guest's, for the process reading ``out``."""
+    send_message(out, UNTIMED)
+    try:
+        yield
+    finally:
+        send_message(out, TIMED)
+
+
+def receive_reply(fd: int, timeout: float | None) -> Any:
+    """The reply an executor process writes to file descriptor ``fd`` (read unbuffered, so that no
+    message waits in a buffer that ``select`` cannot see). :class:`TimeLimitPassed` when the
+    process takes more than ``timeout`` seconds, not counting its untimed work; EOFError when it
+    ends first. A reply is written whole once it starts."""
+    left = timeout
+    while True:
+        if left is not None:
+            started = time.monotonic()
+            if not select.select([fd], [], [], max(left, 0.0))[0]:
+                raise TimeLimitPassed
+            left -= time.monotonic() - started
+        message = _read_message(fd)
+        if message is UNTIMED:
+            while _read_message(fd) is not TIMED:
+                pass
+            continue
+        if message is TIMED:
+            continue
+        return message
+
+
+def _read_message(fd: int) -> Any:
+    (n,) = struct.unpack("<Q", _read_exactly(fd, 8))
+    return pickle.loads(_read_exactly(fd, n))
+
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    parts = []
+    while n:
+        part = os.read(fd, min(n, 1 << 20))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        n -= len(part)
+    return b"".join(parts)
