@@ -15,7 +15,7 @@ import pickle
 import select
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 
@@ -43,14 +43,7 @@ def send_message(out: IO[bytes], message: Any) -> None:
 
 def receive_message(inp: IO[bytes]) -> Any:
     """The next message :func:`send_message` sent; EOFError when the stream ended."""
-    head = inp.read(8)
-    if len(head) < 8:
-        raise EOFError
-    (n,) = struct.unpack("<Q", head)
-    data = inp.read(n)
-    if len(data) < n:
-        raise EOFError
-    return pickle.loads(data)
+    return _read_message(inp.read)
 
 
 @contextlib.contextmanager
@@ -68,6 +61,10 @@ def receive_reply(fd: int, timeout: float | None) -> Any:
     message waits in a buffer that ``select`` cannot see). :class:`TimeLimitPassed` when the
     process takes more than ``timeout`` seconds, not counting its untimed work; EOFError when it
     ends first. A reply is written whole once it starts."""
+
+    def read(n: int) -> bytes:
+        return os.read(fd, min(n, 1 << 20))
+
     left = timeout
     while True:
         if left is not None:
@@ -75,25 +72,23 @@ def receive_reply(fd: int, timeout: float | None) -> Any:
             if not select.select([fd], [], [], max(left, 0.0))[0]:
                 raise TimeLimitPassed
             left -= time.monotonic() - started
-        message = _read_message(fd)
-        if message is UNTIMED:
-            while _read_message(fd) is not TIMED:
-                pass
-            continue
-        if message is TIMED:
-            continue
-        return message
+        message = _read_message(read)
+        if message is not UNTIMED:
+            return message
+        if _read_message(read) is not TIMED:  # nothing else is written within untimed work
+            raise EOFError
 
 
-def _read_message(fd: int) -> Any:
-    (n,) = struct.unpack("<Q", _read_exactly(fd, 8))
-    return pickle.loads(_read_exactly(fd, n))
+def _read_message(read: Callable[[int], bytes]) -> Any:
+    """One message, read with ``read`` (which may return fewer bytes than asked for, none at the end)."""
+    (n,) = struct.unpack("<Q", _read_exactly(read, 8))
+    return pickle.loads(_read_exactly(read, n))
 
 
-def _read_exactly(fd: int, n: int) -> bytes:
+def _read_exactly(read: Callable[[int], bytes], n: int) -> bytes:
     parts = []
     while n:
-        part = os.read(fd, min(n, 1 << 20))
+        part = read(n)
         if not part:
             raise EOFError
         parts.append(part)

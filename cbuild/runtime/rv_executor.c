@@ -876,8 +876,9 @@ static rvx *rvt_slots_of; /* the machine whose blocks rvt_block_slot holds */
 /* A block's first entry in a run (its count in rvt_counts is 0; a ready block's, before the run
  * starts): its rvx_block, kept in its slot (``slot``, in rvt_block_slot) for the machine's later
  * runs, made if the machine has none yet (the host gives the models' data then, unless the
- * translation has it: ``data`` of ``len`` numbers per model, or NULL). 0, or RVT_CHANGED if the code in guest memory does not have the
- * facts the translation has (``size`` words, ``n`` instructions, ``nmem`` accesses, that data). */
+ * translation has it: ``data`` of ``len`` numbers per model, or NULL). 0, or RVT_CHANGED if the
+ * code in guest memory does not have the facts the translation has (``size`` words, ``n``
+ * instructions, ``nmem`` accesses, that data). */
 RVX_API __attribute__((noinline)) int rvt_first_entry(rvx_block **slot, uint64_t pc, uint32_t size, uint32_t n,
                                                       uint32_t nmem, const int32_t *const *data, const uint32_t *len) {
     rvx *x = rvt_running;
