@@ -267,6 +267,8 @@ class Emulation:
     syscalls: dict[int, int] = field(default_factory=dict)
     #: With ``record_blocks``: every executed block in order, as (address, instructions).
     block_trace: list[tuple[int, int]] = field(default_factory=list)
+    #: With ``record_blocks``: every data access in order, as (instruction_index, address, size, kind).
+    accesses: list[tuple[int, int, int, str]] = field(default_factory=list)
 
 
 # riscv32 uses the asm-generic table, with only the 64-bit time syscalls.
@@ -402,6 +404,8 @@ class _Machine:
         self.blocks: dict[int, _Block] = {}
         self.events: list[tuple[int, int, str]] = []
         self.block_trace: list[tuple[int, int]] | None = [] if record else None
+        self.accesses: list[tuple[int, int, int, str]] | None = [] if record else None
+        self.started = 0  # with ``record``: instructions started so far, the current one included
         self.executed = 0  # instructions started so far, through the end of the current block
         self.block_addr = 0
         self.block: _Block | None = None
@@ -409,6 +413,8 @@ class _Machine:
         self._touched: set[tuple[int, str]] = set()
         self._load()
         self.uc.hook_add(unicorn.UC_HOOK_BLOCK, self._make_block_hook())
+        if record:  # the pc a memory hook reads is not the access's instruction's: count them one by one
+            self.uc.hook_add(unicorn.UC_HOOK_CODE, self._on_instruction)
         self.uc.hook_add(unicorn.UC_HOOK_MEM_READ, self._make_mem_hook("read"))
         self.uc.hook_add(unicorn.UC_HOOK_MEM_WRITE, self._make_mem_hook("write"))
         self.uc.hook_add(unicorn.UC_HOOK_INTR, self._on_interrupt)
@@ -524,11 +530,16 @@ class _Machine:
 
         return on_block
 
+    def _on_instruction(self, _uc: Any, _address: int, _size: int, _data: Any) -> None:
+        self.started += 1
+
     def _make_mem_hook(self, kind: str) -> Callable[[Any, int, int, int, int, Any], None]:
         seen: set[int] = set()
         pc_reg = self.rc.UC_RISCV_REG_PC
 
         def on_mem(uc: Any, _access: int, address: int, size: int, _value: int, _data: Any) -> None:
+            if self.accesses is not None:
+                self.accesses.append((self.started - 1, address, size, kind))
             page = address >> PAGE_BITS
             last = (address + size - 1) >> PAGE_BITS
             if page in seen and last in seen:
@@ -715,7 +726,8 @@ def emulate(
     ``argv`` are the arguments after ``argv[0]`` (the ELF's path).  ``instructions_by_function`` has an entry
     for every name in ``count_functions`` (0 if never executed), or, when it is None, for every executed
     function symbol of the ELF (aliases of one address range collapse to one name; same-named local
-    symbols are summed). ``record_blocks`` keeps the order of executed blocks (``block_trace``).
+    symbols are summed). ``record_blocks`` keeps the order of executed blocks (``block_trace``) and every data
+    access (``accesses``).
     """
     path = Path(elf)
     parsed = _read_elf(path.read_bytes())
@@ -745,4 +757,5 @@ def emulate(
         extension_instructions=extension,
         syscalls=dict(sorted(machine.syscalls.items())),
         block_trace=machine.block_trace or [],
+        accesses=machine.accesses or [],
     )

@@ -10,6 +10,8 @@ from cbuild import Builder, BuildOptions, Library, run_program
 from cbuild.models import default_registry
 from cbuild.models.costs import BlockCounts
 from cbuild.models.zkvm import RESULTS
+from cbuild.riscv import executor
+from cbuild.riscv.translated import CHECK_TRANSLATION, TRANSLATE_AT
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
@@ -313,3 +315,115 @@ def test_zkvm_costs_the_same_in_builds_made_for_profiles(builder: Builder, share
         assert run.counts is not None
         runs.append(zk_results(run.counts))
     assert runs[1] == runs[0]
+
+
+PAGING_C = """
+static unsigned char buf[192 * 1024];
+static unsigned short *halves(unsigned i) { return (unsigned short *)(buf + (i & ~1u)); }
+int main(int argc, char **argv) {
+    unsigned h = (unsigned)argc;
+    (void)argv;
+    for (unsigned r = 0; r < 24; r++)
+        for (unsigned i = r; i < sizeof buf; i += 613 + 37 * r) {
+            h = h * 31u + buf[i];
+            buf[(i * 7u) % sizeof buf] = (unsigned char)h;
+            *halves((i * 13u + r) % (sizeof buf - 2)) += (unsigned short)h;
+        }
+    return (int)(h & 0x7f);
+}
+"""
+
+
+def zk_reference(emulation, c: dict[str, int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """The zkvm model's results, one instruction at a time from an emulator's trace: before each
+    instruction the segment closes if its cycles and the reserved ones reach the threshold; the
+    instruction costs a cycle, fetches its word, then makes its accesses; the first read of a 1 KiB
+    page in a segment pages it in, the first write pages it out, each for the page's cycles and
+    one node's per Merkle ancestor not yet loaded (dirtied) in the segment."""
+    threshold = 2 ** c["po2"] - c["max_insn_cycles"]
+    reserved = c["reserved_cycles"] + c["reserved_paging_cycles"]
+    depth = c["merkle_depth"]
+    accesses: dict[int, list[tuple[int, int, bool]]] = {}
+    for index, address, size, kind in emulation.accesses:
+        accesses.setdefault(index, []).append((address, size, kind == "write"))
+    out = dict.fromkeys(("user", "paging", "segments", "page_ins", "page_outs"), 0)
+    closed_padded = 0
+    used = paging = 0
+    marked: list[set[int]] = [set(), set()]  # nodes loaded, dirtied in this segment
+
+    def mark(which: int, page: int) -> int:
+        node, cost = (1 << depth) + page, c["page_cycles"]
+        marked[which].add(node)
+        node >>= 1
+        while node >= 1 and node not in marked[which]:
+            marked[which].add(node)
+            cost += c["node_cycles"]
+            node >>= 1
+        return cost
+
+    def touch(page: int, write: bool) -> int:
+        cost = 0
+        if (1 << depth) + page not in marked[0]:
+            cost += mark(0, page)
+            out["page_ins"] += 1
+        if write and (1 << depth) + page not in marked[1]:
+            cost += mark(1, page)
+            out["page_outs"] += 1
+        return cost
+
+    index = 0
+    for start, n in emulation.block_trace:
+        for pc in range(start, start + 4 * n, 4):
+            if used + reserved >= threshold:
+                out["segments"] += 1
+                out["paging"] += paging
+                closed_padded += 2 ** c["po2"]
+                used = paging = 0
+                marked = [set(), set()]
+            cost = touch(pc >> 10, False)
+            for address, size, write in accesses.get(index, ()):
+                for page in range(address >> 10, ((address + size - 1) >> 10) + 1):
+                    cost += touch(page, write)
+            used += 1 + cost
+            paging += cost
+            out["user"] += 1
+            index += 1
+    out["segments"] += 1
+    out["paging"] += paging
+    out["total"] = closed_padded + 2 ** (used + reserved - 1).bit_length()
+    out["reserved"] = out["segments"] * reserved
+    return out
+
+
+@pytest.mark.parametrize("po2", [15, 16])
+def test_zkvm_segments_and_paging_equal_a_per_instruction_reference(
+    builder: Builder,
+    shared_source,  # type: ignore[no-untyped-def]
+    rv32emu,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    po2: int,
+) -> None:
+    """Every segment boundary and page event where the model puts it, in unicorn and translated: in
+    small segments, with pages touched all the time, many blocks start near a segment's end (where
+    the executor begins their instructions one at a time), and a boundary misplaced by one
+    instruction changes the counts."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
+    model = default_registry().create("zkvm", {"po2": po2, "execute": True})
+    artifact = builder.build([shared_source("paging.c", PAGING_C)], models=[model])
+    doc = artifact.machines()["riscv32"]
+    library, elf = Path(doc["executor"]), Path(doc["elf"])
+    runtimes = executor.slot_runtimes(doc["slots"])
+    (tmp_path / "paging").write_bytes(elf.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    emulation = rv32emu.emulate(Path("paging"), record_blocks=True)
+    reference = zk_reference(emulation, model.config)
+    assert reference["segments"] > 200
+    for translation, engine in ((None, "unicorn"), (Path(doc["translation"]), "translated")):
+        run = executor.run_program(library, elf, runtimes, ["paging"], translation=translation)
+        if run.engine != engine:  # the first run of a new build records the blocks to translate
+            run = executor.run_program(library, elf, runtimes, ["paging"], translation=translation)
+        assert run.engine == engine, run.note
+        assert run.exit_code == emulation.exit_code
+        assert dict(zip(RESULTS, run.results, strict=True)) == reference

@@ -72,6 +72,7 @@ typedef struct rvx_block {
     uint64_t fall;   /* where execution falls through to, past region markers */
     uint32_t id;     /* order of first execution */
     uint32_t nmem;   /* memory accesses the block's instructions make */
+    uint32_t page_events; /* the most first touches of 1 KiB pages the accesses can make (rvx_page_events) */
     uint32_t transfer; /* the last instruction is a branch or jump */
     uint16_t *memidx; /* instruction index of each access */
     const int32_t *data[RVX_MAX_MODELS]; /* per-model data from the host (rvx_set_block_data), or in a
@@ -367,6 +368,58 @@ static uint32_t rvx_accesses(uint32_t w) {
     return 0;
 }
 
+/* The 1 KiB pages instruction ``w``'s accesses can touch (one for a byte, two for wider: it may
+ * straddle two), all of them (``writing`` 0) or those it writes (1). */
+static uint32_t rvx_touches(uint32_t w, int writing) {
+    uint32_t op = w & 0x7f, f3 = (w >> 12) & 7, f5 = w >> 27;
+    if (op == 0x03) return writing ? 0 : (f3 == 0 || f3 == 4) ? 1 : 2;
+    if (op == 0x07) return writing ? 0 : 2;
+    if (op == 0x23) return f3 == 0 ? 1 : 2;
+    if (op == 0x27) return 2;
+    if (op == 0x2f) return f5 == 0x02 ? (writing ? 0 : 2) : f5 == 0x03 ? 2 : writing ? 2 : 4;
+    return 0;
+}
+
+/* The most first touches of a 1 KiB page, one for reading and another for writing, that the
+ * accesses of the ``n`` instructions ``words`` can make: the pages each access can touch, for
+ * reading and, if it writes, for writing; except that loads and stores through one base register
+ * that no instruction between them changes, all within 1 KiB of each other, touch two pages at most
+ * between them. */
+static uint32_t rvx_page_events(const uint32_t *words, uint32_t n) {
+    struct {
+        int32_t lo, hi;
+        uint32_t live, writes;
+    } group[32];
+    uint32_t i, events = 0;
+    memset(group, 0, sizeof group);
+    for (i = 0; i < n; i++) {
+        uint32_t w = words[i], op = w & 0x7f, rd = (w >> 7) & 31, f3 = (w >> 12) & 7, rs1 = (w >> 15) & 31;
+        if (op == 0x03 || op == 0x23) {
+            uint32_t store = op == 0x23;
+            int32_t lo = store ? (int32_t)(((int32_t)w >> 25) * 32 + (int32_t)rd) : (int32_t)w >> 20;
+            int32_t hi = lo + (1 << (f3 & 3)) - 1;
+            if (group[rs1].live && (hi > group[rs1].hi ? hi : group[rs1].hi) - (lo < group[rs1].lo ? lo : group[rs1].lo) < 1024) {
+                if (lo < group[rs1].lo) group[rs1].lo = lo;
+                if (hi > group[rs1].hi) group[rs1].hi = hi;
+            } else {
+                group[rs1].lo = lo;
+                group[rs1].hi = hi;
+                group[rs1].live = 1;
+                group[rs1].writes = 0;
+                events += 2;
+            }
+            if (store && !group[rs1].writes) {
+                group[rs1].writes = 1;
+                events += 2;
+            }
+        } else {
+            events += rvx_touches(w, 0) + rvx_touches(w, 1);
+        }
+        if (rd != 0 && op != 0x23 && op != 0x27 && op != 0x63 && op != 0x0f && op != 0x73) group[rd].live = 0;
+    }
+    return events;
+}
+
 static uint32_t rvx_is_transfer(uint32_t w) {
     uint32_t op = w & 0x7f;
     return op == 0x63 || op == 0x6f || op == 0x67;
@@ -422,6 +475,7 @@ static rvx_block *rvx_new_block(rvx *x, uint64_t pc, uint32_t size, uint64_t slo
     b->id = x->nblocks;
     if (rvx_mem_read(x, pc, words, 4 * (size_t)size) != 0) memset(words, 0, 4 * (size_t)size);
     for (i = 0; i < n; i++) b->nmem += rvx_accesses(words[i]);
+    b->page_events = rvx_page_events(words, n);
     b->memidx = malloc(sizeof(uint16_t) * (b->nmem ? b->nmem : 1));
     if (b->memidx == NULL) abort();
     for (i = 0; i < n; i++)

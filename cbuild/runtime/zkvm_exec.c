@@ -148,6 +148,15 @@ static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint32_t nmem) {
     return (int64_t)n + (int64_t)(pages + 4u * (uint64_t)nmem) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
 }
 
+/* The same bound for block ``b`` from what its accesses are: a page-in or page-out per first touch
+ * of a page its accesses can make (``page_events``, for 1 KiB pages: at most four per access, often
+ * a third of that). */
+_Static_assert(ZK_PAGE_BITS >= 10, "page_events counts 1 KiB pages: larger pages are touched as often at most");
+static inline int64_t zk_block_bound_of(const rvx_block *b) {
+    uint64_t pages = ((b->pc + 4u * (uint64_t)b->n - 1) >> ZK_PAGE_BITS) - (b->pc >> ZK_PAGE_BITS) + 1;
+    return (int64_t)b->n + (int64_t)(pages + b->page_events) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
+}
+
 /* The block's code pages loaded in the segment. In translated code the pages are constants, and
  * each check is one comparison with a fixed word of the cache of loaded pages, which code pages
  * nearly always hit (a check against the last fetched page would miss wherever the executed
@@ -158,9 +167,9 @@ static inline void zk_fetch(uint64_t pc, uint32_t n) {
 }
 
 /* A block near a segment's end, or after one begun lazily. */
-RVX_SLOW static void zk_block_slow(uint64_t pc, uint32_t n, uint32_t nmem, uint64_t before) {
+RVX_SLOW static void zk_block_slow(uint64_t pc, uint32_t n, int64_t bound, uint64_t before) {
     if (zk_pos != ZK_BEGUN) zk_begin(zk_n - 1);
-    if ((int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) {
+    if ((int64_t)before + bound < zk_room) {
         zk_fetch(pc, n);
     } else { /* begun lazily, as accesses and the next block need them */
         if (!zk_seen_empty) zk_empty_seen();
@@ -179,7 +188,7 @@ static inline void model_block(const rvx_block *b) {
     /* Where no segment can close inside the block, its instructions begin at once: the cycles and
      * pages are the same in either order within a segment, and accesses then only touch pages. */
     if (RVX_ROOMY || (int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) zk_fetch(pc, n);
-    else zk_block_slow(pc, n, nmem, before);
+    else zk_block_slow(pc, n, zk_block_bound_of(b), before);
 }
 
 /* The room model_block checks, for translated code to check with the instruction limit: the block
