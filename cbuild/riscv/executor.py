@@ -81,9 +81,9 @@ class ExecRuntime:
 
     ``source`` defines ``model_block(const rvx_block *b)`` (before each executed block: ``b->pc``,
     ``b->n`` instructions, ``b->nmem`` accesses, ``b->page_events`` the most first touches of
-    1 KiB pages they can make, ``b->id``, ``b->data[RVX_MODEL]`` the model's
-    block data, read-only; all but ``page_events`` constants in translated code; ``RVX_EXECUTED`` the instructions
-    executed in the measurement, this block's included; ``RVX_SCRATCH(b)`` four ``uint64_t`` of
+    1 KiB pages they can make, ``b->id``, ``b->data[RVX_MODEL]`` the model's block data,
+    read-only; all but ``page_events`` constants in translated code; ``RVX_EXECUTED`` the
+    instructions executed in the measurement, this block's included; ``RVX_SCRATCH(b)`` four ``uint64_t`` of
     the model's own per block, zero at first), ``model_access(uint64_t
     address, uint32_t size, uint32_t is_store, uint32_t index)`` (with ``memory``: each load and
     store, ``index`` the instruction's position in the block), optionally

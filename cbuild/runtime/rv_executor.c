@@ -368,27 +368,16 @@ static uint32_t rvx_accesses(uint32_t w) {
     return 0;
 }
 
-/* The 1 KiB pages instruction ``w``'s accesses can touch (one for a byte, two for wider: it may
- * straddle two), all of them (``writing`` 0) or those it writes (1). */
-static uint32_t rvx_touches(uint32_t w, int writing) {
-    uint32_t op = w & 0x7f, f3 = (w >> 12) & 7, f5 = w >> 27;
-    if (op == 0x03) return writing ? 0 : (f3 == 0 || f3 == 4) ? 1 : 2;
-    if (op == 0x07) return writing ? 0 : 2;
-    if (op == 0x23) return f3 == 0 ? 1 : 2;
-    if (op == 0x27) return 2;
-    if (op == 0x2f) return f5 == 0x02 ? (writing ? 0 : 2) : f5 == 0x03 ? 2 : writing ? 2 : 4;
-    return 0;
-}
-
 /* The most first touches of a 1 KiB page, one for reading and another for writing, that the
  * accesses of the ``n`` instructions ``words`` can make: the pages each access can touch, for
  * reading and, if it writes, for writing; except that loads and stores through one base register
  * that no instruction between them changes, all within 1 KiB of each other, touch two pages at most
  * between them. */
 static uint32_t rvx_page_events(const uint32_t *words, uint32_t n) {
-    struct {
-        int32_t lo, hi;
-        uint32_t live, writes;
+    struct rvx_group {
+        int32_t lo, hi;   /* the offsets from the base register the group's accesses span */
+        uint32_t live;    /* the base register has not changed since the group started */
+        uint32_t writes;  /* one of them writes */
     } group[32];
     uint32_t i, events = 0;
     memset(group, 0, sizeof group);
@@ -396,24 +385,29 @@ static uint32_t rvx_page_events(const uint32_t *words, uint32_t n) {
         uint32_t w = words[i], op = w & 0x7f, rd = (w >> 7) & 31, f3 = (w >> 12) & 7, rs1 = (w >> 15) & 31;
         if (op == 0x03 || op == 0x23) {
             uint32_t store = op == 0x23;
+            struct rvx_group *g = &group[rs1];
             int32_t lo = store ? (int32_t)(((int32_t)w >> 25) * 32 + (int32_t)rd) : (int32_t)w >> 20;
             int32_t hi = lo + (1 << (f3 & 3)) - 1;
-            if (group[rs1].live && (hi > group[rs1].hi ? hi : group[rs1].hi) - (lo < group[rs1].lo ? lo : group[rs1].lo) < 1024) {
-                if (lo < group[rs1].lo) group[rs1].lo = lo;
-                if (hi > group[rs1].hi) group[rs1].hi = hi;
-            } else {
-                group[rs1].lo = lo;
-                group[rs1].hi = hi;
-                group[rs1].live = 1;
-                group[rs1].writes = 0;
+            int32_t low = g->live && g->lo < lo ? g->lo : lo, high = g->live && g->hi > hi ? g->hi : hi;
+            if (!g->live || high - low >= 1024) { /* a new group: two pages read at most */
+                g->live = 1;
+                g->writes = 0;
+                low = lo;
+                high = hi;
                 events += 2;
             }
-            if (store && !group[rs1].writes) {
-                group[rs1].writes = 1;
+            g->lo = low;
+            g->hi = high;
+            if (store && !g->writes) { /* and written */
+                g->writes = 1;
                 events += 2;
             }
-        } else {
-            events += rvx_touches(w, 0) + rvx_touches(w, 1);
+        } else if (op == 0x07) { /* a floating-point load: two pages read */
+            events += 2;
+        } else if (op == 0x27) { /* a floating-point store: two pages read and written */
+            events += 4;
+        } else if (op == 0x2f) { /* lr reads, sc reads and writes, other atomics read, then write */
+            events += (w >> 27) == 0x02 ? 2 : (w >> 27) == 0x03 ? 4 : 6;
         }
         if (rd != 0 && op != 0x23 && op != 0x27 && op != 0x63 && op != 0x0f && op != 0x73) group[rd].live = 0;
     }

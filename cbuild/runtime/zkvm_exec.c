@@ -140,21 +140,15 @@ RVX_SLOW static void zk_begin(uint32_t last) {
     zk_set_room();
 }
 
-/* The most cycles a block of ``n`` instructions from ``pc`` with ``nmem`` accesses can add before
- * its last instruction begins: its instructions, a page-in per code page, and a page-in and
- * page-out of up to two pages per access. */
-static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint32_t nmem) {
-    uint64_t pages = ((pc + 4u * (uint64_t)n - 1) >> ZK_PAGE_BITS) - (pc >> ZK_PAGE_BITS) + 1;
-    return (int64_t)n + (int64_t)(pages + 4u * (uint64_t)nmem) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
-}
-
-/* The same bound for block ``b`` from what its accesses are: a page-in or page-out per first touch
- * of a page its accesses can make (``page_events``, for 1 KiB pages: at most four per access, often
- * a third of that). */
+/* The most cycles a block of ``n`` instructions from ``pc`` can add before its last instruction
+ * begins, if its accesses make at most ``events`` page-ins and page-outs: its instructions, a
+ * page-in per code page, and the events. A block's ``page_events`` bounds them (for 1 KiB pages);
+ * so does four per access (a page-in and a page-out of up to two pages each), where only the
+ * number of accesses is known. */
 _Static_assert(ZK_PAGE_BITS >= 10, "page_events counts 1 KiB pages: larger pages are touched as often at most");
-static inline int64_t zk_block_bound_of(const rvx_block *b) {
-    uint64_t pages = ((b->pc + 4u * (uint64_t)b->n - 1) >> ZK_PAGE_BITS) - (b->pc >> ZK_PAGE_BITS) + 1;
-    return (int64_t)b->n + (int64_t)(pages + b->page_events) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
+static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint64_t events) {
+    uint64_t pages = ((pc + 4u * (uint64_t)n - 1) >> ZK_PAGE_BITS) - (pc >> ZK_PAGE_BITS) + 1;
+    return (int64_t)n + (int64_t)(pages + events) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
 }
 
 /* The block's code pages loaded in the segment. In translated code the pages are constants, and
@@ -184,18 +178,20 @@ RVX_SLOW static void zk_block_slow(uint64_t pc, uint32_t n, int64_t bound, uint6
 static inline void model_block(const rvx_block *b) {
     /* The block's facts first: in translated code they are constants, and the rest folds. */
     uint64_t pc = b->pc, before = RVX_EXECUTED - b->n;
-    uint32_t n = b->n, nmem = b->nmem;
+    uint32_t n = b->n;
     /* Where no segment can close inside the block, its instructions begin at once: the cycles and
      * pages are the same in either order within a segment, and accesses then only touch pages. */
-    if (RVX_ROOMY || (int64_t)before + zk_block_bound(pc, n, nmem) < zk_room) zk_fetch(pc, n);
-    else zk_block_slow(pc, n, zk_block_bound_of(b), before);
+    int64_t bound = zk_block_bound(pc, n, b->page_events);
+    if (RVX_ROOMY || (int64_t)before + bound < zk_room) zk_fetch(pc, n);
+    else zk_block_slow(pc, n, bound, before);
 }
 
 /* The room model_block checks, for translated code to check with the instruction limit: the block
- * has it where RVX_EXECUTED plus its slack is at most zk_room (before + bound < zk_room). */
+ * has it where RVX_EXECUTED plus its slack is at most zk_room (before + bound < zk_room, with the
+ * bound from four events per access, which is constant in translated code). */
 #define RVX_ROOM
 static inline uint64_t model_block_slack(uint64_t pc, uint32_t n, uint32_t nmem) {
-    return (uint64_t)zk_block_bound(pc, n, nmem) - n + 1u;
+    return (uint64_t)zk_block_bound(pc, n, 4u * (uint64_t)nmem) - n + 1u;
 }
 static int64_t model_room(void) { return zk_room; }
 
