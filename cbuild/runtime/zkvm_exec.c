@@ -17,7 +17,7 @@
 #define ZK_PAGE_MASK ((1u << ZK_DEPTH) - 1u)
 #define ZK_SEGMENT_RESERVED ((int64_t)ZK_RESERVED_CYCLES + (int64_t)ZK_RESERVED_PAGING_CYCLES)
 #define ZK_THRESHOLD ((int64_t)((uint64_t)1 << ZK_PO2) - (int64_t)ZK_MAX_INSN_CYCLES)
-#define ZK_SEEN 256 /* direct-mapped caches of pages already loaded / dirty in this segment */
+#define ZK_SEEN 1024 /* direct-mapped caches of pages already loaded / dirty in this segment */
 #define ZK_NONE 0xffffffffu
 
 static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
@@ -30,12 +30,17 @@ static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_
 static uint32_t zk_seen[2][ZK_SEEN];
 static uint32_t zk_fetch_page;
 /* A block begun lazily (near a segment's end): its start, instructions, the next one not yet begun
- * (ZK_BEGUN: none is pending) and the instructions begun before it. */
+ * (ZK_BEGUN: none is pending) and the instructions begun before it. While zk_off stays below
+ * zk_safe_off, no segment can close before its last instruction, and the caches of pages stay as
+ * they are; once it may (zk_strict), they are emptied and kept empty, so that each of its accesses
+ * takes the slow path, which begins the instructions before it. */
 static uint64_t zk_pc, zk_lazy_base;
 #define ZK_BEGUN 0xffffffffu
-static uint32_t zk_n, zk_pos = ZK_BEGUN;
+static uint32_t zk_n, zk_pos = ZK_BEGUN, zk_strict;
+static int64_t zk_safe_off;
 
 RVX_SLOW static void zk_empty_seen(void);
+static void zk_go_strict(void);
 
 static void zk_forget(void) {
     zk_empty_seen();
@@ -51,10 +56,10 @@ static void zk_add_paging(int64_t cycles) {
     zk_seg_paging += cycles;
     zk_off += cycles;
     zk_set_room();
+    if (zk_pos != ZK_BEGUN && zk_off >= zk_safe_off) zk_go_strict();
 }
 
-/* Whether the caches of pages loaded / dirty hold nothing; they are kept empty while a block is
- * begun lazily, so that each of its accesses takes the slow path, which begins its instructions. */
+/* Whether the caches of pages loaded / dirty hold nothing. */
 static uint32_t zk_seen_empty;
 
 RVX_SLOW static void zk_empty_seen(void) {
@@ -63,8 +68,13 @@ RVX_SLOW static void zk_empty_seen(void) {
     zk_seen_empty = 1;
 }
 
+static void zk_go_strict(void) {
+    if (!zk_seen_empty) zk_empty_seen();
+    zk_strict = 1;
+}
+
 RVX_SLOW static void zk_touch_slow(uint32_t page, uint32_t is_store) {
-    uint32_t leaf = (1u << ZK_DEPTH) + page, keep = zk_pos == ZK_BEGUN;
+    uint32_t leaf = (1u << ZK_DEPTH) + page;
     if (zk_loaded == NULL) {
         zk_loaded = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
         zk_dirty = (uint32_t *)calloc(ZK_NODES, sizeof(uint32_t));
@@ -74,15 +84,15 @@ RVX_SLOW static void zk_touch_slow(uint32_t page, uint32_t is_store) {
         zk_add_paging((int64_t)zk_mark(zk_loaded, page));
         zk_page_ins++;
     }
-    if (keep) zk_seen[0][page % ZK_SEEN] = page;
+    if (!zk_strict) zk_seen[0][page % ZK_SEEN] = page;
     if (is_store) {
         if (zk_dirty[leaf] != zk_generation) {
             zk_add_paging((int64_t)zk_mark(zk_dirty, page));
             zk_page_outs++;
         }
-        if (keep) zk_seen[1][page % ZK_SEEN] = page;
+        if (!zk_strict) zk_seen[1][page % ZK_SEEN] = page;
     }
-    zk_seen_empty &= !keep;
+    zk_seen_empty &= zk_strict;
 }
 
 static inline void zk_touch(uint32_t page, uint32_t is_store) {
@@ -136,7 +146,7 @@ RVX_SLOW static void zk_begin(uint32_t last) {
         if ((int64_t)count > room) count = room > 1 ? (uint32_t)room : 1u;
         zk_pos += count;
     }
-    if (zk_pos >= zk_n) zk_pos = ZK_BEGUN;
+    if (zk_pos >= zk_n) zk_pos = ZK_BEGUN, zk_strict = 0;
     zk_set_room();
 }
 
@@ -160,19 +170,42 @@ static inline void zk_fetch(uint64_t pc, uint32_t n) {
     for (at = pc >> ZK_PAGE_BITS; at <= last; at++) zk_touch((uint32_t)at & ZK_PAGE_MASK, 0);
 }
 
-/* A block near a segment's end, or after one begun lazily. */
-RVX_SLOW static void zk_block_slow(uint64_t pc, uint32_t n, int64_t bound, uint64_t before) {
-    if (zk_pos != ZK_BEGUN) zk_begin(zk_n - 1);
-    if ((int64_t)before + bound < zk_room) {
-        zk_fetch(pc, n);
-    } else { /* begun lazily, as accesses and the next block need them */
-        if (!zk_seen_empty) zk_empty_seen();
-        zk_pc = pc;
-        zk_n = n;
-        zk_pos = 0;
-        zk_lazy_base = before;
-        zk_set_room();
+/* Cycles the block's code pages not yet loaded in the segment will page in. */
+static int64_t zk_code_paging(uint64_t pc, uint32_t n) {
+    uint64_t last = (pc + 4u * (uint64_t)(n - 1)) >> ZK_PAGE_BITS, at;
+    int64_t cycles = 0;
+    for (at = pc >> ZK_PAGE_BITS; at <= last; at++) {
+        uint32_t page = (uint32_t)at & ZK_PAGE_MASK;
+        if (zk_loaded == NULL || zk_loaded[(1u << ZK_DEPTH) + page] != zk_generation)
+            cycles += ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES;
     }
+    return cycles;
+}
+
+/* A block near a segment's end, or after one begun lazily: its code pages counted as they are
+ * (loaded in the segment or not) where the caller's bound counted each as a page-in. */
+RVX_SLOW static void zk_block_slow(uint64_t pc, uint32_t n, uint64_t events, uint64_t before) {
+    int64_t code, data;
+    if (zk_pos != ZK_BEGUN) zk_begin(zk_n - 1);
+    code = (int64_t)before + (int64_t)n + zk_code_paging(pc, n);
+    data = zk_block_bound(pc, n, events) - zk_block_bound(pc, n, 0);
+    if (code + data < zk_room) {
+        zk_fetch(pc, n);
+        return;
+    }
+    /* Begun lazily, as accesses and the next block need them; the first instruction at once. */
+    zk_pc = pc;
+    zk_n = n;
+    zk_pos = 0;
+    zk_lazy_base = before;
+    zk_strict = 0;
+    zk_safe_off = INT64_MAX;
+    zk_begin(0);
+    if (zk_pos == ZK_BEGUN) return;
+    /* No segment closes before the last instruction while the instructions and code pages still
+     * to begin fit in the threshold with zk_off as it is. */
+    zk_safe_off = ZK_THRESHOLD - ZK_SEGMENT_RESERVED - (int64_t)(before + n - 1) - zk_code_paging(pc + 4u, n - 1);
+    if (zk_off >= zk_safe_off) zk_go_strict();
 }
 
 static inline void model_block(const rvx_block *b) {
@@ -181,9 +214,8 @@ static inline void model_block(const rvx_block *b) {
     uint32_t n = b->n;
     /* Where no segment can close inside the block, its instructions begin at once: the cycles and
      * pages are the same in either order within a segment, and accesses then only touch pages. */
-    int64_t bound = zk_block_bound(pc, n, b->page_events);
-    if (RVX_ROOMY || (int64_t)before + bound < zk_room) zk_fetch(pc, n);
-    else zk_block_slow(pc, n, bound, before);
+    if (RVX_ROOMY || (int64_t)before + zk_block_bound(pc, n, b->page_events) < zk_room) zk_fetch(pc, n);
+    else zk_block_slow(pc, n, b->page_events, before);
 }
 
 /* The room model_block checks, for translated code to check with the instruction limit: the block
@@ -212,7 +244,8 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
     uint32_t first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     uint32_t last = (uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     /* Nearly every access: within a page already loaded (and, for a store, dirty) in this segment.
-     * While a block is begun lazily the caches are empty, so its accesses take the slow path. One
+     * While a block begun lazily may see a segment close, the caches are empty, so its accesses
+     * take the slow path (zk_strict); before, a page they show is loaded in this segment. One
      * comparison says both: the cache's word for the first byte's page holds only pages equal to
      * it modulo ZK_SEEN, which the last byte's page is only if it is the same page. */
     if (zk_seen[is_store != 0][first % ZK_SEEN] == last && size != 0) return;
@@ -221,13 +254,12 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
 
 /* Accesses of one kind, all between ``first`` and ``last`` (less than a page apart, so on at most two
  * pages): nothing to do for any of them if both pages are loaded (and, for stores, dirty) in this
- * segment. No segment closes within a block that was begun at once, and while one is begun
- * lazily the caches are empty. */
+ * segment and the block was begun at once, so that no segment closes before the last of them. */
 #define RVX_ACCESSES_DONE
 static inline uint32_t model_accesses_done(uint64_t first, uint64_t last, uint32_t is_store) {
     uint32_t a = (uint32_t)(first >> ZK_PAGE_BITS) & ZK_PAGE_MASK, b = (uint32_t)(last >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     const uint32_t *seen = zk_seen[is_store != 0];
-    return seen[a % ZK_SEEN] == a && seen[b % ZK_SEEN] == b;
+    return seen[a % ZK_SEEN] == a && seen[b % ZK_SEEN] == b && zk_pos == ZK_BEGUN;
 }
 
 static void model_reset(void) {
@@ -236,6 +268,7 @@ static void model_reset(void) {
     zk_generation++;
     zk_n = 0;
     zk_pos = ZK_BEGUN;
+    zk_strict = 0;
     zk_set_room();
     zk_forget();
 }
