@@ -19,7 +19,8 @@ import pytest
 from cbuild import Builder, BuildOptions, Library, run_program
 from cbuild.build.builder import Artifact
 from cbuild.models import CostModel, default_registry
-from cbuild.riscv import executor, translated
+from cbuild.riscv import executor, translate, translated
+from cbuild.riscv.translate import Block
 from cbuild.riscv.translated import (
     CHECK_TRANSLATION,
     HOT,
@@ -575,3 +576,21 @@ def test_a_translation_is_compiled_once_while_others_wait(tmp_path: Path) -> Non
     assert target.read_bytes() == b"object code"
     assert translated._kept_object(target, make, untimed) == b"object code"  # kept: no compilation, no wait
     assert (len(made), len(entered)) == (1, 2)
+
+
+def test_a_hot_blocks_check_covers_the_blocks_it_goes_to_directly_that_make_one_access_at_most() -> None:
+    nop, lw0, lw4 = 0x13, 0x0000A183, 0x0040A183  # addi x0, x0, 0; lw x3, 0(x1); lw x3, 4(x1)
+    beq = 0x00208663  # beq x1, x2, +12
+    a = Block(0x1000, 2, (nop, beq), False)  # branches to c (0x1010), falls through to b
+    b = Block(0x1008, 2, (lw0, 0xFF5FF06F), False)  # jal x0, -12: back to a
+    c = Block(0x1010, 3, (lw0, lw4, 0x108000EF), False)  # two accesses; jal ra, +0x108: a call
+    d = Block(0x101C, 2, (nop, 0xFE1FF06F), False)  # the call's return: jal x0, -32 to a
+    blocks = [a, b, c, d]
+    owner = {0x1120: "rvt_f1120"}
+    covers = translate._covers(blocks, {blk.pc for blk in blocks}, owner)
+    assert {pc: [t.pc for t in ts] for pc, ts in covers.items()} == {
+        0x1000: [0x1008],
+        0x1008: [0x1000],
+        0x101C: [0x1000],
+    }
+    assert translate._covers(blocks, {0x1000, 0x1010, 0x101C}, owner) == {0x101C: [a]}  # b runs rarely

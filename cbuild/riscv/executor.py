@@ -100,7 +100,11 @@ class ExecRuntime:
     (a block's constant) and ``int64_t model_room(void)``: translated code checks, with the
     instruction limit, whether ``RVX_EXECUTED`` plus the block's slack is at most every model's
     room, and runs the block hook with ``RVX_ROOMY`` nonzero if so, so that the hook can leave out
-    a check of its own; the model calls ``RVX_ROOM_CHANGED()`` whenever its room changes. ``block_data``
+    a check of its own; the model calls ``RVX_ROOM_CHANGED()`` whenever its room changes. With
+    ``RVX_ROOM_TAKEN`` defined too (a block that starts with room takes at most its slack less one
+    of it), a hot block's check may cover the next block's, which then starts unchecked, with
+    ``RVX_FOLLOWS`` nonzero where the block before it, with room too, has instructions on every
+    1 KiB page of its own. ``block_data``
     (optional) computes a block's data from its instruction words and address, once per block, in
     Python; a :class:`~cbuild.errors.CBuildError` it raises (a
     word it cannot decode) makes the model's results unavailable for the run, with that reason.
@@ -156,6 +160,8 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
             "{ (void)f; (void)l; (void)w; return 0; }\n#endif\n#undef RVX_ACCESSES_DONE\n"
             "#ifndef RVX_CLOCK_STEP /* no bound on the clock's growth: a cut-off looks at it before every block */\n"
             f"static uint64_t rvm{i}_clock_step(void) {{ return UINT64_MAX; }}\n#endif\n#undef RVX_CLOCK_STEP\n"
+            "#if defined(RVX_ROOM) && !defined(RVX_ROOM_TAKEN) /* no bound on the room a block takes */\n"
+            f"#define rvm{i}_covers 0\n#else\n#define rvm{i}_covers 1\n#endif\n#undef RVX_ROOM_TAKEN\n"
             "#ifndef RVX_ROOM /* no room: every block's hook makes its own checks */\n"
             f"RVX_INLINE uint64_t rvm{i}_block_slack(uint64_t p, uint32_t n, uint32_t m) "
             "{ (void)p; (void)n; (void)m; return 0; }\n"
@@ -175,6 +181,7 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
         f"s = rvm{i}_block_slack(p, n, m) > s ? rvm{i}_block_slack(p, n, m) : s;" for i in range(len(runtimes))
     )
     room = " ".join(f"if (rvm{i}_room() < r) r = rvm{i}_room();" for i in range(len(runtimes)))
+    covers = "".join(f" && rvm{i}_covers" for i in range(len(runtimes)))
     parts.append(
         f"""
 RVX_INLINE void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}
@@ -189,6 +196,7 @@ static void rvx_models_clock_step(uint64_t *out) {{ (void)out; {step} }}
 RVX_INLINE uint64_t rvx_models_slack(uint64_t p, uint32_t n, uint32_t m) {{
     uint64_t s = 0; (void)p; (void)n; (void)m; {slack} return s; }}
 static int64_t rvx_models_room(void) {{ int64_t r = INT64_MAX; {room} return r; }}
+RVX_INLINE uint32_t rvx_models_cover(void) {{ return 1{covers}; }}
 """
     )
     return "".join(parts)

@@ -19,7 +19,9 @@ models' slack for it) stay within ``rvt_limit`` (past it, ``rvt_over`` says whet
 limit or a cut-off on a model's clock stops the run there; within it, a hot block's models have
 room), counts its executions in the run (``rvt_counts``; the first one checks the block in
 guest memory against the translation, ``rvt_first_entry``), adds its instructions, and calls
-``rvt_block`` (the models' block hook); every load
+``rvt_block`` (the models' block hook). A hot block's check also covers the hot blocks it goes to
+directly that make one access at most (:func:`_covers`): where it found room for itself and the
+largest of them, they start without a check of their own; every load
 and store calls ``rvt_access`` with the instruction's index in its block (the models' access
 hook), except that in a block that runs often, loads (or stores) through one base register ask the
 models once whether any of them matters (``rvt_accesses_done``, :func:`_access_groups`). Linked
@@ -30,13 +32,13 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "16"
+VERSION = "17"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -198,6 +200,7 @@ class _Emitter:
         self.current = "entry"
         self.hook = ""  # "" in a hot block (the hooks inline there), "_cold" in others
         self.used: set[int] = set()  # guest registers read or written
+        self.cover: set[int] = set()  # blocks the current block's check covers (entered unchecked if it had room)
         self.written: set[int] = set()
         self.known: dict[int, int] = {}  # registers whose value this block set to a constant
         self.groups: dict[int, _Group] = {}  # the block's grouped accesses, by position (hot blocks)
@@ -284,13 +287,19 @@ class _Emitter:
         self.emit(f"store i32 {reason}, ptr %why")
         self.emit("br label %exit")
 
-    def go(self, target: int) -> None:
-        """Continue at guest address ``target``: a branch if it is a block of this function."""
+    def go(self, target: int, *, checked: bool = False) -> None:
+        """Continue at guest address ``target``: a branch if it is a block of this function, to
+        its unchecked start where the current block's check covered it and found room (unless
+        ``checked``: other code ran on the way)."""
         label = self.here.get(target)
         if label is not None:
             if target <= self.block_pc:
                 self.mark()
-            self.emit(f"br label %{label}")
+            if target in self.cover and not checked:
+                covered = self.op("load i1, ptr %cover.at")
+                self.emit(f"br i1 {covered}, label %{label}.s, label %{label}")
+            else:
+                self.emit(f"br label %{label}")
         else:
             self.leave(str(target), JUMP)
 
@@ -332,7 +341,7 @@ class _Emitter:
         home, elsewhere = self.new_label("returned"), self.new_label("elsewhere")
         self.emit(f"br i1 {returned}, label %{home}, label %{elsewhere}")
         self.label(home)
-        self.go(back)
+        self.go(back, checked=True)
         self.label(elsewhere)
         self.leave(next_pc, reason)
         self.label(far)
@@ -600,13 +609,19 @@ def _function(
     here = {b.pc: f"b{b.pc:x}" for b in blocks}
     e = _Emitter(xlen, index, here, owner)
     cold = "" if any(b.pc in hot for b in blocks) else " noinline optnone"
+    covers = _covers(blocks, hot, owner)
+    covered_by: dict[int, list[Block]] = {}
+    for block in blocks:
+        for target in covers.get(block.pc, ()):
+            covered_by.setdefault(target.pc, []).append(block)
     for block in blocks:
         e.label(here[block.pc])
         e.hook = "" if block.pc in hot else "_cold"
         e.known = {}
         e.groups = _access_groups(block.words) if block.pc in hot else {}
         e.block_pc, e.block_number = block.pc, index[block.pc]
-        _enter(e, block, index[block.pc], hot.get(block.pc))
+        e.cover = {t.pc for t in covers.get(block.pc, ())}
+        _enter(e, block, index[block.pc], hot.get(block.pc), covers.get(block.pc, []), covered_by.get(block.pc, []))
         pc, ended = block.pc, False
         for position, word in enumerate(block.words):
             mark = len(e.lines)
@@ -642,6 +657,8 @@ def _function(
     e.emit("%npc = alloca i64")
     e.emit("%why = alloca i32")
     e.emit("%exec.at = alloca i64")
+    e.emit("%cover.at = alloca i1")
+    e.emit("store i1 0, ptr %cover.at")
     for r in sorted(e.used):
         e.emit(f"%r{r}.at = alloca {e.t}")
     e.emit(f"%mem.at = getelementptr i8, ptr %x, i64 {_MEM}")
@@ -663,20 +680,40 @@ def _function(
     return "\n".join(e.lines), [b.pc for b in blocks]
 
 
-def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] | None] | None) -> None:
+def _enter(
+    e: _Emitter,
+    block: Block,
+    number: int,
+    data: Sequence[Sequence[int] | None] | None,
+    covers: Sequence[Block] = (),
+    covered_by: Sequence[Block] = (),
+) -> None:
     """A block's start: the instructions executed and the limit, its count in the run
     (``rvt_counts``; the first entry checks the block in guest memory against the translation) and
-    the models' block hook (inlined where ``data`` is given, that is, in a hot block)."""
-    n, nmem = len(block.words), sum(map(accesses, block.words))
+    the models' block hook (inlined where ``data`` is given, that is, in a hot block).
+
+    Where the models allow it (``rvt_covers``, a constant), a hot block's check also covers the hot
+    blocks it may go to directly (``covers``): where it finds room for itself and for the largest of
+    them, they start unchecked (their second start,
+    for the blocks in ``covered_by``), with room, and tell the models' hook whether their code lies
+    on the pages of every block that enters them so (``RVX_FOLLOWS``)."""
+    n = len(block.words)
     # Past rvt_limit (the instruction limit, where a cut-off looks at the models' clocks next, or
     # the models' room), the executor says whether the block may start: before it is counted. A hot
     # block checks its end plus the models' slack for it (a constant), so that within the limit the
     # models' hooks know that they have room, and have a copy of the block's start each way.
     before = e.op("load i64, ptr %exec.at")
     executed = e.op(f"add i64 {before}, {n}")
-    end = executed
+    end, can = executed, "false"
     if not e.hook:
-        end = e.op(f"add i64 {executed}, {e.op(f'call i64 @rvt_slack(i64 {block.pc}, i32 {n}, i32 {nmem})')}")
+        end = e.op(f"add i64 {executed}, {_slack(e, block)}")
+        if covers:
+            most = "0"
+            for target in covers:
+                need = e.op(f"add i64 {_slack(e, target)}, {len(target.words)}")
+                most = e.op(f"call i64 @llvm.umax.i64(i64 {most}, i64 {need})")
+            can = e.op(f"icmp ne i32 {e.op('call i32 @rvt_covers()')}, 0")
+            end = e.op(f"add i64 {end}, {e.op(f'select i1 {can}, i64 {most}, i64 0')}")
     over, go = e.new_label("over"), e.new_label("go")
     limit = e.op("load i64, ptr @rvt_limit")
     e.emit(f"br i1 {e.op(f'icmp ugt i64 {end}, {limit}')}, label %{over}, label %{go}, !prof {_RARE}")
@@ -693,16 +730,87 @@ def _enter(e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] 
         _start(e, block, number, data, executed, 0)
         return
     body = e.new_label("body")
+    if covers:
+        e.emit("store i1 0, ptr %cover.at")
     _start(e, block, number, data, executed, 0)
     e.emit(f"br label %{body}")
     e.label(go)
+    if covers:
+        e.emit(f"store i1 {can}, ptr %cover.at")
     _start(e, block, number, data, executed, 1)
     e.emit(f"br label %{body}")
+    if covered_by:
+        e.label(f"{e.here[block.pc]}.s")
+        if covers:
+            e.emit("store i1 0, ptr %cover.at")
+        executed = e.op(f"add i64 {e.op('load i64, ptr %exec.at')}, {n}")
+        pages = _pages(block)
+        _start(e, block, number, data, executed, 1, int(all(pages <= _pages(b) for b in covered_by)))
+        e.emit(f"br label %{body}")
     e.label(body)
 
 
+def _slack(e: _Emitter, block: Block) -> str:
+    """The models' slack for a hot block (a constant once the hooks are inlined)."""
+    n, nmem = len(block.words), sum(map(accesses, block.words))
+    return e.op(f"call i64 @rvt_slack(i64 {block.pc}, i32 {n}, i32 {nmem})")
+
+
+def _pages(block: Block) -> set[int]:
+    """The 1 KiB pages a block's instructions lie on."""
+    return {(block.pc + 4 * i) >> 10 for i in range(len(block.words))}
+
+
+#: The most accesses a block covered by another's check makes: one with more has a larger slack,
+#: which would widen the covering check, and more work of its own, next to which its check costs
+#: less (at most one measured fastest on json, wordfreq and yyjson, docs/cost-models.md).
+_COVERED_ACCESSES = 1
+
+
+def _covers(blocks: Sequence[Block], hot: Container[int], owner: Mapping[int, str]) -> dict[int, list[Block]]:
+    """For each hot block, the hot blocks of the same function with instructions and at most
+    :data:`_COVERED_ACCESSES` accesses that it goes to directly: the target of its branch or jump and
+    where it falls through (not a call's return, where the callee ran in between)."""
+    by_pc = {b.pc: b for b in blocks}
+    out: dict[int, list[Block]] = {}
+    for block in blocks:
+        if block.pc not in hot or not block.words or block.marker:
+            continue
+        last = block.pc + 4 * (len(block.words) - 1)
+        w = block.words[-1]
+        op, rd = w & 0x7F, (w >> 7) & 31
+        targets: list[int] = []
+        if op == 0x63 and (w >> 12) & 7 not in (2, 3):
+            imm = _sext(
+                ((w >> 31) & 1) << 12 | ((w >> 7) & 1) << 11 | ((w >> 25) & 0x3F) << 5 | ((w >> 8) & 0xF) << 1, 13
+            )
+            targets = [last + imm, last + 4]
+        elif op == 0x6F:
+            imm = _sext(
+                ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1, 21
+            )
+            if not (rd == 1 and last + imm in owner):
+                targets = [last + imm]
+        elif not _ends_block(w):
+            targets = [last + 4]
+        found = [
+            by_pc[t]
+            for t in dict.fromkeys(targets)
+            if t in by_pc and t in hot and by_pc[t].words and sum(map(accesses, by_pc[t].words)) <= _COVERED_ACCESSES
+        ]
+        if found:
+            out[block.pc] = found
+    return out
+
+
 def _start(
-    e: _Emitter, block: Block, number: int, data: Sequence[Sequence[int] | None] | None, executed: str, roomy: int
+    e: _Emitter,
+    block: Block,
+    number: int,
+    data: Sequence[Sequence[int] | None] | None,
+    executed: str,
+    roomy: int,
+    follows: int = 0,
 ) -> None:
     """A block that may start: counted, its first entry checked, the models' block hook told."""
     slot = f"getelementptr ([{len(e.index)} x ptr], ptr @rvt_block_slot, i64 0, i64 {number})"
@@ -711,7 +819,7 @@ def _start(
     count = e.op(f"load i64, ptr {counter}")
     if _ready(data):  # checked before the run starts (rvt_ready)
         e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
-        _started(e, block, slot, tables, executed, roomy)
+        _started(e, block, slot, tables, executed, roomy, follows)
         return
     n, nmem = len(block.words), sum(map(accesses, block.words))
     first, counted = e.new_label("first"), e.new_label("counted")
@@ -726,10 +834,10 @@ def _start(
     e.leave(str(block.pc), CHANGED)
     e.label(counted)
     e.emit(f"store i64 {e.op(f'add i64 {count}, 1')}, ptr {counter}")
-    _started(e, block, slot, tables, executed, roomy)
+    _started(e, block, slot, tables, executed, roomy, follows)
 
 
-def _started(e: _Emitter, block: Block, slot: str, tables: str, executed: str, roomy: int) -> None:
+def _started(e: _Emitter, block: Block, slot: str, tables: str, executed: str, roomy: int, follows: int) -> None:
     """A block counted: the instructions executed, and the models' block hook."""
     n, nmem = len(block.words), sum(map(accesses, block.words))
     e.emit(f"store i64 {executed}, ptr %exec.at")
@@ -738,7 +846,7 @@ def _started(e: _Emitter, block: Block, slot: str, tables: str, executed: str, r
     if e.hook:
         e.emit(f"call void @rvt_block_cold(ptr {slot}, i64 {executed})")
     else:
-        args = f"i64 {block.pc}, i32 {n}, i32 {nmem}, {tables}, i64 {executed}, i32 {roomy}"
+        args = f"i64 {block.pc}, i32 {n}, i32 {nmem}, {tables}, i64 {executed}, i32 {roomy}, i32 {follows}"
         e.emit(f"call void @rvt_block(ptr {slot}, {args})")
 
 
@@ -835,7 +943,9 @@ def translate(
     parts = [
         *_block_data(hot),
         "declare i32 @rvt_first_entry(ptr, i64, i32, i32, i32, ptr, ptr)",
-        "declare void @rvt_block(ptr, i64, i32, i32, ptr, ptr, i64, i32)",
+        "declare void @rvt_block(ptr, i64, i32, i32, ptr, ptr, i64, i32, i32)",
+        "declare i64 @llvm.umax.i64(i64, i64)",
+        "declare i32 @rvt_covers()",
         "declare i64 @rvt_slack(i64, i32, i32)",
         "declare void @rvt_access(i64, i32, i32, i32)",
         "declare void @rvt_block_cold(ptr, i64)",

@@ -167,12 +167,19 @@ static uint64_t rvx_models_executed;
 #define RVX_EXECUTED rvx_models_executed
 /* Nonzero while a block hook runs for a block whose start found every model's room (model_room)
  * at least RVX_EXECUTED plus the block's slack (model_block_slack): in translated code the one
- * check of the instruction limit says so, and a model's hook folds its own check away. */
+ * check of the instruction limit says so, and a model's hook folds its own check away.
+ * RVX_FOLLOWS, only with RVX_ROOMY: the block that ran just before, which itself started with room,
+ * has instructions on every 1 KiB page this block's instructions lie on (translated code knows it
+ * where one block's check covered the next, translate.py's _covers, which every model with a room
+ * allows by defining RVX_ROOM_TAKEN), so a model that tracks the pages code is fetched from has
+ * nothing to do for this block's. */
 #ifdef RVX_TRANSLATED
-static uint32_t rvx_models_roomy;
+static uint32_t rvx_models_roomy, rvx_models_follows;
 #define RVX_ROOMY rvx_models_roomy
+#define RVX_FOLLOWS rvx_models_follows
 #else
 #define RVX_ROOMY 0u
+#define RVX_FOLLOWS 0u
 #endif
 /* A model calls RVX_ROOM_CHANGED() whenever what its model_room() returns changes. */
 static void rvx_room_changed(void);
@@ -180,6 +187,7 @@ static void rvx_room_changed(void);
 RVX_INLINE void rvx_models_block(const rvx_block *b);
 RVX_INLINE uint64_t rvx_models_slack(uint64_t pc, uint32_t n, uint32_t nmem);
 static int64_t rvx_models_room(void);
+RVX_INLINE uint32_t rvx_models_cover(void);
 RVX_INLINE void rvx_models_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);
 RVX_INLINE uint32_t rvx_models_accesses_done(uint64_t first, uint64_t last, uint32_t is_store);
 static void rvx_models_reset(void);
@@ -953,10 +961,11 @@ RVX_API __attribute__((noinline)) int rvt_first_entry(rvx_block **slot, uint64_t
  * are read-only), so the models' hooks fold them in. */
 RVX_API __attribute__((always_inline)) void rvt_block(rvx_block *const *slot, uint64_t pc, uint32_t n, uint32_t nmem,
                                                     const int32_t *const *data, const uint32_t *len,
-                                                    uint64_t executed, uint32_t roomy) {
+                                                    uint64_t executed, uint32_t roomy, uint32_t follows) {
     const rvx_block *b = *slot;
     rvx_models_executed = executed;
     rvx_models_roomy = roomy;
+    rvx_models_follows = follows;
     if (b == NULL || b->pc != pc || b->n != n || b->nmem != nmem) __builtin_unreachable();
 #define RVT_SAME_DATA(m)                                                                                      \
     if (data != NULL && data[m] != NULL && (b->data[m] != data[m] || b->data_len[m] != len[m]))              \
@@ -1007,6 +1016,10 @@ RVX_API __attribute__((always_inline)) uint64_t rvt_slack(uint64_t pc, uint32_t 
     return rvx_models_slack(pc, n, nmem);
 }
 
+/* Whether a hot block's check may cover the next block's: every model with a room bounds what a
+ * block takes of it by its slack (RVX_ROOM_TAKEN), a constant in translated code. */
+RVX_API __attribute__((always_inline)) uint32_t rvt_covers(void) { return rvx_models_cover(); }
+
 /* A block of ``n`` instructions would end past rvt_limit (with its slack, in a hot block),
  * ``executed`` instructions run before it: RVT_LIMIT past the instruction limit, RVT_STOPPED if a
  * clock passed its cut-off (the block does not start), else 0 and rvt_limit is where to look next
@@ -1023,6 +1036,7 @@ RVX_API __attribute__((noinline)) uint32_t rvt_over(uint64_t executed, uint32_t 
 RVX_API __attribute__((noinline)) void rvt_block_cold(rvx_block *const *slot, uint64_t executed) {
     rvx_models_executed = executed;
     rvx_models_roomy = 0;
+    rvx_models_follows = 0;
     rvx_models_block(*slot);
 }
 

@@ -214,7 +214,9 @@ static inline void model_block(const rvx_block *b) {
     uint32_t n = b->n;
     /* Where no segment can close inside the block, its instructions begin at once: the cycles and
      * pages are the same in either order within a segment, and accesses then only touch pages. */
-    if (RVX_ROOMY || (int64_t)before + zk_block_bound(pc, n, b->page_events) < zk_room) zk_fetch(pc, n);
+    if (RVX_ROOMY || (int64_t)before + zk_block_bound(pc, n, b->page_events) < zk_room) {
+        if (!RVX_FOLLOWS) zk_fetch(pc, n);
+    }
     else zk_block_slow(pc, n, b->page_events, before);
 }
 
@@ -222,6 +224,8 @@ static inline void model_block(const rvx_block *b) {
  * has it where RVX_EXECUTED plus its slack is at most zk_room (before + bound < zk_room, with the
  * bound from four events per access, which is constant in translated code). */
 #define RVX_ROOM
+/* A block that starts with room pages in at most its bound less its instructions: its slack less one. */
+#define RVX_ROOM_TAKEN
 static inline uint64_t model_block_slack(uint64_t pc, uint32_t n, uint32_t nmem) {
     return (uint64_t)zk_block_bound(pc, n, 4u * (uint64_t)nmem) - n + 1u;
 }
