@@ -102,7 +102,8 @@ class ExecRuntime:
     room, and runs the block hook with ``RVX_ROOMY`` nonzero if so, so that the hook can leave out
     a check of its own; the model calls ``RVX_ROOM_CHANGED()`` whenever its room changes. With
     ``RVX_ROOM_TAKEN`` defined too (a block that starts with room takes at most its slack less one
-    of it), a hot block's check may cover the next block's, which then starts unchecked, with
+    of it) by every model of the run, a hot block's check covers the next block's, which then
+    starts unchecked, with
     ``RVX_FOLLOWS`` nonzero where the block before it, with room too, has instructions on every
     1 KiB page of its own. ``block_data``
     (optional) computes a block's data from its instruction words and address, once per block, in
@@ -160,8 +161,8 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
             "{ (void)f; (void)l; (void)w; return 0; }\n#endif\n#undef RVX_ACCESSES_DONE\n"
             "#ifndef RVX_CLOCK_STEP /* no bound on the clock's growth: a cut-off looks at it before every block */\n"
             f"static uint64_t rvm{i}_clock_step(void) {{ return UINT64_MAX; }}\n#endif\n#undef RVX_CLOCK_STEP\n"
-            "#if defined(RVX_ROOM) && !defined(RVX_ROOM_TAKEN) /* no bound on the room a block takes */\n"
-            f"#define rvm{i}_covers 0\n#else\n#define rvm{i}_covers 1\n#endif\n#undef RVX_ROOM_TAKEN\n"
+            "#ifdef RVX_ROOM_TAKEN /* asks for covering checks, bounding the room a block takes */\n"
+            f"#define rvm{i}_covers 1\n#else\n#define rvm{i}_covers 0\n#endif\n#undef RVX_ROOM_TAKEN\n"
             "#ifndef RVX_ROOM /* no room: every block's hook makes its own checks */\n"
             f"RVX_INLINE uint64_t rvm{i}_block_slack(uint64_t p, uint32_t n, uint32_t m) "
             "{ (void)p; (void)n; (void)m; return 0; }\n"

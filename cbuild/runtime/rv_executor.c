@@ -170,8 +170,8 @@ static uint64_t rvx_models_executed;
  * check of the instruction limit says so, and a model's hook folds its own check away.
  * RVX_FOLLOWS, only with RVX_ROOMY: the block that ran just before, which itself started with room,
  * has instructions on every 1 KiB page this block's instructions lie on (translated code knows it
- * where one block's check covered the next, translate.py's _covers, which every model with a room
- * allows by defining RVX_ROOM_TAKEN), so a model that tracks the pages code is fetched from has
+ * where one block's check covered the next, translate.py's _covers, which every model of the run
+ * asks for by defining RVX_ROOM_TAKEN), so a model that tracks the pages code is fetched from has
  * nothing to do for this block's. */
 #ifdef RVX_TRANSLATED
 static uint32_t rvx_models_roomy, rvx_models_follows;
@@ -1016,8 +1016,8 @@ RVX_API __attribute__((always_inline)) uint64_t rvt_slack(uint64_t pc, uint32_t 
     return rvx_models_slack(pc, n, nmem);
 }
 
-/* Whether a hot block's check may cover the next block's: every model with a room bounds what a
- * block takes of it by its slack (RVX_ROOM_TAKEN), a constant in translated code. */
+/* Whether a hot block's check covers the next block's: every model asks for it, bounding what a
+ * block takes of its room by its slack (RVX_ROOM_TAKEN), a constant in translated code. */
 RVX_API __attribute__((always_inline)) uint32_t rvt_covers(void) { return rvx_models_cover(); }
 
 /* A block of ``n`` instructions would end past rvt_limit (with its slack, in a hot block),
