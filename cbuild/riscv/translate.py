@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "17"
+VERSION = "18"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -65,6 +65,17 @@ class Block:
 
 def _sext(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) & 1 else value
+
+
+def _branch_offset(w: int) -> int:
+    """A conditional branch's offset from its own address."""
+    return _sext(((w >> 31) & 1) << 12 | ((w >> 7) & 1) << 11 | ((w >> 25) & 0x3F) << 5 | ((w >> 8) & 0xF) << 1, 13)
+
+
+def _jal_offset(w: int) -> int:
+    """``jal``'s offset from its own address."""
+    offset = ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1
+    return _sext(offset, 21)
 
 
 def _ends_block(word: int) -> bool:
@@ -401,9 +412,7 @@ class _Emitter:
         elif op == 0x17:  # auipc
             self.put(rd, self.const(pc + _sext(w & 0xFFFFF000, 32)), pc + _sext(w & 0xFFFFF000, 32))
         elif op == 0x6F:  # jal
-            imm = _sext(
-                ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1, 21
-            )
+            imm = _jal_offset(w)
             self.put(rd, self.const(pc + 4))
             callee = (pc + imm) & ((1 << xlen) - 1)
             if rd == 1 and callee in self.owner:
@@ -429,9 +438,7 @@ class _Emitter:
                 self.go_dynamic(dynamic, within=rs1 != 1)
             return True
         elif op == 0x63 and f3 not in (2, 3):  # branches
-            imm = _sext(
-                ((w >> 31) & 1) << 12 | ((w >> 7) & 1) << 11 | ((w >> 25) & 0x3F) << 5 | ((w >> 8) & 0xF) << 1, 13
-            )
+            imm = _branch_offset(w)
             cond = ("eq", "ne", "", "", "slt", "sge", "ult", "uge")[f3]
             taken = self.op(f"icmp {cond} {t} {self.get(rs1)}, {self.get(rs2)}")
             yes, no = self.new_label("taken"), self.new_label("fall")
@@ -657,8 +664,9 @@ def _function(
     e.emit("%npc = alloca i64")
     e.emit("%why = alloca i32")
     e.emit("%exec.at = alloca i64")
-    e.emit("%cover.at = alloca i1")
-    e.emit("store i1 0, ptr %cover.at")
+    if covers:
+        e.emit("%cover.at = alloca i1")
+        e.emit("store i1 0, ptr %cover.at")
     for r in sorted(e.used):
         e.emit(f"%r{r}.at = alloca {e.t}")
     e.emit(f"%mem.at = getelementptr i8, ptr %x, i64 {_MEM}")
@@ -694,9 +702,9 @@ def _enter(
 
     Where the models allow it (``rvt_covers``, a constant), a hot block's check also covers the hot
     blocks it may go to directly (``covers``): where it finds room for itself and for the largest of
-    them, they start unchecked (their second start,
-    for the blocks in ``covered_by``), with room, and tell the models' hook whether their code lies
-    on the pages of every block that enters them so (``RVX_FOLLOWS``)."""
+    them, they start unchecked (their second start, for the blocks in ``covered_by``), with room,
+    and tell the models' hook whether their code lies on the pages of every block that enters them
+    so (``RVX_FOLLOWS``)."""
     n = len(block.words)
     # Past rvt_limit (the instruction limit, where a cut-off looks at the models' clocks next, or
     # the models' room), the executor says whether the block may start: before it is counted. A hot
@@ -781,14 +789,10 @@ def _covers(blocks: Sequence[Block], hot: Container[int], owner: Mapping[int, st
         op, rd = w & 0x7F, (w >> 7) & 31
         targets: list[int] = []
         if op == 0x63 and (w >> 12) & 7 not in (2, 3):
-            imm = _sext(
-                ((w >> 31) & 1) << 12 | ((w >> 7) & 1) << 11 | ((w >> 25) & 0x3F) << 5 | ((w >> 8) & 0xF) << 1, 13
-            )
+            imm = _branch_offset(w)
             targets = [last + imm, last + 4]
         elif op == 0x6F:
-            imm = _sext(
-                ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1, 21
-            )
+            imm = _jal_offset(w)
             if not (rd == 1 and last + imm in owner):
                 targets = [last + imm]
         elif not _ends_block(w):

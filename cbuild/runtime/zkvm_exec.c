@@ -17,6 +17,8 @@
 #define ZK_PAGE_MASK ((1u << ZK_DEPTH) - 1u)
 #define ZK_SEGMENT_RESERVED ((int64_t)ZK_RESERVED_CYCLES + (int64_t)ZK_RESERVED_PAGING_CYCLES)
 #define ZK_THRESHOLD ((int64_t)((uint64_t)1 << ZK_PO2) - (int64_t)ZK_MAX_INSN_CYCLES)
+/* The most cycles one page-in or page-out costs. */
+#define ZK_EVENT_CYCLES ((int64_t)ZK_PAGE_CYCLES + (int64_t)ZK_DEPTH * ZK_NODE_CYCLES)
 #define ZK_SEEN 1024 /* direct-mapped caches of pages already loaded / dirty in this segment */
 #define ZK_NONE 0xffffffffu
 
@@ -158,7 +160,7 @@ RVX_SLOW static void zk_begin(uint32_t last) {
 _Static_assert(ZK_PAGE_BITS >= 10, "page_events counts 1 KiB pages: larger pages are touched as often at most");
 static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint64_t events) {
     uint64_t pages = ((pc + 4u * (uint64_t)n - 1) >> ZK_PAGE_BITS) - (pc >> ZK_PAGE_BITS) + 1;
-    return (int64_t)n + (int64_t)(pages + events) * (ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES);
+    return (int64_t)n + (int64_t)(pages + events) * ZK_EVENT_CYCLES;
 }
 
 /* The block's code pages loaded in the segment. In translated code the pages are constants, and
@@ -177,7 +179,7 @@ static int64_t zk_code_paging(uint64_t pc, uint32_t n) {
     for (at = pc >> ZK_PAGE_BITS; at <= last; at++) {
         uint32_t page = (uint32_t)at & ZK_PAGE_MASK;
         if (zk_loaded == NULL || zk_loaded[(1u << ZK_DEPTH) + page] != zk_generation)
-            cycles += ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES;
+            cycles += ZK_EVENT_CYCLES;
     }
     return cycles;
 }
@@ -185,11 +187,10 @@ static int64_t zk_code_paging(uint64_t pc, uint32_t n) {
 /* A block near a segment's end, or after one begun lazily: its code pages counted as they are
  * (loaded in the segment or not) where the caller's bound counted each as a page-in. */
 RVX_SLOW static void zk_block_slow(uint64_t pc, uint32_t n, uint64_t events, uint64_t before) {
-    int64_t code, data;
+    int64_t code;
     if (zk_pos != ZK_BEGUN) zk_begin(zk_n - 1);
     code = (int64_t)before + (int64_t)n + zk_code_paging(pc, n);
-    data = zk_block_bound(pc, n, events) - zk_block_bound(pc, n, 0);
-    if (code + data < zk_room) {
+    if (code + (int64_t)events * ZK_EVENT_CYCLES < zk_room) {
         zk_fetch(pc, n);
         return;
     }
@@ -216,8 +217,9 @@ static inline void model_block(const rvx_block *b) {
      * pages are the same in either order within a segment, and accesses then only touch pages. */
     if (RVX_ROOMY || (int64_t)before + zk_block_bound(pc, n, b->page_events) < zk_room) {
         if (!RVX_FOLLOWS) zk_fetch(pc, n);
+    } else {
+        zk_block_slow(pc, n, b->page_events, before);
     }
-    else zk_block_slow(pc, n, b->page_events, before);
 }
 
 /* The room model_block checks, for translated code to check with the instruction limit: the block
@@ -304,4 +306,4 @@ static inline uint64_t model_now(void) {
  * a page-in and page-out of each of the two pages its access may touch (a system call writing
  * guest memory pages more, so the executor looks at the clock again after one). */
 #define RVX_CLOCK_STEP
-static uint64_t model_clock_step(void) { return 1u + 5u * (uint64_t)(ZK_PAGE_CYCLES + ZK_DEPTH * ZK_NODE_CYCLES); }
+static uint64_t model_clock_step(void) { return 1u + 5u * (uint64_t)ZK_EVENT_CYCLES; }
