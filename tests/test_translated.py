@@ -147,6 +147,35 @@ int main(int argc, char **argv) {
 }
 """
 
+#: Guest functions that keep values in registers across calls against the calling convention: the
+#: caller leaves a value in t3 for the callee's callee, which adds 7 to s2, which the caller reads
+#: back; 2v + 207 only if every register a callee (or what it calls) may read or write is in the
+#: machine around the host call, and comes back from it.
+REGISTERS_C = r"""
+#include <stdio.h>
+#ifndef __riscv
+static unsigned odd_caller(unsigned v) { return 2 * v + 207; } /* the native build's */
+#else
+unsigned odd_caller(unsigned);
+__asm__(".text\n"
+        ".globl odd_leaf\n.type odd_leaf, @function\nodd_leaf:\n"
+        "  add a0, a0, t3\n  addi s2, s2, 7\n  ret\n.size odd_leaf, .-odd_leaf\n"
+        ".globl odd_middle\n.type odd_middle, @function\nodd_middle:\n"
+        "  addi sp, sp, -16\n  sw ra, 12(sp)\n  call odd_leaf\n  lw ra, 12(sp)\n  addi sp, sp, 16\n  ret\n"
+        ".size odd_middle, .-odd_middle\n"
+        ".globl odd_caller\n.type odd_caller, @function\nodd_caller:\n"
+        "  addi sp, sp, -16\n  sw ra, 12(sp)\n  sw s2, 8(sp)\n  li t3, 100\n  mv s2, a0\n"
+        "  call odd_middle\n  add a0, a0, s2\n  add a0, a0, t3\n"
+        "  lw s2, 8(sp)\n  lw ra, 12(sp)\n  addi sp, sp, 16\n  ret\n.size odd_caller, .-odd_caller\n");
+#endif
+int main(void) {
+    unsigned sum = 0;
+    for (unsigned v = 0; v < 3000; v++) sum += odd_caller(v) == 2 * v + 207;
+    printf("%u\n", sum);
+    return 0;
+}
+"""
+
 Writer = Callable[[str, str], Path]
 
 
@@ -192,6 +221,20 @@ def test_calls_through_pointers_jump_tables_and_deep_recursion_run_translated(
     machine = run.counts.machine[target]
     assert machine.engine == "translated", machine.note
     assert machine.stdout == run.stdout
+
+
+def test_registers_a_callee_reads_or_writes_against_the_calling_convention_cross_its_host_call(
+    builder: Builder, write: Writer
+) -> None:
+    """A host call stores only the registers the callee and what it calls may read or write, and
+    loads back those they may write: registers kept across calls against the calling convention
+    (a temporary read two calls down, a saved register changed) keep their values."""
+    artifact = builder.build([write("registers.c", REGISTERS_C)], models=_models("riscv32"))
+    run = run_program(artifact, [])
+    assert run.counts is not None
+    machine = run.counts.machine["riscv32"]
+    assert machine.engine == "translated", machine.note
+    assert machine.stdout == b"3000\n"
 
 
 Direct = tuple[Path, Path, Path, list[executor.ExecRuntime]]

@@ -9,23 +9,24 @@ start addresses): a later run that reaches any other code, an instruction outsid
 an access outside mapped memory or its instruction limit stops, and the caller runs it again in
 unicorn (``RVX_FALLBACK``).
 
-Each ELF function's blocks become one LLVM function ``i64 (ptr x, i64 pc)``: it starts at any of
-its blocks (a switch on ``pc``), keeps the guest registers it uses and the count of executed
-instructions in locals (loaded on entry, stored back on return and around a host call of another
-translated function), branches directly between its blocks and returns the guest pc to go on at,
-with the reason in ``x->cpu.reason``; the executor's dispatcher makes system calls and region
-markers between calls. Every block first checks that its instructions (in a hot block, plus the
-models' slack for it) stay within ``rvt_limit`` (past it, ``rvt_over`` says whether the instruction
-limit or a cut-off on a model's clock stops the run there; within it, a hot block's models have
-room), counts its executions in the run (``rvt_counts``; the first one checks the block in
-guest memory against the translation, ``rvt_first_entry``), adds its instructions, and calls
-``rvt_block`` (the models' block hook). A hot block's check also covers the hot blocks it goes to
-directly that make one access at most (:func:`_covers`): where it found room for itself and the
-largest of them, they start without a check of their own; every load
-and store calls ``rvt_access`` with the instruction's index in its block (the models' access
-hook), except that in a block that runs often, loads (or stores) through one base register ask the
-models once whether any of them matters (``rvt_accesses_done``, :func:`_access_groups`). Linked
-with the executor's C code, the hooks are inlined into the blocks that run often.
+Each ELF function's blocks become one LLVM function ``i64 (ptr x, i64 pc)``: it starts at any of its
+blocks (a switch on ``pc``), keeps the guest registers it uses and the count of executed
+instructions in locals (loaded on entry, stored back on return; around a host call of another
+translated function, those the callee or what it calls may read or write), branches directly between
+its blocks and returns the guest pc to go on at, with the reason in ``x->cpu.reason``; the
+executor's dispatcher makes system calls and region markers between calls. Every block first checks
+that its instructions (in a hot block, plus the models' slack for it) stay within ``rvt_limit``
+(past it, ``rvt_over`` says whether the instruction limit or a cut-off on a model's clock stops the
+run there; within it, a hot block's models have room), counts its executions in the run
+(``rvt_counts``; the first one checks the block in guest memory against the translation,
+``rvt_first_entry``), adds its instructions, and calls ``rvt_block`` (the models' block hook). A hot
+block's check also covers the hot blocks it goes to directly that make one access at most
+(:func:`_covers`): where it found room for itself and the largest of them, they start without a
+check of their own; every load and store calls ``rvt_access`` with the instruction's index in its
+block (the models' access hook), except that in a block that runs often, loads (or stores) through
+one base register ask the models once whether any of them matters (``rvt_accesses_done``,
+:func:`_access_groups`). Linked with the executor's C code, the hooks are inlined into the blocks
+that run often.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "18"
+VERSION = "19"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -146,8 +147,13 @@ def accesses(word: int) -> int:
 
 
 #: Placeholders in a function's lines for the code that stores its locals into the machine before a
-#: host call of another translated function, and loads them again after it.
+#: host call of another translated function, and loads them again after it; each is followed by the
+#: callee's name, or by :data:`_ANY` for a callee found at run time.
 _STATE_OUT, _STATE_IN = "; state out", "; state in"
+_ANY = "*"
+
+#: Every guest register but x0.
+_REGISTERS = frozenset(range(1, 32))
 #: Branch weights of a rare path (a block's first entry in a run, the instruction limit).
 _RARE = "!3"
 
@@ -213,6 +219,7 @@ class _Emitter:
         self.used: set[int] = set()  # guest registers read or written
         self.cover: set[int] = set()  # blocks the current block's check covers (entered unchecked if it had room)
         self.written: set[int] = set()
+        self.callees: set[str] = set()  # translated functions it calls as host calls, _ANY if found at run time
         self.known: dict[int, int] = {}  # registers whose value this block set to a constant
         self.groups: dict[int, _Group] = {}  # the block's grouped accesses, by position (hot blocks)
         self.block_pc = 0  # the block being emitted, and its number
@@ -317,7 +324,7 @@ class _Emitter:
     def call(self, target: int, back: int) -> None:
         """A guest call (``jal ra``, or ``jalr ra`` to a known address) of a translated block: a
         host call of its function (see :meth:`host_call`), recursion included."""
-        self.host_call(f"@{self.owner[target]}", str(target), back)
+        self.host_call(f"@{self.owner[target]}", str(target), back, self.owner[target])
 
     def call_dynamic(self, target: str, back: int) -> None:
         """A guest call through a register: a host call of the translated function with a block
@@ -327,24 +334,27 @@ class _Emitter:
         found, missing = self.new_label("found"), self.new_label("missing")
         self.emit(f"br i1 {self.op(f'icmp ne ptr {code}, null')}, label %{found}, label %{missing}")
         self.label(found)
-        self.host_call(code, pc, back)
+        self.host_call(code, pc, back, _ANY)
         self.label(missing)
         self.leave(pc, JUMP)
 
-    def host_call(self, function: str, target: str, back: int) -> None:
+    def host_call(self, function: str, target: str, back: int, name: str) -> None:
         """Call the translated ``function`` at guest address ``target`` as a host call, so that
         the callee's return comes back here instead of through the dispatcher; whatever else it
         returns for (a jump elsewhere, a system call, a stop) goes on through the dispatcher. Past
-        :data:`MAX_NESTED` nested calls, the call too goes through it."""
+        :data:`MAX_NESTED` nested calls, the call too goes through it. Around the call, the
+        registers the callee ``name`` (or :data:`_ANY`) may read or write go out and come back in
+        (:meth:`_Lifted.text`)."""
+        self.callees.add(name)
         depth = self.op("load i32, ptr @rvt_depth")
         deep = self.op(f"icmp uge i32 {depth}, {MAX_NESTED}")
         near, far = self.new_label("call"), self.new_label("far")
         self.emit(f"br i1 {deep}, label %{far}, label %{near}")
         self.label(near)
         self.emit(f"store i32 {self.op(f'add i32 {depth}, 1')}, ptr @rvt_depth")
-        self.emit(_STATE_OUT)
+        self.emit(f"{_STATE_OUT} {name}")
         next_pc = self.op(f"call i64 {function}(ptr %x, i64 {target})")
-        self.emit(_STATE_IN)
+        self.emit(f"{_STATE_IN} {name}")
         self.emit(f"store i32 {depth}, ptr @rvt_depth")
         reason = self.op(f"load i32, ptr {self.op(f'getelementptr i8, ptr %x, i64 {_REASON}')}")
         jumped = self.op(f"icmp eq i32 {reason}, {JUMP}")
@@ -609,10 +619,10 @@ def _function(
     index: dict[int, int],
     hot: Mapping[int, Sequence[Sequence[int] | None]],
     owner: dict[int, str],
-) -> tuple[str, list[int]]:
-    """One LLVM function for ``blocks`` (of one ELF function), and the blocks it can start at. The
-    executor's hooks inline into the ``hot`` blocks, with their models' data as constants (see
-    :func:`translate`); a function with none is not optimised."""
+) -> _Lifted:
+    """One LLVM function for ``blocks`` (of one ELF function). The executor's hooks inline into the
+    ``hot`` blocks, with their models' data as constants (see :func:`translate`); a function with
+    none is not optimised."""
     here = {b.pc: f"b{b.pc:x}" for b in blocks}
     e = _Emitter(xlen, index, here, owner)
     cold = "" if any(b.pc in hot for b in blocks) else " noinline optnone"
@@ -677,15 +687,61 @@ def _function(
         e.emit(line)
     cases = " ".join(f"i64 {b.pc}, label %{here[b.pc]}" for b in blocks)
     e.emit(f"switch i64 %pc, label %unknown [ {cases} ]")
-    for line in body:
-        if line.strip() == _STATE_OUT:
-            e.lines += ["  " + text for text in e.state_out(e.written)]
-        elif line.strip() == _STATE_IN:
-            e.lines += ["  " + text for text in e.state_in(e.used)]
-        else:
-            e.lines.append(line)
-    e.lines.append("}")
-    return "\n".join(e.lines), [b.pc for b in blocks]
+    return _Lifted(name, e, e.lines, body, [b.pc for b in blocks])
+
+
+@dataclass(eq=False)
+class _Lifted:
+    """A translated function before its host calls' state lines are written (they depend on what
+    the functions it calls do): its emitter, the lines up to its first block, and the rest."""
+
+    name: str
+    emitter: _Emitter
+    head: list[str]
+    body: list[str]
+    starts: list[int]  # the blocks it can start at
+
+    def text(self, reach: Mapping[str, tuple[frozenset[int], frozenset[int]]]) -> str:
+        """The function's IR, where ``reach`` gives for each translated function the registers it
+        and what it calls may read or write, and those they may write: before a host call, the
+        locals the caller wrote and the callee may read or write go out (the callee loads those it
+        uses and stores those it writes); after it, those the callee may write come back."""
+        e, lines = self.emitter, list(self.head)
+        for line in self.body:
+            tag, _, callee = line.strip().rpartition(" ")
+            if tag == _STATE_OUT:
+                touched = reach[callee][0] if callee != _ANY else _REGISTERS
+                lines += ["  " + text for text in e.state_out(e.written & touched)]
+            elif tag == _STATE_IN:
+                changed = reach[callee][1] if callee != _ANY else _REGISTERS
+                lines += ["  " + text for text in e.state_in(e.used & changed)]
+            else:
+                lines.append(line)
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def _reach(functions: Iterable[_Lifted]) -> dict[str, tuple[frozenset[int], frozenset[int]]]:
+    """For each function, the guest registers it and the functions it calls (transitively) may read
+    or write, and those they may write; all of them for one that calls a function found at run
+    time."""
+    functions = list(functions)
+    touched = {f.name: set(f.emitter.used) for f in functions}
+    changed = {f.name: set(f.emitter.written) for f in functions}
+    for f in functions:
+        if _ANY in f.emitter.callees:
+            touched[f.name] |= _REGISTERS
+            changed[f.name] |= _REGISTERS
+    growing = True
+    while growing:
+        growing = False
+        for f in functions:
+            for callee in f.emitter.callees - {_ANY}:
+                if not (touched[callee] <= touched[f.name] and changed[callee] <= changed[f.name]):
+                    touched[f.name] |= touched[callee]
+                    changed[f.name] |= changed[callee]
+                    growing = True
+    return {name: (frozenset(touched[name]), frozenset(changed[name])) for name in touched}
 
 
 def _enter(
@@ -964,12 +1020,14 @@ def translate(
         "@rvt_current = external global i32",
     ]
     owner = {b.pc: f"rvt_f{start:x}" for start, group in groups.items() for b in group}
+    functions = [
+        _function(image.xlen, f"rvt_f{start:x}", group, index, hot, owner) for start, group in sorted(groups.items())
+    ]
+    reach = _reach(functions)
     entries: list[tuple[int, str]] = []
-    for start, group in sorted(groups.items()):
-        name = f"rvt_f{start:x}"
-        text, pcs = _function(image.xlen, name, group, index, hot, owner)
-        parts.append(text)
-        entries.extend((pc, name) for pc in pcs)
+    for function in functions:
+        parts.append(function.text(reach))
+        entries.extend((pc, function.name) for pc in function.starts)
     entries.sort()
     n = len(entries)
     parts.append(f"@rvt_block_count = constant i32 {len(blocks)}")
