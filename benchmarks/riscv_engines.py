@@ -7,7 +7,10 @@ translation (cbuild/riscv/translate.py, translated.py).
 For each of bench.py's four workloads: the plain native program, the ir-count build's run_program,
 and run_program with zkvm, with pipeline (inorder5, riscv32) and with both, each in unicorn
 (``INSTRBUDGET_RISCV_ENGINE=unicorn``) and translated (the default once a first run recorded the
-code it reached), medians of interleaved runs. It prints the time each model adds to the ir-count
+code it reached), medians of interleaved rounds; in each round the plain program runs
+:data:`PLAIN_RUNS` times and the ir-count build :data:`IR_COUNT_RUNS` times, and their least
+times count (a plain run of json varied 0.08-0.16 s between rounds on a busy machine, which moved
+its ratios by 2x; the least of a few only makes the ratios larger). It prints the time each model adds to the ir-count
 run in units of the plain program's run time, the executor's speed in RISC-V instructions per
 second of that added time, the first translated run's extra time (translating, compiling and
 keeping the object code; the executor's C code compiled once before), and the extra time of the
@@ -36,6 +39,9 @@ from cbuild.riscv.executor import close_servers
 from cbuild.riscv.translated import RISCV_ENGINE
 
 RESULTS = Path(__file__).resolve().parent / "results" / "riscv_engines.txt"
+
+#: Runs per round of the plain program and of the ir-count build, whose least times count.
+PLAIN_RUNS, IR_COUNT_RUNS = 5, 3
 
 
 def timed_run(artifact, program: Program, engine: str, notes: list[str]):  # type: ignore[no-untyped-def]
@@ -69,7 +75,10 @@ def main() -> int:
             "pipeline": [pipeline_model("inorder5")],
             "both": [zkvm_model(), pipeline_model("inorder5")],
         }
-        say(f"Median of {args.repeat} interleaved runs; time a model adds to the ir-count run, in plain run times")
+        say(
+            f"Median of {args.repeat} interleaved rounds (plain and ir-count: the least of {PLAIN_RUNS} and "
+            f"{IR_COUNT_RUNS} runs in each); time a model adds to the ir-count run, in plain run times"
+        )
         say(
             f"{'workload':18} {'plain s':>8} {'ir-count s':>10} | {'zkvm unicorn':>12} {'translated':>10} | "
             f"{'pipeline unicorn':>16} {'translated':>10} | {'both unicorn':>12} {'translated':>10} | "
@@ -101,8 +110,10 @@ def main() -> int:
             results: dict[str, set[tuple[tuple[str, tuple[int, ...]], ...]]] = {}
             instructions = 0
             for _ in range(args.repeat):
-                times.setdefault("plain", []).append(time_command([str(plain.path), *program.args], program.stdin))
-                times.setdefault("ir-count", []).append(timed_run(base, program, "translated", notes)[0])
+                plain_runs = [time_command([str(plain.path), *program.args], program.stdin) for _ in range(PLAIN_RUNS)]
+                times.setdefault("plain", []).append(min(plain_runs))
+                ir_runs = [timed_run(base, program, "translated", notes)[0] for _ in range(IR_COUNT_RUNS)]
+                times.setdefault("ir-count", []).append(min(ir_runs))
                 for name, artifact in built.items():
                     for engine in ("unicorn", "translated"):
                         seconds, run = timed_run(artifact, program, engine, notes)
