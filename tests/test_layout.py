@@ -11,10 +11,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent / "cbuild"
 
 #: Stage -> its rank; a module may import its own stage and stages of lower rank.
-#: Top-level modules: errors and lazy are the foundation (rank 0); hookspecs is the models'
-#: extension point (rank 3, beside models); config (a project's settings) reads what the
-#: stages offer (rank 5); cli, __init__ and __main__ sit on everything.
-RANKS = {"errors": 0, "lazy": 0, "build": 1, "riscv": 2, "models": 3, "run": 4, "report": 4, "config": 5}
+#: Top-level modules: errors, lazy and framing (the messages between the engine's processes) are
+#: the foundation (rank 0); hookspecs is the models' extension point (rank 3, beside models);
+#: config (a project's settings) reads what the stages offer (rank 5); cli, __init__ and __main__
+#: sit on everything.
+RANKS = {"errors": 0, "lazy": 0, "framing": 0, "build": 1, "riscv": 2, "models": 3, "run": 4, "report": 4, "config": 5}
 TOP = {"cli", "__init__", "__main__"}
 
 #: The stated exceptions (cbuild/build/__init__.py says why).

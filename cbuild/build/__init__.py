@@ -7,8 +7,8 @@ worker process (:mod:`.llvm_worker`, :mod:`.codegen`) and linked with the runtim
 By-products: the block table (:mod:`.blocks`) and exported C signatures
 (:mod:`.signatures`). :class:`.builder.Builder` orchestrates it.
 
-Imports only :mod:`cbuild.errors` and its own modules, with one stated exception: the
-builder (:mod:`.builder`) hands each build to the cost models (``cbuild.models``) and,
-for models that execute, to the RISC-V target build (``cbuild.riscv``): it is where
-the stages meet.
+Imports only :mod:`cbuild.errors`, :mod:`cbuild.framing` and its own modules, with one stated
+exception: the builder (:mod:`.builder`) hands each build to the cost models
+(``cbuild.models``) and, for models that execute, to the RISC-V target build
+(``cbuild.riscv``): it is where the stages meet.
 """

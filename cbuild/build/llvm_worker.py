@@ -24,7 +24,6 @@ import contextlib
 import os
 import pickle
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,8 +34,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from cbuild.errors import CBuildError, LLVMCrashed
+from cbuild.framing import receive_message, send_message
 
-_LENGTH = struct.Struct("<Q")
 #: Characters of the dead worker's stderr quoted in the error (its end: LLVM's message).
 STDERR_TAIL = 4000
 #: Sources named in an error before the rest are counted.
@@ -53,25 +52,6 @@ sys.modules["cbuild"] = package
 from cbuild.build.llvm_worker import serve
 serve()
 """
-
-
-def _send(stream: IO[bytes], message: Any) -> None:
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(payload)))
-    stream.write(payload)
-    stream.flush()
-
-
-def _receive(stream: IO[bytes]) -> Any:
-    """The next message, or ``EOFError`` when the other side is gone (also half-way through)."""
-    header = stream.read(_LENGTH.size)
-    if len(header) < _LENGTH.size:
-        raise EOFError
-    (size,) = _LENGTH.unpack(header)
-    payload = stream.read(size)
-    if len(payload) < size:
-        raise EOFError
-    return pickle.loads(payload)
 
 
 def _portable(exc: Exception) -> Exception:
@@ -112,14 +92,14 @@ def serve() -> None:
     }
     while True:
         try:
-            name, args, kwargs = _receive(requests)
+            name, args, kwargs = receive_message(requests)
         except EOFError:
             return
         try:
             reply: tuple[str, Any] = ("ok", operations[name](*args, **kwargs))
         except Exception as exc:  # the parent raises it in the build that asked
             reply = ("error", _portable(exc))
-        _send(replies, reply)
+        send_message(replies, reply)
 
 
 class WorkerDied(Exception):
@@ -177,8 +157,8 @@ class Worker:
         """``("ok", value)`` or ``("error", exception)``; raises WorkerDied if the worker ended first."""
         start = os.fstat(self._stderr.fileno()).st_size
         try:
-            _send(self._requests, (name, args, kwargs))
-            return _receive(self._replies)  # type: ignore[no-any-return]
+            send_message(self._requests, (name, args, kwargs))
+            return receive_message(self._replies)  # type: ignore[no-any-return]
         except (EOFError, BrokenPipeError):
             pass
         try:

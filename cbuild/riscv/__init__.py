@@ -8,5 +8,5 @@ has recorded the code it reached, of that code translated to native code (:mod:`
 :mod:`.machine` and :mod:`.maxplus` describe pipelines for the pipeline model; :mod:`.lowering`
 is the IR-level estimate used with ``execute = false``.
 
-Imports :mod:`cbuild.build` and :mod:`cbuild.errors` only.
+Imports :mod:`cbuild.build`, :mod:`cbuild.errors` and :mod:`cbuild.framing` only.
 """

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
-import pickle
 import select
-import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any
+
+from cbuild.framing import read_message, receive_message, send_message
+
+__all__ = ["TIMED", "UNTIMED", "TimeLimitPassed", "marked_untimed", "receive_message", "receive_reply", "send_message"]
 
 
 class TimeLimitPassed(Exception):
@@ -32,18 +34,6 @@ class _Clock(enum.Enum):
 UNTIMED = _Clock.UNTIMED
 #: The guest's run goes on.
 TIMED = _Clock.TIMED
-
-
-def send_message(out: IO[bytes], message: Any) -> None:
-    """One pickled message, length first."""
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(struct.pack("<Q", len(data)) + data)
-    out.flush()
-
-
-def receive_message(inp: IO[bytes]) -> Any:
-    """The next message :func:`send_message` sent; EOFError when the stream ended."""
-    return _read_message(inp.read)
 
 
 @contextlib.contextmanager
@@ -72,25 +62,8 @@ def receive_reply(fd: int, timeout: float | None) -> Any:
             if not select.select([fd], [], [], max(left, 0.0))[0]:
                 raise TimeLimitPassed
             left -= time.monotonic() - started
-        message = _read_message(read)
+        message = read_message(read)
         if message is not UNTIMED:
             return message
-        if _read_message(read) is not TIMED:  # nothing else is written within untimed work
+        if read_message(read) is not TIMED:  # nothing else is written within untimed work
             raise EOFError
-
-
-def _read_message(read: Callable[[int], bytes]) -> Any:
-    """One message, read with ``read`` (which may return fewer bytes than asked for, none at the end)."""
-    (n,) = struct.unpack("<Q", _read_exactly(read, 8))
-    return pickle.loads(_read_exactly(read, n))
-
-
-def _read_exactly(read: Callable[[int], bytes], n: int) -> bytes:
-    parts = []
-    while n:
-        part = read(n)
-        if not part:
-            raise EOFError
-        parts.append(part)
-        n -= len(part)
-    return b"".join(parts)
