@@ -19,7 +19,7 @@ import pytest
 from cbuild import Builder, BuildOptions, Library, run_program
 from cbuild.build.builder import Artifact
 from cbuild.models import CostModel, default_registry
-from cbuild.riscv import executor, translate, translated
+from cbuild.riscv import executor, messages, translate, translated
 from cbuild.riscv.translate import Block
 from cbuild.riscv.translated import (
     CHECK_TRANSLATION,
@@ -509,6 +509,29 @@ def test_compiling_a_translation_is_not_part_of_the_runs_time_limit(
     assert list(elf.parent.glob(f"{elf.name}.rvt-*.o"))
     with pytest.raises(executor.ExecutorError, match=r"took longer than 0\.5 s"):
         run("-1", timeout=0.5)
+    executor.close_servers()
+
+
+def test_compiling_a_translation_has_a_limit_of_its_own(
+    builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """Compiling a translation is not held to the run's time limit, but to a limit of its own: past
+    it, the run fails and says so, and the next run compiles it again."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
+    executor.close_servers()
+    source = write("loops.c", f"{LOOPS_C}/* {request.node.name} */\n")
+    library, elf, translation, runtimes = _direct(builder.build([source], models=_models("riscv32")))
+
+    def run() -> executor.Execution:
+        return executor.run_isolated(library, elf, runtimes, ["loops", "100"], timeout=60, translation=translation)
+
+    assert run().engine == "unicorn"  # records the blocks
+    monkeypatch.setattr(messages, "UNTIMED_LIMIT", 0.05)  # compiling takes seconds
+    with pytest.raises(executor.ExecutorError, match=r"compiling the translation of .* took longer than 0\.05 s"):
+        run()
+    monkeypatch.setattr(messages, "UNTIMED_LIMIT", 600.0)
+    assert (run().engine, run().stdout) == ("translated", b"197\n")
     executor.close_servers()
 
 

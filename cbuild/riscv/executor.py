@@ -37,7 +37,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from cbuild.build.demangle import demangle
 from cbuild.build.places import Frame, symbols
 from cbuild.errors import CBuildError
-from cbuild.riscv.messages import TimeLimitPassed, marked_untimed, receive_message, receive_reply, send_message
+from cbuild.riscv.messages import (
+    TimeLimitPassed,
+    UntimedLimitPassed,
+    marked_untimed,
+    receive_message,
+    receive_reply,
+    send_message,
+)
 
 if TYPE_CHECKING:  # the executor's child process imports this module: only what running needs
     from cbuild.build.cache import Cache
@@ -1007,6 +1014,12 @@ def run_isolated(
     server = _Server.take()
     try:
         result = server.request(request, timeout)
+    except UntimedLimitPassed as passed:
+        server.close()
+        raise ExecutorError(
+            f"compiling the translation of {elf.name} (work outside the run's time limit) took longer than "
+            f"{passed.limit:g} s"
+        ) from None
     except TimeLimitPassed:
         where = server.guest_where(elf)
         server.close()

@@ -54,7 +54,14 @@ from cbuild.riscv.executor import (
     read_image,
     unpack_runtimes,
 )
-from cbuild.riscv.messages import TimeLimitPassed, marked_untimed, receive_message, receive_reply, send_message
+from cbuild.riscv.messages import (
+    TimeLimitPassed,
+    UntimedLimitPassed,
+    marked_untimed,
+    receive_message,
+    receive_reply,
+    send_message,
+)
 
 #: Argument buffers are copied here, one call at a time.
 ARENA = 0x7000_0000
@@ -613,6 +620,12 @@ class Guest:
         try:
             send_message(self.proc.stdin, message)
             ok, value = receive_reply(self.proc.stdout.fileno(), timeout)
+        except UntimedLimitPassed as passed:
+            self.close()
+            raise ExecutorError(
+                f"compiling the translation of {self.elf.name} (work outside the call's time limit) took longer "
+                f"than {passed.limit:g} s"
+            ) from None
         except TimeLimitPassed:  # the worker cannot be interrupted mid-run: it ends, and the guest with it
             where = self._where()
             self.close()
