@@ -14,7 +14,8 @@ _LENGTH = struct.Struct("<Q")
 def send_message(out: IO[bytes], message: Any) -> None:
     """One pickled message, length first."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(_LENGTH.pack(len(data)) + data)
+    out.write(_LENGTH.pack(len(data)))
+    out.write(data)
     out.flush()
 
 

@@ -40,7 +40,7 @@ from cbuild.framing import receive_message, send_message
 STDERR_TAIL = 4000
 #: Sources named in an error before the rest are counted.
 MAX_NAMED_SOURCES = 8
-#: The worker imports the engine's modules it needs (codegen, blocks, errors) without
+#: The worker imports the engine's modules it needs (codegen, blocks, errors, framing) without
 #: running ``cbuild/__init__.py``, which imports all of the engine: over half of the start-up.
 _BOOTSTRAP = """\
 import sys, types

@@ -1017,8 +1017,8 @@ def run_isolated(
     except UntimedLimitPassed as passed:
         server.close()
         raise ExecutorError(
-            f"compiling the translation of {elf.name} (work outside the run's time limit) took longer than "
-            f"{passed.limit:g} s"
+            f"compiling (or waiting for) the translation of {elf.name}, work outside the run's time limit, "
+            f"took longer than {passed.limit:g} s"
         ) from None
     except TimeLimitPassed:
         where = server.guest_where(elf)
@@ -1068,7 +1068,8 @@ class _Server:
 
     def request(self, message: Any, timeout: float | None) -> Any:
         """Send a run and wait for its result (:class:`TimeLimitPassed` after ``timeout`` seconds of
-        the run, compiling its translation left out)."""
+        the run, compiling its translation left out; :class:`UntimedLimitPassed` after
+        UNTIMED_LIMIT seconds of compiling it)."""
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         try:

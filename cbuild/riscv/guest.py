@@ -623,8 +623,8 @@ class Guest:
         except UntimedLimitPassed as passed:
             self.close()
             raise ExecutorError(
-                f"compiling the translation of {self.elf.name} (work outside the call's time limit) took longer "
-                f"than {passed.limit:g} s"
+                f"compiling (or waiting for) the translation of {self.elf.name}, work outside the time limit, "
+                f"took longer than {passed.limit:g} s"
             ) from None
         except TimeLimitPassed:  # the worker cannot be interrupted mid-run: it ends, and the guest with it
             where = self._where()

@@ -12,21 +12,21 @@ unicorn (``RVX_FALLBACK``).
 Each ELF function's blocks become one LLVM function ``i64 (ptr x, i64 pc)``: it starts at any of its
 blocks (a switch on ``pc``), keeps the guest registers it uses and the count of executed
 instructions in locals (loaded on entry, stored back on return; around a host call of another
-translated function, those the callee or what it calls may read or write), branches directly between
-its blocks and returns the guest pc to go on at, with the reason in ``x->cpu.reason``; the
-executor's dispatcher makes system calls and region markers between calls. Every block first checks
-that its instructions (in a hot block, plus the models' slack for it) stay within ``rvt_limit``
-(past it, ``rvt_over`` says whether the instruction limit or a cut-off on a model's clock stops the
-run there; within it, a hot block's models have room), counts its executions in the run
-(``rvt_counts``; the first one checks the block in guest memory against the translation,
-``rvt_first_entry``), adds its instructions, and calls ``rvt_block`` (the models' block hook). A hot
-block's check also covers the hot blocks it goes to directly that make one access at most
-(:func:`_covers`): where it found room for itself and the largest of them, they start without a
-check of their own; every load and store calls ``rvt_access`` with the instruction's index in its
-block (the models' access hook), except that in a block that runs often, loads (or stores) through
-one base register ask the models once whether any of them matters (``rvt_accesses_done``,
-:func:`_access_groups`). Linked with the executor's C code, the hooks are inlined into the blocks
-that run often.
+translated function, those it wrote that the callee or what it calls may read or write, and back in
+those they may write), branches directly between its blocks and returns the guest pc to go on at,
+with the reason in ``x->cpu.reason``; the executor's dispatcher makes system calls and region
+markers between calls. Every block first checks that its instructions (in a hot block, plus the
+models' slack for it) stay within ``rvt_limit`` (past it, ``rvt_over`` says whether the instruction
+limit or a cut-off on a model's clock stops the run there; within it, a hot block's models have
+room), counts its executions in the run (``rvt_counts``; the first one checks the block in guest
+memory against the translation, ``rvt_first_entry``), adds its instructions, and calls ``rvt_block``
+(the models' block hook). A hot block's check also covers the hot blocks it goes to directly that
+make one access at most (:func:`_covers`): where it found room for itself and the largest of them,
+they start without a check of their own; every load and store calls ``rvt_access`` with the
+instruction's index in its block (the models' access hook), except that in a block that runs often,
+loads (or stores) through one base register ask the models once whether any of them matters
+(``rvt_accesses_done``, :func:`_access_groups`). Linked with the executor's C code, the hooks are
+inlined into the blocks that run often.
 """
 
 from __future__ import annotations
@@ -342,8 +342,9 @@ class _Emitter:
         """Call the translated ``function`` at guest address ``target`` as a host call, so that
         the callee's return comes back here instead of through the dispatcher; whatever else it
         returns for (a jump elsewhere, a system call, a stop) goes on through the dispatcher. Past
-        :data:`MAX_NESTED` nested calls, the call too goes through it. Around the call, the
-        registers the callee ``name`` (or :data:`_ANY`) may read or write go out and come back in
+        :data:`MAX_NESTED` nested calls, the call too goes through it. Around the call, of the
+        registers the callee ``name`` (or :data:`_ANY`) and what it calls may read or write, those
+        this function wrote go out, and those the callee may write come back in
         (:meth:`_Lifted.text`)."""
         self.callees.add(name)
         depth = self.op("load i32, ptr @rvt_depth")
