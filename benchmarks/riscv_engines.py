@@ -8,15 +8,16 @@ For each of bench.py's four workloads: the plain native program, the ir-count bu
 and run_program with zkvm, with pipeline (inorder5, riscv32) and with both, each in unicorn
 (``INSTRBUDGET_RISCV_ENGINE=unicorn``) and translated (the default once a first run recorded the
 code it reached), medians of interleaved rounds; in each round the plain program runs
-:data:`PLAIN_RUNS` times and the ir-count build :data:`IR_COUNT_RUNS` times, and their least
-times count (a plain run of json varied 0.08-0.16 s between rounds on a busy machine, which moved
-its ratios by 2x; the least of a few only makes the ratios larger). It prints the time each model adds to the ir-count
-run in units of the plain program's run time, the executor's speed in RISC-V instructions per
-second of that added time, the first translated run's extra time (translating, compiling and
-keeping the object code; the executor's C code compiled once before), and the extra time of the
-first run in a new executor server (loading the kept object code), both with zkvm. Results of
-both engines are checked equal. Writes the same to ``benchmarks/results/riscv_engines.txt``
-after the provenance header. No timing assertions: the script prints, the reader judges.
+:data:`PLAIN_RUNS` times and the ir-count build :data:`IR_COUNT_RUNS` times, and their least times
+count (a plain run of json varied 0.08-0.16 s between rounds on a busy machine, which moved its
+ratios by 2x; the least of a few only makes the ratios larger). It prints the time each model adds
+to the ir-count run in units of the plain program's run time, the executor's speed in RISC-V
+instructions per second of that added time, the first translated run's extra time (translating,
+compiling and keeping the object code; the executor's C code compiled once before), and the extra
+time of the first run in a new executor server (loading the kept object code), both with zkvm.
+Results of both engines are checked equal. Writes the same to
+``benchmarks/results/riscv_engines.txt`` after the provenance header. No timing assertions: the
+script prints, the reader judges.
 """
 
 from __future__ import annotations

@@ -1016,10 +1016,7 @@ def run_isolated(
         result = server.request(request, timeout)
     except UntimedLimitPassed as passed:
         server.close()
-        raise ExecutorError(
-            f"compiling (or waiting for) the translation of {elf.name}, work outside the run's time limit, "
-            f"took longer than {passed.limit:g} s"
-        ) from None
+        raise ExecutorError(passed.describe(elf.name)) from None
     except TimeLimitPassed:
         where = server.guest_where(elf)
         server.close()

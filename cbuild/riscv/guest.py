@@ -622,10 +622,7 @@ class Guest:
             ok, value = receive_reply(self.proc.stdout.fileno(), timeout)
         except UntimedLimitPassed as passed:
             self.close()
-            raise ExecutorError(
-                f"compiling (or waiting for) the translation of {self.elf.name}, work outside the time limit, "
-                f"took longer than {passed.limit:g} s"
-            ) from None
+            raise ExecutorError(passed.describe(self.elf.name)) from None
         except TimeLimitPassed:  # the worker cannot be interrupted mid-run: it ends, and the guest with it
             where = self._where()
             self.close()

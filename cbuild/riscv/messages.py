@@ -50,6 +50,13 @@ class UntimedLimitPassed(TimeLimitPassed):
         super().__init__(limit)
         self.limit = limit
 
+    def describe(self, elf: str) -> str:
+        """What passed the limit, for the run or call of the ELF named ``elf``."""
+        return (
+            f"compiling (or waiting for) the translation of {elf}, work outside the time limit, "
+            f"took longer than {self.limit:g} s"
+        )
+
 
 class _Clock(enum.Enum):
     UNTIMED = "untimed"

@@ -149,7 +149,8 @@ def accesses(word: int) -> int:
 #: Placeholders in a function's lines for the code that stores its locals into the machine before a
 #: host call of another translated function, and loads them again after it; each is followed by the
 #: callee's name, or by :data:`_ANY` for a callee found at run time.
-_STATE_OUT, _STATE_IN = "; state out", "; state in"
+_STATE = "; state"
+_STATE_OUT, _STATE_IN = f"{_STATE} out", f"{_STATE} in"
 _ANY = "*"
 
 #: Every guest register but x0.
@@ -324,7 +325,7 @@ class _Emitter:
     def call(self, target: int, back: int) -> None:
         """A guest call (``jal ra``, or ``jalr ra`` to a known address) of a translated block: a
         host call of its function (see :meth:`host_call`), recursion included."""
-        self.host_call(f"@{self.owner[target]}", str(target), back, self.owner[target])
+        self.host_call(self.owner[target], str(target), back)
 
     def call_dynamic(self, target: str, back: int) -> None:
         """A guest call through a register: a host call of the translated function with a block
@@ -334,12 +335,13 @@ class _Emitter:
         found, missing = self.new_label("found"), self.new_label("missing")
         self.emit(f"br i1 {self.op(f'icmp ne ptr {code}, null')}, label %{found}, label %{missing}")
         self.label(found)
-        self.host_call(code, pc, back, _ANY)
+        self.host_call(_ANY, pc, back, code)
         self.label(missing)
         self.leave(pc, JUMP)
 
-    def host_call(self, function: str, target: str, back: int, name: str) -> None:
-        """Call the translated ``function`` at guest address ``target`` as a host call, so that
+    def host_call(self, name: str, target: str, back: int, function: str | None = None) -> None:
+        """Call the translated function ``name`` (or ``function``, found at run time: ``name`` is
+        :data:`_ANY`) at guest address ``target`` as a host call, so that
         the callee's return comes back here instead of through the dispatcher; whatever else it
         returns for (a jump elsewhere, a system call, a stop) goes on through the dispatcher. Past
         :data:`MAX_NESTED` nested calls, the call too goes through it. Around the call, of the
@@ -354,7 +356,7 @@ class _Emitter:
         self.label(near)
         self.emit(f"store i32 {self.op(f'add i32 {depth}, 1')}, ptr @rvt_depth")
         self.emit(f"{_STATE_OUT} {name}")
-        next_pc = self.op(f"call i64 {function}(ptr %x, i64 {target})")
+        next_pc = self.op(f"call i64 {function or '@' + name}(ptr %x, i64 {target})")
         self.emit(f"{_STATE_IN} {name}")
         self.emit(f"store i32 {depth}, ptr @rvt_depth")
         reason = self.op(f"load i32, ptr {self.op(f'getelementptr i8, ptr %x, i64 {_REASON}')}")
@@ -709,6 +711,9 @@ class _Lifted:
         uses and stores those it writes); after it, those the callee may write come back."""
         e, lines = self.emitter, list(self.head)
         for line in self.body:
+            if not line.startswith(f"  {_STATE}"):  # as the emitter indents it
+                lines.append(line)
+                continue
             tag, _, callee = line.strip().rpartition(" ")
             if tag == _STATE_OUT:
                 touched = reach[callee][0] if callee != _ANY else _REGISTERS
@@ -716,8 +721,6 @@ class _Lifted:
             elif tag == _STATE_IN:
                 changed = reach[callee][1] if callee != _ANY else _REGISTERS
                 lines += ["  " + text for text in e.state_in(e.used & changed)]
-            else:
-                lines.append(line)
         lines.append("}")
         return "\n".join(lines)
 
