@@ -123,14 +123,24 @@ def _target(offset: int, pc: int, xlen: int) -> str:
     return hex((pc + offset) & ((1 << xlen) - 1))
 
 
-def _branch(w: int, pc: int, xlen: int) -> list[str]:
+def branch_offset(w: int) -> int:
+    """A conditional branch's target, from its own address."""
     offset = ((w >> 19) & 0x1000) | ((w << 4) & 0x800) | ((w >> 20) & 0x7E0) | ((w >> 7) & 0x1E)
-    return [_X[_rs1(w)], _X[_rs2(w)], _target(offset - ((offset & 0x1000) << 1), pc, xlen)]
+    return offset - ((offset & 0x1000) << 1)
+
+
+def jal_offset(w: int) -> int:
+    """``jal``'s target, from its own address."""
+    offset = ((w >> 11) & 0x100000) | (w & 0xFF000) | ((w >> 9) & 0x800) | ((w >> 20) & 0x7FE)
+    return offset - ((offset & 0x100000) << 1)
+
+
+def _branch(w: int, pc: int, xlen: int) -> list[str]:
+    return [_X[_rs1(w)], _X[_rs2(w)], _target(branch_offset(w), pc, xlen)]
 
 
 def _jal(w: int, pc: int, xlen: int) -> list[str]:
-    offset = ((w >> 11) & 0x100000) | (w & 0xFF000) | ((w >> 9) & 0x800) | ((w >> 20) & 0x7FE)
-    return [_X[_rd(w)], _target(offset - ((offset & 0x100000) << 1), pc, xlen)]
+    return [_X[_rd(w)], _target(jal_offset(w), pc, xlen)]
 
 
 _FENCE_SETS = tuple("".join(c for i, c in enumerate("iorw") if bits & 8 >> i) or "unknown" for bits in range(16))

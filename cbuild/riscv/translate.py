@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cbuild.riscv.decode import branch_offset, jal_offset
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
@@ -66,17 +67,6 @@ class Block:
 
 def _sext(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) & 1 else value
-
-
-def _branch_offset(w: int) -> int:
-    """A conditional branch's offset from its own address."""
-    return _sext(((w >> 31) & 1) << 12 | ((w >> 7) & 1) << 11 | ((w >> 25) & 0x3F) << 5 | ((w >> 8) & 0xF) << 1, 13)
-
-
-def _jal_offset(w: int) -> int:
-    """``jal``'s offset from its own address."""
-    offset = ((w >> 31) & 1) << 20 | ((w >> 12) & 0xFF) << 12 | ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3FF) << 1
-    return _sext(offset, 21)
 
 
 def _ends_block(word: int) -> bool:
@@ -425,7 +415,7 @@ class _Emitter:
         elif op == 0x17:  # auipc
             self.put(rd, self.const(pc + _sext(w & 0xFFFFF000, 32)), pc + _sext(w & 0xFFFFF000, 32))
         elif op == 0x6F:  # jal
-            imm = _jal_offset(w)
+            imm = jal_offset(w)
             self.put(rd, self.const(pc + 4))
             callee = (pc + imm) & ((1 << xlen) - 1)
             if rd == 1 and callee in self.owner:
@@ -451,7 +441,7 @@ class _Emitter:
                 self.go_dynamic(dynamic, within=rs1 != 1)
             return True
         elif op == 0x63 and f3 not in (2, 3):  # branches
-            imm = _branch_offset(w)
+            imm = branch_offset(w)
             cond = ("eq", "ne", "", "", "slt", "sge", "ult", "uge")[f3]
             taken = self.op(f"icmp {cond} {t} {self.get(rs1)}, {self.get(rs2)}")
             yes, no = self.new_label("taken"), self.new_label("fall")
@@ -710,8 +700,9 @@ class _Lifted:
         locals the caller wrote and the callee may read or write go out (the callee loads those it
         uses and stores those it writes); after it, those the callee may write come back."""
         e, lines = self.emitter, list(self.head)
+        placeholder = f"  {_STATE}"  # as the emitter indents it
         for line in self.body:
-            if not line.startswith(f"  {_STATE}"):  # as the emitter indents it
+            if not line.startswith(placeholder):
                 lines.append(line)
                 continue
             tag, _, callee = line.strip().rpartition(" ")
@@ -849,10 +840,10 @@ def _covers(blocks: Sequence[Block], hot: Container[int], owner: Mapping[int, st
         op, rd = w & 0x7F, (w >> 7) & 31
         targets: list[int] = []
         if op == 0x63 and (w >> 12) & 7 not in (2, 3):
-            imm = _branch_offset(w)
+            imm = branch_offset(w)
             targets = [last + imm, last + 4]
         elif op == 0x6F:
-            imm = _jal_offset(w)
+            imm = jal_offset(w)
             if not (rd == 1 and last + imm in owner):
                 targets = [last + imm]
         elif not _ends_block(w):

@@ -155,9 +155,10 @@ class NativeLibrary:
 #: The functions a loaded translation exports: the executor's interface.
 _EXPORTED = re.compile(r"^define (?!internal |private )[^@\n]*@((?:rvx|rvt)_\w+)\(", re.MULTILINE)
 
-#: The translator's source: part of a translation's key, so that a change to it never reuses object
-#: code it made before (its VERSION alone depends on being bumped).
-_TRANSLATOR = Path(__file__).with_name("translate.py")
+#: The translator's sources (translate.py and the decoder it reads branch and jump targets with):
+#: part of a translation's key, so that a change to them never reuses object code made before (its
+#: VERSION alone depends on being bumped).
+_TRANSLATOR = tuple(Path(__file__).with_name(name) for name in ("translate.py", "decode.py"))
 
 #: Translations loaded in this process, by key, least recently used first: an executor server
 #: loads each once, and keeps the last few (each holds its code and the executor's).
@@ -236,7 +237,7 @@ def load(
     triple = llvm.get_process_triple()
     hot = reached.hot()
     producers = [r.block_data_id or "-" for r in runtimes]
-    parts = [VERSION, _digest_file(_TRANSLATOR), triple, _digest_file(elf), _digest_file(executor_ir), *producers]
+    parts = [VERSION, *map(_digest_file, _TRANSLATOR), triple, _digest_file(elf), _digest_file(executor_ir), *producers]
     parts += map(str, sorted(reached.blocks))
     key = hashlib.sha256("\0".join([*parts, "hot", *map(str, sorted(hot))]).encode()).hexdigest()[:32]
     with _LOCK:
