@@ -17,7 +17,7 @@ from cbuild.run.extension import Extension, extension_options
 from cbuild.run.hosts import HostPool, HostProcess
 from cbuild.run.library import Library
 from cbuild.run.program import run_program
-from cbuild.run.stops import machine_clock_usage
+from cbuild.run.stops import checked_limits, machine_clock_usage
 from pytest_instrbudget.marker import model_names
 from pytest_instrbudget.measure import Meter, measure
 
@@ -81,7 +81,7 @@ class Program:
             env=env,
             cwd=cwd,
             table=self._table,
-            limits=self._meter.program_limits() if self.artifact.cutoff else None,
+            limits=checked_limits(self.artifact, self._meter.program_limits()),
         )
         self._meter.add_run(result.counts)
         costs: dict[str, Cost] = {}

@@ -18,7 +18,7 @@ from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, default_registry
 from cbuild.report.outputs import write_output
 from cbuild.run.hosts import HostPool, guard_library
-from cbuild.run.stops import CodeStopped
+from cbuild.run.stops import CodeStopped, needs_cutoff_build
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.fixture import CBuild
@@ -245,7 +245,7 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
         options=session.settings.build_options(
             instrument=not session.run.disable,
             calls=session.run.wants_calls,
-            cutoff=bool(meter.limits),
+            cutoff=needs_cutoff_build(meter.limits, models),
         ),
         meter=meter,
         models=models,

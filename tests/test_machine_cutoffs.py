@@ -25,7 +25,7 @@ from cbuild.models.zkvm import ZkvmModel
 from cbuild.riscv.executor import ExecRuntime
 from cbuild.run.library import Library
 from cbuild.run.program import run_program
-from cbuild.run.stops import CodeStopped, Stop
+from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
 
 #: Stores and loads spread over 1 MiB: paging as well as instructions moves the zk clock.
 SPREAD_C = r"""
@@ -78,6 +78,15 @@ def _stop(artifact: object, args: list[object], metric: str, limit: int, data: b
     with pytest.raises(CodeStopped) as stopped:
         run_program(artifact, args, input=data, limits={metric: limit})  # type: ignore[arg-type]
     return stopped.value.stop
+
+
+def test_only_limits_on_clocks_the_native_build_keeps_need_a_cutoff_build() -> None:
+    executing, estimating = _zkvm(), ZkvmModel({"execute": False})
+    assert not needs_cutoff_build([], [executing])
+    assert not needs_cutoff_build(["zk_cycles"], [executing])
+    assert needs_cutoff_build(["zk_cycles"], [estimating])
+    assert needs_cutoff_build(["ir_instructions"], [executing])
+    assert needs_cutoff_build(["ir_instructions", "zk_cycles"], [executing])
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ table and line tables (pyelftools).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from cbuild.build.builder import Artifact
 from cbuild.build.demangle import demangle
 from cbuild.build.places import Frame, symbols
 from cbuild.errors import CBuildError, ExecutionError
+from cbuild.models.base import CostModel
 from cbuild.models.costs import split_results
 from cbuild.models.profile import IR_METRIC, clock_metrics, clock_numbers
 from cbuild.riscv.executor import guest_frame, slot_results
@@ -90,6 +91,25 @@ def requested(max_instr: int | None, limits: Mapping[str, int] | None) -> dict[s
     if max_instr is not None:
         wanted[IR_METRIC] = max_instr
     return wanted
+
+
+def needs_cutoff_build(limits: Iterable[str], models: Iterable[CostModel]) -> bool:
+    """Whether code given cut-offs on the metrics ``limits`` must be a cut-off build
+    (``BuildOptions(cutoff=True)``): a limit on the IR total or on a clock the native build keeps
+    needs its checks; one on the clock of a model that executes a RISC-V build is checked by that
+    run alone, so a build for it needs none (and shares its native and RISC-V builds with runs
+    without cut-offs)."""
+    executed = {model.metrics[0].name for model in models if model.executes() is not None}
+    return any(metric not in executed for metric in limits)
+
+
+def checked_limits(artifact: Artifact, limits: Mapping[str, int]) -> dict[str, int]:
+    """The ``limits`` a run of ``artifact`` checks: all of them in a cut-off build, else those on
+    the clocks of its executing models (the RISC-V runs check them)."""
+    if artifact.cutoff:
+        return dict(limits)
+    executed = machine_clocks(artifact)
+    return {metric: value for metric, value in limits.items() if metric in executed}
 
 
 def machine_clocks(artifact: Artifact) -> dict[str, tuple[str, int | None]]:
