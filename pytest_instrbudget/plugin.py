@@ -264,8 +264,12 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     meter = item.stash.get(METER, None)
     session = item.config.stash[SESSION]
-    if meter is None or session.run.disable:
+    if session.run.disable:
         return (yield)
+    if meter is None:
+        outcome = yield
+        _fail_unmeasured(item, "does not use the cbuild fixture")
+        return outcome
     meter.start()
     completed = False
     try:
@@ -304,7 +308,24 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                     )
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
+    if not meter.used:
+        _fail_unmeasured(item, "ran no measured code (no library call or program run through the cbuild fixture)")
     return outcome
+
+
+def _fail_unmeasured(item: pytest.Item, why: str) -> None:
+    """A test that passed with limits in its budget but nothing measured fails: its limits were
+    not checked."""
+    budget = item.stash.get(BUDGET, None)
+    if budget is None:
+        return
+    limited = sorted({*budget.limits, *budget.stops, *(m for per in budget.regions.values() for m in per)})
+    if limited:
+        pytest.fail(
+            f"{item.nodeid}: @pytest.mark.budget sets limits on {', '.join(limited)}, but the test {why}: "
+            "nothing was measured, so they were not checked",
+            pytrace=False,
+        )
 
 
 def junit_properties(result: TestResult) -> list[tuple[str, object]]:

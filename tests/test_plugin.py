@@ -601,3 +601,43 @@ def test_plugin_outcomes_of_expected_failures_and_skips(pytester: pytest.Pyteste
     result.stdout.re_match_lines([r"test_expected\.py::test_skips_part_way +\d+ +skipped \(partial\)"])
     assert "error" not in result.stdout.str().split("instrbudget ====")[-1]
     assert not (pytester.path / ".instrbudget" / "baseline.json").exists()  # partial counts are never written
+
+
+UNMEASURED_TESTS = """
+import pytest
+
+@pytest.mark.budget(max_instr=10)
+def test_without_the_fixture():
+    assert True
+
+@pytest.mark.budget(max_instr=10, regions={"scan": 5})
+def test_with_the_fixture_unused(cbuild):
+    assert True
+
+@pytest.mark.budget(timeout=30)
+def test_without_limits(cbuild):
+    assert True
+
+@pytest.mark.budget(max_instr=10)
+def test_that_fails_on_its_own():
+    assert False, "its own failure"
+"""
+
+
+def test_plugin_a_budget_whose_test_measured_nothing_fails(pytester: pytest.Pytester) -> None:
+    """Limits on a test that ran no measured code were never checked: the test fails saying so
+    (a budget without limits, and a test that failed on its own, are left as they are)."""
+    pytester.makepyfile(test_x=UNMEASURED_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_x.py::test_without_the_fixture: @pytest.mark.budget sets limits on ir_instructions, but the "
+            "test does not use the cbuild fixture: nothing was measured, so they were not checked",
+            "*test_x.py::test_with_the_fixture_unused: @pytest.mark.budget sets limits on ir_instructions, but the "
+            "test ran no measured code (no library call or program run through the cbuild fixture): nothing was "
+            "measured, so they were not checked",
+            "*AssertionError: its own failure*",
+        ],
+        consecutive=False,
+    )
