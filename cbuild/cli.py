@@ -99,7 +99,11 @@ def parser() -> argparse.ArgumentParser:
     _add_model_flag(build, "cost model whose run-time part to build in")
     run = sub.add_parser("run", help="build (cached), run, and print the program's cost")
     _add_build_flags(run)
-    run.add_argument("--json", action="store_true", help="print a JSON document instead of the summary")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help='print a JSON document instead of the summary (the program\'s output in its "stdout")',
+    )
     run.add_argument("--top", type=int, default=10, help="functions to list (default 10)")
     run.add_argument("--timeout", type=float, default=None, help="seconds before the program is killed")
     _add_model_flag(run, "cost model to report")
@@ -425,8 +429,9 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
     result = run_program(
         artifact, program_args, input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(), timeout=args.timeout
     )
-    sys.stdout.buffer.write(result.stdout)
-    sys.stdout.flush()
+    if not args.json or result.counts is None:  # with --json, stdout holds the document alone
+        sys.stdout.buffer.write(result.stdout)
+        sys.stdout.flush()
     sys.stderr.buffer.write(result.stderr)
     sys.stderr.flush()
     if result.counts is None:
@@ -437,6 +442,8 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         tables, symbols = demangled_keys(*(cost.functions for cost in costs))
         doc = {
             "returncode": result.returncode,
+            # What the program wrote to its standard output (UTF-8, undecodable bytes replaced).
+            "stdout": result.stdout.decode(errors="replace"),
             "fingerprint": artifact.fingerprint,
             # The first model's headline metric, then every metric; functions by demangled name.
             "metric": costs[0].metric,

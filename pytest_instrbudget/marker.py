@@ -87,8 +87,9 @@ class Budget:
         """The item's budget, or None when it has no marker.
 
         ``models`` are the session's; a marker's ``models=`` replaces them for this test,
-        through ``choose``. ``all_keywords`` maps every keyword of every registered model to
-        its model's name, so that a keyword of a model the test does not use gets a precise error.
+        through ``choose``. ``all_keywords`` maps every keyword of every registered model (limits
+        and cut-offs) to its model's name, so that a keyword of a model the test does not use gets
+        a precise error.
         """
         marks = list(item.iter_markers(MARKER))
         if not marks:
@@ -210,7 +211,7 @@ def _region_limits(
             per: dict[str, int] = {}
             for keyword, n in limit.items():
                 where = f"{nodeid}: budget(regions={{{name!r}: {{{keyword!r}: ...}}}})"
-                if keyword not in active and keyword in all_keywords:
+                if keyword not in active and all_keywords.get(keyword) not in (None, *(m.name for m in models)):
                     raise _inactive(where, all_keywords[keyword], models, chosen=chosen)
                 if keyword not in active:
                     accepted = ", ".join(sorted(active))

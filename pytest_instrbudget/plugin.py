@@ -32,7 +32,9 @@ SESSION = pytest.StashKey[BudgetSession]()
 OUTCOME = pytest.StashKey[Outcome]()
 METER = pytest.StashKey[Meter]()
 BUDGET = pytest.StashKey["Budget | None"]()
-#: The test's cost models: its marker's ``models=``, else the session's.
+#: Why a test's marker is not valid in this run (an error if the test is selected).
+BUDGET_ERROR = pytest.StashKey[str]()
+#: The test's metrics against its limits and the baseline.
 RESULT = pytest.StashKey[TestResult]()
 HOSTS = pytest.StashKey[HostPool]()
 WORKER_KEY = "instrbudget"
@@ -113,6 +115,7 @@ def _run_options(config: pytest.Config) -> RunOptions:
         profile_dir=Path(pd) if (pd := config.getoption("instrbudget_profile_dir")) else None,
         html_path=Path(h) if (h := config.getoption("instrbudget_html")) else None,
         table=config.getoption("instrbudget_table") or ("all" if config.option.verbose > 0 else "changed"),
+        baseline=config.getoption("instrbudget_baseline"),
     )
 
 
@@ -211,10 +214,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session.collected.update(item.nodeid for item in items)
     for item in items:
         try:
-            budget = Budget.from_item(item, session.models, session.all_keywords, choose=session.choose)
+            item.stash[BUDGET] = Budget.from_item(item, session.models, session.all_keywords, choose=session.choose)
         except ConfigError as exc:
-            raise pytest.UsageError(f"instrbudget: {exc}") from None
-        item.stash[BUDGET] = budget
+            item.stash[BUDGET_ERROR] = str(exc)  # an error if the test is selected (after deselection)
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after -k/-m deselect
+def pytest_collection_modifyitems_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A marker that is not valid in this run is an error where its test is to run: a test that
+    ``-k`` or ``-m`` leaves out (a marker of a model this run's ``--instrbudget-model`` leaves out,
+    say) does not stop the others."""
+    for item in items:
+        error = item.stash.get(BUDGET_ERROR, None)
+        if error is not None:
+            raise pytest.UsageError(f"instrbudget: {error}")
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:

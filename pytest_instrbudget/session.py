@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from cbuild.report.outputs import locked
 from cbuild.report.snapshot import differing_keys
 from cbuild.report.update import LIBRARIES, MODEL_KEY
 from pytest_instrbudget.baseline import Baseline, BaselineError
-from pytest_instrbudget.marker import Budget
+from pytest_instrbudget.marker import Budget, stop_keyword
 from pytest_instrbudget.results import (
     ERROR,
     IMPROVED,
@@ -53,6 +54,16 @@ class RunOptions:
     html_path: Path | None = None
     #: The summary table's rows: "changed" (failed, changed or new tests) or "all".
     table: str = "changed"
+    #: ``--instrbudget-baseline`` as given (None: the configured baseline).
+    baseline: str | None = None
+
+    def update_command(self) -> str:
+        """The command that accepts this run's costs into the same baseline, with the same models."""
+        words = ["pytest", "--instrbudget-update"]
+        if self.baseline is not None:
+            words.append(f"--instrbudget-baseline={self.baseline}")
+        words += [f"--instrbudget-model={name}" for name in self.models]
+        return shlex.join(words)
 
     @property
     def wants_calls(self) -> bool:
@@ -95,7 +106,11 @@ class BudgetSession:
         #: Every model in use, configured once from ``[tool.instrbudget.<name>]``: the session's and the tests'.
         self._instances: dict[str, CostModel] = {}
         self.models: list[CostModel] = self.choose(names)
-        self.all_keywords = registry.keywords()
+        #: Every marker keyword of every registered model (its limits, and the cut-off on its clock)
+        #: -> the model's name.
+        self.all_keywords = registry.keywords() | {
+            stop_keyword(registry.model_class(name).metrics[0].keyword): name for name in registry.names
+        }
         #: Metric name -> the registered model reporting it.
         self.metric_models = {m.name: name for name in registry.names for m in registry.model_class(name).metrics}
         self.baseline = baseline
@@ -333,7 +348,7 @@ class BudgetSession:
             over = any(m.status in (OVER_LIMIT, REGRESSED) for m in metrics)
             failure = f"instrbudget: {nodeid} is {'over budget' if over else 'not measured'}\n" + "\n".join(failures)
             if any(m.status == REGRESSED for m in metrics):
-                failure += "\n  if the new cost is intended, accept it with: pytest --instrbudget-update"
+                failure += f"\n  if the new cost is intended, accept it with: {self.run.update_command()}"
         result = TestResult(nodeid, budget is not None, metrics, failure, completed, list(region_problems or []))
         self.results[nodeid] = result
         return result

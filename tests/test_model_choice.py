@@ -174,6 +174,15 @@ def test_model_choice_errors_name_the_model_and_the_choices(pytester: pytest.Pyt
             "`models`*--instrbudget-model=pipeline, or choose it for this test with budget(models=[[]...]) "
             "(this test's models: ir-count)*"
         ),
+        "@pytest.mark.budget(stop_at_zkcycles=10)": (
+            "*test_a: budget(stop_at_zkcycles=...) belongs to the cost model 'zkvm', which is not active; add it "
+            "to `models`*--instrbudget-model=zkvm, or choose it for this test with budget(models=[[]...]) "
+            "(this test's models: ir-count)*"
+        ),
+        '@pytest.mark.budget(models=["ir-count", "zkvm"], regions={"r": {"stop_at_zkcycles": 1}})': (
+            "*test_a: budget(regions={'r': {'stop_at_zkcycles': ...}}): unknown keyword; accepted: max_instr, "
+            "max_zkcycles, *"
+        ),
         "@pytest.mark.budget(models=[])": "*test_a: budget(models=[[]]) chooses no cost model; name at least one*",
     }
     for marker, message in cases.items():
@@ -181,6 +190,11 @@ def test_model_choice_errors_name_the_model_and_the_choices(pytester: pytest.Pyt
         result = pytester.runpytest("-p", "no:cacheprovider")
         assert result.ret == pytest.ExitCode.USAGE_ERROR, marker
         result.stderr.fnmatch_lines([message])
+        # A test that -k leaves out does not stop the others; the marker is checked where its test runs.
+        pytester.makepyfile(
+            test_choice=f"import pytest\n\n{marker}\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n"
+        )
+        pytester.runpytest("-p", "no:cacheprovider", "-k", "test_b").assert_outcomes(passed=1, deselected=1)
 
     # A build's models are some of its test's.
     pytester.makepyfile(

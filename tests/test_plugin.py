@@ -170,6 +170,18 @@ def test_plugin_baseline_workflow_regression_then_update(project: pytest.Pyteste
     assert after["tests"]["test_budget.py::test_unbudgeted"]["status"] == "regressed"
     assert baseline_path(project).read_text() == saved  # never written without the flag
 
+    # Another baseline and model set: the command that accepts the cost names both.
+    second = ["--instrbudget-baseline=other baseline.json", "--instrbudget-model=ir-count"]
+    (project.path / "other baseline.json").write_text(saved)
+    result, _ = results(project, *second)
+    result.stdout.fnmatch_lines(
+        [
+            "*accept it with: pytest --instrbudget-update '--instrbudget-baseline=other baseline.json' "
+            "--instrbudget-model=ir-count"
+        ]
+    )
+    assert (project.path / "other baseline.json").read_text() == saved
+
     result, _ = results(project, "--instrbudget-update")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*baseline * written: 0 added, 3 changed, 0 pruned"])
