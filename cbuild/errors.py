@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 
 class CBuildError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -69,10 +72,19 @@ class LLVMCrashed(CBuildError):
 
 
 def describe_os_error(exc: OSError) -> str:
-    """``Permission denied``, ``Read-only file system``: the reason, without the path (the caller names it)."""
+    """``Permission denied``, ``Read-only file system``: the reason, without the path (the caller names
+    it); where a path goes through a file, the file that is not a directory."""
     if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
-        return f"{exc.filename} is not a directory"
+        return f"{_not_a_directory(Path(os.fsdecode(exc.filename)))} is not a directory"
     return exc.strerror or str(exc)
+
+
+def _not_a_directory(path: Path) -> Path:
+    """The first part of ``path`` that exists and is not a directory (``path`` itself if none is)."""
+    for part in reversed(path.parents):
+        if part.exists() and not part.is_dir():
+            return part
+    return path
 
 
 class BuildDescriptionError(CBuildError):

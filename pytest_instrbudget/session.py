@@ -106,6 +106,10 @@ class BudgetSession:
         #: Every model in use, configured once from ``[tool.instrbudget.<name>]``: the session's and the tests'.
         self._instances: dict[str, CostModel] = {}
         self.models: list[CostModel] = self.choose(names)
+        # Every model's table is checked now, those of models no test may choose included: a wrong
+        # key there would otherwise go unnoticed until a test chose the model.
+        for name in settings.model_params:
+            self.model(name)
         #: Every marker keyword of every registered model (its limits, and the cut-off on its clock)
         #: -> the model's name.
         self.all_keywords = registry.keywords() | {

@@ -162,7 +162,8 @@ def test_unwritable_outputs_are_errors_naming_the_path(project: pytest.Pytester)
             f"instrbudget: error: cannot write the profile of test_budget.py::test_work to {blocked}*",
             f"instrbudget: error: cannot write the baseline {blocked / 'baseline.json'}: *",
             f"instrbudget: error: cannot write the JSON report {blocked / 'r.json'}: *",
-            f"instrbudget: error: cannot write the HTML report {blocked / 'r.html'}: *",
+            f"instrbudget: error: cannot write the HTML report {blocked / 'r.html'}: "
+            f"{blocked.parent} is not a directory",
             f"instrbudget: error: cannot write the markdown summary {blocked / 'r.md'}: *",
         ]
     )

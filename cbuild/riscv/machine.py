@@ -358,7 +358,9 @@ def load_machine(name_or_path: str | Path, *, root: Path | None = None) -> Machi
     path = Path(name_or_path)
     if root is not None and not path.is_absolute():
         path = root / path
-    if path.suffix != ".toml" or not path.exists():
+    if path.suffix == ".toml" and not path.is_file():
+        raise MachineError(f"machine description {str(name_or_path)!r} not found: no file {path}")
+    if path.suffix != ".toml":
         raise MachineError(
             f"unknown machine {str(name_or_path)!r}: expected one of {', '.join(builtin_machines())} "
             "or the path of a .toml machine description"
