@@ -281,7 +281,8 @@ def test_stops_in_sessions_are_identical_serial_and_under_xdist(pytester: pytest
         ('stop_at="10x"', r"'10x' is a factor of max_instr, which this test does not set"),
         ("max_instr=100, stop_at=50", r"50 is below max_instr=100; code within its budget would be stopped"),
         ("stop_at=1.5", r'expected a number of instructions or a factor such as "10x", got 1.5'),
-        ("stop_at_cycles=5", r"unknown keyword 'stop_at_cycles'.*accepted: .*stop_at,"),
+        ("stop_at_cycles=5", r"budget\(stop_at_cycles=\.\.\.\) belongs to the cost model 'pipeline', which is not"),
+        ("stop_at_bogus=5", r"unknown keyword 'stop_at_bogus'.*accepted: .*stop_at,"),
     ],
 )
 def test_bad_cutoffs_are_usage_errors(pytester: pytest.Pytester, marker: str, message: str) -> None:

@@ -343,7 +343,7 @@ def test_plugin_marker_timeout_must_be_positive_seconds(pytester: pytest.Pyteste
 
 
 def test_plugin_marker_registered_for_strict_markers(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.budget(max_instr=10)\ndef test_x():\n    pass\n")
+    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.budget(timeout=60)\ndef test_x():\n    pass\n")
     pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
 
 
