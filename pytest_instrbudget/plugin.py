@@ -335,7 +335,7 @@ def _fail_unmeasured(item: pytest.Item, why: str) -> None:
     limited = sorted({*budget.limits, *budget.stops, *(m for per in budget.regions.values() for m in per)})
     if limited:
         pytest.fail(
-            f"{item.nodeid}: @pytest.mark.budget sets limits on {', '.join(limited)}, but the test {why}: "
+            f"instrbudget: {item.nodeid}: @pytest.mark.budget sets limits on {', '.join(limited)}, but the test {why}: "
             "nothing was measured, so they were not checked",
             pytrace=False,
         )

@@ -106,7 +106,7 @@ def needs_cutoff_build(limits: Iterable[str], models: Iterable[CostModel]) -> bo
 def checked_limits(artifact: Artifact, limits: Mapping[str, int]) -> dict[str, int]:
     """The ``limits`` a run of ``artifact`` checks: all of them in a cut-off build, else those on
     the clocks of its executing models (the RISC-V runs check them)."""
-    if artifact.cutoff:
+    if artifact.cutoff or not limits:
         return dict(limits)
     executed = machine_clocks(artifact)
     return {metric: value for metric, value in limits.items() if metric in executed}
