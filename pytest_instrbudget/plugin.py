@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
@@ -136,7 +137,14 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
         reporter = config.pluginmanager.getplugin("terminalreporter")
         with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
             if reporter is not None and not hasattr(config, "workerinput"):
+                # Between a test file's name and its tests' letters (a run without -v), the line
+                # goes below the name, and the name is written again after it, so that the letters
+                # and the file's progress stay on one line.
+                open_line = reporter.currentfspath
                 reporter.write_line(line)
+                if isinstance(open_line, Path):
+                    reporter.write(f"{os.path.relpath(open_line, reporter.startpath)} ")
+                    reporter.currentfspath = open_line
             else:
                 # An xdist worker's own stderr is the terminal pytest was started from.
                 print(line, file=sys.stderr, flush=True)

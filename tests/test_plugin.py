@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -653,3 +654,22 @@ def test_plugin_a_budget_whose_test_measured_nothing_fails(pytester: pytest.Pyte
         ],
         consecutive=False,
     )
+
+
+def test_plugin_build_progress_lines_keep_the_file_name_before_its_tests_letters(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow build's lines, written while a test file's progress line is open, are followed by the
+    file's name again, so that no test's letter stands on a line of its own."""
+    from cbuild.build import watch
+
+    monkeypatch.setattr(watch, "SLOW", 0.0)  # every build says what it did
+    result = project.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    lines = result.stdout.lines
+    built = [i for i, line in enumerate(lines) if line.startswith("instrbudget: built work.c in ")]
+    assert built, lines
+    for i in built:  # each test's letter follows the name of its file
+        assert re.fullmatch(r"test_budget\.py \.( +\[ *\d+%\])?", lines[i + 1]), lines
+    assert lines[built[-1] + 1].endswith("[100%]"), lines
+    assert not any(re.fullmatch(r"\.+.*", line) for line in lines), lines
