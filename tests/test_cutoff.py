@@ -388,3 +388,39 @@ def test_cutoffs_on_an_executing_models_clock_stop_the_riscv_build(pytester: pyt
         rf"\(cut-off 50,000, stop_at_zkcycles=50,000\) in (?:main|spin) \(lib\.c:1[3-7]\){segment}",
         text,
     ), text
+
+
+NARROW_TESTS = """
+import pytest
+
+@pytest.mark.budget(stop_at=10**9, stop_at_zkcycles=10**12, unavailable="skip")
+def test_builds_measuring_part_of_the_test(cbuild):
+    prog = cbuild.program("lib.c", defines=["PROGRAM"], models=["ir-count"])
+    lib = cbuild.library("lib.c", models=["ir-count"])
+    assert prog.artifact.cutoff and lib.artifact.cutoff
+    assert prog.run(["100"]).returncode == 0
+    lib.spin(100)
+
+@pytest.mark.budget(stop_at=30_000, stop_at_zkcycles=10**12)
+def test_the_cutoff_its_build_measures_still_stops(cbuild):
+    cbuild.program("lib.c", defines=["PROGRAM"], models=["ir-count"]).run(["100000000"])
+"""
+
+
+def test_a_build_measuring_some_of_the_tests_models_checks_the_cutoffs_it_can(pytester: pytest.Pytester) -> None:
+    """A build with ``models=`` that leave out a model the test cuts off on checks the other cut-offs:
+    program runs as library calls do. The left-out model's limit is not checked, which the test's
+    report says (here accepted with ``unavailable="skip"``)."""
+    pytester.makefile(".c", lib=SESSION_C)
+    pytester.makepyfile(test_cut=NARROW_TESTS)
+    toml = '[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\n[tool.instrbudget.zkvm]\nexecute = false\n'
+    pytester.makefile(".toml", pyproject=toml)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.re_match_lines(
+        [
+            r".*lib\.c \(100000000\): stopped after [\d,]+ IR instructions \(cut-off 30,000",
+            r".*test_builds_measuring_part_of_the_test: no build of this test was made with the zkvm model",
+        ]
+    )
+    assert "no limit can be set" not in result.stdout.str()
