@@ -45,10 +45,26 @@ static int32_t *pl_states; /* PL_RESOURCES release times less the issue slot per
 static uint32_t pl_nstates, pl_state_room;
 static uint32_t *pl_table, pl_table_size; /* open addressing: state + 1 by hash, 0 empty */
 
-/* The previous block's transfer penalties (if it transferred control, if it fell through) and
- * where it falls through to; both 0 after a block without data. */
-static int64_t pl_taken, pl_fell;
-static uint64_t pl_prev_next;
+/* The previous block: its data gives the penalty before the next ([2] if it transferred control,
+ * [3] if execution fell through to its ``fall``), and the step it remembered last (its first) the
+ * relative state now. Where no block's step says the state (a block without a matrix, a step not
+ * remembered, a reset), pl_loose stands for the block, with the state in its step and the previous
+ * block's penalties and fall, if it had a matrix, else none. So a block's hook stores one pointer
+ * where it would store the state and three numbers: stores, not loads, bound the hook's speed in
+ * translated code. pl_sid is the state in the slow paths, which start from the block's and end
+ * with pl_settle or pl_prev set to a block whose first step leads to it. */
+#define PL_STEPS(b) ((pl_step *)RVX_SCRATCH(b))
+static const int32_t pl_no_penalty[PL_HEAD];
+static rvx_block pl_loose = {.fall = UINT64_MAX, .data[RVX_MODEL] = pl_no_penalty};
+static const rvx_block *pl_prev = &pl_loose;
+
+/* The state is pl_sid, after block ``b`` (NULL: no penalty before the next block). */
+static void pl_settle(const rvx_block *b) {
+    pl_loose.fall = b != NULL ? b->fall : UINT64_MAX;
+    pl_loose.data[RVX_MODEL] = b != NULL ? b->data[RVX_MODEL] : pl_no_penalty;
+    PL_STEPS(&pl_loose)[0].next = pl_sid;
+    pl_prev = &pl_loose;
+}
 
 static uint64_t pl_hash(const int32_t *rel) {
     uint64_t h = 1469598103934665603u;
@@ -63,10 +79,6 @@ static void pl_forget_states(void) {
     if (pl_first + PL_MAX_STATES >= (uint64_t)1 << (64 - PL_PENALTY_BITS)) abort(); /* keys would overflow */
     pl_nstates = 0;
     if (pl_table != NULL) memset(pl_table, 0, sizeof(uint32_t) * pl_table_size);
-}
-
-static inline uint64_t pl_key(int64_t pen) {
-    return ((pl_first + pl_sid) << PL_PENALTY_BITS) | (uint64_t)pen;
 }
 
 /* The number of the relative state ``rel``, interned if new. */
@@ -136,21 +148,19 @@ RVX_SLOW static void pl_apply(const rvx_block *b, const int32_t *d, pl_step *m, 
     pl_step step;
     if (b->data_len[RVX_MODEL] < PL_HEAD) { /* no matrix: the penalty only */
         pl_penalty(pen);
-        pl_taken = pl_fell = 0;
+        pl_settle(NULL);
         return;
     }
     /* Checked here, before any step of the block is remembered, so that a penalty never reaches
      * into a key's state bits. */
     if ((uint32_t)d[2] >= 1u << PL_PENALTY_BITS || (uint32_t)d[3] >= 1u << PL_PENALTY_BITS) abort();
-    pl_taken = d[2];
-    pl_fell = d[3];
-    pl_prev_next = b->fall;
     if (m[1].key == key) { /* the step before last */
         step = m[1];
         m[1] = m[0];
         m[0] = step;
         pl_sid = step.next;
         pl_issue += pen + step.advance;
+        pl_prev = b;
         return;
     }
     rows = (uint32_t)d[0];
@@ -178,31 +188,36 @@ RVX_SLOW static void pl_apply(const rvx_block *b, const int32_t *d, pl_step *m, 
     first = pl_first;
     pl_keep(s);
     if (s[0] - before > INT32_MAX) abort();
-    if (pl_first != first) return; /* pl_keep forgot every state, the one before included */
+    if (pl_first != first) { /* pl_keep forgot every state, the one before included */
+        pl_settle(b);
+        return;
+    }
     m[1] = m[0];
     m[0].key = key;
     m[0].next = pl_sid;
     m[0].advance = (int32_t)(s[0] - before);
+    pl_prev = b;
 }
 
 static inline void model_block(const rvx_block *b) {
     const int32_t *d = b->data[RVX_MODEL];
-    int64_t pen = b->pc == pl_prev_next ? pl_fell : pl_taken;
+    const rvx_block *p = pl_prev;
+    int64_t pen = p->data[RVX_MODEL][b->pc == p->fall ? 3 : 2];
+    uint32_t sid = PL_STEPS(p)[0].next;
     uint64_t key;
-    pl_step *m = (pl_step *)RVX_SCRATCH(b);
+    pl_step *m = PL_STEPS(b);
     if (d == NULL) {
+        pl_sid = sid;
         pl_penalty(pen);
-        pl_taken = pl_fell = 0;
+        pl_settle(NULL);
         return;
     }
-    key = pl_key(pen);
+    key = ((pl_first + sid) << PL_PENALTY_BITS) | (uint64_t)pen;
     if (m[0].key == key) { /* remembered only for a block with its matrix */
-        pl_sid = m[0].next;
         pl_issue += pen + m[0].advance;
-        pl_taken = d[2];
-        pl_fell = d[3];
-        pl_prev_next = b->fall;
+        pl_prev = b;
     } else {
+        pl_sid = sid;
         pl_apply(b, d, m, key, pen);
     }
 }
@@ -216,15 +231,16 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
 
 static void model_reset(void) {
     pl_issue = 0;
-    pl_taken = pl_fell = 0;
     pl_forget_states();
     pl_sid = pl_intern((int32_t[PL_RESOURCES]){0});
+    pl_settle(NULL);
 }
 
 /* One result: the finishing cycle, the last release time of any resource. */
 static void model_finish(uint64_t *out) {
     int64_t s[PL_RESOURCES], best = 0;
     uint32_t i;
+    pl_sid = PL_STEPS(pl_prev)[0].next;
     pl_absolute(s);
     for (i = 0; i < PL_RESOURCES; i++)
         if (s[i] > best) best = s[i];
