@@ -149,6 +149,51 @@ def test_counted_libc_memcpy_of_a_runtime_length_grows_with_it(builder: Builder,
     assert bytes(dst) == src[:100_000] + bytes(len(src) - 100_000)
 
 
+FIXED_C = """\
+#include <string.h>
+struct big { char bytes[65536]; };
+struct small { char bytes[16]; };
+char scratch[1 << 20]; /* not static: its clearing is kept */
+void clear_fixed(void) { memset(scratch, 0, sizeof scratch); }
+void clear(unsigned long n) { memset(scratch, 0, n); }
+void copy_fixed(char *dst, const char *src) { memcpy(dst, src, 65536); }
+void copy(char *dst, const char *src, unsigned long n) { memcpy(dst, src, n); }
+void assign_big(struct big *a, const struct big *b) { *a = *b; }
+void assign_small(struct small *a, const struct small *b) { *a = *b; }
+"""
+
+
+def test_counted_libc_long_constant_length_copies_cost_what_runtime_lengths_do(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    """A memcpy or memset of a long constant length (and a large struct assignment) calls the
+    counted copy, as code generation would call the library's: it costs what the same length
+    known only at run time costs, not one instruction; a short one stays a few moves."""
+    lib = Library(builder.build([shared_source("fixed.c", FIXED_C)], kind="library", options=COUNTED))
+    src, dst = bytes(range(256)) * 256, bytearray(65536)
+
+    def cost(call) -> tuple[int, dict[str, int]]:  # type: ignore[no-untyped-def]
+        before = lib.snapshot()
+        call()
+        (c,) = MODEL.evaluate(lib.counts(before))
+        return c.total, {name: n for name, n in c.functions.items() if name.startswith(PREFIX)}
+
+    fixed, fixed_libc = cost(lib.clear_fixed)
+    runtime, runtime_libc = cost(lambda: lib.clear(1 << 20))
+    assert fixed_libc, fixed_libc
+    assert fixed_libc == runtime_libc
+    assert fixed > 10_000
+    assert abs(fixed - runtime) <= 10, (fixed, runtime)
+    fixed, fixed_libc = cost(lambda: lib.copy_fixed(dst, src))
+    runtime, runtime_libc = cost(lambda: lib.copy(dst, src, 65536))
+    assert fixed_libc, fixed_libc
+    assert fixed_libc == runtime_libc
+    assert bytes(dst) == src
+    _, big_libc = cost(lambda: lib.assign_big(dst, src))
+    assert big_libc == runtime_libc
+    small, small_libc = cost(lambda: lib.assign_small(dst, src))
+    assert small_libc == {}
+    assert small < 10
+
+
 def test_counted_libc_qsort_same_in_a_library_and_a_program(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The comparator is user code: with the counted qsort it runs as often in the host process
     (the host's C library beside it) as in a program, and the sort's count grows as n log n."""
@@ -309,11 +354,16 @@ def test_counted_libc_string_functions_at_page_ends_and_every_alignment(builder:
         assert cost.functions["__instrbudget_libc_" + name] > 0, name
 
 
-def test_counted_libc_routes_runtime_length_intrinsics_only() -> None:
+def test_counted_libc_routes_runtime_and_long_constant_length_intrinsics() -> None:
     text = (
         "define void @f(ptr %d, ptr %s, i64 %n) {\n"
         "  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 %n, i1 false), !dbg !7\n"
         "  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 16, i1 false)\n"
+        "  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 128, i1 false)\n"
+        "  call void @llvm.memmove.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 129, i1 false)\n"
+        "  call void @llvm.memset.p0.i64(ptr align 1 %d, i8 7, i64 256, i1 false)\n"
+        "  call void @llvm.memset.p0.i64(ptr align 1 %d, i8 7, i64 257, i1 false)\n"
+        "  call void @llvm.memcpy.inline.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 4096, i1 false)\n"
         "  tail call void @llvm.memset.p0.i64(ptr align 1 %d, i8 0, i64 %n, i1 false) #3\n"
         "  %l = call i64 @strlen(ptr %s)\n"
         "  ret void\n}\n"
@@ -323,6 +373,11 @@ def test_counted_libc_routes_runtime_length_intrinsics_only() -> None:
     routed = "%instrbudget.libc.0 = call ptr @__instrbudget_libc_memcpy(ptr align 1 %d, ptr align 1 %s, i64 %n)"
     assert routed + ", !dbg !7" in out
     assert "@llvm.memcpy.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 16, i1 false)" in out
+    assert "@llvm.memcpy.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 128, i1 false)" in out
+    assert "call ptr @__instrbudget_libc_memmove(ptr align 1 %d, ptr align 1 %s, i64 129)" in out
+    assert "@llvm.memset.p0.i64(ptr align 1 %d, i8 7, i64 256, i1 false)" in out
+    assert "call ptr @__instrbudget_libc_memset_byte(ptr align 1 %d, i8 zeroext 7, i64 257)" in out
+    assert "@llvm.memcpy.inline.p0.p0.i64(" in out  # must stay moves: never a call
     assert "tail call ptr @__instrbudget_libc_memset_byte(ptr align 1 %d, i8 zeroext 0, i64 %n)" in out
     assert "call i64 @__instrbudget_libc_strlen(ptr %s)" in out
     assert "declare i64 @__instrbudget_libc_strlen(ptr)" in out
