@@ -9,6 +9,7 @@ import os
 import shlex
 import shutil
 import sys
+import warnings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -16,6 +17,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cbuild.build import eviction
 from cbuild.build.builder import Builder
@@ -24,7 +26,7 @@ from cbuild.build.compile import INCLUDE_DIR
 from cbuild.build.demangle import demangle, demangled_keys
 from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions
 from cbuild.config import Settings, load_settings
-from cbuild.errors import CBuildError, describe_os_error
+from cbuild.errors import CBuildError, CompilerWarning, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.costs import outside_calls
 from cbuild.report import shards
@@ -470,6 +472,14 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
     return result.returncode
 
 
+def _show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    """A warning on stderr as the compiler's own diagnostics read (clang's text as it wrote it)."""
+    text = str(message) if issubclass(category, CompilerWarning) else f"cbuild: warning: {message}"
+    print(text, file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -497,9 +507,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(INCLUDE_DIR)
             return 0
         builder = Builder(cache_dir=args.cache_dir, clang=args.clang)
-        if args.command == "build":
-            return _cmd_build(args, builder)
-        return _cmd_run(args, builder, program_args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            if args.command == "build":
+                return _cmd_build(args, builder)
+            return _cmd_run(args, builder, program_args)
     except CBuildError as exc:
         print(f"cbuild: {exc}", file=sys.stderr)
         return 2

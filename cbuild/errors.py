@@ -91,5 +91,9 @@ class BuildDescriptionError(CBuildError):
     """A build's description is unusable: a compilation database, a source pattern, a target."""
 
 
+class CompilerWarning(UserWarning):
+    """clang warned about a source (``-Wall`` and the like): its diagnostics, once per build engine."""
+
+
 class BuildDescriptionWarning(UserWarning):
     """Part of a build's description was left out: flags of a compilation database the pipeline does not use."""

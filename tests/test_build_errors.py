@@ -6,12 +6,14 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
 from cbuild import Builder, BuildOptions, CBuildError, CompileError, LinkError, ToolchainError
 from cbuild.build import toolchain as toolchain_mod
+from cbuild.errors import CompilerWarning
 
 TWICE_A = "int twice(int x) { return 2 * x; }\n"
 TWICE_B = "int twice(int x) { return x + x; }\nint main(void) { return twice(0); }\n"
@@ -36,6 +38,29 @@ def test_inline_assembly_the_assembler_rejects_names_its_line(builder: Builder, 
     assert "bad_asm.c:2:" in message
     assert "out of range" in message
     assert "LLVM worker" not in message
+
+
+WARNS_C = "int f(int a) {\n    int unused;\n    return a;\n}\n"
+
+
+def test_compiler_warnings_are_python_warnings_at_their_line_from_the_cache_too(shared_cache: Path, write) -> None:  # type: ignore[no-untyped-def]
+    """clang's warnings (-Wall) reach the user as CompilerWarning at the source line: from a
+    fresh compile, and from the cache in a later session (a new builder); once per builder."""
+    src = write("warns.c", WARNS_C)
+    options = BuildOptions(cflags=("-Wall",))
+    for _ in range(2):  # the first compiles, the second (another session) finds the IR cached
+        builder = Builder(cache_dir=shared_cache)
+        with pytest.warns(CompilerWarning) as seen:
+            builder.build([src], kind="library", options=options)
+        (warning,) = seen
+        assert (warning.filename, warning.lineno) == (str(src.resolve()), 2)
+        assert "warning: unused variable 'unused' [-Wunused-variable]" in str(warning.message)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            builder.build([src], kind="library", options=options)  # reported once per builder
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Builder(cache_dir=shared_cache).build([src], kind="library")  # no -Wall: nothing to say
 
 
 def test_library_may_allow_undefined_symbols_with_ldflags(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
@@ -262,3 +287,17 @@ def test_a_cached_riscv_failure_names_this_checkouts_source(tmp_path: Path, shar
         assert f"{source}:1" in why, why
         messages.append(why.replace(str(source), "wide.c"))
     assert messages[0] == messages[1]
+
+
+def test_compiler_warnings_show_in_pytests_warnings_summary(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".c", warns=WARNS_C)
+    pytester.makepyprojecttoml('[tool.instrbudget]\ncflags = ["-Wall"]\n')
+    pytester.makepyfile(
+        "def test_one(cbuild):\n    assert cbuild.library('warns.c').f(3) == 3\n\n"
+        "def test_two(cbuild):\n    assert cbuild.library('warns.c').f(4) == 4\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, warnings=1)  # once in the session, not per test
+    result.stdout.fnmatch_lines(
+        ["*warnings summary*", "*warns.c:2: CompilerWarning: *warns.c:2:9: warning: unused variable 'unused'*"]
+    )

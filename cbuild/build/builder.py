@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -27,7 +28,7 @@ from cbuild.build.signatures import read_signatures
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 from cbuild.build.watch import BuildWatch
-from cbuild.errors import CBuildError, InstrumentedIRRejected, LinkError, LLVMCrashed
+from cbuild.errors import CBuildError, CompilerWarning, InstrumentedIRRejected, LinkError, LLVMCrashed
 from cbuild.models import dynamic
 from cbuild.models.base import BuildView, CostModel, ModelError
 from cbuild.riscv.build import TargetUnavailable, build_riscv
@@ -65,6 +66,8 @@ def engine_digest() -> str:
 
 
 _DEFINES_MAIN = re.compile(rb"^define [^@\n]*@main\(", re.MULTILINE)
+#: Where clang's first diagnostic in a unit's warnings is (``file:line:column: warning: ...``).
+_DIAGNOSTIC_AT = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: (?:warning|note|remark|error)\b", re.MULTILINE)
 
 
 def _sources_state(sources: Sequence[Path | str]) -> tuple[tuple[str, int, int], ...]:
@@ -158,6 +161,22 @@ class Builder:
         self._failed: dict[Hashable, CBuildError] = {}
         #: Compiled unit key -> whether it defines main (its IR read once per process).
         self._defines_main: dict[str, bool] = {}
+        #: (source, clang's warnings) already reported.
+        self._warned: set[tuple[Path, str]] = set()
+
+    def _report_warnings(self, units: Sequence[CompiledUnit]) -> None:
+        """clang's warnings on the units, as :class:`CompilerWarning` at the place of the first
+        (pytest lists them in its warnings summary); each source's once per builder, from a fresh
+        compile or from the cache alike."""
+        for unit in units:
+            text = unit.warnings.strip()
+            if not text or (unit.source, text) in self._warned:
+                continue
+            at = _DIAGNOSTIC_AT.search(text)
+            filename, line = (at["file"], int(at["line"])) if at else (str(unit.source), 0)
+            # Raises where warnings are errors (-W error): then every build of the unit does.
+            warnings.warn_explicit(CompilerWarning(text), CompilerWarning, filename, line)
+            self._warned.add((unit.source, text))
 
     def _refuse_main(self, units: Sequence[CompiledUnit]) -> None:
         """A library's sources defining ``main``: usually a glob that took a program's file too."""
@@ -250,6 +269,7 @@ class Builder:
                 if done < len(futures):
                     watch.step("compiling", done, len(futures))
             units = [f.result() for f in futures]
+        self._report_warnings(units)
         if kind == "library" and not keep_main:
             self._refuse_main(units)
         key = digest(

@@ -37,6 +37,8 @@ class CompiledUnit:
     ir_path: Path
     #: Identity of the IR: changes whenever the source, a header or a flag does.
     key: str
+    #: clang's warnings for the unit (kept with its IR, so a build from the cache has them too).
+    warnings: str = ""
 
 
 #: Headers shipped with the plugin (instrbudget.h), on the include path of every build.
@@ -160,7 +162,7 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: Bu
         ir_key = digest(ir_key, "unstable", str(time.time_ns()))
         ir_path = cache.path("ir", ir_key, ".ll")
         atomic_write(ir_path, ir)
-        return CompiledUnit(path, ir_path, ir_key)
+        return CompiledUnit(path, ir_path, ir_key, diagnostics)
     ir_path = cache.path("ir", ir_key, ".ll")
     atomic_write(ir_path, ir)
     cache.seal("ir", ir_key, [ir_path])  # the IR, then its seal, then the manifest that finds them
@@ -168,7 +170,7 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: Bu
     if cache.label:
         manifest["toolchain"] = cache.label
     atomic_write(manifest_path, json.dumps(manifest, sort_keys=True).encode())
-    return CompiledUnit(path, ir_path, ir_key)
+    return CompiledUnit(path, ir_path, ir_key, diagnostics)
 
 
 def locate_inline_asm(tc: Toolchain, sources: Sequence[Source | Path], options: BuildOptions) -> CompileError | None:
@@ -195,11 +197,14 @@ def locate_inline_asm(tc: Toolchain, sources: Sequence[Source | Path], options: 
     return None
 
 
-def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str, paths: PathMap) -> tuple[Path, str] | None:
+def _lookup(
+    cache: Cache, manifest_path: Path, src_hash: str, name: str, paths: PathMap
+) -> tuple[Path, str, str] | None:
     try:
         manifest = json.loads(manifest_path.read_text())
         ir_key = manifest["ir"]
-        if not isinstance(ir_key, str):
+        diagnostics = manifest.get("warnings", "")
+        if not isinstance(ir_key, str) or not isinstance(diagnostics, str):
             raise TypeError
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -214,7 +219,7 @@ def _lookup(cache: Cache, manifest_path: Path, src_hash: str, name: str, paths: 
     ir_path = cache.path("ir", ir_key, ".ll")
     if not cache.check("ir", ir_key, [ir_path], name=f"the IR of {name}"):
         return None
-    return ir_path, ir_key
+    return ir_path, ir_key, diagnostics
 
 
 def compile_own(
