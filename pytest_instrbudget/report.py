@@ -267,6 +267,11 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             f"baseline {session.baseline.path} written: {len(outcome.added)} added, "
             f"{len(outcome.changed)} changed, {len(outcome.pruned)} pruned"
         )
+    if outcome.kept_damaged is not None:
+        lines.append(
+            f"the baseline could not be read, so it holds this run's tests only; its earlier entries are in "
+            f"the unreadable file, kept as {outcome.kept_damaged}"
+        )
     if outcome.not_written:
         lines.append(
             f"{len(outcome.not_written)} failing test(s) not written to the baseline: "

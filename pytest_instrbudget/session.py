@@ -19,7 +19,7 @@ from cbuild.report import update
 from cbuild.report.outputs import locked
 from cbuild.report.snapshot import differing_keys
 from cbuild.report.update import LIBRARIES, MODEL_KEY
-from pytest_instrbudget.baseline import Baseline, BaselineError
+from pytest_instrbudget.baseline import Baseline, BaselineError, keep_damaged
 from pytest_instrbudget.marker import Budget, stop_keyword
 from pytest_instrbudget.results import (
     ERROR,
@@ -86,6 +86,8 @@ class Outcome:
     refused: str | None = None
     #: Files the session could not write (baseline, reports), each naming the path and the reason.
     errors: list[str] = field(default_factory=list)
+    #: Where the baseline that could not be read was kept before it was rewritten from this run.
+    kept_damaged: Path | None = None
 
 
 class BudgetSession:
@@ -380,15 +382,18 @@ class BudgetSession:
                         if not self.run.update:
                             outcome.refused = str(exc)
                             return outcome
-                        base = Baseline(base.path)  # damaged: rewritten from this run, as at the start
+                        # Damaged: rewritten from this run, as at the start said.
+                        return self._apply(Baseline(base.path), outcome, damaged=True)
                 return self._apply(base, outcome)
         except OSError as exc:
             outcome.written = False
             outcome.errors.append(f"cannot write the baseline {base.path}: {describe_os_error(exc)}")
             return outcome
 
-    def _apply(self, base: Baseline, outcome: Outcome) -> Outcome:
-        """Write this session's updates and prunes into ``base`` (read under the lock)."""
+    def _apply(self, base: Baseline, outcome: Outcome, *, damaged: bool = False) -> Outcome:
+        """Write this session's updates and prunes into ``base`` (read under the lock); a
+        ``damaged`` file (unreadable) is kept beside it first, so that a partial run loses no
+        other test's entry."""
         outcome.stale = self._stale(base)
         done = update.apply(
             base.path,
@@ -411,6 +416,8 @@ class BudgetSession:
             outcome.refused = done.refused
             return outcome
         if done.write:
+            if damaged:
+                outcome.kept_damaged = keep_damaged(base.path)
             Baseline(base.path, done.fingerprint, done.tests, exists=True).save()
             outcome.written = True
         return outcome

@@ -480,6 +480,27 @@ def test_plugin_update_rewrites_a_damaged_baseline(project: pytest.Pytester) -> 
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*is not valid JSON (line 1, column 2*--instrbudget-update rewrites it from this run"])
     assert len(json.loads(path.read_text())["tests"]) == 3
+    kept = path.with_name("baseline.json.damaged")
+    assert kept.read_text() == "{not json"  # nothing is lost: the unreadable file is kept
+    result.stdout.fnmatch_lines([f"*its earlier entries are in the unreadable file, kept as {kept}"])
+
+
+def test_plugin_update_of_a_damaged_baseline_from_a_partial_run_keeps_the_damaged_file(
+    project: pytest.Pytester,
+) -> None:
+    """A baseline with conflict markers, rewritten by a run of one test (-k): the other tests'
+    entries are only in the damaged file, which is kept beside it (again on a second such run)."""
+    results(project, "--instrbudget-update")
+    path = baseline_path(project)
+    good = path.read_text()
+    damaged = "<<<<<<< HEAD\n" + good + "=======\n" + good + ">>>>>>> branch\n"
+    for n, kept in enumerate(["baseline.json.damaged", "baseline.json.damaged.2"]):
+        path.write_text(damaged)
+        result, _ = results(project, "--instrbudget-update", "-k", "test_work")
+        result.assert_outcomes(passed=1, deselected=2)
+        assert list(json.loads(path.read_text())["tests"]) == ["test_budget.py::test_work"]
+        assert path.with_name(kept).read_text() == damaged, n
+        result.stdout.fnmatch_lines(["*baseline*written: 1 added*", f"*kept as {path.with_name(kept)}"])
 
 
 @pytest.mark.slow
