@@ -53,6 +53,7 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -138,6 +139,13 @@ def _metric_names(results: Sequence[TestResult], *, measured: bool = False) -> l
 NAME_ROOM = 24
 
 
+def display_order(nodeid: str) -> tuple[list[str | int], str]:
+    """Where a test stands in the outputs: by node id, with runs of digits compared as numbers,
+    so that ``test_copy[1000]`` comes before ``test_copy[10000]`` and ``test_copy[100000]``."""
+    parts: list[str | int] = [int(p) if i % 2 else p for i, p in enumerate(re.split(r"(\d+)", nodeid))]
+    return parts, nodeid
+
+
 def table_lines(
     results: Iterable[TestResult],
     *,
@@ -152,7 +160,7 @@ def table_lines(
     of its own above its row, and when the metric columns leave less than :data:`NAME_ROOM`
     characters for names, each test's metrics are listed under its name instead.
     """
-    everything = sorted(results, key=lambda r: r.nodeid)
+    everything = sorted(results, key=lambda r: display_order(r.nodeid))
     shown = everything if show_all else [r for r in everything if notable(r)]
     metrics = _metric_names(everything)
     out: list[str] = []
@@ -217,7 +225,8 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     """Everything the terminal summary prints after the table."""
     lines: list[str] = []
     results = list(session.results.values())
-    problems = [(r.nodeid, p) for r in sorted(results, key=lambda r: r.nodeid) for p in r.region_problems]
+    ordered = sorted(results, key=lambda r: display_order(r.nodeid))
+    problems = [(r.nodeid, p) for r in ordered for p in r.region_problems]
     if problems:
         lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
         lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
@@ -296,7 +305,7 @@ def unavailable_lines(results: Iterable[TestResult]) -> list[str]:
     """Per model, the tests whose metrics it could not measure: the reason, where it points, and
     the limits left unchecked."""
     by_model: dict[str, list[tuple[TestResult, list[MetricResult]]]] = {}
-    for result in sorted(results, key=lambda r: r.nodeid):
+    for result in sorted(results, key=lambda r: display_order(r.nodeid)):
         per: dict[str, list[MetricResult]] = {}
         for m in result.unavailable:
             per.setdefault(m.model, []).append(m)
@@ -348,7 +357,7 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
     once), and a name longer than its column goes whole on a line of its own above its figures.
     """
     out: list[str] = []
-    for result in sorted(results, key=lambda r: r.nodeid):
+    for result in sorted(results, key=lambda r: display_order(r.nodeid)):
         block: list[str] = []
         for m in result.measured:
             if kind == "functions":
@@ -397,7 +406,7 @@ def markdown_text(
 
     At most ``limit`` bytes of UTF-8: what does not fit is counted, not cut mid-way.
     """
-    results = sorted(results, key=lambda r: r.nodeid)
+    results = sorted(results, key=lambda r: display_order(r.nodeid))
     shown = [r for r in results if notable(r)]
     failed = [r for r in results if r.failure]
     improved = sum(1 for r in results if r.improved)
@@ -549,7 +558,7 @@ def html_page(
     (against the baseline where it has one). Tests that build or have a budget but measured
     nothing (skipped before their body ran) get a row that says so."""
     outcomes = outcomes or {}
-    results = sorted(results, key=lambda r: r.nodeid)
+    results = sorted(results, key=lambda r: display_order(r.nodeid))
     tests: list[dict[str, Any]] = []
     for r in results:
         changed = notable(r)
@@ -611,7 +620,7 @@ def html_page(
                 "no_flames": f"it measured nothing: no library or program of it ran ({why})",
             }
         )
-    tests.sort(key=lambda t: str(t["nodeid"]))
+    tests.sort(key=lambda t: display_order(str(t["nodeid"])))
     fingerprint_text = ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()) if k != "models")
     data = {
         "tests": tests,

@@ -190,3 +190,21 @@ def test_functions_report_of_a_metric_measured_per_call_only_shows_no_exclusive_
     assert ["words", "700", "900", "-"] in rows
     assert ["words", "-", "75", "1"] in rows
     assert ["strdup", "[libc]", "-", "50", "-"] in rows
+
+
+def test_outputs_put_numbers_in_test_ids_in_numeric_order() -> None:
+    from pytest_instrbudget.report import display_order
+
+    ids = ["t.py::test_copy[100000]", "t.py::test_copy[1000]", "t.py::test_b", "t.py::test_copy[10000]", "t.py::test_a"]
+    assert sorted(ids, key=display_order) == [
+        "t.py::test_a",
+        "t.py::test_b",
+        "t.py::test_copy[1000]",
+        "t.py::test_copy[10000]",
+        "t.py::test_copy[100000]",
+    ]
+    assert sorted(["t.py::x[a-10]", "t.py::x[a-9]", "t.py::x[b-1]"], key=display_order) == [
+        "t.py::x[a-9]",
+        "t.py::x[a-10]",
+        "t.py::x[b-1]",
+    ]
