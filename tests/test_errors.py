@@ -66,10 +66,22 @@ def test_errors_segfault_reports_signal_and_stderr(builder: Builder, write) -> N
     assert "about to crash" in str(info.value)
 
 
+def test_errors_a_crash_shows_the_programs_stdout_and_no_empty_sections(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    src = write(
+        "crash_out.c",
+        '#include <stdio.h>\nint main(void) { printf("hello 4\\n"); fflush(stdout);\n'
+        "volatile int *p = 0; return *p; }\n",
+    )
+    with pytest.raises(ProgramCrashed) as info:
+        run_program(builder.build([src]), [])
+    assert str(info.value).endswith("(exit status -11)\n--- stdout ---\nhello 4"), str(info.value)
+
+
 def test_errors_abort_reports_sigabrt(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     src = write("abort.c", "#include <stdlib.h>\nint main(void) { abort(); }\n")
-    with pytest.raises(ProgramCrashed, match="SIGABRT"):
+    with pytest.raises(ProgramCrashed, match="SIGABRT") as info:
         run_program(builder.build([src]), [])
+    assert str(info.value).endswith("\n(it wrote nothing to stdout or stderr)")
 
 
 def test_errors_infinite_loop_times_out(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]

@@ -350,6 +350,22 @@ def _with_machine_runs(
     return dataclasses.replace(counts, machine=dict(runs), results=results, unavailable=unavailable, profile=profile)
 
 
+#: The most of a failed program's stdout and stderr its error shows (the end of each).
+OUTPUT_TAIL = 4000
+
+
+def _output_tail(out: bytes, err: bytes) -> str:
+    """What a program that failed wrote, for its error: the end of its stdout and of its stderr,
+    each under a heading, or a line saying it wrote nothing (output the program still held in
+    its buffers when it was killed is lost with it)."""
+    parts = []
+    for name, data in (("stdout", out), ("stderr", err)):
+        if data:
+            cut = f" (its last {OUTPUT_TAIL} bytes of {len(data):,})" if len(data) > OUTPUT_TAIL else ""
+            parts.append(f"\n--- {name}{cut} ---\n{data[-OUTPUT_TAIL:].decode(errors='replace').rstrip()}")
+    return "".join(parts) or "\n(it wrote nothing to stdout or stderr)"
+
+
 def run_program(
     artifact: Artifact,
     args: Sequence[object] = (),
@@ -421,10 +437,7 @@ def run_program(
             stop = read_stop(stop_path, binary=artifact.path, table=table or artifact.table(), models=artifact.models())
             raise CodeStopped(what, stop, out, err)
         if not exited:
-            raise ProgramTimeout(
-                f"{what} ran past its {timeout} s "
-                f"timeout and was killed\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
-            )
+            raise ProgramTimeout(f"{what} ran past its {timeout} s timeout and was killed{_output_tail(out, err)}")
         if early is not None and (proc.returncode < 0 or (artifact.instrumented and not counts_path.exists())):
             early.stop_first(what, machines)
         if proc.returncode < 0:
@@ -434,8 +447,7 @@ def run_program(
             except ValueError:
                 name = f"signal {sig}"
             raise ProgramCrashed(
-                f"program {artifact.name} was killed by {name} (exit status {proc.returncode})"
-                f"\n--- stderr ---\n{err.decode(errors='replace')[-4000:]}"
+                f"program {artifact.name} was killed by {name} (exit status {proc.returncode}){_output_tail(out, err)}"
             )
         counts = None
         processes = threads = 1
@@ -443,8 +455,7 @@ def run_program(
             if not counts_path.exists():
                 raise ExecutionError(
                     f"{artifact.name} exited with status {proc.returncode} without writing its "
-                    f"counts (it may have called _exit or exec); stderr:\n"
-                    f"{err.decode(errors='replace')[-4000:]}"
+                    f"counts (it may have called _exit or exec){_output_tail(out, err)}"
                 )
             table = table or artifact.table()
             models = artifact.models()
