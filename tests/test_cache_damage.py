@@ -199,11 +199,15 @@ time.sleep(float(sys.argv[2]))
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("worker", [None, "gw7"])
 def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
     fresh,
     write,
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+    worker: str | None,
 ) -> None:
+    """By its command line, or for a pytest-xdist worker (whose command line is execnet's
+    bootstrap) by the worker's name."""
     monkeypatch.setattr(cache_mod, "LOCK_NOTICE_AFTER", 0.3)
     src = write("lib.c", LIB_C)
     builder, messages = fresh()
@@ -211,7 +215,12 @@ def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
     seal = _entry(builder, "bin", ".seal")
     seal.unlink()  # the next build must take the lock
     lock = seal.with_suffix(".lock")
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), "1.5"], stdout=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+    if worker is not None:
+        env["PYTEST_XDIST_WORKER"] = worker
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(lock), "1.5"], stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline() == "locked\n"
@@ -224,7 +233,10 @@ def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
         holder.wait()
     assert messages[0].startswith(f"waiting for process {holder.pid} (")
     assert messages[0].endswith(") to finish building lib.c")
-    assert sys.executable.split("/")[-1] in messages[0]
+    if worker is None:
+        assert sys.executable.split("/")[-1] in messages[0]
+    else:
+        assert messages[0] == f"waiting for process {holder.pid} (pytest-xdist worker gw7) to finish building lib.c"
 
 
 def test_an_unwritable_cache_is_named(write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -126,6 +126,13 @@ def _holder(fh: IO[bytes]) -> str:
         command = " ".join(a.decode(errors="replace") for a in argv if a)
     except OSError:
         return f"process {text}"
+    try:  # a pytest-xdist worker's command line is execnet's bootstrap: its name says more
+        environ = Path(f"/proc/{text}/environ").read_bytes().split(b"\0")
+    except OSError:
+        environ = []
+    for variable in environ:
+        if variable.startswith(b"PYTEST_XDIST_WORKER="):
+            return f"process {text} (pytest-xdist worker {variable.split(b'=', 1)[1].decode(errors='replace')})"
     if len(command) > 100:
         command = command[:97] + "..."
     return f"process {text} ({command})"
