@@ -39,7 +39,11 @@ long recurse(long n) {
 
 #: (test name, the call, what the failure must say)
 CASES = [
-    ("segv", "lib.segv(None)", r"segv\(\) crashed: killed by SIGSEGV.*about to segfault"),
+    (
+        "segv",
+        "lib.segv(None)",
+        r"segv\(\) crashed: killed by SIGSEGV in segv \(crash\.c:14\) at address 0x0;.*about to segfault",
+    ),
     ("abort", "lib.do_abort()", r"do_abort\(\) crashed: killed by SIGABRT.*about to abort"),
     ("exit0", "lib.do_exit(0)", r"do_exit\(\) called exit\(0\).*about to exit"),
     ("exit3", "lib.do_exit(3)", r"do_exit\(\) called exit\(3\)"),

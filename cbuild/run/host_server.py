@@ -179,7 +179,9 @@ class _Loaded:
         fd = os.memfd_create("instrbudget-lib", 0)
         with open(path, "rb") as f:
             os.write(fd, f.read())
-        self.dll = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        #: The name the library is loaded under (what a fault in it is reported with).
+        self.file = f"/proc/self/fd/{fd}"
+        self.dll = ctypes.CDLL(self.file, mode=os.RTLD_LOCAL | os.RTLD_NOW)
         self.map = type_map(types)
         self.functions = functions
         self._typed: dict[str, tuple[Any, list[Any], Any]] = {}
@@ -354,8 +356,10 @@ class Host:
         functions: dict[str, Any],
         clocks: dict[str, int],
         stop_file: str,
-    ) -> None:
+    ) -> str:
+        """Load the library at ``path``; returns the name it is loaded under."""
         self.libraries[lib_id] = _Loaded(path, types, functions, self.type_map, clocks, stop_file)
+        return self.libraries[lib_id].file
 
     def limits(self, left: dict[str, int]) -> None:
         self.left = dict(left) if left else None

@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import functools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,8 +24,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from elftools.common.exceptions import ELFError
+
 from cbuild.build.cache import Cache, default_cache_dir
 from cbuild.build.compile import compile_own
+from cbuild.build.demangle import demangle
+from cbuild.build.places import Frame, symbols
 from cbuild.build.toolchain import Toolchain, find_toolchain
 from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout
 from cbuild.run.host_server import Channel
@@ -36,6 +41,9 @@ HOST_SCRIPT = Path(__file__).with_name("host_server.py")
 GUARD_SOURCE = Path(__file__).parent.parent / "runtime" / "host_guard.c"
 _STACK_MARKER = b"\ninstrbudget-host: stack overflow\n"
 _EXIT_MARKER = b"\ninstrbudget-host: exit called\n"
+#: Where a fault happened (runtime/host_guard.c): the loaded file, the offset from its load address
+#: and the address the instruction touched.
+_FAULT_MARKER = re.compile(rb"\ninstrbudget-host: fault at (/[^\n]*)\+0x([0-9a-f]+) address 0x([0-9a-f]+)\n")
 _FAULTS = (signal.SIGSEGV, signal.SIGBUS)
 
 
@@ -64,6 +72,30 @@ def guard_library(toolchain: Toolchain, cache: Cache) -> Path:
     )
 
 
+def _fault_place(stderr: bytes, loaded: dict[str, Path]) -> str:
+    """`` in f (lib.c:12) at address 0x0``: where the host's last fault was, from the line its guard
+    wrote (the function and source line from the file's symbols and line tables where it has them;
+    ``loaded`` names the files behind the host's memory files), or nothing if it wrote none."""
+    found = list(_FAULT_MARKER.finditer(stderr))
+    if not found:
+        return ""
+    file, offset, address = found[-1].groups()
+    name = file.decode(errors="replace")
+    path, at = loaded.get(name, Path(name)), int(offset, 16)
+    where = f"{path.name}+{at:#x}"
+    try:
+        binary = symbols(path, path.stat().st_mtime_ns)
+    except (OSError, ELFError):
+        binary = None
+    if binary is not None:
+        at += binary.link_base
+        name = binary.function(at)
+        if name is not None:
+            source, line = binary.place(at) or ("", 0)
+            where = str(Frame(demangle(name), source, line))
+    return f" in {where} at address {int(address, 16):#x}"
+
+
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
@@ -86,6 +118,8 @@ class HostProcess:
         self._outputs = [(os.open(out_path, os.O_RDONLY), 1), (os.open(err_path, os.O_RDONLY), 2)]
         self._seen = [0, 0]
         self._stderr_text = b""
+        #: The names libraries are loaded under in the host (memory files) -> their files here.
+        self.loaded: dict[str, Path] = {}
         env = {**DEFAULT_ENV, "PYTHONHASHSEED": "0"}
         fds = (request_box, requests_r, reply_box, replies_w)
         # Descriptor numbers zero-padded: the arguments have the same length every run.
@@ -166,7 +200,11 @@ class HostProcess:
             summary = "was stopped at its cut-off"
         elif status < 0:
             name = _signal_name(-status)
-            cause = " (stack overflow)" if -status in _FAULTS and _STACK_MARKER in self._stderr_text else ""
+            cause = ""
+            if -status in _FAULTS and _STACK_MARKER in self._stderr_text:
+                cause = " (stack overflow)"
+            elif -status in _FAULTS:
+                cause = _fault_place(self._stderr_text, self.loaded)
             summary = f"crashed: killed by {name}{cause}"
         elif _EXIT_MARKER in self._stderr_text:
             summary = f"called exit({status})"
@@ -185,13 +223,14 @@ class HostProcess:
             self._seen[n] += len(data)
             if to == 2:
                 self._stderr_text = (self._stderr_text + data)[-16384:]
-                data = data.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b"")
+                data = _FAULT_MARKER.sub(b"", data.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b""))
             if data:
                 with contextlib.suppress(OSError):
                     os.write(to, data)
 
     def _stderr_tail(self) -> str:
-        text = self._stderr_text.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b"").decode(errors="replace")
+        raw = _FAULT_MARKER.sub(b"", self._stderr_text.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b""))
+        text = raw.decode(errors="replace")
         text = text.strip("\n")
         return f"\n--- stderr (last lines) ---\n{text[-4000:]}" if text else ""
 

@@ -379,7 +379,7 @@ class Library:
         self._functions: dict[str, Function] = {}
         self._enums: dict[str, type[enum.IntEnum]] = {}
         clocks = clock_numbers(self._models) if artifact.cutoff else {}
-        self.host.request(
+        loaded_as = self.host.request(
             "load",
             self.id,
             str(artifact.path),
@@ -389,6 +389,7 @@ class Library:
             str(self.host.stop_file),
             what=f"loading {artifact.path.name}",
         )
+        self.host.loaded[str(loaded_as)] = artifact.path
         if wanted:
             self.host.request("limits", wanted, what="setting the cut-off")
         #: RISC-V target -> (its build in a worker, the models' result slots), and models that cannot measure.

@@ -2,19 +2,23 @@
  *
  * It tells the test process how the host ended when a library call ended it:
  * a SIGSEGV/SIGBUS whose fault address lies in the main thread's stack region
- * (below its top, within the stack limit) is a stack overflow, and a call of
- * exit() (as opposed to _exit()) runs an atexit handler. Each writes one marker
+ * (below its top, within the stack limit) is a stack overflow, any other one the
+ * instruction caused names that instruction's file and offset and the address it
+ * touched, and a call of exit() (as opposed to _exit()) runs an atexit handler.
+ * Each writes one marker
  * line to stderr; the test process reads the tail of stderr after the host died.
  * The host never calls exit() itself (it ends with _exit), so the exit marker only
  * appears when code under test called exit().
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static uintptr_t stack_low, stack_high;
@@ -30,10 +34,63 @@ static void say(const char *text) {
     }
 }
 
+/* "0x" and ``value`` in hexadecimal into ``out`` (19 bytes at most), without stdio. */
+static char *hex(char *out, uintptr_t value) {
+    char digits[16];
+    int n = 0;
+    *out++ = '0';
+    *out++ = 'x';
+    do {
+        digits[n++] = "0123456789abcdef"[value & 15];
+        value >>= 4;
+    } while (value != 0);
+    while (n > 0) *out++ = digits[--n];
+    return out;
+}
+
+/* The instruction that faulted, from the signal's context (0 where this host has no way to say). */
+static uintptr_t fault_pc(void *context) {
+    ucontext_t *uc = (ucontext_t *)context;
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.pc;
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+/* One line for the test process: the faulting instruction as a file and an offset from where the
+ * file is loaded, and the address it touched:
+ *   instrbudget-host: fault at /path/lib.so+0x1139 address 0x0
+ * (dladdr is not on POSIX's list of async-signal-safe functions, but the process is ending, and a
+ * fault inside the dynamic loader itself only loses this line). */
+static void say_where(const siginfo_t *info, void *context) {
+    char line[4200], *p = line;
+    Dl_info found;
+    uintptr_t pc = fault_pc(context);
+    size_t n;
+    if (pc == 0 || dladdr((void *)pc, &found) == 0 || found.dli_fname == NULL || found.dli_fname[0] != '/') return;
+    n = strlen(found.dli_fname);
+    if (n > 4096) return;
+    memcpy(p, "\ninstrbudget-host: fault at ", 28);
+    p += 28;
+    memcpy(p, found.dli_fname, n);
+    p += n;
+    *p++ = '+';
+    p = hex(p, pc - (uintptr_t)found.dli_fbase);
+    memcpy(p, " address ", 9);
+    p = hex(p + 9, (uintptr_t)info->si_addr);
+    *p++ = '\n';
+    *p = '\0';
+    say(line);
+}
+
 static void on_fault(int sig, siginfo_t *info, void *context) {
     uintptr_t at = (uintptr_t)info->si_addr;
-    (void)context;
     if (stack_high != 0 && at >= stack_low && at < stack_high) say("\ninstrbudget-host: stack overflow\n");
+    else if (info->si_code > 0) say_where(info, context);
     /* SA_RESETHAND restored the default action: returning re-runs the faulting
      * instruction, which now ends the process with the original signal. A signal
      * sent (raise, kill) rather than caused has no instruction to re-run: send it again. */
