@@ -55,3 +55,14 @@ def test_a_long_build_names_its_steps_at_most_every_ten_seconds_and_its_total(cl
         "building cmark.c and 34 more: building for riscv32 (56 s so far)",
         "built cmark.c and 34 more in 61.0 s: compiling 36.0 s, instrumenting 20.0 s, building for riscv32 5.0 s",
     ]
+
+
+def test_a_build_that_waited_for_another_process_says_how_long(clock: Clock) -> None:
+    """Under xdist, a worker that waits for another to build the same entries says the wait
+    apart from the step it fell in, instead of calling 30 s of waiting 'compiling'."""
+    said: list[str] = []
+    watch = BuildWatch(said.append, "strops.c")
+    watch.step("compiling", 0, 1)
+    clock.now += 30.4
+    watch.done(waited=29.9)
+    assert said[-1] == "built strops.c in 30.4 s: compiling 30.4 s; 29.9 s of it waiting for another process"

@@ -228,6 +228,7 @@ def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
         builder, messages = fresh()
         builder.build([src], kind="library")
         assert time.monotonic() - started >= 1.0  # it did wait for the holder
+        assert builder.cache.waited >= 1.0  # and the cache says so (a slow build's total names it)
     finally:
         holder.kill()
         holder.wait()

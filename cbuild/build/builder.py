@@ -261,6 +261,7 @@ class Builder:
         self.cache.ensure_writable()
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         watch = BuildWatch(self.progress, f"{paths[0].name}{more}")
+        waited = self.cache.waited
         # clang runs are independent processes: compile the translation units side by side.
         with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as pool:
             futures = [pool.submit(compile_unit, self.toolchain, self.cache, s, options) for s in sources]
@@ -311,7 +312,7 @@ class Builder:
             )
 
         self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
-        watch.done()
+        watch.done(waited=self.cache.waited - waited)
         return artifact
 
     def _make(

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -165,6 +166,9 @@ class Cache:
         #: Per kind: entries found whole, entries built (this process).
         self.hits: dict[str, int] = {}
         self.builds: dict[str, int] = {}
+        #: Seconds spent waiting for other processes' locks (summed over threads).
+        self.waited = 0.0
+        self._waited_lock = threading.Lock()
 
     def count(self, kind: str, *, hit: bool) -> None:
         """Record a use of an entry of ``kind``: found (``hit``) or built."""
@@ -322,12 +326,15 @@ class Cache:
 
     def _acquire(self, fh: IO[bytes], what: str) -> None:
         """Take the lock, saying once which process holds it when that takes a while."""
-        notice_at = time.monotonic() + LOCK_NOTICE_AFTER
+        started = time.monotonic()
+        notice_at = started + LOCK_NOTICE_AFTER
         noticed = False
         delay = 0.002
         while True:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                with self._waited_lock:
+                    self.waited += time.monotonic() - started
                 return
             except BlockingIOError:
                 pass

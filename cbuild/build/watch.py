@@ -43,13 +43,16 @@ class BuildWatch:
             self._say(f"building {self.name}: {what}{count} ({elapsed:.0f} s so far)")
             self._said, self._spoke = now, True
 
-    def done(self) -> None:
-        """The build is complete: its total and the time per step, if it was slow."""
+    def done(self, waited: float = 0.0) -> None:
+        """The build is complete: its total and the time per step, if it was slow; ``waited``:
+        seconds of it spent waiting for other processes building the same entries."""
         now = time.monotonic()
         self._close(now)
         elapsed = now - self._start
         if elapsed >= SLOW:
             steps = ", ".join(f"{what} {seconds:.1f} s" for what, seconds in self.times.items() if seconds >= 0.1)
+            if waited >= 0.1:
+                steps += f"{'; ' if steps else ''}{min(waited, elapsed):.1f} s of it waiting for another process"
             self._say(f"built {self.name} in {elapsed:.1f} s" + (f": {steps}" if steps else ""))
 
     def _close(self, now: float) -> None:
