@@ -302,8 +302,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         # Counts a crashed library process took with it leave the measurement incomplete.
         completed = completed and not lost
         result = None
-        # A test that raised before it measured anything (a build error) is listed too, as an error.
-        if meter.used or not completed:
+        if meter.used:
             models = _test_models(item, session)
             measured = measure(models, counts)
             costs = measured.costs

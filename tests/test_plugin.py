@@ -694,27 +694,3 @@ def test_plugin_build_progress_lines_keep_the_file_name_before_its_tests_letters
         assert re.fullmatch(r"test_budget\.py \.( +\[ *\d+%\])?", lines[i + 1]), lines
     assert lines[built[-1] + 1].endswith("[100%]"), lines
     assert not any(re.fullmatch(r"\.+.*", line) for line in lines), lines
-
-
-def test_plugin_a_test_whose_build_fails_is_listed_as_an_error(pytester: pytest.Pytester) -> None:
-    """A test that raised before it measured anything (here clang's error) has its row, with
-    status error and no cost, as a test whose code crashed has; it is not written to the baseline."""
-    pytester.makefile(".c", bad="int f(int x) { return x +; }\n", work=WORK_C)
-    pytester.makepyfile(
-        test_budget="""
-import pytest
-
-@pytest.mark.budget(max_instr=1000)
-def test_build_fails(cbuild):
-    cbuild.library("bad.c")
-
-def test_fine(cbuild):
-    assert cbuild.library("work.c").work(3) == 3
-"""
-    )
-    result, doc = results(pytester, "--instrbudget-update")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.re_match_lines([r"test_budget\.py::test_build_fails +- +error$"])
-    result.stdout.fnmatch_lines(["*bad.c:1:26: error: expected expression*"])
-    assert doc["tests"]["test_budget.py::test_build_fails"]["status"] == "error"
-    assert list(json.loads(baseline_path(pytester).read_text())["tests"]) == ["test_budget.py::test_fine"]
