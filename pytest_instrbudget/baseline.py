@@ -54,17 +54,3 @@ class Baseline:
         symlinked baseline's target is the file written (:mod:`pytest_instrbudget.outputs`).
         """
         write_output(self.path, self.snapshot().dumps().encode())
-
-
-def keep_damaged(path: Path) -> Path:
-    """Copy the baseline ``path``, which could not be read, beside it (``<name>.damaged``, or
-    ``.damaged.2`` and on where that exists) before it is rewritten; returns the copy."""
-    for n in range(1, 1000):
-        kept = path.with_name(f"{path.name}.damaged" + (f".{n}" if n > 1 else ""))
-        try:
-            with kept.open("xb") as out:
-                out.write(path.read_bytes())
-        except FileExistsError:
-            continue
-        return kept
-    raise OSError(f"{path}: 999 damaged copies are kept beside it already; remove them")

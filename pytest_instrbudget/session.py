@@ -16,10 +16,10 @@ from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
 from cbuild.models.costs import Cost, Unavailability, line_label
 from cbuild.report import update
-from cbuild.report.outputs import locked
+from cbuild.report.outputs import keep_damaged, locked
 from cbuild.report.snapshot import differing_keys
 from cbuild.report.update import LIBRARIES, MODEL_KEY
-from pytest_instrbudget.baseline import Baseline, BaselineError, keep_damaged
+from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.marker import Budget, stop_keyword
 from pytest_instrbudget.results import (
     ERROR,
@@ -416,10 +416,9 @@ class BudgetSession:
             outcome.refused = done.refused
             return outcome
         if done.write:
-            if damaged:
-                outcome.kept_damaged = keep_damaged(base.path)
+            kept = keep_damaged(base.path) if damaged else None
             Baseline(base.path, done.fingerprint, done.tests, exists=True).save()
-            outcome.written = True
+            outcome.written, outcome.kept_damaged = True, kept
         return outcome
 
     def keep_cache(self) -> None:

@@ -155,3 +155,6 @@ def test_baseline_update_rewrites_a_damaged_baseline_and_says_so(
     assert f"baseline {baseline} is not valid JSON" in err
     assert "it is rewritten from this run" in err
     assert json.loads(baseline.read_text())["tests"]["t.py::a"]["ir_instructions"]["total"] == 7
+    kept = baseline.with_name("baseline.json.damaged")
+    assert f"the damaged file is kept as {kept}" in err
+    assert kept.read_text() == '{"version": 1, "tests": '  # nothing is lost

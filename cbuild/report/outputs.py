@@ -113,3 +113,18 @@ def locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def keep_damaged(path: Path) -> Path:
+    """Copy the baseline ``path``, which could not be read, beside it (``<name>.damaged``, or
+    ``.damaged.2`` and on where that exists) before it is rewritten; returns the copy."""
+    data = path.read_bytes()
+    for n in range(1, 1000):
+        kept = path.with_name(f"{path.name}.damaged" + (f".{n}" if n > 1 else ""))
+        try:
+            with kept.open("xb") as out:
+                out.write(data)
+        except FileExistsError:
+            continue
+        return kept
+    raise OSError(f"{path}: 999 damaged copies are kept beside it already; remove them")

@@ -21,7 +21,7 @@ from typing import Any
 from cbuild.errors import CBuildError
 from cbuild.models.costs import Cost
 from cbuild.report import update
-from cbuild.report.outputs import locked, write_output
+from cbuild.report.outputs import keep_damaged, locked, write_output
 from cbuild.report.snapshot import Snapshot, SnapshotError, decode
 
 #: The document keys a shard must have for merging (written by the plugin since shards are supported).
@@ -205,5 +205,7 @@ def update_baseline(doc: dict[str, Any], *, path: Path | None = None, prune: boo
             describe=describe,
         )
         if result.refused is None and result.write:
+            if note is not None:  # the damaged file kept first: a shard's run has some tests only
+                note += f"; the damaged file is kept as {keep_damaged(path)}"
             write_output(path, Snapshot(result.fingerprint, result.tests).dumps().encode())
     return Written(path, result, stale, note)
