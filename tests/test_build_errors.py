@@ -289,6 +289,27 @@ def test_a_cached_riscv_failure_names_this_checkouts_source(tmp_path: Path, shar
     assert messages[0] == messages[1]
 
 
+def test_compiler_warnings_from_the_cache_name_this_checkouts_files(shared_cache: Path, tmp_path: Path) -> None:
+    """The cache entry is shared by a copy of the project elsewhere (keys name project files
+    relative to it): its warnings then name the copy's file, not the first checkout's."""
+    first, second = tmp_path / "a" / "project", tmp_path / "b" / "longer name" / "project"
+    for root in (first, second):
+        (root / "src").mkdir(parents=True)
+        (root / "src" / "warns.c").write_text(WARNS_C)
+        past = time.time() - 60  # settled sources: a file changed while clang reads it is not cached
+        os.utime(root / "src" / "warns.c", (past, past))
+    for root in (first, second):
+        builder = Builder(cache_dir=shared_cache)
+        with pytest.warns(CompilerWarning) as seen:
+            builder.build(
+                [root / "src" / "warns.c"], kind="library", options=BuildOptions(root=root, cflags=("-Wall",))
+            )
+        (warning,) = seen
+        assert warning.filename == str(root / "src" / "warns.c")
+        assert str(warning.message).startswith(f"{root / 'src' / 'warns.c'}:2:9: warning: unused variable")
+    assert builder.cache.hits.get("tu")  # the second came from the cache
+
+
 def test_compiler_warnings_show_in_pytests_warnings_summary(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", warns=WARNS_C)
     pytester.makepyprojecttoml('[tool.instrbudget]\ncflags = ["-Wall"]\n')

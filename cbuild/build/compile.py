@@ -166,7 +166,8 @@ def compile_unit(tc: Toolchain, cache: Cache, source: Source | Path, options: Bu
     ir_path = cache.path("ir", ir_key, ".ll")
     atomic_write(ir_path, ir)
     cache.seal("ir", ir_key, [ir_path])  # the IR, then its seal, then the manifest that finds them
-    manifest = {"source_sha256": src_hash, "deps": deps, "ir": ir_key, "warnings": diagnostics}
+    # Paths in the warnings as in the key: a checkout elsewhere sharing the cache names its own files.
+    manifest = {"source_sha256": src_hash, "deps": deps, "ir": ir_key, "warnings": paths.text(diagnostics)}
     if cache.label:
         manifest["toolchain"] = cache.label
     atomic_write(manifest_path, json.dumps(manifest, sort_keys=True).encode())
@@ -219,7 +220,7 @@ def _lookup(
     ir_path = cache.path("ir", ir_key, ".ll")
     if not cache.check("ir", ir_key, [ir_path], name=f"the IR of {name}"):
         return None
-    return ir_path, ir_key, diagnostics
+    return ir_path, ir_key, paths.real(diagnostics)
 
 
 def compile_own(

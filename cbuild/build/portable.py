@@ -39,6 +39,13 @@ class PathMap:
             return arg
         return self._pattern.sub(lambda m: self._lookup[m.group(0)], arg)
 
+    def real(self, text: str) -> str:
+        """``text`` (a :meth:`text` result, such as clang's diagnostics) with each token replaced
+        by its directory here."""
+        for token, directory in self._tokens.items():
+            text = text.replace(token, str(directory))
+        return text
+
     def args(self, args: Sequence[str]) -> list[str]:
         return [self.text(a) for a in args]
 
