@@ -83,10 +83,10 @@ def _fault_place(stderr: bytes, loaded: dict[str, Path]) -> str:
     name = file.decode(errors="replace")
     path, at = loaded.get(name, Path(name)), int(offset, 16)
     where = f"{path.name}+{at:#x}"
-    try:
-        binary = symbols(path, path.stat().st_mtime_ns)
-    except (OSError, ELFError):
-        binary = None
+    binary = None
+    if not str(path).startswith("/proc/"):  # a memory file of the host's not named here: no file to read
+        with contextlib.suppress(OSError, ELFError):
+            binary = symbols(path, path.stat().st_mtime_ns)
     if binary is not None:
         at += binary.link_base
         name = binary.function(at)

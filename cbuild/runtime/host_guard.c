@@ -64,8 +64,10 @@ static uintptr_t fault_pc(void *context) {
 /* One line for the test process: the faulting instruction as a file and an offset from where the
  * file is loaded, and the address it touched:
  *   instrbudget-host: fault at /path/lib.so+0x1139 address 0x0
- * (dladdr is not on POSIX's list of async-signal-safe functions, but the process is ending, and a
- * fault inside the dynamic loader itself only loses this line). */
+ * dladdr is not on POSIX's list of async-signal-safe functions: it takes the dynamic loader's
+ * lock, so a fault while another thread of the library holds it (inside dlopen) would wait for
+ * ever; the test process's time limit on the call then ends the host, reported as a timeout. A
+ * fault in the loader's own code with the lock taken by this thread finds it taken recursively. */
 static void say_where(const siginfo_t *info, void *context) {
     char line[4200], *p = line;
     Dl_info found;
