@@ -364,6 +364,7 @@ def test_counted_libc_routes_runtime_and_long_constant_length_intrinsics() -> No
         "  call void @llvm.memset.p0.i64(ptr align 1 %d, i8 7, i64 256, i1 false)\n"
         "  call void @llvm.memset.p0.i64(ptr align 1 %d, i8 7, i64 257, i1 false)\n"
         "  call void @llvm.memcpy.inline.p0.p0.i64(ptr align 1 %d, ptr align 1 %s, i64 4096, i1 false)\n"
+        "  call void @llvm.memset.p0.i64(ptr align 1 %d, i8 0, i64 4096, i1 true)\n"
         "  tail call void @llvm.memset.p0.i64(ptr align 1 %d, i8 0, i64 %n, i1 false) #3\n"
         "  %l = call i64 @strlen(ptr %s)\n"
         "  ret void\n}\n"
@@ -378,6 +379,7 @@ def test_counted_libc_routes_runtime_and_long_constant_length_intrinsics() -> No
     assert "@llvm.memset.p0.i64(ptr align 1 %d, i8 7, i64 256, i1 false)" in out
     assert "call ptr @__instrbudget_libc_memset_byte(ptr align 1 %d, i8 zeroext 7, i64 257)" in out
     assert "@llvm.memcpy.inline.p0.p0.i64(" in out  # must stay moves: never a call
+    assert "@llvm.memset.p0.i64(ptr align 1 %d, i8 0, i64 4096, i1 true)" in out  # volatile stays
     assert "tail call ptr @__instrbudget_libc_memset_byte(ptr align 1 %d, i8 zeroext 0, i64 %n)" in out
     assert "call i64 @__instrbudget_libc_strlen(ptr %s)" in out
     assert "declare i64 @__instrbudget_libc_strlen(ptr)" in out

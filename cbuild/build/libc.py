@@ -209,7 +209,8 @@ _INTRINSIC = re.compile(
 )
 
 #: The longest constant length of each intrinsic that code generation expands into moves and
-#: stores, for x86-64 and riscv32 alike (measured with the zig toolchain at -O2): a call up to it
+#: stores, for x86-64 and riscv32 alike (measured with the zig toolchain at -O2 and its default
+#: CPUs; -Os or AVX move the line, this one stays so that counts do not): a call up to it
 #: costs one instruction, as the few moves it becomes; a longer one is a call of the library at
 #: run time, so it calls the counted copy, as a run-time length does.
 INLINED_LENGTH = {"memcpy": 128, "memmove": 128, "memset": 256}
@@ -424,6 +425,8 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
         args = split_top(m.group("args"), ",")
         if int(m.group("bits")) != size_bits or len(args) != 4:
             return m.group(0)
+        if args[3].split()[-1] != "false":
+            return m.group(0)  # volatile: its stores must stay as they are, never a library call's
         length = args[2].split()[-1]
         op = m.group("op")
         if re.fullmatch(r"-?\d+", length) and int(length) & ((1 << size_bits) - 1) <= INLINED_LENGTH[op]:
