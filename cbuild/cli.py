@@ -515,3 +515,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CBuildError as exc:
         print(f"cbuild: {exc}", file=sys.stderr)
         return 2
+    except CompilerWarning as exc:  # warnings made errors (python -W error)
+        print(f"cbuild: {exc}\ncbuild: the build stopped there: warnings are errors in this run", file=sys.stderr)
+        return 2
