@@ -121,3 +121,19 @@ def test_cli_compile_error_exits_2_with_diagnostic(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert b"bad.c:1:25: error: use of undeclared identifier 'nope'" in out.stderr
     assert b"Traceback" not in out.stderr
+
+
+def test_cli_build_prints_compiler_warnings_and_stops_on_them_with_w_error(tmp_path: Path) -> None:
+    (tmp_path / "warns.c").write_text("int f(int a) {\n    int unused;\n    return a;\n}\n")
+    args = ("build", "warns.c", "--shared", "--cflags=-Wall", "-o", "warns.so")
+    built = cli(*args, cwd=tmp_path)
+    assert built.returncode == 0, built.stderr.decode()
+    where = f"{(tmp_path / 'warns.c').resolve()}:2:9: warning: unused variable 'unused'"
+    assert built.stderr.startswith(where.encode()), built.stderr.decode()  # as clang wrote it
+    stopped = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "cbuild", *args], cwd=tmp_path, capture_output=True, check=False
+    )
+    assert stopped.returncode == 2
+    assert b"warning: unused variable 'unused'" in stopped.stderr
+    assert stopped.stderr.rstrip().endswith(b"cbuild: the build stopped there: warnings are errors in this run")
+    assert b"Traceback" not in stopped.stderr
