@@ -194,6 +194,28 @@ def test_counted_libc_long_constant_length_copies_cost_what_runtime_lengths_do(b
     assert small < 10
 
 
+ASSIGN_C = """\
+#include <stddef.h>
+struct big { char bytes[4096]; };
+size_t copy_and_fail(struct big *out, const struct big *in) {
+    struct big local = *in; /* a copy the debug info tracks as an assignment (!DIAssignID) */
+    local.bytes[0] ^= 1;
+    *out = local;
+    return (size_t)-1;
+}
+"""
+
+
+def test_counted_libc_a_routed_copy_keeps_the_modules_debug_info(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    """A long struct copy routed to the counted memcpy leaves the intrinsic's assignment-tracking
+    metadata behind: on a call LLVM would drop the module's debug info as invalid, and the
+    library's signatures would fall back to IR types (size_t read as a signed int64_t)."""
+    lib = Library(builder.build([shared_source("assign.c", ASSIGN_C)], kind="library", options=COUNTED))
+    src, dst = bytearray(4096), bytearray(4096)
+    assert lib.copy_and_fail(dst, src) == 2**64 - 1  # size_t, from the DWARF signature
+    assert dst[0] == 1
+
+
 def test_counted_libc_qsort_same_in_a_library_and_a_program(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The comparator is user code: with the counted qsort it runs as often in the host process
     (the host's C library beside it) as in a program, and the sort's count grows as n log n."""

@@ -215,6 +215,10 @@ _INTRINSIC = re.compile(
 #: run time, so it calls the counted copy, as a run-time length does.
 INLINED_LENGTH = {"memcpy": 128, "memmove": 128, "memset": 256}
 
+#: Attachments a memory intrinsic may carry and a call may not (``, !DIAssignID !12``, and the
+#: ``!tbaa.struct`` layout its copy had).
+_INTRINSIC_ONLY_METADATA = re.compile(r", !(?:DIAssignID|tbaa\.struct) !\d+")
+
 #: A name a module refers to (a call, a load, a global's initialiser).
 _REFERENCE = re.compile(r"@([\w.$]+)")
 #: A call of a math intrinsic on one ``double`` or ``float`` (vector forms stay as they are).
@@ -443,7 +447,10 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
         result = f"%instrbudget.libc.{len(names_used)}"
         names_used.append(result)
         call = f"call ptr @{target}({', '.join(call_args)})"
-        return f"{m.group('indent')}{result} = {m.group('tail_kind')}{call}{m.group('tail')}"
+        # Metadata only a memory intrinsic may carry (assignment tracking's !DIAssignID: on a call,
+        # LLVM drops the whole module's debug info as invalid) stays with the intrinsic.
+        tail = _INTRINSIC_ONLY_METADATA.sub("", m.group("tail"))
+        return f"{m.group('indent')}{result} = {m.group('tail_kind')}{call}{tail}"
 
     text = _INTRINSIC.sub(route, text)
     text = _route_math_intrinsics(text)
