@@ -322,3 +322,24 @@ def test_compiler_warnings_show_in_pytests_warnings_summary(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(
         ["*warnings summary*", "*warns.c:2: CompilerWarning: *warns.c:2:9: warning: unused variable 'unused'*"]
     )
+
+
+def test_ir_whose_debug_information_llvm_drops_is_an_error(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """LLVM drops a module's debug information it finds invalid with only a warning on stderr;
+    the build fails instead, since source lines and C signatures would quietly go."""
+    ir = write(
+        "bad_dbg.ll",
+        'source_filename = "bad.c"\n'
+        "define i32 @f(i32 %x) !dbg !4 {\n  ret i32 %x, !dbg !7\n}\n"
+        "!llvm.dbg.cu = !{!0}\n!llvm.module.flags = !{!2, !3}\n"
+        '!0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, producer: "clang", emissionKind: FullDebug)\n'
+        '!1 = !DIFile(filename: "bad.c", directory: "/tmp")\n'
+        '!2 = !{i32 7, !"Dwarf Version", i32 5}\n!3 = !{i32 2, !"Debug Info Version", i32 3}\n'
+        '!4 = distinct !DISubprogram(name: "f", scope: !1, file: !1, line: 1, type: !5, unit: !0, '
+        "spFlags: DISPFlagDefinition)\n"
+        "!5 = !DISubroutineType(types: !6)\n!6 = !{null}\n"
+        "!7 = !DILocation(line: 1, scope: !8)\n"  # a location whose scope is no scope: invalid
+        '!8 = !{!"not a scope"}\n',
+    )
+    with pytest.raises(CBuildError, match=r"LLVM found the debug information in the IR of .*bad_dbg\.ll invalid"):
+        builder.build([ir], kind="library")

@@ -35,8 +35,35 @@ def parse(text: str, *, name: str, context: llvm.ContextRef | None = None) -> ll
         module.verify()
     except RuntimeError as exc:
         raise InstrumentError(f"LLVM rejected the IR of {name}: {exc}") from exc
+    _check_debug_info(text, module, name)
     module.name = name
     return module
+
+
+#: A function's definition with its debug information attached, and its name.
+_DEFINE_WITH_DBG = re.compile(r'^define [^\n]*?@("(?:[^"\\]|\\.)*"|[-\w$.]+)\([^\n]*\) [^\n]*!dbg !\d+', re.M)
+
+
+def _check_debug_info(text: str, module: llvm.ModuleRef, name: str) -> None:
+    """Fail where LLVM dropped the module's debug information as invalid (it only warns on stderr):
+    source lines, reports and a library's C signatures need it, and would quietly degrade."""
+    found = _DEFINE_WITH_DBG.search(text)
+    if found is None:
+        return
+    symbol = found.group(1)
+    if symbol.startswith('"'):
+        symbol = symbol[1:-1]
+    try:
+        function = module.get_function(symbol)
+    except NameError:  # a quoted name with escapes: not worth decoding for this check
+        return
+    head = next((line for line in str(function).splitlines() if line.startswith("define ")), "")
+    if "!dbg" not in head:
+        raise InstrumentError(
+            f"LLVM found the debug information in the IR of {name} invalid and would drop it, which "
+            "source lines, reports and C signatures need: a defect of the IR the build made from the "
+            "sources (report it with the source), or of IR given as a source"
+        )
 
 
 _MULTIPLY_DEFINED = re.compile(r"Linking globals named '([^']*)': symbol multiply defined")
