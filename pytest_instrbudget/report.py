@@ -146,6 +146,11 @@ def display_order(nodeid: str) -> tuple[list[str | int], str]:
     return parts, nodeid
 
 
+def in_display_order(results: Iterable[TestResult]) -> list[TestResult]:
+    """``results`` in :func:`display_order`, the order of every output."""
+    return sorted(results, key=lambda r: display_order(r.nodeid))
+
+
 def table_lines(
     results: Iterable[TestResult],
     *,
@@ -160,7 +165,7 @@ def table_lines(
     of its own above its row, and when the metric columns leave less than :data:`NAME_ROOM`
     characters for names, each test's metrics are listed under its name instead.
     """
-    everything = sorted(results, key=lambda r: display_order(r.nodeid))
+    everything = in_display_order(results)
     shown = everything if show_all else [r for r in everything if notable(r)]
     metrics = _metric_names(everything)
     out: list[str] = []
@@ -225,8 +230,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     """Everything the terminal summary prints after the table."""
     lines: list[str] = []
     results = list(session.results.values())
-    ordered = sorted(results, key=lambda r: display_order(r.nodeid))
-    problems = [(r.nodeid, p) for r in ordered for p in r.region_problems]
+    problems = [(r.nodeid, p) for r in in_display_order(results) for p in r.region_problems]
     if problems:
         lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
         lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
@@ -305,7 +309,7 @@ def unavailable_lines(results: Iterable[TestResult]) -> list[str]:
     """Per model, the tests whose metrics it could not measure: the reason, where it points, and
     the limits left unchecked."""
     by_model: dict[str, list[tuple[TestResult, list[MetricResult]]]] = {}
-    for result in sorted(results, key=lambda r: display_order(r.nodeid)):
+    for result in in_display_order(results):
         per: dict[str, list[MetricResult]] = {}
         for m in result.unavailable:
             per.setdefault(m.model, []).append(m)
@@ -357,7 +361,7 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
     once), and a name longer than its column goes whole on a line of its own above its figures.
     """
     out: list[str] = []
-    for result in sorted(results, key=lambda r: display_order(r.nodeid)):
+    for result in in_display_order(results):
         block: list[str] = []
         for m in result.measured:
             if kind == "functions":
@@ -406,7 +410,7 @@ def markdown_text(
 
     At most ``limit`` bytes of UTF-8: what does not fit is counted, not cut mid-way.
     """
-    results = sorted(results, key=lambda r: display_order(r.nodeid))
+    results = in_display_order(results)
     shown = [r for r in results if notable(r)]
     failed = [r for r in results if r.failure]
     improved = sum(1 for r in results if r.improved)
@@ -558,7 +562,7 @@ def html_page(
     (against the baseline where it has one). Tests that build or have a budget but measured
     nothing (skipped before their body ran) get a row that says so."""
     outcomes = outcomes or {}
-    results = sorted(results, key=lambda r: display_order(r.nodeid))
+    results = in_display_order(results)
     tests: list[dict[str, Any]] = []
     for r in results:
         changed = notable(r)

@@ -72,6 +72,11 @@ def guard_library(toolchain: Toolchain, cache: Cache) -> Path:
     )
 
 
+def _without_markers(stderr: bytes) -> bytes:
+    """The host's stderr without the lines its guard wrote for this process."""
+    return _FAULT_MARKER.sub(b"", stderr.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b""))
+
+
 def _fault_place(stderr: bytes, loaded: dict[str, Path]) -> str:
     """`` in f (lib.c:12) at address 0x0``: where the host's last fault was, from the line its guard
     wrote (the function and source line from the file's symbols and line tables where it has them;
@@ -223,14 +228,13 @@ class HostProcess:
             self._seen[n] += len(data)
             if to == 2:
                 self._stderr_text = (self._stderr_text + data)[-16384:]
-                data = _FAULT_MARKER.sub(b"", data.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b""))
+                data = _without_markers(data)
             if data:
                 with contextlib.suppress(OSError):
                     os.write(to, data)
 
     def _stderr_tail(self) -> str:
-        raw = _FAULT_MARKER.sub(b"", self._stderr_text.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b""))
-        text = raw.decode(errors="replace")
+        text = _without_markers(self._stderr_text).decode(errors="replace")
         text = text.strip("\n")
         return f"\n--- stderr (last lines) ---\n{text[-4000:]}" if text else ""
 
