@@ -33,7 +33,7 @@ from cbuild.build.places import Frame, symbols
 from cbuild.build.toolchain import Toolchain, find_toolchain
 from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout
 from cbuild.run.host_server import Channel
-from cbuild.run.program import DEFAULT_ENV
+from cbuild.run.program import DEFAULT_ENV, signal_name
 from cbuild.run.program import _disable_aslr as disable_aslr
 from cbuild.run.stops import STOP_STATUS
 
@@ -99,13 +99,6 @@ def _fault_place(stderr: bytes, loaded: dict[str, Path]) -> str:
             source, line = binary.place(at) or ("", 0)
             where = str(Frame(demangle(name), source, line))
     return f" in {where} at address {int(address, 16):#x}"
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 class HostProcess:
@@ -204,7 +197,7 @@ class HostProcess:
         if status == STOP_STATUS and self.stop_file.exists():
             summary = "was stopped at its cut-off"
         elif status < 0:
-            name = _signal_name(-status)
+            name = signal_name(-status)
             cause = ""
             if -status in _FAULTS and _STACK_MARKER in self._stderr_text:
                 cause = " (stack overflow)"

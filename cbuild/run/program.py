@@ -354,6 +354,14 @@ def _with_machine_runs(
 OUTPUT_TAIL = 4000
 
 
+def signal_name(number: int) -> str:
+    """``SIGSEGV`` for 11; ``signal 99`` for a number the platform does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def _output_tail(out: bytes, err: bytes) -> str:
     """What a program that failed wrote, for its error: the end of its stdout and of its stderr,
     each under a heading, or a line saying it wrote nothing (output the program still held in
@@ -441,14 +449,9 @@ def run_program(
         if early is not None and (proc.returncode < 0 or (artifact.instrumented and not counts_path.exists())):
             early.stop_first(what, machines)
         if proc.returncode < 0:
-            sig = -proc.returncode
-            try:
-                name = signal.Signals(sig).name
-            except ValueError:
-                name = f"signal {sig}"
-            raise ProgramCrashed(
-                f"program {artifact.name} was killed by {name} (exit status {proc.returncode}){_output_tail(out, err)}"
-            )
+            killed, tail = signal_name(-proc.returncode), _output_tail(out, err)
+            status = proc.returncode
+            raise ProgramCrashed(f"program {artifact.name} was killed by {killed} (exit status {status}){tail}")
         counts = None
         processes = threads = 1
         if artifact.instrumented:
