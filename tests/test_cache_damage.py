@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -228,7 +229,7 @@ def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
         builder, messages = fresh()
         builder.build([src], kind="library")
         assert time.monotonic() - started >= 1.0  # it did wait for the holder
-        assert builder.cache.waited >= 1.0  # and the cache says so (a slow build's total names it)
+        assert builder.cache.waited(started) >= 1.0  # and the cache says so (a slow build's total names it)
     finally:
         holder.kill()
         holder.wait()
@@ -304,3 +305,39 @@ def test_a_full_cache_fails_tests_with_the_message(full_cache: Path, pytester: p
     assert "Traceback" not in out
     assert "OSError" not in out
     assert f"the build cache {full_cache} cannot be written: its file system is full" in out
+
+
+@pytest.mark.slow
+def test_waits_in_parallel_threads_count_once(tmp_path: Path) -> None:
+    """Two compile threads waiting for the same second of another process's build: a slow
+    build's total says one second of waiting, not two."""
+    cache = cache_mod.Cache(tmp_path / "cache")
+    locks = [cache.path("obj", key, ".lock") for key in ("a" * 32, "b" * 32)]
+    holders = []
+    for lock in locks:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-c", HOLD_LOCK, str(lock), "1.0"]
+        holders.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
+    try:
+        for holder in holders:
+            assert holder.stdout is not None
+            assert holder.stdout.readline() == "locked\n"
+        started = time.monotonic()
+
+        def take(key: str) -> None:
+            with cache.lock("obj", key):
+                pass
+
+        threads = [threading.Thread(target=take, args=(key,)) for key in ("a" * 32, "b" * 32)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait()
+    waited = cache.waited(started)
+    assert 0.5 <= waited <= elapsed  # both threads waited about the same second: it counts once
+    assert cache.waited(time.monotonic()) == 0.0  # nothing after the waits

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -261,7 +262,7 @@ class Builder:
         self.cache.ensure_writable()
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         watch = BuildWatch(self.progress, f"{paths[0].name}{more}")
-        waited = self.cache.waited
+        started = time.monotonic()
         # clang runs are independent processes: compile the translation units side by side.
         with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as pool:
             futures = [pool.submit(compile_unit, self.toolchain, self.cache, s, options) for s in sources]
@@ -312,7 +313,7 @@ class Builder:
             )
 
         self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
-        watch.done(waited=self.cache.waited - waited)
+        watch.done(waited=self.cache.waited(started))
         return artifact
 
     def _make(

@@ -166,9 +166,22 @@ class Cache:
         #: Per kind: entries found whole, entries built (this process).
         self.hits: dict[str, int] = {}
         self.builds: dict[str, int] = {}
-        #: Seconds spent waiting for other processes' locks (summed over threads).
-        self.waited = 0.0
+        #: (start, end) of each wait for another process's lock (time.monotonic()), in any thread.
+        self._waits: list[tuple[float, float]] = []
         self._waited_lock = threading.Lock()
+
+    def waited(self, since: float, until: float | None = None) -> float:
+        """Seconds between ``since`` and ``until`` (now) in which some thread of this process was
+        waiting for another process's lock: parallel waits count once."""
+        end = time.monotonic() if until is None else until
+        with self._waited_lock:
+            spans = sorted((max(a, since), min(b, end)) for a, b in self._waits if b > since and a < end)
+        total, reach = 0.0, since
+        for a, b in spans:
+            if b > reach:
+                total += b - max(a, reach)
+                reach = b
+        return total
 
     def count(self, kind: str, *, hit: bool) -> None:
         """Record a use of an entry of ``kind``: found (``hit``) or built."""
@@ -328,16 +341,18 @@ class Cache:
         """Take the lock, saying once which process holds it when that takes a while."""
         started = time.monotonic()
         notice_at = started + LOCK_NOTICE_AFTER
-        noticed = False
+        noticed = blocked = False
         delay = 0.002
         while True:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                with self._waited_lock:
-                    self.waited += time.monotonic() - started
-                return
             except BlockingIOError:
-                pass
+                blocked = True
+            else:
+                if blocked:
+                    with self._waited_lock:
+                        self._waits.append((started, time.monotonic()))
+                return
             if not noticed and time.monotonic() >= notice_at:
                 self.notify(f"waiting for {_holder(fh)} to finish building {what}")
                 noticed = True
