@@ -619,6 +619,44 @@ def test_grouped_accesses_cost_what_unicorn_costs_across_pages_and_segment_ends(
     assert total > user + paging
 
 
+MANY_PAGES_C = r"""
+#include <stdio.h>
+#define PAGES 30000
+static char buf[PAGES * 1024];
+int main(void) {
+    unsigned long sum = 0;
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < PAGES; i++) {
+            buf[i * 1024 + (i % 7)] += (char)round;
+            sum += (unsigned char)buf[i * 1024 + 1000];
+        }
+    printf("%lu\n", sum);
+    return 0;
+}
+"""
+
+
+def test_segments_that_load_thousands_of_pages_cost_what_unicorn_costs(
+    builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zkvm model's map of pages loaded in the segment, which the fast paths test, lists the
+    pages it marks, to clear them when the segment closes: segments of 2^24 cycles that load
+    thousands of pages each (a buffer of 30,000 pages, written twice) grow that list past its
+    first size, and the costs are unicorn's."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "1")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
+    zkvm = default_registry().create("zkvm", {"execute": True, "po2": 24})
+    artifact = builder.build([write("pages.c", MANY_PAGES_C)], options=BuildOptions(opt_level="2"), models=[zkvm])
+    library, elf, translation, runtimes = _direct(artifact)
+    executor.run_program(library, elf, runtimes, [elf.name], translation=translation)  # records the blocks
+    run = executor.run_program(library, elf, runtimes, [elf.name], translation=translation, check=True)
+    assert run.engine == "translated", run.note
+    _, _, _, _, segments, page_ins, page_outs = run.results
+    assert segments >= 2
+    assert page_ins > 4096 * segments  # some segment loaded more pages than the list's first size
+    assert page_outs > 30000
+
+
 def test_a_translation_is_compiled_once_while_others_wait(tmp_path: Path) -> None:
     """Two runs that need the same object code at once (two xdist workers): one compiles it, the
     other waits and reads it, both inside their untimed part."""

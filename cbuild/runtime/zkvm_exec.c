@@ -19,7 +19,6 @@
 #define ZK_THRESHOLD ((int64_t)((uint64_t)1 << ZK_PO2) - (int64_t)ZK_MAX_INSN_CYCLES)
 /* The most cycles one page-in or page-out costs. */
 #define ZK_EVENT_CYCLES ((int64_t)ZK_PAGE_CYCLES + (int64_t)ZK_DEPTH * ZK_NODE_CYCLES)
-#define ZK_SEEN 1024 /* direct-mapped caches of pages already loaded / dirty in this segment */
 #define ZK_NONE 0xffffffffu
 
 static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generation that loaded / dirtied it */
@@ -29,23 +28,30 @@ static uint32_t *zk_loaded, *zk_dirty; /* per Merkle node: the segment generatio
  * INT64_MIN while a block is begun lazily (so the next block's one check takes the slow path). */
 static int64_t zk_off, zk_room, zk_seg_paging;
 static uint64_t zk_user_total, zk_paging_total, zk_closed, zk_closed_padded, zk_page_ins, zk_page_outs;
-static uint32_t zk_seen[2][ZK_SEEN];
+/* Per page, what the fast paths may skip: ZK_LOADED if it is loaded in this segment, with ZK_DIRTY
+ * if it is dirty too (translated code tests one bit of one byte per access). A page's byte is set
+ * only outside strict mode, and zk_marked lists the pages whose bytes are set, so that emptying the
+ * map clears those alone. */
+#define ZK_LOADED 1u
+#define ZK_DIRTY 2u
+static uint8_t zk_map[1u << ZK_DEPTH];
+static uint32_t *zk_marked, zk_nmarked, zk_marked_room;
 static uint32_t zk_fetch_page;
 /* A block begun lazily (near a segment's end): its start, instructions, the next one not yet begun
  * (ZK_BEGUN: none is pending) and the instructions begun before it. While zk_off stays below
- * zk_safe_off, no segment can close before its last instruction, and the caches of pages stay as
- * they are; once it may (zk_strict), they are emptied and kept empty, so that each of its accesses
+ * zk_safe_off, no segment can close before its last instruction, and the map of pages stays as
+ * it is; once it may (zk_strict), it is emptied and kept empty, so that each of its accesses
  * takes the slow path, which begins the instructions before it. */
 static uint64_t zk_pc, zk_lazy_base;
 #define ZK_BEGUN 0xffffffffu
 static uint32_t zk_n, zk_pos = ZK_BEGUN, zk_strict;
 static int64_t zk_safe_off;
 
-RVX_SLOW static void zk_empty_seen(void);
+RVX_SLOW static void zk_empty_map(void);
 static void zk_go_strict(void);
 
 static void zk_forget(void) {
-    zk_empty_seen();
+    zk_empty_map();
     zk_fetch_page = ZK_NONE;
 }
 
@@ -61,17 +67,30 @@ static void zk_add_paging(int64_t cycles) {
     if (zk_pos != ZK_BEGUN && zk_off >= zk_safe_off) zk_go_strict();
 }
 
-/* Whether the caches of pages loaded / dirty hold nothing. */
-static uint32_t zk_seen_empty;
+/* Whether the map of pages loaded / dirty is empty. */
+static uint32_t zk_map_empty;
 
-RVX_SLOW static void zk_empty_seen(void) {
+RVX_SLOW static void zk_empty_map(void) {
     uint32_t i;
-    for (i = 0; i < ZK_SEEN; i++) zk_seen[0][i] = zk_seen[1][i] = ZK_NONE;
-    zk_seen_empty = 1;
+    for (i = 0; i < zk_nmarked; i++) zk_map[zk_marked[i]] = 0;
+    zk_nmarked = 0;
+    zk_map_empty = 1;
+}
+
+static void zk_set_map(uint32_t page, uint8_t bits) {
+    if (zk_map[page] == 0) {
+        if (zk_nmarked == zk_marked_room) {
+            zk_marked_room = zk_marked_room ? 2 * zk_marked_room : 4096;
+            zk_marked = (uint32_t *)realloc(zk_marked, zk_marked_room * sizeof *zk_marked);
+            if (zk_marked == NULL) abort();
+        }
+        zk_marked[zk_nmarked++] = page;
+    }
+    zk_map[page] |= bits;
 }
 
 static void zk_go_strict(void) {
-    if (!zk_seen_empty) zk_empty_seen();
+    if (!zk_map_empty) zk_empty_map();
     zk_strict = 1;
 }
 
@@ -86,19 +105,17 @@ RVX_SLOW static void zk_touch_slow(uint32_t page, uint32_t is_store) {
         zk_add_paging((int64_t)zk_mark(zk_loaded, page));
         zk_page_ins++;
     }
-    if (!zk_strict) zk_seen[0][page % ZK_SEEN] = page;
-    if (is_store) {
-        if (zk_dirty[leaf] != zk_generation) {
-            zk_add_paging((int64_t)zk_mark(zk_dirty, page));
-            zk_page_outs++;
-        }
-        if (!zk_strict) zk_seen[1][page % ZK_SEEN] = page;
+    if (is_store && zk_dirty[leaf] != zk_generation) {
+        zk_add_paging((int64_t)zk_mark(zk_dirty, page));
+        zk_page_outs++;
     }
-    zk_seen_empty &= zk_strict;
+    /* After the paging above, which may have made the block strict. */
+    if (!zk_strict) zk_set_map(page, is_store ? ZK_LOADED | ZK_DIRTY : ZK_LOADED);
+    zk_map_empty &= zk_strict;
 }
 
 static inline void zk_touch(uint32_t page, uint32_t is_store) {
-    if (zk_seen[is_store != 0][page % ZK_SEEN] != page) zk_touch_slow(page, is_store);
+    if (!(zk_map[page] & (is_store ? ZK_DIRTY : ZK_LOADED))) zk_touch_slow(page, is_store);
 }
 
 static uint64_t zk_pow2(uint64_t n) {
@@ -164,8 +181,8 @@ static inline int64_t zk_block_bound(uint64_t pc, uint32_t n, uint64_t events) {
 }
 
 /* The block's code pages loaded in the segment. In translated code the pages are constants, and
- * each check is one comparison with a fixed word of the cache of loaded pages, which code pages
- * nearly always hit (a check against the last fetched page would miss wherever the executed
+ * each check tests a fixed byte of the map of loaded pages, which code pages
+ * nearly always find set (a check against the last fetched page would miss wherever the executed
  * blocks alternate between two pages, as a call to a function on another page does). */
 static inline void zk_fetch(uint64_t pc, uint32_t n) {
     uint64_t last = (pc + 4u * (uint64_t)(n - 1)) >> ZK_PAGE_BITS, at;
@@ -233,7 +250,7 @@ static inline uint64_t model_block_slack(uint64_t pc, uint32_t n, uint32_t nmem)
 }
 static int64_t model_room(void) { return zk_room; }
 
-/* An access the caches do not show done already, or made while a block is begun lazily. */
+/* An access the map does not show done already, or made while a block is begun lazily. */
 RVX_SLOW static void zk_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
     uint32_t first, last, page;
     if (zk_pos != ZK_BEGUN && index >= zk_pos) zk_begin(index);
@@ -246,15 +263,16 @@ RVX_SLOW static void zk_access(uint64_t address, uint32_t size, uint32_t is_stor
     }
 }
 
+_Static_assert(ZK_PAGE_BITS >= 3, "an access aligned to its size (8 bytes at most) stays on one page");
 static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
-    uint32_t first = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
-    uint32_t last = (uint32_t)((address + size - 1) >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
-    /* Nearly every access: within a page already loaded (and, for a store, dirty) in this segment.
-     * While a block begun lazily may see a segment close, the caches are empty, so its accesses
-     * take the slow path (zk_strict); before, a page they show is loaded in this segment. One
-     * comparison says both: the cache's word for the first byte's page holds only pages equal to
-     * it modulo ZK_SEEN, which the last byte's page is only if it is the same page. */
-    if (zk_seen[is_store != 0][first % ZK_SEEN] == last && size != 0) return;
+    uint32_t page = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
+    /* Nearly every access: aligned to its size (so on one page) within a page already loaded (and,
+     * for a store, dirty) in this segment. While a block begun lazily may see a segment close, the
+     * map is empty, so its accesses take the slow path (zk_strict); before, a page it shows is
+     * loaded in this segment. */
+    if ((zk_map[page] & (is_store ? ZK_DIRTY : ZK_LOADED)) && size != 0 && (size & (size - 1)) == 0 &&
+        (address & (size - 1)) == 0)
+        return;
     zk_access(address, size, is_store, index);
 }
 
@@ -264,8 +282,7 @@ static inline void model_access(uint64_t address, uint32_t size, uint32_t is_sto
 #define RVX_ACCESSES_DONE
 static inline uint32_t model_accesses_done(uint64_t first, uint64_t last, uint32_t is_store) {
     uint32_t a = (uint32_t)(first >> ZK_PAGE_BITS) & ZK_PAGE_MASK, b = (uint32_t)(last >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
-    const uint32_t *seen = zk_seen[is_store != 0];
-    return seen[a % ZK_SEEN] == a && seen[b % ZK_SEEN] == b && zk_pos == ZK_BEGUN;
+    return (zk_map[a] & zk_map[b] & (is_store ? ZK_DIRTY : ZK_LOADED)) && zk_pos == ZK_BEGUN;
 }
 
 static void model_reset(void) {
