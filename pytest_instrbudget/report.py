@@ -57,7 +57,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cbuild.build.demangle import demangle
+from cbuild.build.demangle import demangle, readable
 from cbuild.models.costs import line_label
 from cbuild.report import texttable
 from cbuild.report.flamegraph import flame_tree
@@ -326,7 +326,7 @@ def unavailable_lines(results: Iterable[TestResult]) -> list[str]:
             lines.append(f"  {result.nodeid}: {first.unavailable}")
             if first.unavailable_where:
                 function = first.unavailable_function
-                lines.append(f"    at {first.unavailable_where}" + (f", in {demangle(function)}" if function else ""))
+                lines.append(f"    at {first.unavailable_where}" + (f", in {readable(function)}" if function else ""))
             limits = [f"{m.keyword}={m.limit}" for m in metrics if m.limit is not None and m.keyword]
             limits += [f"{m.metric} of region {path!r}" for m in metrics for path in sorted(m.region_limits)]
             if limits:
@@ -377,7 +377,7 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
                 if folder and width is not None and max(len(label) for label in labels) + 26 > width:
                     labels = [label[len(folder) :] for label in labels]
                     title.append(f"    in {folder}")
-                rows = [(f"{label} ({demangle(f)})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
+                rows = [(f"{label} ({readable(f)})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
             else:
                 rows = sorted(m.regions.items())[:top]
             if not rows:
@@ -484,11 +484,11 @@ def _markdown_failure(r: TestResult) -> list[str]:
                 "| function | baseline | now | change |",
                 "|---|---:|---:|---:|",
             ]
-            out += [f"| `{demangle(f)}` | {old:,} | {new:,} | {new - old:+,} |" for f, old, new in grown]
+            out += [f"| `{readable(f)}` | {old:,} | {new:,} | {new - old:+,} |" for f, old, new in grown]
             out.append("")
         if m.lines:
             out += [f"Costliest lines ({m.metric}):", "", "| line | function | cost |", "|---|---|---:|"]
-            out += [f"| {line_label(where)} | `{demangle(f)}` | {v:,} |" for f, where, v in m.lines[:5]]
+            out += [f"| {line_label(where)} | `{readable(f)}` | {v:,} |" for f, where, v in m.lines[:5]]
             out.append("")
     return [*out, "</details>", ""]
 
@@ -531,7 +531,7 @@ def _function_rows(
         return []
     rows = [
         [
-            demangle(f),
+            readable(f),
             str(exclusive.get(f, 0)) if exclusive else "-",
             str(inclusive[f]) if f in inclusive else "-",
             str(calls[f]) if f in calls else "-",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cbuild.build import cpu, eviction
 from cbuild.build.builder import Builder
-from cbuild.build.demangle import demangle
+from cbuild.build.demangle import readable
 from cbuild.config import Settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
@@ -518,7 +518,7 @@ def _failure_text(m: MetricResult) -> str:
         top = sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
         if top:
             lines.append("  costliest functions:")
-            names = {name: demangle(name) for name, _ in top}
+            names = {name: readable(name) for name, _ in top}
             width = max(len(shown) for shown in names.values())
             lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
         lines.extend(_hot_lines(m, top[0][0] if top else None))
@@ -528,9 +528,10 @@ def _failure_text(m: MetricResult) -> str:
     deltas = m.function_deltas()
     if deltas:
         lines.append("  functions whose cost grew most:")
-        width = max(len(demangle(name)) for name, _, _ in deltas)
+        shown = {name: readable(name) for name, _, _ in deltas}
+        width = max(len(text) for text in shown.values())
         for name, old, new in deltas:
-            lines.append(f"    {demangle(name):<{width}}  {new - old:+d}  ({old} -> {new})")
+            lines.append(f"    {shown[name]:<{width}}  {new - old:+d}  ({old} -> {new})")
     changed = m.region_deltas()
     if changed:
         lines.append("  regions whose cost changed most:")
@@ -547,4 +548,5 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
         return []
     labels = [(line_label(where), value) for where, value in rows]
     width = max(len(label) for label, _ in labels)
-    return [f"  hottest lines of {demangle(function)}:", *(f"    {label:<{width}}  {value}" for label, value in labels)]
+    rows_text = [f"    {label:<{width}}  {value}" for label, value in labels]
+    return [f"  hottest lines of {readable(function)}:", *rows_text]

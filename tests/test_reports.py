@@ -208,3 +208,50 @@ def test_outputs_put_numbers_in_test_ids_in_numeric_order() -> None:
         "t.py::x[a-10]",
         "t.py::x[b-1]",
     ]
+
+
+STRINGS_CC = """\
+#include <string>
+extern "C" unsigned long grow(int n) {
+    std::string s;
+    for (int i = 0; i < n; i++) s += "abc";
+    return s.size();
+}
+"""
+
+STRINGS_TEST = """\
+import pytest
+
+@pytest.mark.budget(max_instr=100)
+def test_a_string_that_grows_past_its_budget(cbuild):
+    assert cbuild.library("strings.cc").grow(1000) == 3000
+"""
+
+
+def test_a_cxx_failure_message_names_libcxx_functions_readably_in_80_columns(pytester: pytest.Pytester) -> None:
+    """libc++'s demangled names run to hundreds of characters (``std::__1::basic_string<char,
+    std::__1::char_traits<char>, ...>``); a failure message shows them without the inline
+    namespace and template arguments, so that its lines fit a CI log."""
+    pytester.makefile(".cc", strings=STRINGS_CC)
+    pytester.makepyfile(test_strings=STRINGS_TEST)
+    out = pytester.runpytest("-p", "no:cacheprovider")
+    out.assert_outcomes(failed=1)
+    text = out.stdout.str()
+    block = text[text.index("is over budget") :].split("\n\n", 1)[0]
+    assert "costliest functions:" in block
+    assert "std::basic_string<…>" in block
+    assert "std::__1::" not in block
+    assert max(len(line) for line in block.splitlines()) <= 80, block
+
+
+def test_readable_names_keep_what_names_the_function() -> None:
+    from cbuild.build.demangle import _cxa_demangle, readable
+
+    assert readable("mk_sort_ints") == "mk_sort_ints"
+    assert readable("__instrbudget_libc_memmove") == "memmove [libc]"
+    if _cxa_demangle() is None:
+        pytest.skip("no C++ runtime with __cxa_demangle on this machine")
+    assert readable("_Z5parseRKi") == "parse(int const&)"  # short: unchanged
+    append = "_ZNSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE6appendEPKc"
+    assert readable(append) == "std::basic_string<…>::append(char const*)"
+    assert readable(append, limit=200).startswith("std::__1::basic_string<char, std::__1::char_traits<char>")

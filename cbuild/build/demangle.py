@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,3 +72,53 @@ def demangled_keys(*tables: Mapping[str, int]) -> tuple[list[dict[str, int]], di
         taken.add(key)
     symbols = {key: symbol for symbol, key in names.items() if key != symbol}
     return [{names[s]: v for s, v in sorted(table.items(), key=lambda kv: names[kv[0]])} for table in tables], symbols
+
+
+#: Longest function name a failure message or report row shows whole; longer C++ names are shortened.
+READABLE = 60
+
+_ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
+_OPERATOR = re.compile(r"operator(?:<=>|<<=|>>=|<<|>>|<=|>=|->\*|->|<|>|\(\))")
+
+
+def readable(symbol: str, limit: int = READABLE) -> str:
+    """:func:`demangle`'s name, short enough to read in a log. Longer than ``limit``, it loses libc++'s
+    inline namespace (``std::__1::`` -> ``std::``) and ABI tags, then its template arguments
+    (``<…>``), then its parameters (``(…)``), as far as it takes; what names the function (its
+    scopes and name) stays. Shorter names come back unchanged."""
+    name = demangle(symbol)
+    if len(name) <= limit:
+        return name
+    name = _ABI_TAG.sub("", name.replace("std::__1::", "std::"))
+    if len(name) > limit:
+        name = _collapse(name, "<", ">")
+    if len(name) > limit:
+        name = _collapse(name, "(", ")", last_only=True)
+    return name
+
+
+def _collapse(name: str, opening: str, closing: str, *, last_only: bool = False) -> str:
+    """``name`` with each outermost ``opening``…``closing`` group (only the last one with
+    ``last_only``: the parameters) shown as ``opening…closing``; operators' own characters kept."""
+    spans: list[tuple[int, int]] = []
+    depth, start, i = 0, 0, 0
+    while i < len(name):
+        match = _OPERATOR.match(name, i) if depth == 0 else None
+        if match:
+            i = match.end()
+            continue
+        char = name[i]
+        if char == opening:
+            if depth == 0:
+                start = i
+            depth += 1
+        elif char == closing and depth > 0:
+            depth -= 1
+            if depth == 0 and i > start + 1:
+                spans.append((start, i))
+        i += 1
+    if last_only:
+        spans = spans[-1:]
+    for start, end in reversed(spans):
+        name = f"{name[: start + 1]}…{name[end:]}"
+    return name

@@ -180,9 +180,12 @@ class Cost:
 
 
 def line_label(where: str) -> str:
-    """``file:line`` for people: line 0 (code the compiler made up, with no source line) says so."""
+    """``file:line`` for people: line 0 (code the compiler made up, with no source line) says so, and
+    so does code built without line tables (the counted C++ library's own sources)."""
     file, _, line = where.rpartition(":")
-    return f"{file} (no source line)" if line == "0" else where
+    if line != "0":
+        return where
+    return f"{file} (no source line)" if file else "(no source line)"
 
 
 def line_costs(counts: BlockCounts) -> dict[str, dict[str, int]]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cbuild.build.demangle import demangle
+from cbuild.build.demangle import readable
 from cbuild.errors import CBuildError
 
 
@@ -135,7 +135,7 @@ def render_text(found: list[Change], width: int | None = None) -> str:
                 lines.append(c.test)
             lines.append(f"  {head}")
             named = c.test
-        moved = [(demangle(name), a, b) for name, a, b in c.functions]
+        moved = [(readable(name), a, b) for name, a, b in c.functions]
         moved += [(f"region {name}", a, b) for name, a, b in c.regions]
         for name, a, b in moved:
             figures = f"{b - a:+,}  ({a:,} -> {b:,})"
@@ -152,6 +152,6 @@ def render_markdown(found: list[Change]) -> str:
         return "No cost changed.\n"
     lines = ["| test | metric | old | new | change | functions that changed most |", "|---|---|---:|---:|---:|---|"]
     for c in found:
-        moved = ", ".join(f"`{demangle(n)}` {b - a:+,}" for n, a, b in c.functions[:3])
+        moved = ", ".join(f"`{readable(n)}` {b - a:+,}" for n, a, b in c.functions[:3])
         lines.append(f"| `{c.test}` | {c.metric} | {_num(c.old)} | {_num(c.new)} | {_pct(c)} | {moved} |")
     return "\n".join(lines) + "\n"
