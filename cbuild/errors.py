@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the engine's modules import this one
+    from cbuild.models.costs import BlockCounts
 
 
 class CBuildError(Exception):
@@ -36,7 +40,12 @@ class ExecutionError(CBuildError):
 
 
 class ProgramCrashed(ExecutionError):
-    """A program was killed by a signal."""
+    """A program was killed by a signal; ``counts`` holds what it counted until then (a
+    :class:`cbuild.models.costs.BlockCounts`), or None where it wrote nothing."""
+
+    def __init__(self, message: str, *, counts: BlockCounts | None = None) -> None:
+        super().__init__(message)
+        self.counts = counts
 
 
 class ProgramTimeout(ExecutionError):

@@ -10,7 +10,7 @@ from cbuild.build import compiledb
 from cbuild.build.builder import Artifact, Builder
 from cbuild.build.options import BuildOptions
 from cbuild.build.sources import Source, expand
-from cbuild.errors import BuildDescriptionError
+from cbuild.errors import BuildDescriptionError, ProgramCrashed
 from cbuild.models import CostModel, ModelError, ModelRegistry
 from cbuild.models.costs import Cost
 from cbuild.run.extension import Extension, extension_options
@@ -73,16 +73,20 @@ class Program:
     ) -> ProgramRun:
         """Run with ``args`` and ``input`` on stdin; a crash or timeout raises with stderr."""
         data = input.encode() if isinstance(input, str) else input
-        result = run_program(
-            self.artifact,
-            args,
-            input=data,
-            timeout=timeout if timeout is not None else self._timeout,
-            env=env,
-            cwd=cwd,
-            table=self._table,
-            limits=checked_limits(self.artifact, self._meter.program_limits()),
-        )
+        try:
+            result = run_program(
+                self.artifact,
+                args,
+                input=data,
+                timeout=timeout if timeout is not None else self._timeout,
+                env=env,
+                cwd=cwd,
+                table=self._table,
+                limits=checked_limits(self.artifact, self._meter.program_limits()),
+            )
+        except ProgramCrashed as crash:  # the test errs, with the cost the program counted until then
+            self._meter.add_run(crash.counts)
+            raise
         self._meter.add_run(result.counts)
         costs: dict[str, Cost] = {}
         unavailable: dict[str, str] = {}

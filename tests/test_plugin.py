@@ -366,6 +366,34 @@ def test_plugin_program_crash_fails_the_test_with_signal(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(["*ProgramCrashed: program crash.c was killed by SIGABRT*"])
 
 
+
+CRASH_AFTER_WORK_C = """\
+#include <stdlib.h>
+int main(void) {
+    volatile int s = 0;
+    for (int i = 0; i < 1000; i++) s += i;
+    abort();
+}
+"""
+
+
+def test_plugin_program_crash_keeps_what_the_program_counted_until_then(pytester: pytest.Pytester) -> None:
+    """The program's runtime writes its counters when a fatal signal ends it: the test errs, and
+    its row shows that partial cost over the limit, as for a test that raised after a run."""
+    pytester.makefile(".c", crash=CRASH_AFTER_WORK_C)
+    pytester.makepyfile(
+        test_x="import pytest\n\n@pytest.mark.budget(max_instr=100)\n"
+        "def test_x(cbuild):\n    cbuild.program('crash.c', opt_level='0').run()\n"
+    )
+    result = pytester.runpytest("--instrbudget-json=out.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ProgramCrashed: program crash.c was killed by SIGABRT*"])
+    doc = json.loads((pytester.path / "out.json").read_text())
+    entry = doc["tests"]["test_x.py::test_x"]
+    cost = entry["metrics"]["ir_instructions"]["value"]
+    assert cost > 1000 * 4  # the loop's 1,000 iterations, counted before abort()
+    result.stdout.fnmatch_lines([f"test_x.py::test_x *{cost:,}*over limit (partial)*"])
+
 def test_plugin_program_runs_are_measured(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", echo="#include <stdio.h>\nint main(int c, char **v) { puts(v[1]); return 0; }\n")
     pytester.makepyfile(

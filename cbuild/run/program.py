@@ -314,6 +314,47 @@ class _MachineRuns:
                 raise CodeStopped(what, stop, run.stdout, run.stderr)
 
 
+def _native_counts(artifact: Artifact, counts_path: Path, table: BlockTable) -> tuple[BlockCounts, int, int]:
+    """The native run's counts (summed over the processes it forked), processes and threads."""
+    models = artifact.models()
+    parts = []
+    threads = 1
+    for pid, path in [(None, counts_path), *_count_files(counts_path)]:
+        part, total, part_threads = _read_counts(path, build_id=artifact.key, table=table, models=models)
+        threads = max(threads, part_threads)
+        profile = read_profile(path.with_name(path.name + ".profile"), clock_metrics(models), table.functions)
+        if profile is not None:
+            part = dataclasses.replace(part, profile=profile)
+        expected = sum(c * s for c, s in zip(part.counts, table.sizes, strict=True))
+        if expected != total:
+            who = artifact.name if pid is None else f"{artifact.name} (forked process {pid})"
+            raise ExecutionError(
+                f"{who}: running total {total} differs from the block counters' {expected}: "
+                f"the counts are inconsistent (a thread still running when the process exited "
+                f"was counted as far as it got; otherwise please report this program)"
+            )
+        parts.append(part)
+    return _summed(parts), len(parts), threads
+
+
+def _crashed_counts(artifact: Artifact, counts_path: Path, table: BlockTable | None, killed: str) -> BlockCounts | None:
+    """What a program killed by a signal counted until then (its runtime writes its counters on
+    fatal signals), or None where it wrote nothing readable. The executing models' RISC-V runs
+    were stopped with it: their metrics are unavailable."""
+    if not artifact.instrumented or not counts_path.exists():
+        return None
+    try:
+        counts, _, _ = _native_counts(artifact, counts_path, table or artifact.table())
+    except (ExecutionError, OSError, ValueError):
+        return None
+    stopped = {
+        model: f"the program was killed by {killed} before the {target} build finished"
+        for target, doc in artifact.machines().items()
+        for model in doc["models"]
+    }
+    return dataclasses.replace(counts, unavailable={**counts.unavailable, **stopped})
+
+
 def _with_machine_runs(
     artifact: Artifact,
     machines: Mapping[str, Any],
@@ -451,7 +492,10 @@ def run_program(
         if proc.returncode < 0:
             killed, tail = signal_name(-proc.returncode), _output_tail(out, err)
             status = proc.returncode
-            raise ProgramCrashed(f"program {artifact.name} was killed by {killed} (exit status {status}){tail}")
+            raise ProgramCrashed(
+                f"program {artifact.name} was killed by {killed} (exit status {status}){tail}",
+                counts=_crashed_counts(artifact, counts_path, table, killed),
+            )
         counts = None
         processes = threads = 1
         if artifact.instrumented:
@@ -460,25 +504,7 @@ def run_program(
                     f"{artifact.name} exited with status {proc.returncode} without writing its "
                     f"counts (it may have called _exit or exec){_output_tail(out, err)}"
                 )
-            table = table or artifact.table()
-            models = artifact.models()
-            parts = []
-            for pid, path in [(None, counts_path), *_count_files(counts_path)]:
-                part, total, part_threads = _read_counts(path, build_id=artifact.key, table=table, models=models)
-                threads = max(threads, part_threads)
-                profile = read_profile(path.with_name(path.name + ".profile"), clock_metrics(models), table.functions)
-                if profile is not None:
-                    part = dataclasses.replace(part, profile=profile)
-                expected = sum(c * s for c, s in zip(part.counts, table.sizes, strict=True))
-                if expected != total:
-                    who = artifact.name if pid is None else f"{artifact.name} (forked process {pid})"
-                    raise ExecutionError(
-                        f"{who}: running total {total} differs from the block counters' {expected}: "
-                        f"the counts are inconsistent (a thread still running when the process exited "
-                        f"was counted as far as it got; otherwise please report this program)"
-                    )
-                parts.append(part)
-            counts, processes = _summed(parts), len(parts)
+            counts, processes, threads = _native_counts(artifact, counts_path, table or artifact.table())
             if machines:
                 machine_runs = early or _MachineRuns(machines, argv, input, timeout, cutoffs)
                 runs = machine_runs.wait()
