@@ -153,6 +153,31 @@ def test_library_unknown_function_lists_exports(sigs: Library) -> None:
     assert not hasattr(sigs, "nope")  # still an AttributeError
 
 
+MANGLED_CC = """\
+int plain_cpp(int x) { return x * 2; }
+namespace ns { int in_ns(int x) { return x + 1; } }
+"""
+
+
+def test_a_cxx_function_without_extern_c_is_named_with_its_symbol(builder: Builder, tmp_path: Path) -> None:
+    """A C++ function's symbol is mangled: asking for it by its name says which symbol it has,
+    and how to call it; the symbol works as an attribute, as ``function()`` does."""
+    source = tmp_path / "mangled.cc"
+    source.write_text(MANGLED_CC)
+    with Library(builder.build([source], kind="library")) as lib:
+        with pytest.raises(
+            UnknownFunction,
+            match=r"exports no function 'plain_cpp'; it has the C\+\+ function plain_cpp\(int\) as _Z9plain_cppi: "
+            r'declare it extern "C" to call it by its name, or call it by its symbol, '
+            r"lib.function\('_Z9plain_cppi'\)\(...\)",
+        ):
+            _ = lib.plain_cpp
+        with pytest.raises(UnknownFunction, match=r"ns::in_ns\(int\) as _ZN2ns5in_nsEi"):
+            _ = lib.in_ns
+        assert lib._Z9plain_cppi(5) == 10
+        assert lib.function("_ZN2ns5in_nsEi")(5) == 6
+
+
 def test_unknown_function_in_a_test_is_one_line_with_close_matches(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", work="int work(int n) { return n; }\nint worker(void) { return 1; }\n")
     pytester.makepyfile(test_w="def test_w(cbuild):\n    cbuild.library('work.c').wrok(3)\n")

@@ -366,7 +366,6 @@ def test_plugin_program_crash_fails_the_test_with_signal(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(["*ProgramCrashed: program crash.c was killed by SIGABRT*"])
 
 
-
 CRASH_AFTER_WORK_C = """\
 #include <stdlib.h>
 int main(void) {
@@ -393,6 +392,7 @@ def test_plugin_program_crash_keeps_what_the_program_counted_until_then(pytester
     cost = entry["metrics"]["ir_instructions"]["value"]
     assert cost > 1000 * 4  # the loop's 1,000 iterations, counted before abort()
     result.stdout.fnmatch_lines([f"test_x.py::test_x *{cost:,}*over limit (partial)*"])
+
 
 def test_plugin_program_runs_are_measured(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", echo="#include <stdio.h>\nint main(int c, char **v) { puts(v[1]); return 0; }\n")

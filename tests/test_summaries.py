@@ -142,4 +142,4 @@ def test_the_first_cxx_build_notice_reaches_the_terminal_under_xdist(pytester: p
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=2)
     output = result.stdout.str() + result.stderr.str()
-    assert "instrbudget: first C++ build with this toolchain: zig is compiling libc++" in output
+    assert "instrbudget: first C++ build with this cache: zig compiles libc++ and libc++abi" in output

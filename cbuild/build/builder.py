@@ -536,8 +536,8 @@ class Builder:
         first_cxx = cxx and tc.is_zig and not marker.exists()
         if first_cxx:
             self.progress(
-                "first C++ build with this toolchain: zig is compiling libc++ and libc++abi "
-                "from source (about 1-2 minutes, once; later builds reuse it)"
+                "first C++ build with this cache: zig compiles libc++ and libc++abi from source "
+                "unless its own cache has them (1-2 minutes on a new machine, once)"
             )
         with tempfile.TemporaryDirectory(prefix="instrbudget-ld-") as tmp:
             obj_path = Path(tmp) / "program.o"

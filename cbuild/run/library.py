@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cbuild.build.builder import Artifact
+from cbuild.build.demangle import demangle
 from cbuild.errors import CBuildError, LibraryCrashed, SignatureError, UnknownFunction
 from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
@@ -498,22 +499,35 @@ class Library:
         except KeyError:
             pass
         if name not in self._signatures:
-            names = self.function_names
-            parts = [f"the library built from {self.artifact.name} exports no function {name!r}"]
-            close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-            if close:
-                parts.append(f"did you mean {' or '.join(close)}?")
-            if len(names) <= 12:
-                parts.append(f"it has: {', '.join(names) or 'none'}")
-            else:
-                parts.append(f"it exports {len(names)} functions (Library.function_names lists them)")
-            raise UnknownFunction("; ".join(parts))
+            raise UnknownFunction(self._unknown(name))
         fn = Function(self, name, self._signatures[name])
         self._functions[name] = fn
         return fn
 
+    def _unknown(self, name: str) -> str:
+        """Why ``name`` cannot be called: close matches, or the C++ functions of that name (their
+        symbols are mangled: ``_Z9plain_cppi`` for ``plain_cpp(int)``)."""
+        names = self.function_names
+        parts = [f"the library built from {self.artifact.name} exports no function {name!r}"]
+        cxx = [symbol for symbol in names if symbol.startswith("_Z") and _cxx_name(demangle(symbol)) == name]
+        if cxx:
+            shown = ", ".join(f"{demangle(symbol)} as {symbol}" for symbol in cxx[:3])
+            parts.append(
+                f'it has the C++ function {shown}: declare it extern "C" to call it by its name, or '
+                f"call it by its symbol, lib.function({cxx[0]!r})(...)"
+            )
+            return "; ".join(parts)
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        if close:
+            parts.append(f"did you mean {' or '.join(close)}?")
+        if len(names) <= 12:
+            parts.append(f"it has: {', '.join(names) or 'none'}")
+        else:
+            parts.append(f"it exports {len(names)} functions (Library.function_names lists them)")
+        return "; ".join(parts)
+
     def __getattr__(self, name: str) -> Function:
-        if name.startswith("_"):
+        if name.startswith("_") and not name.startswith("_Z"):  # a C++ symbol is a function's name too
             raise AttributeError(name)
         return self.function(name)
 
@@ -609,6 +623,12 @@ class Library:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _cxx_name(demangled: str) -> str:
+    """``plain_cpp`` for ``plain_cpp(int)`` and ``ns::in_ns(int)``: the function's own name."""
+    head = demangled.split("(", 1)[0]
+    return head.rsplit("::", 1)[-1].split("<", 1)[0].rsplit(" ", 1)[-1]
 
 
 def _layout_problem(types: TypeMap, desc: dict[str, Any], xlen: int) -> str:
