@@ -13,6 +13,7 @@ from cbuild import (
     CBuildError,
     CompileError,
     Library,
+    LibraryCrashed,
     ProgramCrashed,
     ProgramTimeout,
     SignatureError,
@@ -176,6 +177,35 @@ def test_a_cxx_function_without_extern_c_is_named_with_its_symbol(builder: Build
             _ = lib.in_ns
         assert lib._Z9plain_cppi(5) == 10
         assert lib.function("_ZN2ns5in_nsEi")(5) == 6
+
+
+THROWS_CC = """\
+#include <vector>
+extern "C" int at(int i) {
+    std::vector<int> v(3);
+    return v.at(i);
+}
+int main(int argc, char **) { return at(argc + 5); }
+"""
+
+
+def test_an_uncaught_cxx_exception_is_named_in_the_crash(builder: Builder, tmp_path: Path) -> None:
+    """A C++ exception that nothing catches aborts the process; the crash names it (libc++abi's
+    report), for a library call and for a program."""
+    source = tmp_path / "throws.cc"
+    source.write_text(THROWS_CC)
+    with Library(builder.build([source], kind="library", keep_main=True)) as lib:
+        assert lib.at(1) == 0
+        with pytest.raises(
+            LibraryCrashed,
+            match=r"at\(\) crashed: killed by SIGABRT after an uncaught C\+\+ exception: std::out_of_range: vector;",
+        ):
+            lib.at(7)
+    with pytest.raises(
+        ProgramCrashed,
+        match=r"killed by SIGABRT \(exit status -6\) after an uncaught C\+\+ exception: std::out_of_range: vector",
+    ):
+        run_program(builder.build([source]))
 
 
 def test_unknown_function_in_a_test_is_one_line_with_close_matches(pytester: pytest.Pytester) -> None:

@@ -33,7 +33,7 @@ from cbuild.build.places import Frame, symbols
 from cbuild.build.toolchain import Toolchain, find_toolchain
 from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout
 from cbuild.run.host_server import Channel
-from cbuild.run.program import DEFAULT_ENV, signal_name
+from cbuild.run.program import DEFAULT_ENV, signal_name, uncaught_exception
 from cbuild.run.program import _disable_aslr as disable_aslr
 from cbuild.run.stops import STOP_STATUS
 
@@ -203,6 +203,10 @@ class HostProcess:
                 cause = " (stack overflow)"
             elif -status in _FAULTS:
                 cause = _fault_place(self._stderr_text, self.loaded)
+            elif -status == signal.SIGABRT and (
+                thrown := uncaught_exception(self._stderr_text.decode(errors="replace"))
+            ):
+                cause = f" after an uncaught C++ exception: {thrown}"
             summary = f"crashed: killed by {name}{cause}"
         elif _EXIT_MARKER in self._stderr_text:
             summary = f"called exit({status})"

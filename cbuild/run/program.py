@@ -395,6 +395,17 @@ def _with_machine_runs(
 OUTPUT_TAIL = 4000
 
 
+#: libc++abi's last words when an exception reaches std::terminate.
+_UNCAUGHT = re.compile(r"terminating due to uncaught exception of type ([^\n]+)")
+
+
+def uncaught_exception(stderr: str) -> str | None:
+    """``std::out_of_range: vector`` when ``stderr`` ends with libc++abi's report of an uncaught
+    C++ exception (the process then aborts), else None."""
+    found = _UNCAUGHT.findall(stderr)
+    return found[-1].strip() if found else None
+
+
 def signal_name(number: int) -> str:
     """``SIGSEGV`` for 11; ``signal 99`` for a number the platform does not name."""
     try:
@@ -492,8 +503,10 @@ def run_program(
         if proc.returncode < 0:
             killed, tail = signal_name(-proc.returncode), _output_tail(out, err)
             status = proc.returncode
+            thrown = uncaught_exception(err.decode(errors="replace"))
+            why = f" after an uncaught C++ exception: {thrown}" if thrown and status == -signal.SIGABRT else ""
             raise ProgramCrashed(
-                f"program {artifact.name} was killed by {killed} (exit status {status}){tail}",
+                f"program {artifact.name} was killed by {killed} (exit status {status}){why}{tail}",
                 counts=_crashed_counts(artifact, counts_path, table, killed),
             )
         counts = None
