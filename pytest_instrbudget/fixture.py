@@ -84,8 +84,8 @@ class Program:
                 table=self._table,
                 limits=checked_limits(self.artifact, self._meter.program_limits()),
             )
-        except ProgramCrashed as crash:  # the test errs, with the cost the program counted until then
-            self._meter.add_run(crash.counts)
+        except ProgramCrashed as crash:  # if the test fails with it: the cost counted until then
+            self._meter.add_crashed(crash.counts)
             raise
         self._meter.add_run(result.counts)
         costs: dict[str, Cost] = {}

@@ -71,6 +71,8 @@ class Meter:
         self.used = False
         self._libraries: list[tuple[Library, tuple[int, ...] | None]] = []
         self._runs: list[BlockCounts] = []
+        #: Crashed program runs' partial counts: part of the measurement only if the test raised.
+        self._crashed: list[BlockCounts] = []
         #: Metric -> cut-off for the whole call phase (library calls and program runs together).
         self.limits: dict[str, int] = {}
         #: Metric -> how its cut-off was given, for messages.
@@ -113,6 +115,14 @@ class Meter:
             self._runs.append(counts)
             self.used = True
 
+    def add_crashed(self, counts: BlockCounts | None) -> None:
+        """Register what a crashed program run counted until it crashed: it shows in the partial
+        cost of a test that fails with the crash, and counts for nothing in one that catches it
+        (as expected behaviour) and completes."""
+        if counts is not None and self.active:
+            self._crashed.append(counts)
+            self.used = True
+
     def start(self) -> None:
         """The call phase begins: snapshot what is loaded already."""
         self._libraries = [(lib, lib.snapshot()) for lib, _ in self._libraries]
@@ -121,9 +131,9 @@ class Meter:
         self._push()
         self.used = self.used or bool(self._libraries)
 
-    def stop(self) -> tuple[list[BlockCounts], list[str]]:
-        """The call phase ended: counts executed during it, per artifact, and why any were lost
-        (a library whose process a call ended)."""
+    def stop(self, completed: bool = True) -> tuple[list[BlockCounts], list[str]]:
+        """The call phase ended (``completed``: without raising): counts executed during it, per
+        artifact, and why any were lost (a library whose process a call ended)."""
         if self._remaining is not None and self._host is not None and self._host.alive:
             self._host.request("limits", {}, what="clearing the cut-off")
         self.active = False
@@ -133,4 +143,4 @@ class Meter:
                 out.append(lib.counts(since))
             else:
                 lost.append(f"{lib.artifact.name}: {lib.host.ended}")
-        return out + self._runs, lost
+        return out + self._runs + ([] if completed else self._crashed), lost

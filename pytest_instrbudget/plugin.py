@@ -298,7 +298,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         completed = True
     finally:
         # Measured even when the test fails, so its cost shows in the summary.
-        counts, lost = meter.stop()
+        counts, lost = meter.stop(completed)
         # Counts a crashed library process took with it leave the measurement incomplete.
         completed = completed and not lost
         result = None

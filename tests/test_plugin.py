@@ -394,6 +394,34 @@ def test_plugin_program_crash_keeps_what_the_program_counted_until_then(pytester
     result.stdout.fnmatch_lines([f"test_x.py::test_x *{cost:,}*over limit (partial)*"])
 
 
+CRASH_ON_REQUEST_C = """\
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    volatile int s = 0;
+    for (int i = 0; i < 1000; i++) s += i;
+    if (argc > 1) abort();
+    return 0;
+}
+"""
+
+
+def test_plugin_a_crash_the_test_expects_adds_nothing_to_its_cost(pytester: pytest.Pytester) -> None:
+    """A test that catches a program's crash as expected behaviour completes: its cost is that of
+    its other runs, compared and kept as usual, without the crashed run's partial counts."""
+    pytester.makefile(".c", crash=CRASH_ON_REQUEST_C)
+    pytester.makepyfile(
+        test_x="import pytest\nfrom cbuild import ProgramCrashed\n\n"
+        "def test_x(cbuild):\n    prog = cbuild.program('crash.c', opt_level='0')\n"
+        "    run = prog.run()\n    with pytest.raises(ProgramCrashed):\n        prog.run(['crash'])\n"
+        "    print('COST', run.cost())\n"
+    )
+    result = pytester.runpytest("-s", "--instrbudget-json=out.json")
+    result.assert_outcomes(passed=1)
+    alone = int(result.stdout.str().split("COST ", 1)[1].split()[0])
+    doc = json.loads((pytester.path / "out.json").read_text())
+    assert doc["tests"]["test_x.py::test_x"]["metrics"]["ir_instructions"]["value"] == alone
+
+
 def test_plugin_program_runs_are_measured(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", echo="#include <stdio.h>\nint main(int c, char **v) { puts(v[1]); return 0; }\n")
     pytester.makepyfile(

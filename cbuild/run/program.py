@@ -348,7 +348,7 @@ def _crashed_counts(artifact: Artifact, counts_path: Path, table: BlockTable | N
     except (ExecutionError, OSError, ValueError):
         return None
     stopped = {
-        model: f"the program was killed by {killed} before the {target} build finished"
+        model: f"the program was killed by {killed}, and its {target} build's run with it"
         for target, doc in artifact.machines().items()
         for model in doc["models"]
     }

@@ -263,7 +263,9 @@ RVX_SLOW static void zk_access(uint64_t address, uint32_t size, uint32_t is_stor
     }
 }
 
-_Static_assert(ZK_PAGE_BITS >= 3, "an access aligned to its size (8 bytes at most) stays on one page");
+/* An access aligned to its size stays on one page: guest loads and stores are 8 bytes at most, and
+ * the executor's own writes of guest memory (system calls) come in chunks of at most 1 KiB. */
+_Static_assert(ZK_PAGE_BITS >= 10, "an access aligned to its size (1 KiB at most) stays on one page");
 static inline void model_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index) {
     uint32_t page = (uint32_t)(address >> ZK_PAGE_BITS) & ZK_PAGE_MASK;
     /* Nearly every access: aligned to its size (so on one page) within a page already loaded (and,
