@@ -23,7 +23,7 @@ from cbuild.build import eviction
 from cbuild.build.builder import Builder
 from cbuild.build.cache import atomic_write, default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
-from cbuild.build.demangle import demangle, demangled_keys, readable
+from cbuild.build.demangle import demangle, demangled_keys, readable_names
 from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions
 from cbuild.config import Settings, load_settings
 from cbuild.errors import CBuildError, CompilerWarning, describe_os_error
@@ -460,15 +460,18 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         return result.returncode
     for cost in costs:
         print(f"\n{cost.metric}: {cost.total}", file=sys.stderr)
-        top = [(readable(name), value) for name, value in cost.top_functions(args.top)]
+        listed = cost.top_functions(args.top)
+        shown = readable_names(name for name, _ in listed)
+        top = [(shown[name], value) for name, value in listed]
         width = max((len(name) for name, _ in top), default=0)
         for name, value in top:
             share = 100.0 * value / cost.total if cost.total else 0.0
             print(f"  {name:<{width}}  {value:>12}  {share:5.1f}%", file=sys.stderr)
     if outside:
         print("calls outside the count (the host's library functions, not counted):", file=sys.stderr)
+        shown = readable_names(name for name, _ in outside[: args.top])
         for name, n in outside[: args.top]:
-            print(f"  {readable(name)}  x{n:,}", file=sys.stderr)
+            print(f"  {shown[name]}  x{n:,}", file=sys.stderr)
     return result.returncode
 
 

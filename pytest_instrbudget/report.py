@@ -57,7 +57,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cbuild.build.demangle import demangle, readable
+from cbuild.build.demangle import demangle, readable, readable_names
 from cbuild.models.costs import line_label
 from cbuild.report import texttable
 from cbuild.report.flamegraph import flame_tree
@@ -377,7 +377,8 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
                 if folder and width is not None and max(len(label) for label in labels) + 26 > width:
                     labels = [label[len(folder) :] for label in labels]
                     title.append(f"    in {folder}")
-                rows = [(f"{label} ({readable(f)})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
+                shown = readable_names(f for f, _, _ in picked)
+                rows = [(f"{label} ({shown[f]})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
             else:
                 rows = sorted(m.regions.items())[:top]
             if not rows:
@@ -484,11 +485,13 @@ def _markdown_failure(r: TestResult) -> list[str]:
                 "| function | baseline | now | change |",
                 "|---|---:|---:|---:|",
             ]
-            out += [f"| `{readable(f)}` | {old:,} | {new:,} | {new - old:+,} |" for f, old, new in grown]
+            shown = readable_names(f for f, _, _ in grown)
+            out += [f"| `{shown[f]}` | {old:,} | {new:,} | {new - old:+,} |" for f, old, new in grown]
             out.append("")
         if m.lines:
             out += [f"Costliest lines ({m.metric}):", "", "| line | function | cost |", "|---|---|---:|"]
-            out += [f"| {line_label(where)} | `{readable(f)}` | {v:,} |" for f, where, v in m.lines[:5]]
+            shown = readable_names(f for f, _, _ in m.lines[:5])
+            out += [f"| {line_label(where)} | `{shown[f]}` | {v:,} |" for f, where, v in m.lines[:5]]
             out.append("")
     return [*out, "</details>", ""]
 
@@ -529,9 +532,10 @@ def _function_rows(
     names = names[:top]
     if not names:
         return []
+    shown = readable_names(names)
     rows = [
         [
-            readable(f),
+            shown[f],
             str(exclusive.get(f, 0)) if exclusive else "-",
             str(inclusive[f]) if f in inclusive else "-",
             str(calls[f]) if f in calls else "-",

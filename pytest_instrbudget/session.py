@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cbuild.build import cpu, eviction
 from cbuild.build.builder import Builder
-from cbuild.build.demangle import readable
+from cbuild.build.demangle import readable, readable_names
 from cbuild.config import Settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
@@ -518,7 +518,7 @@ def _failure_text(m: MetricResult) -> str:
         top = sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
         if top:
             lines.append("  costliest functions:")
-            names = {name: readable(name) for name, _ in top}
+            names = readable_names(name for name, _ in top)
             width = max(len(shown) for shown in names.values())
             lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
         lines.extend(_hot_lines(m, top[0][0] if top else None))
@@ -528,7 +528,7 @@ def _failure_text(m: MetricResult) -> str:
     deltas = m.function_deltas()
     if deltas:
         lines.append("  functions whose cost grew most:")
-        shown = {name: readable(name) for name, _, _ in deltas}
+        shown = readable_names(name for name, _, _ in deltas)
         width = max(len(text) for text in shown.values())
         for name, old, new in deltas:
             lines.append(f"    {shown[name]:<{width}}  {new - old:+d}  ({old} -> {new})")

@@ -255,3 +255,23 @@ def test_readable_names_keep_what_names_the_function() -> None:
     append = "_ZNSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE6appendEPKc"
     assert readable(append) == "std::basic_string<…>::append(char const*)"
     assert readable(append, limit=200).startswith("std::__1::basic_string<char, std::__1::char_traits<char>")
+    static = "_ZN3foo3barINSt3__16vectorIiNS1_9allocatorIiEEEEEEvT_ (a_source_file_with_a_long_name.cpp)"
+    assert readable(static) == "void foo::bar<…>(…) (a_source_file_with_a_long_name.cpp)"  # the file stays
+    anonymous = "_ZN12_GLOBAL__N_19long_nameINSt3__16vectorIiNS1_9allocatorIiEEEEEEvv"
+    assert readable(anonymous, limit=30) == "void (anonymous namespace)::long_name<…>()"
+
+
+def test_readable_names_of_one_table_stay_apart() -> None:
+    """Two instantiations that shorten alike keep what tells them apart; identical names are
+    told apart by their symbols."""
+    from cbuild.build.demangle import _cxa_demangle, readable_names
+
+    if _cxa_demangle() is None:
+        pytest.skip("no C++ runtime with __cxa_demangle on this machine")
+    ints, longs = "_ZNSt3__16__sortIRNS_6__lessIiiEEPiEEvT0_S5_T_", "_ZNSt3__16__sortIRNS_6__lessIllEEPlEEvT0_S5_T_"
+    assert readable_names([ints, "main"], limit=30) == {ints: "void std::__sort<…>(…)", "main": "main"}
+    assert readable_names([ints, longs], limit=30) == {
+        ints: "void std::__sort<…>(int*, int*, std::__less<…>&)",
+        longs: "void std::__sort<…>(long*, long*, std::__less<…>&)",
+    }
+    assert readable_names(["f (a.c)", "f (b.c)"]) == {"f (a.c)": "f (a.c)", "f (b.c)": "f (b.c)"}

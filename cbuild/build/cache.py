@@ -80,6 +80,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
 LAYOUT = "v2"
 #: Seconds a build waits for another process's lock before saying which process it waits for.
 LOCK_NOTICE_AFTER = 3.0
+#: Seconds a wait's span is kept for Cache.waited: far longer than any one build.
+WAITS_KEPT = 3600.0
 #: How often a process marks an entry it keeps using (:meth:`Cache.touch`), in seconds.
 TOUCH_EVERY = 60.0
 Notify = Callable[[str], None]
@@ -350,8 +352,10 @@ class Cache:
                 blocked = True
             else:
                 if blocked:
-                    with self._waited_lock:
-                        self._waits.append((started, time.monotonic()))
+                    now = time.monotonic()
+                    with self._waited_lock:  # a build asks about its own span: older ones can go
+                        self._waits = [span for span in self._waits if span[1] > now - WAITS_KEPT]
+                        self._waits.append((started, now))
                 return
             if not noticed and time.monotonic() >= notice_at:
                 self.notify(f"waiting for {_holder(fh)} to finish building {what}")

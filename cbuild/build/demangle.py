@@ -6,7 +6,7 @@ import ctypes
 import ctypes.util
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -78,32 +78,76 @@ def demangled_keys(*tables: Mapping[str, int]) -> tuple[list[dict[str, int]], di
 READABLE = 60
 
 _ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
-_OPERATOR = re.compile(r"operator(?:<=>|<<=|>>=|<<|>>|<=|>=|->\*|->|<|>|\(\))")
+#: Brackets that are not groups: operators' own characters, and the anonymous namespace.
+_NOT_A_GROUP = re.compile(r"operator(?:<=>|<<=|>>=|<<|>>|<=|>=|->\*|->|<|>|\(\))|\(anonymous namespace\)")
+#: What may follow a function's parameter list.
+_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))*")
 
 
 def readable(symbol: str, limit: int = READABLE) -> str:
     """:func:`demangle`'s name, short enough to read in a log. Longer than ``limit``, it loses libc++'s
     inline namespace (``std::__1::`` -> ``std::``) and ABI tags, then its template arguments
     (``<…>``), then its parameters (``(…)``), as far as it takes; what names the function (its
-    scopes and name) stays. Shorter names come back unchanged."""
+    scopes and name, and the file of a static function) stays. Shorter names come back unchanged.
+    Different functions may read alike: :func:`readable_names` keeps a table's rows apart."""
+    levels = _levels(symbol)
+    return next((name for name in levels if len(name) <= limit), levels[-1])
+
+
+def readable_names(symbols: Iterable[str], limit: int = READABLE) -> dict[str, str]:
+    """:func:`readable` names of a table's ``symbols``, shortened only as far as they stay
+    distinct (``std::__sort<…>(…)`` of two element types keeps its template arguments); names
+    alike even in full are told apart by their symbol, ``name [symbol]``."""
+    levels = {symbol: _levels(symbol) for symbol in dict.fromkeys(symbols)}
+    chosen = {
+        symbol: next((i for i, name in enumerate(names) if len(name) <= limit), len(names) - 1)
+        for symbol, names in levels.items()
+    }
+    while True:
+        holders: dict[str, list[str]] = {}
+        for symbol, level in chosen.items():
+            holders.setdefault(levels[symbol][level], []).append(symbol)
+        lowered = False
+        for alike in holders.values():
+            if len(alike) > 1:
+                for symbol in alike:
+                    if chosen[symbol] > 0:
+                        chosen[symbol] -= 1
+                        lowered = True
+        if not lowered:
+            break
+    names = {symbol: levels[symbol][level] for symbol, level in chosen.items()}
+    seen: dict[str, int] = {}
+    for name in names.values():
+        seen[name] = seen.get(name, 0) + 1
+    return {symbol: f"{name} [{symbol}]" if seen[name] > 1 else name for symbol, name in names.items()}
+
+
+def _levels(symbol: str) -> list[str]:
+    """The full demangled name, then each shortening :func:`readable` may apply, in order."""
+    if symbol.endswith(")") and " (" in symbol:  # ``f (a.c)``: the file stays whole
+        base, unit = symbol.split(" (", 1)
+        return [f"{name} ({unit}" for name in _levels(base)]
     name = demangle(symbol)
-    if len(name) <= limit:
-        return name
-    name = _ABI_TAG.sub("", name.replace("std::__1::", "std::"))
-    if len(name) > limit:
-        name = _collapse(name, "<", ">")
-    if len(name) > limit:
-        name = _collapse(name, "(", ")", last_only=True)
-    return name
+    levels = [name]
+    stripped = _ABI_TAG.sub("", name.replace("std::__1::", "std::"))
+    for shorter in (
+        stripped,
+        _collapse(stripped, "<", ">"),
+        _collapse(_collapse(stripped, "<", ">"), "(", ")", params=True),
+    ):
+        if shorter != levels[-1]:
+            levels.append(shorter)
+    return levels
 
 
-def _collapse(name: str, opening: str, closing: str, *, last_only: bool = False) -> str:
-    """``name`` with each outermost ``opening``…``closing`` group (only the last one with
-    ``last_only``: the parameters) shown as ``opening…closing``; operators' own characters kept."""
+def _collapse(name: str, opening: str, closing: str, *, params: bool = False) -> str:
+    """``name`` with each outermost ``opening``…``closing`` group shown as ``opening…closing``
+    (with ``params``, only a last group that only qualifiers follow: the parameters)."""
     spans: list[tuple[int, int]] = []
     depth, start, i = 0, 0, 0
     while i < len(name):
-        match = _OPERATOR.match(name, i) if depth == 0 else None
+        match = _NOT_A_GROUP.match(name, i) if depth == 0 else None
         if match:
             i = match.end()
             continue
@@ -117,8 +161,20 @@ def _collapse(name: str, opening: str, closing: str, *, last_only: bool = False)
             if depth == 0 and i > start + 1:
                 spans.append((start, i))
         i += 1
-    if last_only:
-        spans = spans[-1:]
+    if params:
+        spans = [span for span in spans[-1:] if _QUALIFIERS.fullmatch(name, span[1] + 1)]
     for start, end in reversed(spans):
         name = f"{name[: start + 1]}…{name[end:]}"
     return name
+
+
+def unqualified(symbol: str) -> str:
+    """A C++ function's own name, without scopes, template arguments, parameters or result type:
+    ``plain_cpp`` for ``_Z9plain_cppi`` and ``ns::in_ns<std::pair<int, int>>(int)`` alike; C
+    names come back unchanged."""
+    name = _collapse(_collapse(demangle(symbol), "<", ">"), "(", ")", params=True)
+    name = re.sub(r"(?:\s*(?:const|volatile|&&|&|noexcept))*$", "", name)
+    head = name[: name.rfind("(")] if name.endswith(")") else name
+    head = re.sub(r"<…>$", "", head.rstrip())
+    own = head.rsplit("::", 1)[-1]
+    return own if own.startswith("operator") else own.rsplit(" ", 1)[-1]

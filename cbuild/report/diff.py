@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cbuild.build.demangle import readable
+from cbuild.build.demangle import readable_names
 from cbuild.errors import CBuildError
 
 
@@ -135,7 +135,8 @@ def render_text(found: list[Change], width: int | None = None) -> str:
                 lines.append(c.test)
             lines.append(f"  {head}")
             named = c.test
-        moved = [(readable(name), a, b) for name, a, b in c.functions]
+        shown = readable_names(name for name, _, _ in c.functions)
+        moved = [(shown[name], a, b) for name, a, b in c.functions]
         moved += [(f"region {name}", a, b) for name, a, b in c.regions]
         for name, a, b in moved:
             figures = f"{b - a:+,}  ({a:,} -> {b:,})"
@@ -152,6 +153,7 @@ def render_markdown(found: list[Change]) -> str:
         return "No cost changed.\n"
     lines = ["| test | metric | old | new | change | functions that changed most |", "|---|---|---:|---:|---:|---|"]
     for c in found:
-        moved = ", ".join(f"`{readable(n)}` {b - a:+,}" for n, a, b in c.functions[:3])
+        shown = readable_names(n for n, _, _ in c.functions[:3])
+        moved = ", ".join(f"`{shown[n]}` {b - a:+,}" for n, a, b in c.functions[:3])
         lines.append(f"| `{c.test}` | {c.metric} | {_num(c.old)} | {_num(c.new)} | {_pct(c)} | {moved} |")
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cbuild.build.builder import Artifact
-from cbuild.build.demangle import demangle
+from cbuild.build.demangle import demangle, unqualified
 from cbuild.errors import CBuildError, LibraryCrashed, SignatureError, UnknownFunction
 from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
@@ -509,7 +509,7 @@ class Library:
         symbols are mangled: ``_Z9plain_cppi`` for ``plain_cpp(int)``)."""
         names = self.function_names
         parts = [f"the library built from {self.artifact.name} exports no function {name!r}"]
-        cxx = [symbol for symbol in names if symbol.startswith("_Z") and _cxx_name(demangle(symbol)) == name]
+        cxx = [symbol for symbol in names if symbol.startswith("_Z") and unqualified(symbol) == name]
         if cxx:
             shown = ", ".join(f"{demangle(symbol)} as {symbol}" for symbol in cxx[:3])
             parts.append(
@@ -623,12 +623,6 @@ class Library:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _cxx_name(demangled: str) -> str:
-    """``plain_cpp`` for ``plain_cpp(int)`` and ``ns::in_ns(int)``: the function's own name."""
-    head = demangled.split("(", 1)[0]
-    return head.rsplit("::", 1)[-1].split("<", 1)[0].rsplit(" ", 1)[-1]
 
 
 def _layout_problem(types: TypeMap, desc: dict[str, Any], xlen: int) -> str:

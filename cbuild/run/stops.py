@@ -19,7 +19,7 @@ from elftools.common.exceptions import ELFError
 
 from cbuild.build.blocks import BlockTable
 from cbuild.build.builder import Artifact
-from cbuild.build.demangle import readable
+from cbuild.build.demangle import demangle
 from cbuild.build.places import Frame, symbols
 from cbuild.errors import CBuildError, ExecutionError
 from cbuild.models.base import CostModel
@@ -222,7 +222,7 @@ def read_stop(path: Path, *, binary: Path, table: BlockTable, models: Mapping[st
         raise ExecutionError(f"{path}: clock {clock} is not one of {binary.name}'s")
     _, per_model = split_results(models, results)
     b = table.blocks[block]
-    where = Frame(readable(b.function), b.file, b.line)
+    where = Frame(demangle(b.function), b.file, b.line)
     callers = _callers(binary, table, base, frames)
     deep = depth if depth > len(frames) and len(callers) >= len(frames) - 2 else None
     return Stop(metrics[clock], count, limit, where, callers, per_model, deep)
@@ -251,5 +251,5 @@ def _callers(binary: Path, table: BlockTable, base: int, frames: Sequence[int]) 
         if name is None or name not in measured:
             break
         file, line = binary_symbols.place(at) or ("", 0)
-        out.append(Frame(readable(name), file, line))
+        out.append(Frame(demangle(name), file, line))
     return tuple(out)
