@@ -597,6 +597,19 @@ int main(int argc, char **argv) {
 """
 
 
+def _zkvm_checked(builder: Builder, source: Path, po2: int, monkeypatch: pytest.MonkeyPatch) -> executor.Execution:
+    """A translated zkvm run of ``source`` (segments of 2^po2 cycles), checked against unicorn's."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "1")
+    monkeypatch.setenv(TRANSLATE_AT, "0")
+    zkvm = default_registry().create("zkvm", {"execute": True, "po2": po2})
+    artifact = builder.build([source], options=BuildOptions(opt_level="2"), models=[zkvm])
+    library, elf, translation, runtimes = _direct(artifact)
+    executor.run_program(library, elf, runtimes, [elf.name], translation=translation)  # records the blocks
+    run = executor.run_program(library, elf, runtimes, [elf.name], translation=translation, check=True)
+    assert run.engine == "translated", run.note
+    return run
+
+
 def test_grouped_accesses_cost_what_unicorn_costs_across_pages_and_segment_ends(
     builder: Builder, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -604,14 +617,7 @@ def test_grouped_accesses_cost_what_unicorn_costs_across_pages_and_segment_ends(
     register can change anything (pages loaded and dirty in the segment already); records laid
     across 1 KiB page boundaries, and segments of 2^17 cycles whose ends fall inside such blocks,
     cost exactly what unicorn's access-by-access run costs."""
-    monkeypatch.setenv(CHECK_TRANSLATION, "1")
-    monkeypatch.setenv(TRANSLATE_AT, "0")
-    zkvm = default_registry().create("zkvm", {"execute": True, "po2": 17})
-    artifact = builder.build([write("groups.c", GROUPS_C)], options=BuildOptions(opt_level="2"), models=[zkvm])
-    library, elf, translation, runtimes = _direct(artifact)
-    executor.run_program(library, elf, runtimes, [elf.name], translation=translation)  # records the blocks
-    run = executor.run_program(library, elf, runtimes, [elf.name], translation=translation, check=True)
-    assert run.engine == "translated", run.note
+    run = _zkvm_checked(builder, write("groups.c", GROUPS_C), 17, monkeypatch)
     total, user, paging, _, segments, page_ins, page_outs = run.results
     assert segments > 10
     assert page_ins > segments
@@ -643,14 +649,7 @@ def test_segments_that_load_thousands_of_pages_cost_what_unicorn_costs(
     pages it marks, to clear them when the segment closes: segments of 2^24 cycles that load
     thousands of pages each (a buffer of 30,000 pages, written twice) grow that list past its
     first size, and the costs are unicorn's."""
-    monkeypatch.setenv(CHECK_TRANSLATION, "1")
-    monkeypatch.setenv(TRANSLATE_AT, "0")
-    zkvm = default_registry().create("zkvm", {"execute": True, "po2": 24})
-    artifact = builder.build([write("pages.c", MANY_PAGES_C)], options=BuildOptions(opt_level="2"), models=[zkvm])
-    library, elf, translation, runtimes = _direct(artifact)
-    executor.run_program(library, elf, runtimes, [elf.name], translation=translation)  # records the blocks
-    run = executor.run_program(library, elf, runtimes, [elf.name], translation=translation, check=True)
-    assert run.engine == "translated", run.note
+    run = _zkvm_checked(builder, write("pages.c", MANY_PAGES_C), 24, monkeypatch)
     _, _, _, _, segments, page_ins, page_outs = run.results
     assert segments >= 2
     assert page_ins > 4096 * segments  # some segment loaded more pages than the list's first size
