@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the engine's modules import this one
-    from cbuild.models.costs import BlockCounts
+from typing import Any
 
 
 class CBuildError(Exception):
@@ -41,9 +38,10 @@ class ExecutionError(CBuildError):
 
 class ProgramCrashed(ExecutionError):
     """A program was killed by a signal; ``counts`` holds what it counted until then (a
-    :class:`cbuild.models.costs.BlockCounts`), or None where it wrote nothing."""
+    :class:`cbuild.models.costs.BlockCounts`, typed ``Any`` here: the engine's packages import
+    this module, not the reverse), or None where it wrote nothing."""
 
-    def __init__(self, message: str, *, counts: BlockCounts | None = None) -> None:
+    def __init__(self, message: str, *, counts: Any = None) -> None:
         super().__init__(message)
         self.counts = counts
 

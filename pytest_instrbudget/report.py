@@ -377,8 +377,7 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
                 if folder and width is not None and max(len(label) for label in labels) + 26 > width:
                     labels = [label[len(folder) :] for label in labels]
                     title.append(f"    in {folder}")
-                shown = readable_names(f for f, _, _ in picked)
-                rows = [(f"{label} ({shown[f]})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
+                rows = [(f"{label} ({demangle(f)})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
             else:
                 rows = sorted(m.regions.items())[:top]
             if not rows:
@@ -532,10 +531,9 @@ def _function_rows(
     names = names[:top]
     if not names:
         return []
-    shown = readable_names(names)
     rows = [
         [
-            shown[f],
+            demangle(f),
             str(exclusive.get(f, 0)) if exclusive else "-",
             str(inclusive[f]) if f in inclusive else "-",
             str(calls[f]) if f in calls else "-",
