@@ -656,6 +656,33 @@ def test_segments_that_load_thousands_of_pages_cost_what_unicorn_costs(
     assert page_outs > 30000
 
 
+RECORD_REACHED = """\
+import sys
+from pathlib import Path
+from cbuild.riscv.translated import add_reached
+elf, first = Path(sys.argv[1]), int(sys.argv[2])
+for pc in range(first, first + 200):
+    add_reached(elf, [(pc * 4, 1, 1)], 1)
+"""
+
+
+def test_processes_recording_reached_blocks_at_once_lose_none(tmp_path: Path) -> None:
+    """pytest-xdist workers record the blocks their runs reached in one file at the same time:
+    each read, merge and write is done alone, so that no worker's blocks are lost (a checked
+    run translates what its own run reached, and a later run finds it translated)."""
+    import subprocess
+    import sys
+
+    elf = tmp_path / "prog.elf"
+    elf.write_bytes(b"")
+    writers = [
+        subprocess.Popen([sys.executable, "-c", RECORD_REACHED, str(elf), str(first)]) for first in (0, 1000, 2000)
+    ]
+    assert [w.wait() for w in writers] == [0, 0, 0]
+    blocks = read_reached(elf).blocks
+    assert sorted(blocks) == [pc * 4 for first in (0, 1000, 2000) for pc in range(first, first + 200)]
+
+
 def test_a_translation_is_compiled_once_while_others_wait(tmp_path: Path) -> None:
     """Two runs that need the same object code at once (two xdist workers): one compiles it, the
     other waits and reads it, both inside their untimed part."""

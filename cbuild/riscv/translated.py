@@ -120,16 +120,29 @@ def add_reached(elf: Path, blocks: Iterable[tuple[int, int, int]], instructions:
     read-only build directory keeps what it has)."""
     from cbuild.build.cache import atomic_write
 
-    known = read_reached(elf)
-    merged = dict(known.blocks)
+    path = reached_path(elf)
+    try:  # one process at a time reads, merges and writes: pytest-xdist workers record at once
+        lock = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115 (closed below)
+    except OSError:
+        return  # a read-only build directory keeps what it has
+    with lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        known = read_reached(elf)
+        merged = with_blocks(known, blocks, instructions)
+        if merged == known:
+            return
+        body = "".join(f"{pc:x} {count:x}\n" for pc, count in sorted(merged.blocks.items()))
+        with contextlib.suppress(OSError):
+            atomic_write(path, f"{_REACHED_MAGIC}instructions {merged.instructions}\n{body}".encode())
+
+
+def with_blocks(reached: Reached, blocks: Iterable[tuple[int, int, int]], instructions: int) -> Reached:
+    """``reached`` with a run's executed ``blocks`` ((start, instructions, executions)) and its
+    ``instructions`` added: each block's most executions, the most instructions."""
+    merged = dict(reached.blocks)
     for pc, _, count in blocks:
         merged[pc] = max(merged.get(pc, 0), count)
-    most = max(known.instructions, instructions)
-    if merged == known.blocks and most == known.instructions:
-        return
-    body = "".join(f"{pc:x} {count:x}\n" for pc, count in sorted(merged.items()))
-    with contextlib.suppress(OSError):
-        atomic_write(reached_path(elf), f"{_REACHED_MAGIC}instructions {most}\n{body}".encode())
+    return Reached(merged, max(reached.instructions, instructions))
 
 
 class NativeLibrary:
