@@ -121,7 +121,6 @@ class Meter:
         (as expected behaviour) and completes."""
         if counts is not None and self.active:
             self._crashed.append(counts)
-            self.used = True
 
     def start(self) -> None:
         """The call phase begins: snapshot what is loaded already."""
@@ -143,4 +142,7 @@ class Meter:
                 out.append(lib.counts(since))
             else:
                 lost.append(f"{lib.artifact.name}: {lib.host.ended}")
-        return out + self._runs + ([] if completed else self._crashed), lost
+        if completed:
+            return out + self._runs, lost
+        self.used = self.used or bool(self._crashed)
+        return out + self._runs + self._crashed, lost

@@ -172,10 +172,10 @@ class Cache:
         self._waits: list[tuple[float, float]] = []
         self._waited_lock = threading.Lock()
 
-    def waited(self, since: float, until: float | None = None) -> float:
-        """Seconds between ``since`` and ``until`` (now) in which some thread of this process was
-        waiting for another process's lock: parallel waits count once."""
-        end = time.monotonic() if until is None else until
+    def waited(self, since: float) -> float:
+        """Seconds since ``since`` in which some thread of this process was waiting for another
+        process's lock: parallel waits count once."""
+        end = time.monotonic()
         with self._waited_lock:
             spans = sorted((max(a, since), min(b, end)) for a, b in self._waits if b > since and a < end)
         total, reach = 0.0, since

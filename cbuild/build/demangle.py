@@ -82,6 +82,7 @@ _ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
 _NOT_A_GROUP = re.compile(r"operator(?:<=>|<<=|>>=|<<|>>|<=|>=|->\*|->|<|>|\(\))|\(anonymous namespace\)")
 #: What may follow a function's parameter list.
 _QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))*")
+_TRAILING_QUALIFIERS = re.compile(_QUALIFIERS.pattern + "$")
 
 
 def readable(symbol: str, limit: int = READABLE) -> str:
@@ -90,8 +91,7 @@ def readable(symbol: str, limit: int = READABLE) -> str:
     (``<…>``), then its parameters (``(…)``), as far as it takes; what names the function (its
     scopes and name, and the file of a static function) stays. Shorter names come back unchanged.
     Different functions may read alike: :func:`readable_names` keeps a table's rows apart."""
-    levels = _levels(symbol)
-    return next((name for name in levels if len(name) <= limit), levels[-1])
+    return readable_names([symbol], limit)[symbol]
 
 
 def readable_names(symbols: Iterable[str], limit: int = READABLE) -> dict[str, str]:
@@ -173,7 +173,7 @@ def unqualified(symbol: str) -> str:
     ``plain_cpp`` for ``_Z9plain_cppi`` and ``ns::in_ns<std::pair<int, int>>(int)`` alike; C
     names come back unchanged."""
     name = _collapse(_collapse(demangle(symbol), "<", ">"), "(", ")", params=True)
-    name = re.sub(r"(?:\s*(?:const|volatile|&&|&|noexcept))*$", "", name)
+    name = _TRAILING_QUALIFIERS.sub("", name)
     head = name[: name.rfind("(")] if name.endswith(")") else name
     head = re.sub(r"<…>$", "", head.rstrip())
     own = head.rsplit("::", 1)[-1]

@@ -52,7 +52,7 @@ class BuildWatch:
         if elapsed >= SLOW:
             steps = ", ".join(f"{what} {seconds:.1f} s" for what, seconds in self.times.items() if seconds >= 0.1)
             if waited >= 0.1:
-                steps += f"{'; ' if steps else ''}{min(waited, elapsed):.1f} s of it waiting for another process"
+                steps += f"{'; ' if steps else ''}{waited:.1f} s of it waiting for another process"
             self._say(f"built {self.name} in {elapsed:.1f} s" + (f": {steps}" if steps else ""))
 
     def _close(self, now: float) -> None:

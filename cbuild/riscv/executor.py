@@ -917,10 +917,9 @@ def run_program(
             elif not check:
                 return fast
     reference = once(library)[1]
-    translated.add_reached(elf, reference.blocks, reference.instructions)
+    reached = translated.add_reached(elf, reference.blocks, reference.instructions)
     if check:
-        if fast is None:  # this run's blocks are in, whatever another process recorded meanwhile
-            reached = translated.with_blocks(translated.read_reached(elf), reference.blocks, reference.instructions)
+        if fast is None:  # ``reached`` has this run's blocks, whatever another process recorded meanwhile
             status, fast = once(translated.load(elf, image, translation, reached, runtimes, untimed))
             if status == FALLBACK:
                 raise ExecutorError(f"the translated run of {elf.name} did not finish: {fast.error}")

@@ -114,35 +114,26 @@ def read_reached(elf: Path) -> Reached:
         return Reached()
 
 
-def add_reached(elf: Path, blocks: Iterable[tuple[int, int, int]], instructions: int) -> None:
+def add_reached(elf: Path, blocks: Iterable[tuple[int, int, int]], instructions: int) -> Reached:
     """Record a unicorn run's executed ``blocks`` ((start, instructions, executions), as
     :class:`~cbuild.riscv.executor.Execution` has them) and its ``instructions`` (atomically; a
-    read-only build directory keeps what it has)."""
+    read-only build directory keeps what it has); returns the record with this run in it, whatever
+    another process recorded meanwhile. One process at a time reads, merges and writes (pytest-xdist
+    workers record at once)."""
     from cbuild.build.cache import atomic_write
 
     path = reached_path(elf)
-    try:  # one process at a time reads, merges and writes: pytest-xdist workers record at once
-        lock = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115 (closed below)
-    except OSError:
-        return  # a read-only build directory keeps what it has
-    with lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    with _making(path.with_name(path.name + ".lock")):
         known = read_reached(elf)
-        merged = with_blocks(known, blocks, instructions)
-        if merged == known:
-            return
-        body = "".join(f"{pc:x} {count:x}\n" for pc, count in sorted(merged.blocks.items()))
-        with contextlib.suppress(OSError):
-            atomic_write(path, f"{_REACHED_MAGIC}instructions {merged.instructions}\n{body}".encode())
-
-
-def with_blocks(reached: Reached, blocks: Iterable[tuple[int, int, int]], instructions: int) -> Reached:
-    """``reached`` with a run's executed ``blocks`` ((start, instructions, executions)) and its
-    ``instructions`` added: each block's most executions, the most instructions."""
-    merged = dict(reached.blocks)
-    for pc, _, count in blocks:
-        merged[pc] = max(merged.get(pc, 0), count)
-    return Reached(merged, max(reached.instructions, instructions))
+        merged = dict(known.blocks)
+        for pc, _, count in blocks:
+            merged[pc] = max(merged.get(pc, 0), count)
+        reached = Reached(merged, max(known.instructions, instructions))
+        if reached != known:
+            body = "".join(f"{pc:x} {count:x}\n" for pc, count in sorted(merged.items()))
+            with contextlib.suppress(OSError):
+                atomic_write(path, f"{_REACHED_MAGIC}instructions {reached.instructions}\n{body}".encode())
+    return reached
 
 
 class NativeLibrary:

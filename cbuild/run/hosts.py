@@ -198,15 +198,12 @@ class HostProcess:
             summary = "was stopped at its cut-off"
         elif status < 0:
             name = signal_name(-status)
-            cause = ""
             if -status in _FAULTS and _STACK_MARKER in self._stderr_text:
                 cause = " (stack overflow)"
             elif -status in _FAULTS:
                 cause = _fault_place(self._stderr_text, self.loaded)
-            elif -status == signal.SIGABRT and (
-                thrown := uncaught_exception(self._stderr_text.decode(errors="replace"))
-            ):
-                cause = f" after an uncaught C++ exception: {thrown}"
+            else:
+                cause = uncaught_exception(-status, self._stderr_text)
             summary = f"crashed: killed by {name}{cause}"
         elif _EXIT_MARKER in self._stderr_text:
             summary = f"called exit({status})"

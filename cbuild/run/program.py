@@ -399,11 +399,11 @@ OUTPUT_TAIL = 4000
 _UNCAUGHT = re.compile(r"terminating due to uncaught exception of type ([^\n]+)")
 
 
-def uncaught_exception(stderr: str) -> str | None:
-    """``std::out_of_range: vector`` when ``stderr`` ends with libc++abi's report of an uncaught
-    C++ exception (the process then aborts), else None."""
-    found = _UNCAUGHT.findall(stderr)
-    return found[-1].strip() if found else None
+def uncaught_exception(signum: int, stderr: bytes) -> str:
+    """`` after an uncaught C++ exception: std::out_of_range: vector`` for a process that SIGABRT
+    ended after libc++abi reported the exception in ``stderr`` (std::terminate aborts), else ``""``."""
+    found = _UNCAUGHT.findall(stderr.decode(errors="replace")) if signum == signal.SIGABRT else []
+    return f" after an uncaught C++ exception: {found[-1].strip()}" if found else ""
 
 
 def signal_name(number: int) -> str:
@@ -503,8 +503,7 @@ def run_program(
         if proc.returncode < 0:
             killed, tail = signal_name(-proc.returncode), _output_tail(out, err)
             status = proc.returncode
-            thrown = uncaught_exception(err.decode(errors="replace"))
-            why = f" after an uncaught C++ exception: {thrown}" if thrown and status == -signal.SIGABRT else ""
+            why = uncaught_exception(-status, err)
             raise ProgramCrashed(
                 f"program {artifact.name} was killed by {killed} (exit status {status}){why}{tail}",
                 counts=_crashed_counts(artifact, counts_path, table, killed),
