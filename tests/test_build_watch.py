@@ -66,3 +66,22 @@ def test_a_build_that_waited_for_another_process_says_how_long(clock: Clock) -> 
     clock.now += 30.4
     watch.done(waited=29.9)
     assert said[-1] == "built strops.c in 30.4 s: compiling 30.4 s; 29.9 s of it waiting for another process"
+
+
+def test_work_beside_the_steps_is_timed_apart_and_named_after_them(clock: Clock) -> None:
+    """The RISC-V builds run in a thread of their own while the native build's steps go on: their
+    time is not a step's, and the steps' times still add up to the total."""
+    said: list[str] = []
+    watch = BuildWatch(said.append, "yyjson.c")
+    watch.step("linking the IR")
+    with watch.beside("building for riscv32"):
+        clock.now += 6.0
+        watch.step("generating code")
+        clock.now += 9.0
+    watch.step("linking")
+    clock.now += 1.0
+    watch.done()
+    assert said[-1] == (
+        "built yyjson.c in 16.0 s: linking the IR 6.0 s, generating code 9.0 s, linking 1.0 s; "
+        "beside them: building for riscv32 15.0 s"
+    )

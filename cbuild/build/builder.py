@@ -329,7 +329,39 @@ class Builder:
         sources: Sequence[Source],
         watch: BuildWatch,
     ) -> None:
-        """Link, instrument, analyse, generate code and link the binary; write it and its sidecar."""
+        """Link, instrument, analyse, generate code and link the binary; write it and its sidecar.
+        The RISC-V builds of the models that execute one run beside, in a thread of their own (their
+        work is clang's and the linker's, in processes of their own)."""
+        key = artifact.key
+        kind = artifact.kind
+        executing = [m for m in models if m.executes() is not None] if options.instrument else []
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="instrbudget-machines") as side:
+            machines = side.submit(self._machine_builds, executing, sources, options, kind, key, artifact.name, watch)
+            table, signatures, analyses = self._make_native(
+                units, binary, artifact, options=options, models=models, cxx=cxx, sources=sources, watch=watch
+            )
+            if not machines.done():
+                watch.step("waiting for the RISC-V build")
+            built = machines.result()
+        for model in executing:
+            analyses[model.name] = {"analysis": {}, "target": model.executes()}
+        sidecar = {"table": table, "signatures": signatures, "models": analyses, "machines": built}
+        atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
+
+    def _make_native(
+        self,
+        units: Sequence[CompiledUnit],
+        binary: Path,
+        artifact: Artifact,
+        *,
+        options: BuildOptions,
+        models: Sequence[CostModel],
+        cxx: bool,
+        sources: Sequence[Source],
+        watch: BuildWatch,
+    ) -> tuple[Any, Any, dict[str, Any]]:
+        """The native binary: its block table (as JSON), the functions' signatures and the static
+        models' analyses."""
         key = artifact.key
         kind = artifact.kind
         # LLVM runs in worker processes (cbuild.build.llvm_worker): an abort there fails this build only.
@@ -379,16 +411,7 @@ class Builder:
                 placement = "blocks"
         watch.step("linking")
         self._link(obj, binary, name=artifact.name, kind=kind, cxx=cxx, options=options, extra=extra)
-        executing = [m for m in models if m.executes() is not None] if options.instrument else []
-        for model in executing:
-            analyses[model.name] = {"analysis": {}, "target": model.executes()}
-        sidecar = {
-            "table": result.table.to_json(),
-            "signatures": read_signatures(linked_text),
-            "models": analyses,
-            "machines": self._machine_builds(executing, sources, options, kind, key, artifact.name, watch),
-        }
-        atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
+        return result.table.to_json(), read_signatures(linked_text), analyses
 
     def _models(
         self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: Sequence[Source]
@@ -457,42 +480,53 @@ class Builder:
         out: dict[str, Any] = {}
         targets = sorted({t for m in models if (t := m.executes()) is not None})
         for target in targets:
-            watch.step(f"building for {target}")
-            mine = [m for m in models if m.executes() == target]
-            runtimes = [m.exec_runtime() for m in mine]
-            elf_key = digest(key, target)
-
-            extra = tuple(dict.fromkeys(f for m in mine for f in m.compile_flags))
-            target_options = replace(options, cflags=options.cflags + extra, cxxflags=options.cxxflags + extra)
-
-            def make(files: list[Path], target: str = target, opts: BuildOptions = target_options) -> None:
-                build_riscv(self.toolchain, self.cache, sources, opts, kind=kind, target_name=target, out=files[0])
-
-            try:
-                (elf,) = self.cache.entry("rvbin", elf_key, [".elf"], make, name=f"the {target} build of {name}")
-            except TargetUnavailable as exc:
-                # Cached with the build, which another checkout of the same sources reuses: the
-                # sources' paths are stored as placeholders that Artifact.machines fills in.
-                why = portable_paths(str(exc), [str(s.path) for s in sources])
-                clocks = [m.metrics[0].name for m in mine]
-                out[target] = {"unavailable": why, "models": [m.name for m in mine], "clocks": clocks}
-                continue
-            library = build_executor(self.toolchain, self.cache, runtimes)
-            translation = build_executor_ir(self.toolchain, self.cache, runtimes)
-            offset, slots = 0, []
-            for model, runtime in zip(mine, runtimes, strict=True):
-                slots.append([model.name, offset, runtime.results, runtime.memory, block_data_text(runtime)])
-                offset += runtime.results
-            out[target] = {
-                "elf": str(elf),
-                "executor": str(library),
-                "translation": str(translation),
-                "models": [m.name for m in mine],
-                "slots": slots,
-                # The metric each model's clock (``model_now``) gives regions.
-                "clocks": [m.metrics[0].name for m in mine],
-            }
+            with watch.beside(f"building for {target}"):
+                out[target] = self._machine_build(target, models, sources, options, kind, key, name)
         return out
+
+    def _machine_build(
+        self,
+        target: str,
+        models: Sequence[CostModel],
+        sources: Sequence[Source],
+        options: BuildOptions,
+        kind: str,
+        key: str,
+        name: str,
+    ) -> dict[str, Any]:
+        """The build for one RISC-V target and its executor (see :meth:`_machine_builds`)."""
+        mine = [m for m in models if m.executes() == target]
+        runtimes = [m.exec_runtime() for m in mine]
+        extra = tuple(dict.fromkeys(f for m in mine for f in m.compile_flags))
+        target_options = replace(options, cflags=options.cflags + extra, cxxflags=options.cxxflags + extra)
+
+        def make(files: list[Path]) -> None:
+            opts = target_options
+            build_riscv(self.toolchain, self.cache, sources, opts, kind=kind, target_name=target, out=files[0])
+
+        try:
+            what = f"the {target} build of {name}"
+            (elf,) = self.cache.entry("rvbin", digest(key, target), [".elf"], make, name=what)
+        except TargetUnavailable as exc:
+            # Cached with the build, which another checkout of the same sources reuses: the
+            # sources' paths are stored as placeholders that Artifact.machines fills in.
+            why = portable_paths(str(exc), [str(s.path) for s in sources])
+            return {"unavailable": why, "models": [m.name for m in mine], "clocks": [m.metrics[0].name for m in mine]}
+        library = build_executor(self.toolchain, self.cache, runtimes)
+        translation = build_executor_ir(self.toolchain, self.cache, runtimes)
+        offset, slots = 0, []
+        for model, runtime in zip(mine, runtimes, strict=True):
+            slots.append([model.name, offset, runtime.results, runtime.memory, block_data_text(runtime)])
+            offset += runtime.results
+        return {
+            "elf": str(elf),
+            "executor": str(library),
+            "translation": str(translation),
+            "models": [m.name for m in mine],
+            "slots": slots,
+            # The metric each model's clock (``model_now``) gives regions.
+            "clocks": [m.metrics[0].name for m in mine],
+        }
 
     def _runtime_objects(self) -> list[Path]:
         objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")]

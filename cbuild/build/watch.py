@@ -5,13 +5,17 @@ next one begins (``building lib.c: compiling 7 of 35 sources (4 s so far)``), at
 :data:`EVERY` seconds, and its total at the end (``built lib.c in 41.2 s: compiling 12.0 s,
 building for riscv32 25.1 s, ...``). Quick builds say nothing. The lines go to the builder's
 ``progress`` (the plugin's shows them past pytest's output capturing, a line each, so a CI
-log gets them too).
+log gets them too). Work that runs in another thread beside the steps (the RISC-V builds of the
+executing models) is timed apart and named after them (``...; beside them: building for riscv32
+25.1 s``).
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 #: Seconds a build runs before it says what it does.
 SLOW = 3.0
@@ -31,6 +35,9 @@ class BuildWatch:
         self._spoke = False
         #: Step (without its count) -> seconds spent in it.
         self.times: dict[str, float] = {}
+        #: Work beside the steps (:meth:`beside`) -> seconds spent in it.
+        self.beside_times: dict[str, float] = {}
+        self._lock = threading.Lock()
 
     def step(self, what: str, done: int | None = None, total: int | None = None) -> None:
         """The build begins ``what`` (``done`` of ``total`` when it counts something)."""
@@ -43,6 +50,17 @@ class BuildWatch:
             self._say(f"building {self.name}: {what}{count} ({elapsed:.0f} s so far)")
             self._said, self._spoke = now, True
 
+    @contextmanager
+    def beside(self, what: str) -> Iterator[None]:
+        """Time ``what``, which runs in another thread while the steps go on (it says nothing
+        until the total)."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.beside_times[what] = self.beside_times.get(what, 0.0) + time.monotonic() - start
+
     def done(self, waited: float = 0.0) -> None:
         """The build is complete: its total and the time per step, if it was slow; ``waited``:
         seconds of it spent waiting for other processes building the same entries."""
@@ -53,6 +71,10 @@ class BuildWatch:
             steps = ", ".join(f"{what} {seconds:.1f} s" for what, seconds in self.times.items() if seconds >= 0.1)
             if waited >= 0.1:
                 steps += f"{'; ' if steps else ''}{waited:.1f} s of it waiting for another process"
+            with self._lock:
+                beside = ", ".join(f"{what} {seconds:.1f} s" for what, seconds in self.beside_times.items())
+            if beside:
+                steps += f"{'; ' if steps else ''}beside them: {beside}"
             self._say(f"built {self.name} in {elapsed:.1f} s" + (f": {steps}" if steps else ""))
 
     def _close(self, now: float) -> None:

@@ -23,11 +23,12 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cbuild.build.cache import Cache, atomic_write, digest
-from cbuild.build.compile import compile_own, compile_unit, locate_inline_asm
+from cbuild.build.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
 from cbuild.build.libc import FLAGS as LIBC_FLAGS
 from cbuild.build.libc import (
     HEAP_MAP_SOURCE,
@@ -354,12 +355,17 @@ def build_riscv(
     tc = replace(toolchain, triple=tgt.triple)
     flags = (*tgt.flags, *_relative_file_names(sources, options))
     opts = replace(options, cflags=(*options.cflags, *flags), cxxflags=(*options.cxxflags, *flags))
-    units = []
-    for source in sources:
+
+    def compile_one(source: Source) -> CompiledUnit:
         try:
-            units.append(compile_unit(tc, cache, source, opts))
+            return compile_unit(tc, cache, source, opts)
         except CompileError as exc:
             raise (_python_headers(target_name, str(exc)) or _unavailable(target_name, str(exc))) from None
+
+    # clang runs are independent processes: side by side, as in the native build.
+    workers = min(len(sources), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        units = list(pool.map(compile_one, sources))
     cxx = any(language_of(s.path) == "c++" for s in sources)
     driver = toolchain.cxx if cxx else toolchain.cc
     codegen = [*driver, "-target", tgt.triple, *tgt.flags, f"-O{options.opt_level}", "-Xclang", "-disable-llvm-passes"]
@@ -368,14 +374,13 @@ def build_riscv(
     own = defined_names(u.ir_path.read_text() for u in units) if counted else set()
     library = ("libc", digest(libc_source(), routing_key(), *sorted(own))) if counted else ()
     with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
-        objects: list[str] = []
         parts = LinkParts(sources={}, added={_GUEST_MAIN_FILE: "the library entry the engine adds"})
-        for source, unit in zip(sources, units, strict=True):
-            key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen[len(driver) :], *library)
-            obj = cache.path("rvobj", key, ".o")
 
-            def make(files: list[Path], unit_ir: Path = unit.ir_path, source: Source | Path = source) -> None:
-                local = Path(tmp) / f"{len(objects)}.o"
+        def code_of(number: int, source: Source, unit: CompiledUnit) -> str:
+            """The unit's object code for the target (cached)."""
+
+            def make(files: list[Path]) -> None:
+                local, unit_ir = Path(tmp) / f"{number}.o", unit.ir_path
                 text = unit_ir.read_text()
                 edited = text
                 if counted:
@@ -383,17 +388,21 @@ def build_riscv(
                 if "instrbudget-region" in edited:
                     edited = with_region_markers(edited, tgt)
                 if edited is not text:
-                    unit_ir = Path(tmp) / f"{len(objects)}.ll"
+                    unit_ir = Path(tmp) / f"{number}.ll"
                     unit_ir.write_text(edited)
                 try:
                     _run([*codegen, "-c", str(unit_ir), "-o", str(local)], target_name)
                 except TargetUnavailable as exc:
-                    raise _located(exc, tc, Source.of(source), opts) from None
+                    raise _located(exc, tc, source, opts) from None
                 atomic_write(files[0], local.read_bytes())
 
+            key = digest(VERSION, toolchain.identity, tgt.name, unit.key, *codegen[len(driver) :], *library)
             (obj,) = cache.entry("rvobj", key, [".o"], make, name=f"the {target_name} object of {unit.source.name}")
-            objects.append(str(obj))
-            parts.sources[str(obj)] = str(unit.source)
+            return str(obj)
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            objects = list(pool.map(code_of, range(len(units)), sources, units))
+        parts.sources.update((obj, str(unit.source)) for obj, unit in zip(objects, units, strict=True))
         if counted:
             libc = _reached_libc_objects(tc, cache, tgt, [u.ir_path for u in units], own)
             objects += libc
