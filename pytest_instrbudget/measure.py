@@ -132,7 +132,8 @@ class Meter:
 
     def stop(self, completed: bool = True) -> tuple[list[BlockCounts], list[str]]:
         """The call phase ended (``completed``: without raising): counts executed during it, per
-        artifact, and why any were lost (a library whose process a call ended)."""
+        artifact, and why the measurement is incomplete (a library whose process a call ended:
+        what it counted until then is among the counts where its runtime wrote it)."""
         if self._remaining is not None and self._host is not None and self._host.alive:
             self._host.request("limits", {}, what="clearing the cut-off")
         self.active = False
@@ -140,8 +141,13 @@ class Meter:
         for lib, since in self._libraries:
             if lib.host.alive:
                 out.append(lib.counts(since))
-            else:
-                lost.append(f"{lib.artifact.name}: {lib.host.ended}")
+                continue
+            # What it counted until a call ended its process, where its runtime could say: the
+            # measurement is still incomplete (the test's later calls never ran).
+            partial = lib.crashed_counts(since)
+            if partial is not None:
+                out.append(partial)
+            lost.append(f"{lib.artifact.name}: {lib.host.ended}")
         if completed:
             return out + self._runs, lost
         self.used = self.used or bool(self._crashed)

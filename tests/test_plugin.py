@@ -394,6 +394,43 @@ def test_plugin_program_crash_keeps_what_the_program_counted_until_then(pytester
     result.stdout.fnmatch_lines([f"test_x.py::test_x *{cost:,}*over limit (partial)*"])
 
 
+CRASHING_LIBRARY_C = """\
+#include <stdlib.h>
+int work(int n) {
+    volatile int s = 0;
+    for (int i = 0; i < n; i++) s += i;
+    return s;
+}
+int work_then_crash(int n, int how) {
+    work(n);
+    if (how == 0) abort();
+    if (how == 1) *(volatile int *)0 = 1;
+    exit(3);
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGABRT", "SIGSEGV", "exit(3)"])
+def test_plugin_library_crash_keeps_what_the_library_counted_until_then(pytester: pytest.Pytester, how: str) -> None:
+    """A call that ends the library's process: its runtime writes its counters (the host's guard
+    has it on a fatal signal, its own exit handler on exit()), and the test's row shows what the
+    library counted until then, calls before the fatal one included, as a partial cost."""
+    pytester.makefile(".c", crashing=CRASHING_LIBRARY_C)
+    code = ["SIGABRT", "SIGSEGV", "exit(3)"].index(how)
+    pytester.makepyfile(
+        test_x="import pytest\n\n@pytest.mark.budget(max_instr=100)\n"
+        "def test_x(cbuild):\n    lib = cbuild.library('crashing.c', opt_level='0')\n"
+        f"    lib.work(500)\n    lib.work_then_crash(1000, {code})\n"
+    )
+    result = pytester.runpytest("--instrbudget-json=out.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*LibraryCrashed: work_then_crash() *{how}*"])
+    doc = json.loads((pytester.path / "out.json").read_text())
+    cost = doc["tests"]["test_x.py::test_x"]["metrics"]["ir_instructions"]["value"]
+    assert cost > 1500 * 4  # both calls' 1,500 iterations, counted before the process ended
+    result.stdout.fnmatch_lines([f"test_x.py::test_x *{cost:,}*over limit (partial)*"])
+
+
 CRASH_ON_REQUEST_C = """\
 #include <stdlib.h>
 int main(int argc, char **argv) {

@@ -35,6 +35,9 @@ SPIN_SECONDS = 200e-6 if os.uname().machine in ("x86_64", "i686") else 0.0
 MAILBOX_BYTES = 1 << 20
 #: Bytes read from a returned ``char *`` at most, when the test asks for its string.
 MAX_STRING = 1 << 24
+#: Where an instrumented library's runtime writes its counters if a call ends this process: read
+#: from the environment when the library loads (cbuild.run.program.COUNTS_ENV).
+_COUNTS_ENV = "INSTRBUDGET_COUNTS"
 
 
 class Channel:
@@ -173,6 +176,8 @@ class _Loaded:
         type_map: Any,
         clocks: dict[str, int],
         stop_file: str,
+        counts_file: str,
+        guard: Any,
     ) -> None:
         # A memory file gives each load its own inode, hence its own copy of the library
         # (static state and counters from zero), under a path that is the same every run.
@@ -181,7 +186,13 @@ class _Loaded:
             os.write(fd, f.read())
         #: The name the library is loaded under (what a fault in it is reported with).
         self.file = f"/proc/self/fd/{fd}"
-        self.dll = ctypes.CDLL(self.file, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        os.environ[_COUNTS_ENV] = counts_file  # the runtime takes it out again as it loads
+        try:
+            self.dll = ctypes.CDLL(self.file, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        finally:
+            os.environ.pop(_COUNTS_ENV, None)
+        if guard is not None:  # the guard has it write its counters on a fatal signal
+            guard.instrbudget_host_on_crash(ctypes.cast(self.dll.instrbudget_dump, ctypes.c_void_p))
         self.map = type_map(types)
         self.functions = functions
         self._typed: dict[str, tuple[Any, list[Any], Any]] = {}
@@ -319,9 +330,11 @@ def _label(obj: Any) -> str:
 class Host:
     """Serves requests until told to stop (or until a library call ends the process)."""
 
-    def __init__(self, type_map: Any, requests: Channel) -> None:
+    def __init__(self, type_map: Any, requests: Channel, guard: Any = None) -> None:
         self.type_map = type_map
         self.requests = requests
+        #: The host guard (runtime/host_guard.c), None where it is not loaded.
+        self.guard = guard
         #: Buffers to send back beside the reply being made.
         self.blobs_out: list[Any] = []
         self.libraries: dict[int, _Loaded] = {}
@@ -356,9 +369,13 @@ class Host:
         functions: dict[str, Any],
         clocks: dict[str, int],
         stop_file: str,
+        counts_file: str,
     ) -> str:
-        """Load the library at ``path``; returns the name it is loaded under."""
-        self.libraries[lib_id] = _Loaded(path, types, functions, self.type_map, clocks, stop_file)
+        """Load the library at ``path``; returns the name it is loaded under. Its counters go to
+        ``counts_file`` if a call ends this process."""
+        self.libraries[lib_id] = _Loaded(
+            path, types, functions, self.type_map, clocks, stop_file, counts_file, self.guard
+        )
         return self.libraries[lib_id].file
 
     def limits(self, left: dict[str, int]) -> None:
@@ -595,9 +612,12 @@ def _main() -> None:
     os.set_blocking(fds[3], False)
     # Only the fixed environment programs get is left for the code under test.
     os.environ.pop("PYTHONHASHSEED", None)
+    guard_dll = None
     if guard:
-        ctypes.CDLL(guard).instrbudget_host_guard()
-    Host(ctypes_map.TypeMap, requests).serve(replies)
+        guard_dll = ctypes.CDLL(guard)
+        guard_dll.instrbudget_host_on_crash.argtypes = [ctypes.c_void_p]
+        guard_dll.instrbudget_host_guard()
+    Host(ctypes_map.TypeMap, requests, guard_dll).serve(replies)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from cbuild.riscv.guest import Arg, CutoffReached, Guest, Unreplayable, fits, wo
 from cbuild.riscv.translated import checking_translation, translation_of
 from cbuild.run.ctypes_map import TypeMap, UnsupportedType
 from cbuild.run.hosts import HostProcess, default_pool
+from cbuild.run.program import read_raw_counts
 from cbuild.run.stops import CodeStopped, clock_limits, machine_stop, read_stop, requested
 
 _ids = itertools.count(1)
@@ -380,6 +381,8 @@ class Library:
         self._functions: dict[str, Function] = {}
         self._enums: dict[str, type[enum.IntEnum]] = {}
         clocks = clock_numbers(self._models) if artifact.cutoff else {}
+        #: Where the library's runtime writes its counters if a call ends the host's process.
+        self._counts_file = self.host.scratch / f"counts-{self.id}"
         loaded_as = self.host.request(
             "load",
             self.id,
@@ -388,6 +391,7 @@ class Library:
             self._signatures,
             clocks,
             str(self.host.stop_file),
+            str(self._counts_file),
             what=f"loading {artifact.path.name}",
         )
         self.host.loaded[str(loaded_as)] = artifact.path
@@ -491,6 +495,27 @@ class Library:
         counts = BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, profile, machine, unavailable)
         warn_if_interleaved(self.artifact.name, threads, counts)
         return counts
+
+    def crashed_counts(self, since: tuple[int, ...] | None = None) -> BlockCounts | None:
+        """What the library counted (since ``since``, a :meth:`snapshot`) until a call ended its
+        process: its runtime writes its counters on a fatal signal (the host's guard has it) and
+        when library code calls ``exit``. None where it wrote nothing readable. The RISC-V builds'
+        replays, which lack the call that ended it, are unavailable, and so are regions."""
+        if self.host.alive or not self._counts_file.exists():
+            return None
+        try:
+            counters, results, _, _ = read_raw_counts(self._counts_file, build_id=self.artifact.key, table=self.table)
+        except (CBuildError, OSError, ValueError):
+            return None
+        raw = tuple(counters)
+        if since is not None:
+            raw = tuple(a - b for a, b in zip(raw, since, strict=True))
+        analyses, dynamic = split_results(self._models, results.tolist())
+        why = f"{self.host.ended}: its {{}} build's replay of the calls lacks that one"
+        unavailable = dict(self._unavailable)
+        for target, (_, slots) in [*self._guests.items(), *self._stopped.items()]:
+            unavailable.update((name, why.format(target)) for name, *_ in slots)
+        return BlockCounts(self.table, self.table.block_counts(raw), analyses, dynamic, None, {}, unavailable)
 
     def function(self, name: str) -> Function:
         """The exported function ``name`` (also reachable as an attribute)."""

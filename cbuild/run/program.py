@@ -67,6 +67,14 @@ def _read_counts(
     path: Path, *, build_id: str, table: BlockTable, models: Mapping[str, Any] | None
 ) -> tuple[BlockCounts, int, int]:
     """:func:`read_counts`, and how many threads ran instrumented code in the process that wrote it."""
+    counters, results, total, threads = read_raw_counts(path, build_id=build_id, table=table)
+    analyses, dynamic = split_results(models or {}, results.tolist())
+    return BlockCounts(table, table.block_counts(counters), analyses, dynamic), total, threads
+
+
+def read_raw_counts(path: Path, *, build_id: str, table: BlockTable) -> tuple[memoryview, memoryview, int, int]:
+    """A counts file the runtime wrote: its counters and model results as they are, the running
+    total, and how many threads ran instrumented code."""
     data = path.read_bytes()
     newline = data.find(b"\n")
     if not data.startswith(_MAGIC) or newline < 0:
@@ -87,8 +95,7 @@ def _read_counts(
             f"{path}: expected {table.counters} counters and {nresults} results, found {len(raw)} bytes"
         )
     view = memoryview(raw).cast("Q")
-    analyses, results = split_results(models or {}, view[ncounters:].tolist())
-    return BlockCounts(table, table.block_counts(view[:ncounters]), analyses, results), total, threads
+    return view[:ncounters], view[ncounters:], total, threads
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,10 @@
  * touched, and a call of exit() (as opposed to _exit()) runs an atexit handler.
  * Each writes one marker
  * line to stderr; the test process reads the tail of stderr after the host died.
+ * On any fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) it first has every loaded
+ * instrumented library write its counters (instrbudget_host_on_crash), so the test keeps what
+ * the library counted until then; the guard's handlers, in place before any library loads, keep
+ * the libraries' runtimes from installing their own, which would write only the first one's.
  * The host never calls exit() itself (it ends with _exit), so the exit marker only
  * appears when code under test called exit().
  */
@@ -22,6 +26,24 @@
 #include <unistd.h>
 
 static uintptr_t stack_low, stack_high;
+
+/* The loaded libraries' counter writers (instrbudget_dump), called on a fatal signal. */
+#define MAX_DUMPS 256
+static void (*volatile dumps[MAX_DUMPS])(void);
+static volatile int ndumps;
+
+/* Register a library's counter writer; -1 when there are too many. */
+__attribute__((visibility("default"))) int instrbudget_host_on_crash(void (*dump)(void)) {
+    if (ndumps >= MAX_DUMPS) return -1;
+    dumps[ndumps] = dump;
+    ndumps = ndumps + 1;
+    return 0;
+}
+
+static void write_counts(void) {
+    int i;
+    for (i = 0; i < ndumps; i++) dumps[i]();
+}
 static char alt_stack[64 * 1024];
 
 static void say(const char *text) {
@@ -89,10 +111,13 @@ static void say_where(const siginfo_t *info, void *context) {
     say(line);
 }
 
-static void on_fault(int sig, siginfo_t *info, void *context) {
+static void on_fatal(int sig, siginfo_t *info, void *context) {
     uintptr_t at = (uintptr_t)info->si_addr;
-    if (stack_high != 0 && at >= stack_low && at < stack_high) say("\ninstrbudget-host: stack overflow\n");
-    else if (info->si_code > 0) say_where(info, context);
+    if (sig == SIGSEGV || sig == SIGBUS) {
+        if (stack_high != 0 && at >= stack_low && at < stack_high) say("\ninstrbudget-host: stack overflow\n");
+        else if (info->si_code > 0) say_where(info, context);
+    }
+    write_counts();
     /* SA_RESETHAND restored the default action: returning re-runs the faulting
      * instruction, which now ends the process with the original signal. A signal
      * sent (raise, kill) rather than caused has no instruction to re-run: send it again. */
@@ -127,7 +152,7 @@ static void find_stack(void) {
 }
 
 __attribute__((visibility("default"))) int instrbudget_host_guard(void) {
-    static const int faults[] = {SIGSEGV, SIGBUS};
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     stack_t ss;
     size_t i;
     find_stack();
@@ -138,7 +163,7 @@ __attribute__((visibility("default"))) int instrbudget_host_guard(void) {
     for (i = 0; i < sizeof faults / sizeof faults[0]; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_fault;
+        sa.sa_sigaction = on_fatal;
         sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
         sigemptyset(&sa.sa_mask);
         if (sigaction(faults[i], &sa, NULL) != 0) return -1;

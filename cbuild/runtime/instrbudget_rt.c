@@ -829,6 +829,10 @@ static void ib_read_limits(void) {
     }
 }
 
+/* A library's counters to the file $INSTRBUDGET_COUNTS named when it was loaded: what the library
+ * host's guard calls when a call ends the host's process (async-signal-safe, once). */
+EXPORT void instrbudget_dump(void) { dump(); }
+
 static void on_fatal(int sig) {
     dump();
     signal(sig, SIG_DFL);
