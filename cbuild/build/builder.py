@@ -298,19 +298,21 @@ class Builder:
             tuple(str(p) for p in paths),
         )
         cxx = "c++" in languages
+        executing = [m for m in models if m.executes() is not None] if options.instrument else []
 
         def make(files: list[Path]) -> None:
-            self._make(
-                units,
-                files[0],
-                files[1],
-                artifact,
-                options=options,
-                models=models,
-                cxx=cxx,
-                sources=sources,
-                watch=watch,
-            )
+            # The RISC-V builds run beside the native one, in a thread of their own (their work is
+            # clang's and the linker's, in processes of their own).
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="instrbudget-machines") as side:
+                args = (executing, sources, options, kind, key, artifact.name, watch)
+                machines = side.submit(self._machine_builds, *args)
+                sidecar = self._make(
+                    units, files[0], artifact, options=options, models=models, cxx=cxx, sources=sources, watch=watch
+                )
+                if not machines.done():
+                    watch.step("waiting for the RISC-V build")
+                sidecar["machines"] = machines.result()
+            atomic_write(files[1], json.dumps(sidecar, separators=(",", ":")).encode())
 
         self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
         watch.done(waited=self.cache.waited(started))
@@ -320,7 +322,6 @@ class Builder:
         self,
         units: Sequence[CompiledUnit],
         binary: Path,
-        table_path: Path,
         artifact: Artifact,
         *,
         options: BuildOptions,
@@ -328,40 +329,9 @@ class Builder:
         cxx: bool,
         sources: Sequence[Source],
         watch: BuildWatch,
-    ) -> None:
-        """Link, instrument, analyse, generate code and link the binary; write it and its sidecar.
-        The RISC-V builds of the models that execute one run beside, in a thread of their own (their
-        work is clang's and the linker's, in processes of their own)."""
-        key = artifact.key
-        kind = artifact.kind
-        executing = [m for m in models if m.executes() is not None] if options.instrument else []
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="instrbudget-machines") as side:
-            machines = side.submit(self._machine_builds, executing, sources, options, kind, key, artifact.name, watch)
-            table, signatures, analyses = self._make_native(
-                units, binary, artifact, options=options, models=models, cxx=cxx, sources=sources, watch=watch
-            )
-            if not machines.done():
-                watch.step("waiting for the RISC-V build")
-            built = machines.result()
-        for model in executing:
-            analyses[model.name] = {"analysis": {}, "target": model.executes()}
-        sidecar = {"table": table, "signatures": signatures, "models": analyses, "machines": built}
-        atomic_write(table_path, json.dumps(sidecar, separators=(",", ":")).encode())
-
-    def _make_native(
-        self,
-        units: Sequence[CompiledUnit],
-        binary: Path,
-        artifact: Artifact,
-        *,
-        options: BuildOptions,
-        models: Sequence[CostModel],
-        cxx: bool,
-        sources: Sequence[Source],
-        watch: BuildWatch,
-    ) -> tuple[Any, Any, dict[str, Any]]:
-        """The native binary: its block table (as JSON), the functions' signatures and the static
-        models' analyses."""
+    ) -> dict[str, Any]:
+        """Link, instrument, analyse, generate code and link the binary; its sidecar's document
+        but for the RISC-V builds (``machines``)."""
         key = artifact.key
         kind = artifact.kind
         # LLVM runs in worker processes (cbuild.build.llvm_worker): an abort there fails this build only.
@@ -411,7 +381,10 @@ class Builder:
                 placement = "blocks"
         watch.step("linking")
         self._link(obj, binary, name=artifact.name, kind=kind, cxx=cxx, options=options, extra=extra)
-        return result.table.to_json(), read_signatures(linked_text), analyses
+        for model in models:
+            if options.instrument and model.executes() is not None:
+                analyses[model.name] = {"analysis": {}, "target": model.executes()}
+        return {"table": result.table.to_json(), "signatures": read_signatures(linked_text), "models": analyses}
 
     def _models(
         self, models: Sequence[CostModel], table: BlockTable, ir: str, options: BuildOptions, sources: Sequence[Source]
