@@ -450,56 +450,48 @@ class Builder:
     ) -> dict[str, Any]:
         """For each RISC-V target a model executes: its build and the executor with the target's
         models compiled in, or why the code cannot be built for it."""
+
+        def build(target: str) -> dict[str, Any]:
+            """The build for ``target`` and its executor."""
+            mine = [m for m in models if m.executes() == target]
+            runtimes = [m.exec_runtime() for m in mine]
+            extra = tuple(dict.fromkeys(f for m in mine for f in m.compile_flags))
+            target_options = replace(options, cflags=options.cflags + extra, cxxflags=options.cxxflags + extra)
+
+            def make(files: list[Path]) -> None:
+                opts = target_options
+                build_riscv(self.toolchain, self.cache, sources, opts, kind=kind, target_name=target, out=files[0])
+
+            try:
+                what = f"the {target} build of {name}"
+                (elf,) = self.cache.entry("rvbin", digest(key, target), [".elf"], make, name=what)
+            except TargetUnavailable as exc:
+                # Cached with the build, which another checkout of the same sources reuses: the
+                # sources' paths are stored as placeholders that Artifact.machines fills in.
+                why = portable_paths(str(exc), [str(s.path) for s in sources])
+                clocks = [m.metrics[0].name for m in mine]
+                return {"unavailable": why, "models": [m.name for m in mine], "clocks": clocks}
+            library = build_executor(self.toolchain, self.cache, runtimes)
+            translation = build_executor_ir(self.toolchain, self.cache, runtimes)
+            offset, slots = 0, []
+            for model, runtime in zip(mine, runtimes, strict=True):
+                slots.append([model.name, offset, runtime.results, runtime.memory, block_data_text(runtime)])
+                offset += runtime.results
+            return {
+                "elf": str(elf),
+                "executor": str(library),
+                "translation": str(translation),
+                "models": [m.name for m in mine],
+                "slots": slots,
+                # The metric each model's clock (``model_now``) gives regions.
+                "clocks": [m.metrics[0].name for m in mine],
+            }
+
         out: dict[str, Any] = {}
-        targets = sorted({t for m in models if (t := m.executes()) is not None})
-        for target in targets:
+        for target in sorted({t for m in models if (t := m.executes()) is not None}):
             with watch.beside(f"building for {target}"):
-                out[target] = self._machine_build(target, models, sources, options, kind, key, name)
+                out[target] = build(target)
         return out
-
-    def _machine_build(
-        self,
-        target: str,
-        models: Sequence[CostModel],
-        sources: Sequence[Source],
-        options: BuildOptions,
-        kind: str,
-        key: str,
-        name: str,
-    ) -> dict[str, Any]:
-        """The build for one RISC-V target and its executor (see :meth:`_machine_builds`)."""
-        mine = [m for m in models if m.executes() == target]
-        runtimes = [m.exec_runtime() for m in mine]
-        extra = tuple(dict.fromkeys(f for m in mine for f in m.compile_flags))
-        target_options = replace(options, cflags=options.cflags + extra, cxxflags=options.cxxflags + extra)
-
-        def make(files: list[Path]) -> None:
-            opts = target_options
-            build_riscv(self.toolchain, self.cache, sources, opts, kind=kind, target_name=target, out=files[0])
-
-        try:
-            what = f"the {target} build of {name}"
-            (elf,) = self.cache.entry("rvbin", digest(key, target), [".elf"], make, name=what)
-        except TargetUnavailable as exc:
-            # Cached with the build, which another checkout of the same sources reuses: the
-            # sources' paths are stored as placeholders that Artifact.machines fills in.
-            why = portable_paths(str(exc), [str(s.path) for s in sources])
-            return {"unavailable": why, "models": [m.name for m in mine], "clocks": [m.metrics[0].name for m in mine]}
-        library = build_executor(self.toolchain, self.cache, runtimes)
-        translation = build_executor_ir(self.toolchain, self.cache, runtimes)
-        offset, slots = 0, []
-        for model, runtime in zip(mine, runtimes, strict=True):
-            slots.append([model.name, offset, runtime.results, runtime.memory, block_data_text(runtime)])
-            offset += runtime.results
-        return {
-            "elf": str(elf),
-            "executor": str(library),
-            "translation": str(translation),
-            "models": [m.name for m in mine],
-            "slots": slots,
-            # The metric each model's clock (``model_now``) gives regions.
-            "clocks": [m.metrics[0].name for m in mine],
-        }
 
     def _runtime_objects(self) -> list[Path]:
         objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")]
