@@ -395,6 +395,7 @@ def test_plugin_program_crash_keeps_what_the_program_counted_until_then(pytester
 
 
 CRASHING_LIBRARY_C = """\
+#include <signal.h>
 #include <stdlib.h>
 int work(int n) {
     volatile int s = 0;
@@ -405,21 +406,25 @@ int work_then_crash(int n, int how) {
     work(n);
     if (how == 0) abort();
     if (how == 1) *(volatile int *)0 = 1;
+    if (how == 2) raise(SIGTERM);
     exit(3);
 }
 """
 
 
-@pytest.mark.parametrize("how", ["SIGABRT", "SIGSEGV", "exit(3)"])
+@pytest.mark.parametrize("how", ["SIGABRT", "SIGSEGV", "SIGTERM", "exit(3)"])
 def test_plugin_library_crash_keeps_what_the_library_counted_until_then(pytester: pytest.Pytester, how: str) -> None:
     """A call that ends the library's process: its runtime writes its counters (the host's guard
-    has it on a fatal signal, its own exit handler on exit()), and the test's row shows what the
-    library counted until then, calls before the fatal one included, as a partial cost."""
-    pytester.makefile(".c", crashing=CRASHING_LIBRARY_C)
-    code = ["SIGABRT", "SIGSEGV", "exit(3)"].index(how)
+    has every loaded library's do so on a fatal signal, its own exit handler on exit()), and the
+    test's row shows what the library counted until then, calls before the fatal one included, as
+    a partial cost. Another library loaded first: the guard, not the first library's runtime,
+    handles the signal."""
+    pytester.makefile(".c", crashing=CRASHING_LIBRARY_C, other="int next(int n) { return n + 1; }\n")
+    code = ["SIGABRT", "SIGSEGV", "SIGTERM", "exit(3)"].index(how)
     pytester.makepyfile(
         test_x="import pytest\n\n@pytest.mark.budget(max_instr=100)\n"
-        "def test_x(cbuild):\n    lib = cbuild.library('crashing.c', opt_level='0')\n"
+        "def test_x(cbuild):\n    cbuild.library('other.c').next(1)\n"
+        "    lib = cbuild.library('crashing.c', opt_level='0')\n"
         f"    lib.work(500)\n    lib.work_then_crash(1000, {code})\n"
     )
     result = pytester.runpytest("--instrbudget-json=out.json")

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Hashable, Sequence
@@ -302,9 +303,12 @@ class Builder:
 
         def make(files: list[Path]) -> None:
             # The RISC-V builds run beside the native one, in a thread of their own (their work is
-            # clang's and the linker's, in processes of their own).
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="instrbudget-machines") as side:
-                args = (executing, sources, options, kind, key, artifact.name, watch)
+            # clang's and the linker's, in processes of their own). Should the native build fail,
+            # its error is raised at once, and they start no more processes.
+            side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="instrbudget-machines")
+            given_up = threading.Event()
+            try:
+                args = (executing, sources, options, kind, key, artifact.name, watch, given_up)
                 machines = side.submit(self._machine_builds, *args)
                 sidecar = self._make(
                     units, files[0], artifact, options=options, models=models, cxx=cxx, sources=sources, watch=watch
@@ -312,6 +316,11 @@ class Builder:
                 if not machines.done():
                     watch.step("waiting for the RISC-V build")
                 sidecar["machines"] = machines.result()
+            except BaseException:
+                given_up.set()
+                raise
+            finally:
+                side.shutdown(wait=False)
             atomic_write(files[1], json.dumps(sidecar, separators=(",", ":")).encode())
 
         self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
@@ -447,9 +456,11 @@ class Builder:
         key: str,
         name: str,
         watch: BuildWatch,
+        given_up: threading.Event,
     ) -> dict[str, Any]:
         """For each RISC-V target a model executes: its build and the executor with the target's
-        models compiled in, or why the code cannot be built for it."""
+        models compiled in, or why the code cannot be built for it. Once ``given_up`` is set,
+        no more of their processes start."""
 
         def build(target: str) -> dict[str, Any]:
             """The build for ``target`` and its executor."""
@@ -459,8 +470,8 @@ class Builder:
             target_options = replace(options, cflags=options.cflags + extra, cxxflags=options.cxxflags + extra)
 
             def make(files: list[Path]) -> None:
-                opts = target_options
-                build_riscv(self.toolchain, self.cache, sources, opts, kind=kind, target_name=target, out=files[0])
+                tc, opts, out = self.toolchain, target_options, files[0]
+                build_riscv(tc, self.cache, sources, opts, kind=kind, target_name=target, out=out, given_up=given_up)
 
             try:
                 what = f"the {target} build of {name}"

@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -91,6 +92,10 @@ int __wrap_main(void) {
 """
 _GUEST_MAIN_FILE = "instrbudget_guest_main.c"
 _DIAGNOSTIC = re.compile(r"^(?P<where>[^\s:][^:]*:\d+(?::\d+)?): (?:fatal )?error: (?P<what>.*)$", re.MULTILINE)
+
+
+class BuildGivenUp(CBuildError):
+    """The build the RISC-V build was part of failed: it stopped (nobody reads this error)."""
 
 
 class TargetUnavailable(CBuildError):
@@ -349,14 +354,23 @@ def build_riscv(
     kind: str,
     target_name: str,
     out: Path,
+    given_up: threading.Event | None = None,
 ) -> None:
-    """Write the static RISC-V ELF of ``sources`` to ``out`` (raises :class:`TargetUnavailable`)."""
+    """Write the static RISC-V ELF of ``sources`` to ``out`` (raises :class:`TargetUnavailable`).
+    Once ``given_up`` is set (the build it is part of failed), it starts no more processes and
+    raises :class:`BuildGivenUp`."""
+
+    def go_on() -> None:
+        if given_up is not None and given_up.is_set():
+            raise BuildGivenUp(f"the {target_name} build of {sources[0].path.name} was given up")
+
     tgt = target(target_name)
     tc = replace(toolchain, triple=tgt.triple)
     flags = (*tgt.flags, *_relative_file_names(sources, options))
     opts = replace(options, cflags=(*options.cflags, *flags), cxxflags=(*options.cxxflags, *flags))
 
     def compile_one(source: Source) -> CompiledUnit:
+        go_on()
         try:
             return compile_unit(tc, cache, source, opts)
         except CompileError as exc:
@@ -380,6 +394,7 @@ def build_riscv(
             """The unit's object code for the target (cached)."""
 
             def make(files: list[Path]) -> None:
+                go_on()
                 local, unit_ir = Path(tmp) / f"{number}.o", unit.ir_path
                 text = unit_ir.read_text()
                 edited = text
@@ -407,6 +422,7 @@ def build_riscv(
             libc = _reached_libc_objects(tc, cache, tgt, [u.ir_path for u in units], own)
             objects += libc
             parts.added.update(dict.fromkeys(libc, "the counted C library"))
+        go_on()
         link = [*driver, "-target", tgt.triple, *tgt.flags, "-static", *objects, *options.ldflags]
         if kind == "library":
             main = Path(tmp) / _GUEST_MAIN_FILE

@@ -191,8 +191,10 @@ class _Loaded:
             self.dll = ctypes.CDLL(self.file, mode=os.RTLD_LOCAL | os.RTLD_NOW)
         finally:
             os.environ.pop(_COUNTS_ENV, None)
-        if guard is not None:  # the guard has it write its counters on a fatal signal
-            guard.instrbudget_host_on_crash(ctypes.cast(self.dll.instrbudget_dump, ctypes.c_void_p))
+        # The guard has it write its counters on a fatal signal.
+        dump = ctypes.cast(self.dll.instrbudget_dump, ctypes.c_void_p)
+        if guard is not None and guard.instrbudget_host_on_crash(dump):
+            raise RuntimeError("more than 4096 libraries loaded in one test's process")
         self.map = type_map(types)
         self.functions = functions
         self._typed: dict[str, tuple[Any, list[Any], Any]] = {}

@@ -7,7 +7,7 @@
  * touched, and a call of exit() (as opposed to _exit()) runs an atexit handler.
  * Each writes one marker
  * line to stderr; the test process reads the tail of stderr after the host died.
- * On any fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) it first has every loaded
+ * On any fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM) it first has every loaded
  * instrumented library write its counters (instrbudget_host_on_crash), so the test keeps what
  * the library counted until then; the guard's handlers, in place before any library loads, keep
  * the libraries' runtimes from installing their own, which would write only the first one's.
@@ -28,7 +28,7 @@
 static uintptr_t stack_low, stack_high;
 
 /* The loaded libraries' counter writers (instrbudget_dump), called on a fatal signal. */
-#define MAX_DUMPS 256
+#define MAX_DUMPS 4096
 static void (*volatile dumps[MAX_DUMPS])(void);
 static volatile int ndumps;
 
@@ -152,7 +152,7 @@ static void find_stack(void) {
 }
 
 __attribute__((visibility("default"))) int instrbudget_host_guard(void) {
-    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
     stack_t ss;
     size_t i;
     find_stack();

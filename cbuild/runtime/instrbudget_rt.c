@@ -179,6 +179,7 @@ EXPORT void instrbudget_collect(uint64_t *out) {
 EXPORT uint64_t instrbudget_threads(void) { return __atomic_load_n(&ib_nthreads, __ATOMIC_RELAXED); }
 
 static const char *dump_path; /* $INSTRBUDGET_COUNTS; NULL: write nothing */
+static char ib_dump_path[4096];
 static volatile sig_atomic_t dumped;
 static pid_t ib_pid;  /* the process the counters describe */
 static int ib_forked; /* a forked child: writes under a name of its own */
@@ -850,11 +851,14 @@ __attribute__((constructor(101))) static void instrbudget_init(int argc, char **
     pthread_once(&ib_key_once, ib_key_make);
     __instrbudget_models_reset(0); /* a program: the models see the whole run */
     dump_path = getenv("INSTRBUDGET_COUNTS");
-    if (dump_path == NULL || dump_path[0] == '\0') {
+    if (dump_path == NULL || dump_path[0] == '\0' || strlen(dump_path) >= sizeof ib_dump_path) {
         dump_path = NULL;
         return;
     }
-    /* The string stays where it is; programs this one execs or spawns do not inherit it. */
+    /* A copy of its own (a library host sets the variable anew for each library it loads);
+     * programs this one execs or spawns do not inherit it. */
+    memcpy(ib_dump_path, dump_path, strlen(dump_path) + 1);
+    dump_path = ib_dump_path;
     unsetenv("INSTRBUDGET_COUNTS");
     ib_pid = getpid();
     if (ib_join(ib_stop_path, sizeof ib_stop_path, dump_path, ".stop", NULL)) ib_read_limits();
