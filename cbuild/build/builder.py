@@ -316,6 +316,8 @@ class Builder:
                 if not machines.done():
                     watch.step("waiting for the RISC-V build")
                 sidecar["machines"] = machines.result()
+                for model in executing:
+                    sidecar["models"][model.name] = {"analysis": {}, "target": model.executes()}
             except BaseException:
                 given_up.set()
                 raise
@@ -340,7 +342,7 @@ class Builder:
         watch: BuildWatch,
     ) -> dict[str, Any]:
         """Link, instrument, analyse, generate code and link the binary; its sidecar's document
-        but for the RISC-V builds (``machines``)."""
+        but for the RISC-V builds (``machines``, and the models that execute one)."""
         key = artifact.key
         kind = artifact.kind
         # LLVM runs in worker processes (cbuild.build.llvm_worker): an abort there fails this build only.
@@ -390,9 +392,6 @@ class Builder:
                 placement = "blocks"
         watch.step("linking")
         self._link(obj, binary, name=artifact.name, kind=kind, cxx=cxx, options=options, extra=extra)
-        for model in models:
-            if options.instrument and model.executes() is not None:
-                analyses[model.name] = {"analysis": {}, "target": model.executes()}
         return {"table": result.table.to_json(), "signatures": read_signatures(linked_text), "models": analyses}
 
     def _models(

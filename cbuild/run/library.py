@@ -478,9 +478,7 @@ class Library:
             profile = read_profile(path, clock_metrics(self._models), self.table.functions)
         finally:
             path.unlink(missing_ok=True)
-        raw = self._raw(counters)
-        if since is not None:
-            raw = tuple(a - b for a, b in zip(raw, since, strict=True))
+        raw = _since(self._raw(counters), since)
         analyses, dynamic = split_results(self._models, memoryview(results).cast("Q").tolist())
         if profile is not None and not (profile.regions or profile.problems or profile.functions):
             profile = None
@@ -507,9 +505,7 @@ class Library:
             counters, results, _, _ = read_raw_counts(self._counts_file, build_id=self.artifact.key, table=self.table)
         except (CBuildError, OSError, ValueError):
             return None
-        raw = tuple(counters)
-        if since is not None:
-            raw = tuple(a - b for a, b in zip(raw, since, strict=True))
+        raw = _since(tuple(counters), since)
         analyses, dynamic = split_results(self._models, results.tolist())
         why = f"{self.host.ended}: its {{}} build's replay of the calls lacks that one"
         unavailable = dict(self._unavailable)
@@ -648,6 +644,11 @@ class Library:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _since(raw: tuple[int, ...], since: tuple[int, ...] | None) -> tuple[int, ...]:
+    """Counters ``raw`` less a snapshot ``since`` (None: counted from the library's load)."""
+    return raw if since is None else tuple(a - b for a, b in zip(raw, since, strict=True))
 
 
 def _layout_problem(types: TypeMap, desc: dict[str, Any], xlen: int) -> str:
