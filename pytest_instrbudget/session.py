@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cbuild.build import cpu, eviction
 from cbuild.build.builder import Builder
-from cbuild.build.demangle import readable, readable_names
+from cbuild.build.demangle import LIBC_PREFIX, readable, readable_names
 from cbuild.config import Settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
@@ -514,30 +514,34 @@ def _failure_text(m: MetricResult) -> str:
         lines.append(
             f"  {m.metric}: {m.baseline} -> {m.value} ({change}; tolerance {m.tolerance:g}%) against the baseline"
         )
-    if m.baseline is None:
-        top = sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-        if top:
-            lines.append("  costliest functions:")
-            names = readable_names(name for name, _ in top)
-            width = max(len(shown) for shown in names.values())
-            lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
-        lines.extend(_hot_lines(m, top[0][0] if top else None))
-        if (outside := m.outside_line()) is not None:
-            lines.append(f"  {outside}")
-        return "\n".join(lines)
-    deltas = m.function_deltas()
+    # A regression is explained by the functions that grew; a cost over its limit that did not grow
+    # (no baseline, or a baseline that already held it) by where the cost is.
+    deltas = m.function_deltas() if m.baseline is not None else []
     if deltas:
         lines.append("  functions whose cost grew most:")
         shown = readable_names(name for name, _, _ in deltas)
         width = max(len(text) for text in shown.values())
         for name, old, new in deltas:
             lines.append(f"    {shown[name]:<{width}}  {new - old:+d}  ({old} -> {new})")
-    changed = m.region_deltas()
+    changed = m.region_deltas() if m.baseline is not None else []
     if changed:
         lines.append("  regions whose cost changed most:")
         width = max(len(name) for name, _, _ in changed)
         lines.extend(f"    {name:<{width}}  {new - old:+d}  ({old} -> {new})" for name, old, new in changed)
-    lines.extend(_hot_lines(m, deltas[0][0] if deltas else None))
+    if deltas:
+        lines.extend(_hot_lines(m, deltas[0][0]))
+        lines.extend(_project_lines(m, deltas[0][0]))
+        return "\n".join(lines)
+    top = sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    if top:
+        lines.append("  costliest functions:")
+        names = readable_names(name for name, _ in top)
+        width = max(len(shown) for shown in names.values())
+        lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
+    lines.extend(_hot_lines(m, top[0][0] if top else None))
+    lines.extend(_project_lines(m, top[0][0] if top else None))
+    if (outside := m.outside_line()) is not None:
+        lines.append(f"  {outside}")
     return "\n".join(lines)
 
 
@@ -550,3 +554,27 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
     width = max(len(label) for label, _ in labels)
     rows_text = [f"    {label:<{width}}  {value}" for label, value in labels]
     return [f"  hottest lines of {readable(function)}:", *rows_text]
+
+
+def _own_line(function: str, where: str) -> bool:
+    """Whether a costly line is the project's own code: not the counted C library's, not a header
+    outside the project (``_relative`` left those absolute) and not code without a source line."""
+    file, _, line = where.rpartition(":")
+    return not function.startswith(LIBC_PREFIX) and line not in ("", "0") and not Path(file).is_absolute()
+
+
+def _project_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
+    """Where the costliest function is library code (the counted C or C++ library, a header
+    outside the project), the costliest lines of the project's own code, which a user can change:
+    the lines that call it are often among them."""
+    if function is None or any(f == function and _own_line(f, where) for f, where, _ in m.lines):
+        return []
+    rows = [(line_label(where), f, value) for f, where, value in m.lines if _own_line(f, where)][:n]
+    if not rows:
+        return []
+    names = readable_names(f for _, f, _ in rows)
+    width, digits = max(len(label) for label, _, _ in rows), max(len(str(value)) for _, _, value in rows)
+    return [
+        "  hottest lines of the project's own code:",
+        *(f"    {label:<{width}}  {value:>{digits}}  {names[f]}" for label, f, value in rows),
+    ]

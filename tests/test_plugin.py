@@ -138,6 +138,55 @@ def test_tight(cbuild):
     assert "Traceback" not in result.stdout.str()
 
 
+UPPER_C = """\
+#include <stdlib.h>
+#include <string.h>
+int upper(int n) {
+    char *s = malloc(n + 1);
+    memset(s, 'a', n);
+    s[n] = 0;
+    for (size_t i = 0; i < strlen(s); i++)
+        if (s[i] == 'a') s[i] = 'A';
+    int ok = s[n - 1] == 'A';
+    free(s);
+    return ok;
+}
+"""
+
+
+def test_plugin_over_limit_in_the_baseline_still_says_where_the_cost_is(pytester: pytest.Pytester) -> None:
+    """A test over its limit at the cost its baseline holds did not grow: its failure shows where
+    the cost is, as before it was in the baseline; where that is library code (strlen in a loop's
+    condition), the project's own costliest lines too, the loop among them."""
+    pytester.makefile(".c", upper=UPPER_C)
+    pytester.makepyfile(
+        test_budget="""
+import pytest
+
+@pytest.mark.budget(max_instr=5000)
+def test_upper(cbuild):
+    assert cbuild.library("upper.c", opt_level=0).upper(400) == 1
+"""
+    )
+    expected = [
+        "*ir_instructions: * exceeds max_instr=5000 by *",
+        "*costliest functions:",
+        "*strlen ?libc?*",
+        "*hottest lines of strlen ?libc?:",
+        "*hottest lines of the project's own code:",
+        "*upper.c:8 *upper",
+        "*upper.c:7 *upper",  # the loop's condition, which calls strlen
+    ]
+    first = pytester.runpytest()
+    first.assert_outcomes(failed=1)
+    first.stdout.fnmatch_lines(expected)
+    pytester.runpytest("--instrbudget-update").assert_outcomes(failed=1)
+    assert "test_budget.py::test_upper" in json.loads(baseline_path(pytester).read_text())["tests"]
+    again = pytester.runpytest()
+    again.assert_outcomes(failed=1)
+    again.stdout.fnmatch_lines(expected)
+
+
 def test_plugin_baseline_workflow_regression_then_update(project: pytest.Pytester) -> None:
     result, before = results(project, "--instrbudget-update")
     result.assert_outcomes(passed=3)
