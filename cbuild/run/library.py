@@ -540,7 +540,7 @@ class Library:
             return "; ".join(parts)
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
         if close:
-            parts.append(f"did you mean {' or '.join(close)}?")
+            parts[0] += f" (did you mean {' or '.join(close)}?)"
         if len(names) <= 12:
             parts.append(f"it has: {', '.join(names) or 'none'}")
         else:
