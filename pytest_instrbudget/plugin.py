@@ -231,11 +231,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_modifyitems_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A marker that is not valid in this run is an error where its test is to run: a test that
     ``-k`` or ``-m`` leaves out (a marker of a model this run's ``--instrbudget-model`` leaves out,
-    say) does not stop the others."""
-    for item in items:
-        error = item.stash.get(BUDGET_ERROR, None)
-        if error is not None:
-            raise pytest.UsageError(f"instrbudget: {error}")
+    say) does not stop the others. All of them are said at once, so one run shows what to fix."""
+    errors = [error for item in items if (error := item.stash.get(BUDGET_ERROR, None)) is not None]
+    if len(errors) == 1:
+        raise pytest.UsageError(f"instrbudget: {errors[0]}")
+    if errors:
+        listed = "\n".join(f"  {error}" for error in errors)
+        raise pytest.UsageError(f"instrbudget: {len(errors)} budget markers are not valid:\n{listed}")
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:

@@ -384,6 +384,35 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
     )
 
 
+def test_plugin_every_invalid_marker_is_said_in_one_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_x="""
+import pytest
+
+@pytest.mark.budget(max_instrs=10)
+def test_a():
+    pass
+
+@pytest.mark.budget(max_instr=10)
+def test_fine():
+    pass
+
+@pytest.mark.budget(timeout=0)
+def test_b():
+    pass
+"""
+    )
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*instrbudget: 2 budget markers are not valid:",
+            "  test_x.py::test_a: unknown keyword 'max_instrs' in @pytest.mark.budget; *",
+            "  test_x.py::test_b: budget(timeout=...) must be a positive number of seconds, got 0",
+        ]
+    )
+
+
 @pytest.mark.parametrize("value", ["float('nan')", "0", "'5'", "True"])
 def test_plugin_marker_timeout_must_be_positive_seconds(pytester: pytest.Pytester, value: str) -> None:
     pytester.makepyfile(test_x=f"import pytest\n\n@pytest.mark.budget(timeout={value})\ndef test_x():\n    pass\n")
