@@ -146,8 +146,9 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
                     reporter.write(f"{os.path.relpath(open_line, reporter.startpath)} ")
                     reporter.currentfspath = open_line
             else:
-                # An xdist worker's own stderr is the terminal pytest was started from.
-                print(line, file=sys.stderr, flush=True)
+                # An xdist worker's own stderr is the terminal (or the CI log) pytest was started
+                # from, whose current line holds the tests' progress letters: start a line of its own.
+                print(f"\n{line}", file=sys.stderr, flush=True)
 
     return emit
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -382,6 +384,38 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
             "accepted: max_instr, models, regions, stop_at, timeout, tolerance, unavailable"
         ]
     )
+
+
+def test_plugin_build_progress_from_xdist_workers_starts_its_own_line(pytester: pytest.Pytester) -> None:
+    """A worker's progress goes to the stderr pytest was started from, where the tests'
+    progress letters are on the current line: it starts a line of its own in a log that
+    has both streams (a CI log)."""
+    pytester.makeconftest("import cbuild.build.watch\n\ncbuild.build.watch.SLOW = 0.0  # every build speaks\n")
+    pytester.makefile(".c", late=f"int late(void) {{ return {pytester.path.name!r}[0]; }}\n".replace("'", '"'))
+    pytester.makepyfile(
+        test_x="""
+import time
+
+def test_early():
+    pass
+
+def test_late(cbuild):
+    time.sleep(2)  # after the other worker's test has put its letter on the line
+    assert cbuild.library("late.c").late() > 0
+"""
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "xdist", "-n", "2", "-p", "no:cacheprovider"],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout
+    said = [line for line in run.stdout.splitlines() if "instrbudget: build" in line]
+    assert said, run.stdout
+    assert all(line.startswith(("instrbudget: building late.c", "instrbudget: built late.c")) for line in said), said
 
 
 def test_plugin_every_invalid_marker_is_said_in_one_run(pytester: pytest.Pytester) -> None:
