@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
+
 import pytest
 
 from cbuild.build import watch as watch_module
+from cbuild.build.builder import Builder
+from cbuild.build.options import BuildOptions
 from cbuild.build.watch import BuildWatch
 
 
@@ -85,3 +90,18 @@ def test_work_beside_the_steps_is_timed_apart_and_named_after_them(clock: Clock)
         "built yyjson.c in 16.0 s: linking the IR 6.0 s, generating code 9.0 s, linking 1.0 s; "
         "beside them: building for riscv32 15.0 s"
     )
+
+
+def test_a_build_with_call_tracking_says_so(
+    shared_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report that tracks calls rebuilds what a plain run built: its progress says why."""
+    monkeypatch.setattr(watch_module, "SLOW", 0.0)  # every build speaks
+    source = tmp_path / "tracked.c"
+    source.write_text(f"int tracked(void) {{ return {secrets.randbits(31)}; }}\n")  # a build of its own
+    said: list[str] = []
+    builder = Builder(cache_dir=shared_cache, progress=said.append)
+    builder.build([source], options=BuildOptions(calls=True), kind="library")
+    builder.build([source], options=BuildOptions(), kind="library")
+    built = [line for line in said if line.startswith("built ")]
+    assert [line.split(" in ")[0] for line in built] == ["built tracked.c (with call tracking)", "built tracked.c"]

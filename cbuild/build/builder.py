@@ -262,7 +262,10 @@ class Builder:
         llvm_worker.prestart()
         self.cache.ensure_writable()
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
-        watch = BuildWatch(self.progress, f"{paths[0].name}{more}")
+        # A build with call tracking is a build of its own: say so, since a report that asks for it
+        # rebuilds what a plain run had built.
+        tracking = " (with call tracking)" if options.calls else ""
+        watch = BuildWatch(self.progress, f"{paths[0].name}{more}{tracking}")
         started = time.monotonic()
         # clang runs are independent processes: compile the translation units side by side.
         with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as pool:
