@@ -238,7 +238,7 @@ def pytest_collection_modifyitems_selected(config: pytest.Config, items: list[py
         raise pytest.UsageError(f"instrbudget: {errors[0]}")
     if errors:
         listed = "\n".join(f"  {error}" for error in errors)
-        raise pytest.UsageError(f"instrbudget: {len(errors)} budget markers are not valid:\n{listed}")
+        raise pytest.UsageError(f"instrbudget: {len(errors)} tests have budget markers that are not valid:\n{listed}")
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:

@@ -42,6 +42,9 @@ class MetricResult:
     region_limits: dict[str, int] = field(default_factory=dict)
     #: The costliest source lines: [function, "file:line", cost], most first.
     lines: list[list[Any]] = field(default_factory=list)
+    #: The costliest lines of the project's own code (not library code: ``library_line``), for
+    #: failure messages: the lines above may be all the library's.
+    project_lines: list[list[Any]] = field(default_factory=list)
     #: In builds made for profiles: inclusive cost and calls per function.
     inclusive: dict[str, int] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)

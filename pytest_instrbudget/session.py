@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import shlex
 from collections.abc import Mapping, Sequence
@@ -10,11 +11,11 @@ from pathlib import Path
 
 from cbuild.build import cpu, eviction
 from cbuild.build.builder import Builder
-from cbuild.build.demangle import LIBC_PREFIX, readable, readable_names
+from cbuild.build.demangle import readable, readable_names
 from cbuild.config import Settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
-from cbuild.models.costs import Cost, Unavailability, line_label
+from cbuild.models.costs import Cost, Unavailability, library_line, line_label
 from cbuild.report import update
 from cbuild.report.outputs import keep_damaged, locked
 from cbuild.report.snapshot import differing_keys
@@ -340,6 +341,7 @@ class BudgetSession:
                 baseline_regions=dict(old.regions) if old is not None else {},
                 region_limits=region_limits,
                 lines=[[f, _relative(where, self.settings.root), v] for f, where, v in cost.top_lines(50)],
+                project_lines=_project_rows(cost, self.settings.root),
                 inclusive=dict(cost.inclusive),
                 calls=dict(cost.calls),
                 stacks=dict(cost.stacks) if self.run.html_path is not None else {},
@@ -348,7 +350,7 @@ class BudgetSession:
             )
             metrics.append(metric_result)
             if budget is not None and status in (OVER_LIMIT, REGRESSED):
-                failures.append(_failure_text(metric_result))
+                failures.append(_failure_text(metric_result, self.settings.root))
         failure = None
         if failures:
             over = any(m.status in (OVER_LIMIT, REGRESSED) for m in metrics)
@@ -490,7 +492,7 @@ def _unchecked_text(m: MetricResult) -> str:
     )
 
 
-def _failure_text(m: MetricResult) -> str:
+def _failure_text(m: MetricResult, root: Path) -> str:
     lines = []
     if m.status == OVER_LIMIT and m.limit is not None and m.value > m.limit:
         over = m.value - m.limit
@@ -509,14 +511,15 @@ def _failure_text(m: MetricResult) -> str:
             )
         elif m.regions[path] > limit:
             lines.append(f"  region {path!r}: {m.metric} {m.regions[path]} exceeds its budget {limit}")
-    if m.baseline is not None and m.value > m.baseline * (1 + m.tolerance / 100.0):
+    regressed = m.baseline is not None and m.value > m.baseline * (1 + m.tolerance / 100.0)
+    if regressed:
         change = f"{m.change:+.2f}%" if m.change is not None else "new cost"
         lines.append(
             f"  {m.metric}: {m.baseline} -> {m.value} ({change}; tolerance {m.tolerance:g}%) against the baseline"
         )
     # A regression is explained by the functions that grew; a cost over its limit that did not grow
-    # (no baseline, or a baseline that already held it) by where the cost is.
-    deltas = m.function_deltas() if m.baseline is not None else []
+    # past the tolerance (no baseline, or a baseline that already held it) by where the cost is.
+    deltas = m.function_deltas() if regressed else []
     if deltas:
         lines.append("  functions whose cost grew most:")
         shown = readable_names(name for name, _, _ in deltas)
@@ -528,18 +531,19 @@ def _failure_text(m: MetricResult) -> str:
         lines.append("  regions whose cost changed most:")
         width = max(len(name) for name, _, _ in changed)
         lines.extend(f"    {name:<{width}}  {new - old:+d}  ({old} -> {new})" for name, old, new in changed)
+    shown_function: str | None
     if deltas:
-        lines.extend(_hot_lines(m, deltas[0][0]))
-        lines.extend(_project_lines(m, deltas[0][0]))
-        return "\n".join(lines)
-    top = sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-    if top:
-        lines.append("  costliest functions:")
-        names = readable_names(name for name, _ in top)
-        width = max(len(shown) for shown in names.values())
-        lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
-    lines.extend(_hot_lines(m, top[0][0] if top else None))
-    lines.extend(_project_lines(m, top[0][0] if top else None))
+        shown_function = deltas[0][0]
+    else:
+        top = sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        if top:
+            lines.append("  costliest functions:")
+            names = readable_names(name for name, _ in top)
+            width = max(len(shown) for shown in names.values())
+            lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
+        shown_function = top[0][0] if top else None
+    lines.extend(_hot_lines(m, shown_function))
+    lines.extend(_project_lines(m, shown_function, root))
     if (outside := m.outside_line()) is not None:
         lines.append(f"  {outside}")
     return "\n".join(lines)
@@ -556,25 +560,25 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
     return [f"  hottest lines of {readable(function)}:", *rows_text]
 
 
-def _own_line(function: str, where: str) -> bool:
-    """Whether a costly line is the project's own code: not the counted C library's, not a header
-    outside the project (``_relative`` left those absolute) and not code without a source line."""
-    file, _, line = where.rpartition(":")
-    return not function.startswith(LIBC_PREFIX) and line not in ("", "0") and not Path(file).is_absolute()
+def _project_rows(cost: Cost, root: Path, n: int = 5) -> list[list[object]]:
+    """The ``n`` costliest lines of the project's own code: [function, "file:line", cost]."""
+    own = (row for row in cost.top_lines(None) if not library_line(row[0], row[1], root))
+    return [[f, _relative(where, root), v] for f, where, v in itertools.islice(own, n)]
 
 
-def _project_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
-    """Where the costliest function is library code (the counted C or C++ library, a header
-    outside the project), the costliest lines of the project's own code, which a user can change:
-    the lines that call it are often among them."""
-    if function is None or any(f == function and _own_line(f, where) for f, where, _ in m.lines):
+def _project_lines(m: MetricResult, function: str | None, root: Path) -> list[str]:
+    """Where the function whose lines a failure shows is library code (the counted C or C++
+    library, a header of the toolchain), the costliest lines of the project's own code, which a
+    user can change: the lines that call it are often among them."""
+    rows = [where for f, where, _ in m.lines if f == function]
+    if function is None or not rows or not all(library_line(function, where, root) for where in rows):
         return []
-    rows = [(line_label(where), f, value) for f, where, value in m.lines if _own_line(f, where)][:n]
-    if not rows:
+    if not m.project_lines:
         return []
-    names = readable_names(f for _, f, _ in rows)
-    width, digits = max(len(label) for label, _, _ in rows), max(len(str(value)) for _, _, value in rows)
+    shown = [(line_label(where), f, value) for f, where, value in m.project_lines]
+    names = readable_names(f for _, f, _ in shown)
+    width, digits = max(len(label) for label, _, _ in shown), max(len(str(value)) for _, _, value in shown)
     return [
         "  hottest lines of the project's own code:",
-        *(f"    {label:<{width}}  {value:>{digits}}  {names[f]}" for label, f, value in rows),
+        *(f"    {label:<{width}}  {value:>{digits}}  {names[f]}" for label, f, value in shown),
     ]

@@ -173,3 +173,30 @@ def test_frames_left_by_an_exception_are_closed(builder: Builder, write) -> None
     assert cost.inclusive["main"] == cost.total
     # The second walk() runs from main, not from inside the first walk that the exception left.
     assert not any(p.startswith("main;_Z4walki;_Z4walki") for p in cost.stacks)
+
+
+def test_library_lines_are_the_counted_libraries_and_the_toolchains_headers_wherever_they_are(
+    tmp_path: Path,
+) -> None:
+    """Failure messages add the project's own lines where library code is costliest: what is
+    library code depends on where a file is, not on how the debug information names it."""
+    from cbuild.build.toolchain import zig_lib
+    from cbuild.models.costs import library_line
+
+    vector = zig_lib() / "libcxx" / "include" / "vector"
+    assert library_line("__instrbudget_libc_strlen", "cbuild/libc/string.c:135", tmp_path)
+    assert library_line("main", "quadratic.c:0", tmp_path)  # no source line
+    assert library_line("_ZNSt3__16vectorIiE9push_backEOi", f"{vector}:12", tmp_path)
+    # The wheel inside the project (a .venv in its root): its headers are named relative to it.
+    inside = zig_lib().parent.parent
+    assert library_line("push_back", f"{vector.relative_to(inside)}:12", inside)
+    assert library_line("f", "/usr/include/stdio.h:3", tmp_path)
+    # A cached build made in another environment names that environment's wheel.
+    assert library_line(
+        "f", "/elsewhere/.venv/lib/python3.12/site-packages/ziglang/lib/libcxx/include/string:9", tmp_path
+    )
+    # The project's sources, under the root or beside it (a build of ../csrc/q.c).
+    assert not library_line("main", "quadratic.c:8", tmp_path)
+    assert not library_line("main", "src/deep/dir/q.c:8", tmp_path)
+    assert not library_line("main", f"{tmp_path.parent / 'csrc' / 'q.c'}:8", tmp_path)
+    assert not library_line("count (a.c)", "../csrc/a.c:4", tmp_path)

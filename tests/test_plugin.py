@@ -174,6 +174,14 @@ def test_upper(cbuild):
     again = pytester.runpytest()
     again.assert_outcomes(failed=1)
     again.stdout.fnmatch_lines(expected)
+    # Grown, but within the tolerance: still over its limit for the cost it had.
+    test_file = pytester.path / "test_budget.py"
+    test_file.write_text(test_file.read_text().replace("max_instr=5000", "max_instr=5000, tolerance=5"))
+    test_file.write_text(test_file.read_text().replace("run([400])", "run([401])"))
+    grown = pytester.runpytest()
+    grown.assert_outcomes(failed=1)
+    grown.stdout.fnmatch_lines(expected)
+    assert "grew most" not in grown.stdout.str()
 
 
 def test_plugin_baseline_workflow_regression_then_update(project: pytest.Pytester) -> None:
@@ -427,7 +435,7 @@ def test_b():
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*instrbudget: 2 budget markers are not valid:",
+            "*instrbudget: 2 tests have budget markers that are not valid:",
             "  test_x.py::test_a: unknown keyword 'max_instrs' in @pytest.mark.budget; *",
             "  test_x.py::test_b: budget(timeout=...) must be a positive number of seconds, got 0",
         ]

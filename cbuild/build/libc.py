@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from cbuild.build.demangle import LIBC_PREFIX
 from cbuild.build.signatures import split_top
+from cbuild.build.toolchain import zig_lib
 from cbuild.errors import CBuildError, LinkError
 
 if TYPE_CHECKING:
@@ -286,12 +287,6 @@ def own_libc_ir(toolchain: Toolchain, cache: Cache) -> Path:
     return compile_own(toolchain, cache, source(), what="the counted C library", stem="libc", flags=flags, suffix=".ll")
 
 
-def _zig_lib() -> Path:
-    import ziglang  # a dependency of the project: musl's sources come with it
-
-    return Path(ziglang.__file__).resolve().parent / "lib"
-
-
 def musl_flags(triple: str) -> list[str]:
     """Flags that compile musl's sources for ``triple`` against its own headers."""
     arch = triple.split("-")[0]
@@ -301,7 +296,7 @@ def musl_flags(triple: str) -> list[str]:
             "set count_libraries = false"
         )
     directory, headers = _MUSL_ARCH[arch]
-    lib = _zig_lib() / "libc"
+    lib = zig_lib() / "libc"
     musl = lib / "musl"
     includes = [
         musl / "arch" / directory,
@@ -354,7 +349,7 @@ def musl_ir(toolchain: Toolchain, cache: Cache, *, flags: Sequence[str] = ()) ->
 
 
 def _musl_sources() -> list[Path]:
-    musl = _zig_lib() / "libc" / "musl" / "src"
+    musl = zig_lib() / "libc" / "musl" / "src"
     return [*(musl / f"{name}.c" for name in MUSL_SOURCES), *MUSL_OWN]
 
 
@@ -364,7 +359,7 @@ def _musl_key(identity: str, flags: tuple[str, ...]) -> str:
     names are routed (:func:`routing_key`). Once per process: its sources do not change under it."""
     from cbuild.build.cache import digest, file_digest
 
-    lib = str(_zig_lib())  # where the wheel is installed is not part of it: another venv hits the cache
+    lib = str(zig_lib())  # where the wheel is installed is not part of it: another venv hits the cache
     portable = (f.replace(lib, "<zig>") for f in flags)
     return digest(identity, routing_key(), *map(file_digest, _musl_sources()), *portable)
 

@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cbuild.build.toolchain import zig_lib
+
 if TYPE_CHECKING:
     from cbuild.build.cache import Cache
     from cbuild.build.toolchain import Toolchain
@@ -31,18 +33,12 @@ OVERRIDE_SECTION = ' section "__lcxx_override"'
 
 def available(toolchain: Toolchain) -> bool:
     """Whether ``toolchain`` compiles C++ against the libc++ whose sources are at hand."""
-    return toolchain.is_zig and (_zig_lib(toolchain) / "libcxx" / "src" / "string.cpp").is_file()
-
-
-def _zig_lib(toolchain: Toolchain) -> Path:
-    import ziglang  # the wheel's own files; only called for zig toolchains
-
-    return Path(ziglang.__file__).resolve().parent / "lib"
+    return toolchain.is_zig and (zig_lib() / "libcxx" / "src" / "string.cpp").is_file()
 
 
 def source(toolchain: Toolchain) -> str:
     """The counted part of libc++ as one translation unit."""
-    src = _zig_lib(toolchain) / "libcxx" / "src"
+    src = zig_lib() / "libcxx" / "src"
     return "".join(f'#include "{src / name}.cpp"\n' for name in SOURCES)
 
 
@@ -53,7 +49,7 @@ def libcxx_ir(toolchain: Toolchain, cache: Cache) -> Path | None:
 
     if not available(toolchain):
         return None
-    lib = _zig_lib(toolchain)
+    lib = zig_lib()
     flags = [
         "-S",
         "-emit-llvm",

@@ -83,6 +83,13 @@ def host_target() -> str:
     raise ToolchainError(f"pytest-instrbudget supports Linux and macOS hosts; this is {system} ({machine})")
 
 
+def zig_lib() -> Path:
+    """The ziglang wheel's ``lib`` directory: the headers and sources of its libc and libc++."""
+    import ziglang  # a dependency of the project
+
+    return Path(ziglang.__file__).resolve().parent / "lib"
+
+
 def _llvmlite_version() -> str:
     try:
         from llvmlite import binding

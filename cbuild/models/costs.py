@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import re
+import sysconfig
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cbuild.build.blocks import BlockTable
+from cbuild.build.demangle import LIBC_PREFIX
+from cbuild.build.toolchain import zig_lib
 from cbuild.models.profile import Profile
 
 if TYPE_CHECKING:
@@ -164,8 +170,9 @@ class Cost:
             _merged(self.outside_calls, other.outside_calls),
         )
 
-    def top_lines(self, n: int = 5, function: str | None = None) -> list[tuple[str, str, int]]:
-        """The ``n`` costliest source lines, of one function or of all: (function, "file:line", cost)."""
+    def top_lines(self, n: int | None = 5, function: str | None = None) -> list[tuple[str, str, int]]:
+        """The ``n`` costliest source lines (None: all), of one function or of all: (function,
+        "file:line", cost)."""
         rows = [
             (f, where, value)
             for f, per_line in self.lines.items()
@@ -186,6 +193,41 @@ def line_label(where: str) -> str:
     if line != "0":
         return where
     return f"{file} (no source line)" if file else "(no source line)"
+
+
+#: Where the system's headers are: their lines are library code wherever a build includes them.
+_SYSTEM_HEADERS = (Path("/usr/include"), Path("/usr/local/include"), Path("/usr/lib"))
+
+
+def library_line(function: str, where: str, root: Path) -> bool:
+    """Whether a costly ``file:line`` of ``function`` is library code, which a user does not
+    change: the counted C library's, code without a source line (the counted C++ library is built
+    without line tables), or a header of the toolchain (the ziglang wheel's libc and libc++) or
+    of the system. A relative file is one under ``root``, the build's directory."""
+    file, _, line = where.rpartition(":")
+    if function.startswith(LIBC_PREFIX) or line in ("", "0") or not file:
+        return True
+    return _library_file(file, root)
+
+
+@functools.cache
+def _library_file(file: str, root: Path) -> bool:
+    parts = Path(file).parts
+    if any(a == "ziglang" and b == "lib" for a, b in itertools.pairwise(parts)):
+        return True  # the wheel's headers, as a cached build made in another environment names them
+    path = (root / file).resolve()
+    return any(path.is_relative_to(directory) for directory in _library_headers())
+
+
+@functools.cache
+def _library_headers() -> tuple[Path, ...]:
+    """The toolchain's headers, Python's (a C extension's ``Py_INCREF``) and the system's."""
+    python = {Path(sysconfig.get_paths()[key]).resolve() for key in ("include", "platinclude")}
+    try:
+        toolchain = [zig_lib()]
+    except ImportError:  # a user's clang, without the wheel
+        toolchain = []
+    return (*toolchain, *sorted(python), *_SYSTEM_HEADERS)
 
 
 def line_costs(counts: BlockCounts) -> dict[str, dict[str, int]]:
