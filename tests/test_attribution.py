@@ -131,6 +131,25 @@ def test_diff_and_markdown(pytester: pytest.Pytester) -> None:
     assert re.search(r"^\| `test_d.py::test_calls\[6\]` \| [\d,]+ \| new \|$", summary, re.M)
 
 
+def test_diff_of_a_baseline_and_a_results_document_pairs_library_functions(pytester: pytest.Pytester) -> None:
+    """The CI workflow's "what changed" step diffs the committed baseline (functions by symbol)
+    with the run's JSON (functions by readable name): ``strtol [libc]`` is one function in both."""
+    pytester.makefile(".c", calls=(DATA / "calls.c").read_text())
+    pytester.makepyfile(test_d="def test_calls(cbuild):\n    cbuild.program('calls.c').run(['6'])\n")
+    pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").assert_outcomes(passed=1)
+    baseline = json.loads((pytester.path / ".instrbudget" / "baseline.json").read_text())
+    assert "__instrbudget_libc_strtol" in baseline["tests"]["test_d.py::test_calls"]["ir_instructions"]["functions"]
+    pytester.makefile(".c", calls=(DATA / "calls.c").read_text().replace("x * 3 + 1", "x * x * 3 + x / 7 + 1"))
+    pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-json=new.json").assert_outcomes(passed=1)
+    cli = [sys.executable, "-m", "cbuild", "diff", ".instrbudget/baseline.json", "new.json"]
+    proc = subprocess.run(cli, capture_output=True, text=True, cwd=pytester.path, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert re.search(r"    leaf  \+\d+", proc.stdout)
+    assert "libc" not in proc.stdout  # strtol did the same work: not a change, let alone two
+    markdown = subprocess.run([*cli, "--markdown"], capture_output=True, text=True, cwd=pytester.path, check=False)
+    assert "libc" not in markdown.stdout
+
+
 def test_report_functions_shows_inclusive_costs_and_calls(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", calls=(DATA / "calls.c").read_text())
     pytester.makepyfile(test_r="def test_calls(cbuild):\n    cbuild.program('calls.c').run(['8'])\n")

@@ -46,7 +46,7 @@ def load_run(path: Path) -> Run:
             run[test] = {
                 metric: Entry(
                     int(value["value"] if "value" in value else value["total"]),
-                    dict(value.get("functions", {})),
+                    _by_symbol(value.get("functions", {}), value.get("symbols", {})),
                     dict(value.get("regions", {})),
                 )
                 for metric, value in metrics.items()
@@ -54,6 +54,13 @@ def load_run(path: Path) -> Run:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CBuildError(f"{path}: unexpected entry ({exc!r})") from None
     return run
+
+
+def _by_symbol(functions: dict[str, int], symbols: dict[str, str]) -> dict[str, int]:
+    """A metric's function costs keyed by symbol, as a baseline keys them: a results document
+    keys them by readable name and gives the symbol of each name that differs (``strlen [libc]``,
+    a C++ signature), so that a baseline and a results document compare function by function."""
+    return {symbols.get(name, name): int(cost) for name, cost in functions.items()}
 
 
 @dataclass(frozen=True)
