@@ -41,8 +41,19 @@ from cbuild.run.program import run_program
 from cbuild.run.warm import warm
 
 
+def _count(text: str) -> int:
+    """A ``--top`` value: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
+    return value
+
+
 def _add_build_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sources", nargs="+", type=Path, help="C (.c) and C++ (.cc, .cpp, .cxx) sources")
+    p.add_argument("sources", nargs="+", type=Path, help="C (.c), C++ (.cc, .cpp, .cxx) and LLVM IR (.ll) sources")
     p.add_argument("-O", dest="opt_level", default="2", choices=OPT_LEVELS, help="optimisation level (default 2)")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
@@ -99,14 +110,19 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("-o", dest="output", type=Path, required=True, help="output file")
     build.add_argument("--shared", action="store_true", help="build a shared library")
     _add_model_flag(build, "cost model whose run-time part to build in")
-    run = sub.add_parser("run", help="build (cached), run, and print the program's cost")
+    run = sub.add_parser(
+        "run",
+        help="build (cached), run, and print the program's cost",
+        description="Build (cached), run and print the program's cost. The program's own arguments "
+        "follow --: python -m cbuild run prog.c -- ARGS...",
+    )
     _add_build_flags(run)
     run.add_argument(
         "--json",
         action="store_true",
         help='print a JSON document instead of the summary (the program\'s output in its "stdout")',
     )
-    run.add_argument("--top", type=int, default=10, help="functions to list (default 10)")
+    run.add_argument("--top", type=_count, default=10, help="functions to list (default 10; 0: totals only)")
     run.add_argument("--timeout", type=float, default=None, help="seconds before the program is killed")
     _add_model_flag(run, "cost model to report")
     pipe = sub.add_parser(
@@ -120,7 +136,9 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("old", type=Path)
     diff.add_argument("new", type=Path)
     diff.add_argument("--markdown", action="store_true", help="a markdown table (e.g. for $GITHUB_STEP_SUMMARY)")
-    diff.add_argument("--top", type=int, default=5, help="functions and regions to list per change (default 5)")
+    diff.add_argument(
+        "--top", type=_count, default=5, help="functions and regions to list per change (default 5; 0: none)"
+    )
     diff.add_argument("--width", type=int, default=None, metavar="N", help="line width (default: the terminal's)")
     sub.add_parser("include-dir", help="print the directory of instrbudget.h (to build the sources without the plugin)")
     merge = sub.add_parser("merge", help="merge the --instrbudget-json documents of one run's shards")
@@ -467,7 +485,7 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         for name, value in top:
             share = 100.0 * value / cost.total if cost.total else 0.0
             print(f"  {name:<{width}}  {value:>12}  {share:5.1f}%", file=sys.stderr)
-    if outside:
+    if outside and args.top:
         print("calls outside the count (the host's library functions, not counted):", file=sys.stderr)
         shown = readable_names(name for name, _ in outside[: args.top])
         for name, n in outside[: args.top]:

@@ -37,6 +37,22 @@ def test_cli_run_prints_output_then_cost(tmp_path: Path) -> None:
     assert b"  main  " in small.stderr  # work() is inlined into main at -O1
 
 
+def test_cli_run_top_lists_that_many_and_refuses_a_negative_count(tmp_path: Path) -> None:
+    (tmp_path / "w.c").write_text('#include <unistd.h>\nint main(void) { write(1, "hi\\n", 3); return 0; }\n')
+    one = cli("run", "w.c", "--top", "1", cwd=tmp_path)
+    assert one.returncode == 0, one.stderr.decode()
+    assert one.stderr.decode().splitlines()[-3:] == [
+        "  main             2  100.0%",
+        "calls outside the count (the host's library functions, not counted):",
+        "  write  x1",
+    ]
+    none = cli("run", "w.c", "--top", "0", cwd=tmp_path)
+    assert none.stderr.decode().split() == ["ir_instructions:", "2"]  # totals only
+    negative = cli("run", "w.c", "--top", "-1", cwd=tmp_path)
+    assert negative.returncode == 2
+    assert b"argument --top: -1 is negative: give 0 or more" in negative.stderr
+
+
 def test_cli_run_json_grows_with_the_input(tmp_path: Path) -> None:
     (tmp_path / "prog.c").write_text(PROGRAM)
     docs = []
