@@ -297,10 +297,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         else:
             limit = (settings or _settings()).cache_max_size
         done = eviction.prune(root, limit)
-        what = f"removed {done.removed} least recently used entries ({eviction.format_size(done.freed)})"
+        entries = eviction.noun(done.removed)
+        what = f"removed {done.removed} least recently used {entries} ({eviction.format_size(done.freed)})"
     else:
         done = eviction.clear(root)
-        what = f"removed {done.removed} entries ({eviction.format_size(done.freed)})"
+        what = f"removed {done.removed} {eviction.noun(done.removed)} ({eviction.format_size(done.freed)})"
     busy = f"; {done.in_use} in use kept" if done.in_use else ""
     print(f"build cache {root}: {what}{busy}; {eviction.format_size(done.size_after)} left")
     return 0
@@ -539,3 +540,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CompilerWarning as exc:  # warnings made errors (python -W error)
         print(f"cbuild: {exc}\ncbuild: the build stopped there: warnings are errors in this run", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit
+        return 141

@@ -102,17 +102,17 @@ def test_cli_info_prune_clear(
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"build cache {tmp_path}: ")
     assert out[0].endswith(" in 2 entries")
-    assert out[1].split()[:3] == ["bin", "1", "entries"]
-    assert out[2].split()[:3] == ["ir", "1", "entries"]
+    assert out[1].split()[:3] == ["bin", "1", "entry"]
+    assert out[2].split()[:3] == ["ir", "1", "entry"]
     assert out[3] == "  no toolchain recorded (older or unfinished builds): 2 entries, " + out[3].rsplit(", ", 1)[1]
     assert "last pytest session (" in out[4]
-    assert out[4].endswith("4 hits, 1 builds, hit rate 80%")
+    assert out[4].endswith("4 hits, 1 build, hit rate 80%")
     assert all(len(line) <= 80 for line in out if str(tmp_path) not in line)  # a CI log's width
     assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "4KB"]) == 0
-    assert "removed 1 least recently used entries" in capsys.readouterr().out
+    assert "removed 1 least recently used entry" in capsys.readouterr().out
     assert [e.kind for e in eviction.entries(tmp_path)] == ["bin"]
     assert main(["cache", "clear", "--cache-dir", str(tmp_path)]) == 0
-    assert "removed 1 entries" in capsys.readouterr().out
+    assert "removed 1 entry (" in capsys.readouterr().out
     assert eviction.entries(tmp_path) == []
     assert not (tmp_path / LAYOUT / eviction.SESSION_FILE).exists()
     assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "lots"]) == 2

@@ -53,6 +53,21 @@ def test_cli_run_top_lists_that_many_and_refuses_a_negative_count(tmp_path: Path
     assert b"argument --top: -1 is negative: give 0 or more" in negative.stderr
 
 
+def test_cli_output_into_a_closed_pipe_stops_quietly(tmp_path: Path) -> None:
+    """``python -m cbuild cache info | head -2``: the reader leaves, the command stops without a traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cbuild", "cache", "info", "--cache-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()  # gone before the command writes
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert b"Traceback" not in stderr, stderr
+
+
 def test_cli_run_json_grows_with_the_input(tmp_path: Path) -> None:
     (tmp_path / "prog.c").write_text(PROGRAM)
     docs = []

@@ -271,13 +271,15 @@ def render_summary(info: Summary) -> list[str]:
     """``cache info``'s lines."""
     total = sum(size for _, size in info.kinds.values())
     entries_total = sum(n for n, _ in info.kinds.values())
-    lines = [f"build cache {info.root}: {format_size(total)} in {entries_total} entries"]
+    lines = [f"build cache {info.root}: {format_size(total)} in {_entries(entries_total)}"]
     width = max((len(k) for k in info.kinds), default=4)
     for kind, (count, size) in info.kinds.items():
-        lines.append(f"  {kind:<{width}}  {count:>7} entries  {format_size(size):>9}  {KINDS.get(kind, '')}".rstrip())
+        lines.append(
+            f"  {kind:<{width}}  {count:>7} {noun(count):<7}  {format_size(size):>9}  {KINDS.get(kind, '')}".rstrip()
+        )
     for toolchain, (count, size) in info.toolchains.items():
         made = f"built with {toolchain}" if toolchain else "no toolchain recorded (older or unfinished builds)"
-        lines.append(f"  {made}: {count} entries, {format_size(size)}")
+        lines.append(f"  {made}: {_entries(count)}, {format_size(size)}")
     last = info.last_session
     if last is not None:
         hits, builds = last.get("hits", {}), last.get("builds", {})
@@ -285,7 +287,8 @@ def render_summary(info: Summary) -> list[str]:
             n_hits, n_builds = sum(hits.values()), sum(builds.values())
             rate = f"{100.0 * n_hits / (n_hits + n_builds):.0f}%" if n_hits + n_builds else "-"
             lines.append(
-                f"last pytest session ({last.get('finished', '?')}): {n_hits} hits, {n_builds} builds, hit rate {rate}"
+                f"last pytest session ({last.get('finished', '?')}): {n_hits} {'hit' if n_hits == 1 else 'hits'}, "
+                f"{n_builds} {'build' if n_builds == 1 else 'builds'}, hit rate {rate}"
             )
     else:
         lines.append("last pytest session: none recorded")
@@ -294,3 +297,13 @@ def render_summary(info: Summary) -> list[str]:
             f"zig's own cache {info.zig_cache}: {format_size(info.zig_size)} (zig's; not limited by cache_max_size)"
         )
     return lines
+
+
+def noun(count: int) -> str:
+    """``entry`` or ``entries``, as ``count`` asks."""
+    return "entry" if count == 1 else "entries"
+
+
+def _entries(count: int) -> str:
+    """``1 entry``, ``3 entries``."""
+    return f"{count} {noun(count)}"
