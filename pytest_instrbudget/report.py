@@ -53,7 +53,6 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -62,6 +61,7 @@ from cbuild.models.costs import line_label
 from cbuild.report import texttable
 from cbuild.report.flamegraph import flame_tree
 from cbuild.report.html import render
+from cbuild.report.order import display_order
 from pytest_instrbudget.results import (
     ERROR,
     OK,
@@ -137,13 +137,6 @@ def _metric_names(results: Sequence[TestResult], *, measured: bool = False) -> l
 
 #: Below this many characters for test names, the summary lists each test's metrics under its name.
 NAME_ROOM = 24
-
-
-def display_order(nodeid: str) -> tuple[list[str | int], str]:
-    """Where a test stands in the outputs: by node id, with runs of digits compared as numbers,
-    so that ``test_copy[1000]`` comes before ``test_copy[10000]`` and ``test_copy[100000]``."""
-    parts: list[str | int] = [int(p) if i % 2 else p for i, p in enumerate(re.split(r"(\d+)", nodeid))]
-    return parts, nodeid
 
 
 def in_display_order(results: Iterable[TestResult]) -> list[TestResult]:

@@ -219,3 +219,14 @@ def test_library_lines_are_the_counted_libraries_and_the_toolchains_headers_wher
     assert not library_line("main", "src/deep/dir/q.c:8", tmp_path)
     assert not library_line("main", f"{tmp_path.parent / 'csrc' / 'q.c'}:8", tmp_path)
     assert not library_line("count (a.c)", "../csrc/a.c:4", tmp_path)
+
+
+def test_diff_lists_numbered_tests_with_numbers_compared_as_numbers() -> None:
+    from cbuild.report.diff import Entry, changes, only_in
+
+    names = ["test_sum[1000]", "test_sum[100]", "test_sum[10]", "test_sum[9]"]
+    old = {name: {"ir_instructions": Entry(1)} for name in names}
+    new = {name: {"ir_instructions": Entry(2)} for name in names[:3]}
+    assert [c.test for c in changes(old, new)] == ["test_sum[10]", "test_sum[100]", "test_sum[1000]"]
+    old["test_sum[90]"] = old["test_sum[9]"]
+    assert only_in(old, new) == ["test_sum[9]", "test_sum[90]"]

@@ -476,3 +476,12 @@ def test_example_project_history_has_a_model_change(capsys: pytest.CaptureFixtur
     assert "┊" in out.splitlines()[1] + out.splitlines()[2]
     assert "0d97faf (models)" in out
     assert max(len(line) for line in out.splitlines()) <= 120
+
+
+def test_numbered_tests_come_with_numbers_compared_as_numbers(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "r")
+    names = ["tests/test_a.py::test_sum[1000]", "tests/test_a.py::test_sum[100]", "tests/test_a.py::test_sum[10]"]
+    repo.commit(snap({name: {"ir_instructions": 5} for name in names}), "one")
+    repo.commit(snap({name: {"ir_instructions": 6} for name in names}), "two")
+    history = read_history(repo.root / BASELINE)
+    assert [s.test for s in history.series] == sorted(names, key=len)  # [10], [100], [1000]

@@ -14,6 +14,7 @@ from typing import Any
 
 from cbuild.build.demangle import readable_names
 from cbuild.errors import CBuildError
+from cbuild.report.order import display_order
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,13 @@ def deltas(old: dict[str, int], new: dict[str, int], n: int, *, grown_only: bool
 
 def only_in(a: Run, b: Run) -> list[str]:
     """Tests of ``a`` that ``b`` does not have."""
-    return sorted(set(a) - set(b))
+    return sorted(set(a) - set(b), key=display_order)
 
 
 def changes(old: Run, new: Run, *, top: int = 5) -> list[Change]:
     """Every changed metric of the tests both runs measured, by test and metric."""
     out = []
-    for test in sorted(set(old) & set(new)):
+    for test in sorted(set(old) & set(new), key=display_order):
         a, b = old.get(test, {}), new.get(test, {})
         for metric in sorted(set(a) | set(b)):
             x, y = a.get(metric), b.get(metric)

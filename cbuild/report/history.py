@@ -63,6 +63,7 @@ else:  # pragma: no cover
 
 from cbuild.errors import CBuildError
 from cbuild.report import texttable
+from cbuild.report.order import display_order
 from cbuild.report.snapshot import DEFAULT_PATH, Snapshot, SnapshotError, decode, differing_keys
 from cbuild.report.sparkline import BREAK, sparkline
 from cbuild.report.texttable import ELLIPSIS
@@ -452,7 +453,7 @@ def build_series(versions: Sequence[Version]) -> tuple[list[Series], list[Finger
                 s.segments[-1].points.append(Point(index, short, cost.total))
         previous = snap
     series = ended + [s for track in active.values() for s in track.values()]
-    series.sort(key=lambda s: (s.test, s.metric, s.points[0].version))
+    series.sort(key=lambda s: (display_order(s.test), s.metric, s.points[0].version))
     return series, changes
 
 

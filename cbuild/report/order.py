@@ -1,0 +1,12 @@
+"""The order tests come in, in every report: by node id, numbers compared as numbers."""
+
+from __future__ import annotations
+
+import re
+
+
+def display_order(nodeid: str) -> tuple[list[str | int], str]:
+    """Where a test stands in the outputs: by node id, with runs of digits compared as numbers,
+    so that ``test_copy[1000]`` comes before ``test_copy[10000]`` and ``test_copy[100000]``."""
+    parts: list[str | int] = [int(p) if i % 2 else p for i, p in enumerate(re.split(r"(\d+)", nodeid))]
+    return parts, nodeid
