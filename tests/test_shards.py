@@ -75,6 +75,9 @@ def test_merge_refuses_shards_of_different_runs_naming_the_file(tmp_path: Path) 
         CBuildError, match=r"compares with the baseline budgets.json, .* with .instrbudget/baseline.json"
     ):
         shards.merge([base, (tmp_path / "b.json", other_baseline)])
+    committed = write(tmp_path / "baseline.json", {"fingerprint": {}, "tests": {"t.py::a": {}}, "version": 1})
+    with pytest.raises(CBuildError, match=r"baseline.json is a baseline, not a --instrbudget-json document"):
+        shards.load(committed)
     old = doc(tmp_path, ["t.py::a"], {})
     del old["collected"], old["selected"]
     with pytest.raises(CBuildError, match=r"old.json lacks collected, selected: it was written by an older"):

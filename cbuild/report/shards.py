@@ -50,6 +50,11 @@ def load(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("tests"), dict) or "version" not in doc:
         raise CBuildError(f"{path} is not a --instrbudget-json document")
     lacking = [key for key in _SHARD_KEYS if key not in doc]
+    if set(doc) == {"fingerprint", "tests", "version"}:  # a baseline's keys, all and only
+        raise CBuildError(
+            f"{path} is a baseline, not a --instrbudget-json document: give the documents each "
+            "shard wrote with --instrbudget-json=FILE"
+        )
     if lacking:
         raise CBuildError(
             f"{path} lacks {', '.join(lacking)}: it was written by an older pytest-instrbudget; "
