@@ -388,6 +388,17 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CBuildError(f"cannot read {args.file}: {exc.strerror}") from None
     instrs = parse_assembly(text)
+    if not instrs:
+        print(f"cbuild: {args.file} has no instructions", file=sys.stderr)
+    unlisted = [instr for instr in instrs if machine.named_class(instr) is None]
+    if unlisted and machine.default_class is not None:
+        shown = ", ".join(f"{instr.mnemonic} (line {instr.line})" for instr in unlisted[:8])
+        more = f" and {len(unlisted) - 8} more" if len(unlisted) > 8 else ""
+        print(
+            f"cbuild: not in {machine.name}'s classes, timed as its default class "
+            f"{machine.default_class.name!r}: {shown}{more}",
+            file=sys.stderr,
+        )
     cycles = machine.estimate(instrs)
     if args.timeline:
         timings = machine.timeline(instrs)

@@ -902,6 +902,19 @@ def test_cli_pipeline_rocket(tmp_path: Path) -> None:
     assert re.search(r"^4 cycles\b", result.stdout, re.MULTILINE), result.stdout
 
 
+def test_cli_pipeline_names_what_its_machine_does_not_list(tmp_path: Path) -> None:
+    """A typo is timed as the default class, as an instruction the machine leaves out is: said, so
+    that it is not silent; a file without instructions says so too."""
+    (tmp_path / "block.s").write_text("lw a0, 0(a1)\nfoo a1, a2\nadd a0, a0, a1\n")
+    result = cbuild("pipeline", "block.s", "--machine", "inorder5", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "cbuild: not in inorder5's classes, timed as its default class 'alu': foo (line 2)\n"
+    (tmp_path / "block.s").write_text(PROGRAM)
+    assert cbuild("pipeline", "block.s", "--machine", "inorder5", cwd=tmp_path).stderr == ""
+    (tmp_path / "empty.s").write_text("# nothing\n")
+    assert cbuild("pipeline", "empty.s", cwd=tmp_path).stderr == "cbuild: empty.s has no instructions\n"
+
+
 def test_cli_pipeline_unknown_machine(tmp_path: Path) -> None:
     (tmp_path / "block.s").write_text(PROGRAM)
     result = cbuild("pipeline", "block.s", "--machine", "pentium", cwd=tmp_path)

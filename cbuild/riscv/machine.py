@@ -228,10 +228,13 @@ class Machine:
                 )
             self._class_of[mnemonic] = cls
 
+    def named_class(self, instr: Instruction) -> InstructionClass | None:
+        """The class whose mnemonics list the instruction's, or None (it takes ``default_class``)."""
+        return self._class_of.get(instr.mnemonic) or self._class_of.get(_ORDERING.sub("", instr.mnemonic))
+
     def class_of(self, instr: Instruction) -> InstructionClass:
         """The class an instruction belongs to."""
-        cls = self._class_of.get(instr.mnemonic) or self._class_of.get(_ORDERING.sub("", instr.mnemonic))
-        cls = cls or self.default_class
+        cls = self.named_class(instr) or self.default_class
         if cls is None:
             where = f"line {instr.line}: " if instr.line else ""
             raise MachineError(
