@@ -103,7 +103,9 @@ def _options(args: argparse.Namespace) -> BuildOptions:
 
 def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
-    top = argparse.ArgumentParser(prog="python -m cbuild", description=__doc__)
+    # As the user started it: the installed script, or the module.
+    prog = "cbuild" if Path(sys.argv[0]).name == "cbuild" else "python -m cbuild"
+    top = argparse.ArgumentParser(prog=prog, description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build an instrumented executable or shared library")
     _add_build_flags(build)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cbuild.build.blocks import BlockTable
 from cbuild.models import default_registry
 from cbuild.run.program import read_counts
@@ -168,3 +170,12 @@ def test_cli_build_prints_compiler_warnings_and_stops_on_them_with_w_error(tmp_p
     assert b"warning: unused variable 'unused'" in stopped.stderr
     assert stopped.stderr.rstrip().endswith(b"cbuild: the build stopped there: warnings are errors in this run")
     assert b"Traceback" not in stopped.stderr
+
+
+def test_the_installed_script_names_itself_in_its_usage(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "cbuild"  # pip's console script beside the interpreter
+    if not script.exists():
+        pytest.skip("no cbuild script beside this interpreter (the package is not installed)")
+    proc = subprocess.run([str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert proc.stdout.startswith("usage: cbuild ")
+    assert cli("--help", cwd=tmp_path).stdout.startswith(b"usage: python -m cbuild ")

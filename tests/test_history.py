@@ -332,11 +332,13 @@ def test_never_committed(tmp_path: Path) -> None:
     path = repo.root / "proj" / "baseline.json"
     path.parent.mkdir()
     path.write_text(ir(test_x=1).dumps())
-    with pytest.raises(CBuildError, match=f"{path} has no history in git: the file was never committed"):
+    with pytest.raises(CBuildError, match=f"{path} has no history in git: the file was never committed$"):
         read_history(path)
     missing = repo.root / "nowhere" / "baseline.json"  # not even its directory exists
-    with pytest.raises(CBuildError, match="never committed"):
+    with pytest.raises(CBuildError, match=r"never committed \(and there is no such file\)"):
         read_history(missing)
+    with pytest.raises(CBuildError, match=r"never committed \(and there is no such file\)"):
+        read_history(path.with_name("nosuch.json"))
 
 
 def test_git_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

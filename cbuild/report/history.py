@@ -355,7 +355,8 @@ def read_history(baseline: str | os.PathLike[str]) -> History:
     top, path, shallow = _locate(Path(what), what)
     entries = _log(top, path, what)
     if not entries:
-        raise CBuildError(f"{what} has no history in git: the file was never committed")
+        missing = "" if Path(what).exists() else " (and there is no such file)"
+        raise CBuildError(f"{what} has no history in git: the file was never committed{missing}")
     entries.reverse()
     kept = [(c, p) for c, p in entries if p is not None]
     contents = _contents(top, [f"{c.hash}:{p}" for c, p in kept], what)
