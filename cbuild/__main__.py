@@ -1,5 +1,5 @@
 """``python -m cbuild``."""
 
-from cbuild.cli import main
+from cbuild.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -74,7 +75,12 @@ def _add_build_flags(p: argparse.ArgumentParser) -> None:
         help="run assert checks; without it (--no-assertions, the default) NDEBUG is defined, as in release builds",
     )
     p.add_argument("--clang", default=None, help="a clang driver to use instead of the ziglang wheel's")
-    p.add_argument("--cache-dir", type=Path, default=None, help="build cache (default ~/.cache/instrbudget)")
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="build cache (default $INSTRBUDGET_CACHE_DIR, else ~/.cache/instrbudget)",
+    )
 
 
 def _add_model_flag(p: argparse.ArgumentParser, what: str) -> None:
@@ -104,7 +110,7 @@ def _options(args: argparse.Namespace) -> BuildOptions:
 def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     # As the user started it: the installed script, or the module.
-    prog = "cbuild" if Path(sys.argv[0]).name == "cbuild" else "python -m cbuild"
+    prog = "cbuild" if Path(sys.argv[0]).stem == "cbuild" else "python -m cbuild"
     top = argparse.ArgumentParser(prog=prog, description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build an instrumented executable or shared library")
@@ -116,7 +122,7 @@ def parser() -> argparse.ArgumentParser:
         "run",
         help="build (cached), run, and print the program's cost",
         description="Build (cached), run and print the program's cost. The program's own arguments "
-        "follow --: python -m cbuild run prog.c -- ARGS...",
+        f"follow --: {prog} run prog.c -- ARGS...",
     )
     _add_build_flags(run)
     run.add_argument(
@@ -464,8 +470,13 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         artifact, program_args, input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(), timeout=args.timeout
     )
     if not args.json or result.counts is None:  # with --json, stdout holds the document alone
-        sys.stdout.buffer.write(result.stdout)
-        sys.stdout.flush()
+        try:
+            sys.stdout.buffer.write(result.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head` read what it wanted: the cost still goes to stderr
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
     sys.stderr.buffer.write(result.stderr)
     sys.stderr.flush()
     if result.counts is None:
@@ -553,6 +564,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CompilerWarning as exc:  # warnings made errors (python -W error)
         print(f"cbuild: {exc}\ncbuild: the build stopped there: warnings are errors in this run", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit
+
+
+def entry() -> int:
+    """The ``cbuild`` script and ``python -m cbuild``: :func:`main`, and a reader that went away
+    (``| head``) ends the command quietly, as it does other tools, with the status of SIGPIPE."""
+    try:
+        status = main()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return status
+    except BrokenPipeError:
+        # Python flushes both streams again at exit: into nothing, so that it says nothing.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(devnull, stream.fileno())
+        os.close(devnull)
         return 141

@@ -70,6 +70,24 @@ def test_cli_output_into_a_closed_pipe_stops_quietly(tmp_path: Path) -> None:
     assert b"Traceback" not in stderr, stderr
 
 
+def test_cli_run_into_a_closed_pipe_still_says_the_cost(tmp_path: Path) -> None:
+    """``python -m cbuild run prog.c | head``: the program's output stops, its cost still comes."""
+    (tmp_path / "big.c").write_text(
+        '#include <stdio.h>\nint main(void) { for (int i = 0; i < 20000; i++) printf("line %d\\n", i); return 0; }\n'
+    )
+    assert cli("run", "big.c", cwd=tmp_path).returncode == 0  # built before the pipe is closed
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cbuild", "run", "big.c"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0  # the program's status
+    assert "Traceback" not in stderr, stderr
+    assert "ir_instructions: " in stderr
+
+
 def test_cli_run_json_grows_with_the_input(tmp_path: Path) -> None:
     (tmp_path / "prog.c").write_text(PROGRAM)
     docs = []

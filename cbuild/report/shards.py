@@ -21,6 +21,7 @@ from typing import Any
 from cbuild.errors import CBuildError
 from cbuild.models.costs import Cost
 from cbuild.report import update
+from cbuild.report.order import display_order
 from cbuild.report.outputs import keep_damaged, locked, write_output
 from cbuild.report.snapshot import Snapshot, SnapshotError, decode
 
@@ -50,10 +51,9 @@ def load(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("tests"), dict) or "version" not in doc:
         raise CBuildError(f"{path} is not a --instrbudget-json document")
     lacking = [key for key in _SHARD_KEYS if key not in doc]
-    if set(doc) == {"fingerprint", "tests", "version"}:  # a baseline's keys, all and only
+    if "models" not in doc and "metric_models" not in doc and "fingerprint" in doc:  # a baseline's keys
         raise CBuildError(
-            f"{path} is a baseline, not a --instrbudget-json document: give the documents each "
-            "shard wrote with --instrbudget-json=FILE"
+            f"{path} is a baseline, not a --instrbudget-json document (the file pytest --instrbudget-json=FILE writes)"
         )
     if lacking:
         raise CBuildError(
@@ -118,14 +118,14 @@ def merge(documents: Sequence[tuple[Path, dict[str, Any]]]) -> Merged:
         "metric_models": dict(sorted({k: v for _, d in documents for k, v in d["metric_models"].items()}.items())),
         "tests": dict(sorted(merged_tests.items())),
     }
-    twice = {n: paths for n, paths in sorted(ran.items()) if len(paths) > 1}
-    missing = sorted(set(first["collected"]) - selected)
+    twice = {n: paths for n, paths in sorted(ran.items(), key=lambda kv: display_order(kv[0])) if len(paths) > 1}
+    missing = sorted(set(first["collected"]) - selected, key=display_order)
     return Merged(doc, twice, missing)
 
 
 def missing(doc: dict[str, Any]) -> list[str]:
     """Collected tests the (merged) run did not run."""
-    return sorted(set(doc["collected"]) - set(doc["selected"]))
+    return sorted(set(doc["collected"]) - set(doc["selected"]), key=display_order)
 
 
 def measured(doc: dict[str, Any]) -> dict[str, update.Measured]:
