@@ -327,6 +327,8 @@ class BudgetSession:
                 status = OVER_LIMIT
             if any(cost.regions.get(path, 0) > n or path not in cost.regions for path, n in region_limits.items()):
                 status = OVER_LIMIT
+            ranked = cost.top_lines(None)  # every line, costliest first: sorted once
+            failing = budget is not None and status in (OVER_LIMIT, REGRESSED)
             metric_result = MetricResult(
                 metric=name,
                 keyword=keywords.get(name, ""),
@@ -340,8 +342,9 @@ class BudgetSession:
                 regions=dict(cost.regions),
                 baseline_regions=dict(old.regions) if old is not None else {},
                 region_limits=region_limits,
-                lines=[[f, _relative(where, self.settings.root), v] for f, where, v in cost.top_lines(50)],
-                project_lines=_project_rows(cost, self.settings.root),
+                lines=[[f, _relative(where, self.settings.root), v] for f, where, v in ranked[:50]],
+                # Only a failure message shows them: no work for the tests that pass.
+                project_lines=_project_rows(ranked, self.settings.root) if failing else [],
                 inclusive=dict(cost.inclusive),
                 calls=dict(cost.calls),
                 stacks=dict(cost.stacks) if self.run.html_path is not None else {},
@@ -349,7 +352,7 @@ class BudgetSession:
                 outside_calls=dict(cost.outside_calls),
             )
             metrics.append(metric_result)
-            if budget is not None and status in (OVER_LIMIT, REGRESSED):
+            if failing:
                 failures.append(_failure_text(metric_result, self.settings.root))
         failure = None
         if failures:
@@ -560,9 +563,10 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
     return [f"  hottest lines of {readable(function)}:", *rows_text]
 
 
-def _project_rows(cost: Cost, root: Path, n: int = 5) -> list[list[object]]:
-    """The ``n`` costliest lines of the project's own code: [function, "file:line", cost]."""
-    own = (row for row in cost.top_lines(None) if not library_line(row[0], row[1], root))
+def _project_rows(ranked: Sequence[tuple[str, str, int]], root: Path, n: int = 5) -> list[list[object]]:
+    """The ``n`` costliest lines of the project's own code among ``ranked`` (every line, costliest
+    first): [function, "file:line", cost]."""
+    own = (row for row in ranked if not library_line(row[0], row[1], root))
     return [[f, _relative(where, root), v] for f, where, v in itertools.islice(own, n)]
 
 
