@@ -522,6 +522,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     outcome = config.stash.get(OUTCOME, Outcome())
     if budget.results:
+        terminalreporter.ensure_newline()  # ends the progress line, so the section's lines follow its heading
         terminalreporter.section("instrbudget")
         width = config.get_terminal_writer().fullwidth
         for line in report.table_lines(
