@@ -29,6 +29,7 @@ from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions
 from cbuild.config import Settings, load_settings
 from cbuild.errors import CBuildError, CompilerWarning, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
+from cbuild.models.base import evaluated
 from cbuild.models.costs import outside_calls
 from cbuild.report import shards
 from cbuild.report.diff import changes, load_run, only_in, render_markdown, render_text
@@ -481,7 +482,7 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
     sys.stderr.flush()
     if result.counts is None:
         return result.returncode
-    costs = [cost for model in models for cost in model.evaluate(result.counts)]
+    costs = [cost for model in models for cost in evaluated(model, result.counts)]
     outside = sorted(outside_calls(result.counts).items(), key=lambda kv: (-kv[1], kv[0]))
     if args.json:
         tables, symbols = demangled_keys(*(cost.functions for cost in costs))

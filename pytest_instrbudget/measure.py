@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cbuild.models import CostModel
+from cbuild.models import CostModel, ModelError
 from cbuild.models.costs import BlockCounts, Cost, Unavailability, unavailability
 from cbuild.report.attribution import attributed
 from cbuild.run.hosts import HostProcess
@@ -26,15 +26,23 @@ def measure(models: Sequence[CostModel], counts: Sequence[BlockCounts]) -> Measu
 
     Each artifact counts for the models it was built with. A model that could not measure one
     of the artifacts (its target cannot build the code) has its metrics unavailable, with the
-    reason, rather than a partial sum; so has a model none of the artifacts was built with.
+    reason, rather than a partial sum; so has a model none of the artifacts was built with, and
+    one that failed (``failed``: the test fails whatever its limits).
     """
     costs: dict[str, Cost] = {}
     unavailable: dict[str, Unavailability] = {}
     for c in counts:
         built = [model for model in models if model.name in c.analyses]
         measuring = [model for model in built if model.name not in c.unavailable]
-        for metric, cost in attributed(measuring, [c]).items():
-            costs[metric] = costs[metric] + cost if metric in costs else cost
+        for model in measuring:
+            try:
+                measured = attributed([model], [c])
+            except ModelError as exc:  # the model failed: its metrics have no value, and the test fails
+                for m in model.metrics:
+                    unavailable[m.name] = Unavailability(model.name, str(exc), failed=True)
+                continue
+            for metric, cost in measured.items():
+                costs[metric] = costs[metric] + cost if metric in costs else cost
         for model in built:
             if model.metrics[0].name in unavailable:  # one reason per model: the first found
                 continue

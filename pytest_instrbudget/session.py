@@ -277,6 +277,7 @@ class BudgetSession:
         keywords = {m.name: m.keyword for model in models for m in model.metrics}
         metrics: list[MetricResult] = []
         failures: list[str] = []
+        failed_models: set[str] = set()
         missing = dict(unavailable or {})
         # In the order of the test's models' metrics; an unavailable one where its value would be.
         order = [m.name for model in models for m in model.metrics if m.name in costs or m.name in missing]
@@ -305,7 +306,11 @@ class BudgetSession:
                     unavailable_function=why.function,
                 )
                 metrics.append(unchecked)
-                if (limit is not None or region_limits) and self._unavailable_policy(budget) == "fail":
+                if why.failed:
+                    if why.model not in failed_models:  # said once for all of the model's metrics
+                        failed_models.add(why.model)
+                        failures.append(f"  {why.reason}")
+                elif (limit is not None or region_limits) and self._unavailable_policy(budget) == "fail":
                     failures.append(_unchecked_text(unchecked))
                 continue
             cost = costs[name]
@@ -526,14 +531,11 @@ def _failure_text(m: MetricResult, root: Path) -> str:
     if deltas:
         lines.append("  functions whose cost grew most:")
         shown = readable_names(name for name, _, _ in deltas)
-        width = max(len(text) for text in shown.values())
-        for name, old, new in deltas:
-            lines.append(f"    {shown[name]:<{width}}  {new - old:+d}  ({old} -> {new})")
+        lines += _rows([(shown[name], f"{new - old:+d}  ({old} -> {new})") for name, old, new in deltas])
     changed = m.region_deltas() if m.baseline is not None else []
     if changed:
         lines.append("  regions whose cost changed most:")
-        width = max(len(name) for name, _, _ in changed)
-        lines.extend(f"    {name:<{width}}  {new - old:+d}  ({old} -> {new})" for name, old, new in changed)
+        lines += _rows([(name, f"{new - old:+d}  ({old} -> {new})") for name, old, new in changed])
     shown_function: str | None
     if deltas:
         shown_function = deltas[0][0]
@@ -542,8 +544,7 @@ def _failure_text(m: MetricResult, root: Path) -> str:
         if top:
             lines.append("  costliest functions:")
             names = readable_names(name for name, _ in top)
-            width = max(len(shown) for shown in names.values())
-            lines.extend(f"    {names[name]:<{width}}  {value}" for name, value in top)
+            lines += _rows([(names[name], str(value)) for name, value in top])
         shown_function = top[0][0] if top else None
     lines.extend(_hot_lines(m, shown_function))
     lines.extend(_project_lines(m, shown_function, root))
@@ -552,15 +553,34 @@ def _failure_text(m: MetricResult, root: Path) -> str:
     return "\n".join(lines)
 
 
+#: A failure message's names (functions, regions, source lines) longer than this go on a line of
+#: their own, their numbers under the others' on the next: one long C++ name would otherwise push
+#: every row's numbers past the width of a CI log.
+NAME_COLUMN = 48
+
+
+def _rows(rows: Sequence[tuple[str, str]]) -> list[str]:
+    """``name  numbers`` lines, the numbers aligned after the longest name that fits
+    :data:`NAME_COLUMN`."""
+    width = max((len(name) for name, _ in rows if len(name) <= NAME_COLUMN), default=0)
+    out: list[str] = []
+    for name, numbers in rows:
+        if len(name) > width:
+            out += [f"    {name}", f"    {'':<{width}}  {numbers}"]
+        else:
+            out.append(f"    {name:<{width}}  {numbers}")
+    return out
+
+
 def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
     """The costliest source lines of one function (this run)."""
     rows = [(where, value) for f, where, value in m.lines if f == function][:n]
     if function is None or not rows:
         return []
-    labels = [(line_label(where), value) for where, value in rows]
-    width = max(len(label) for label, _ in labels)
-    rows_text = [f"    {label:<{width}}  {value}" for label, value in labels]
-    return [f"  hottest lines of {readable(function)}:", *rows_text]
+    return [
+        f"  hottest lines of {readable(function)}:",
+        *_rows([(line_label(where), str(value)) for where, value in rows]),
+    ]
 
 
 def _project_rows(ranked: Sequence[tuple[str, str, int]], root: Path, n: int = 5) -> list[list[object]]:
@@ -581,8 +601,8 @@ def _project_lines(m: MetricResult, function: str | None, root: Path) -> list[st
         return []
     shown = [(line_label(where), f, value) for f, where, value in m.project_lines]
     names = readable_names(f for _, f, _ in shown)
-    width, digits = max(len(label) for label, _, _ in shown), max(len(str(value)) for _, _, value in shown)
+    digits = max(len(str(value)) for _, _, value in shown)
     return [
         "  hottest lines of the project's own code:",
-        *(f"    {label:<{width}}  {value:>{digits}}  {names[f]}" for label, f, value in shown),
+        *_rows([(label, f"{value:>{digits}}  {names[f]}") for label, f, value in shown]),
     ]

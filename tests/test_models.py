@@ -4,6 +4,7 @@ configuration of models and the errors users see."""
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -147,6 +148,35 @@ def test_third_party_model_is_found_through_its_entry_point_and_used(
     assert cost.functions == {"sum": 200}
 
 
+def test_a_changed_model_module_is_never_served_its_old_analysis(
+    tmp_path: Path,
+    builder: Builder,
+    write,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A build caches the models' static documents: a model whose analyse changed (with the same
+    version) gets a build of its own, not the document its earlier code wrote."""
+    site = tmp_path / "site"
+    site.mkdir()
+    install_loads_plugin(site)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "loads_model", raising=False)
+    src = write("main.c", "__attribute__((noinline))" + SUM_C + "int g[10];\nint main(void) { return sum(g, 10); }\n")
+    options = BuildOptions(opt_level="1", cflags=("-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops"))
+
+    def loads() -> int:
+        model = default_registry().create("loads")
+        run = run_program(builder.build([src], options=options, models=[model]))
+        assert run.counts is not None
+        return model.evaluate(run.counts)[0].total
+
+    assert loads() == 10
+    module = site / "loads_model.py"
+    module.write_text(module.read_text().replace("out.append(sum(", "out.append(2 * sum("))
+    monkeypatch.delitem(sys.modules, "loads_model")
+    assert loads() == 20
+
+
 def test_plugin_budgets_on_a_third_party_model(pytester: pytest.Pytester) -> None:
     install_loads_plugin(pytester.path)
     pytester.syspathinsert(pytester.path)
@@ -248,3 +278,113 @@ def test_plugin_model_parameters_are_part_of_the_baseline_fingerprint(pytester: 
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*other models (differs in: models); costs are not comparable*"])
+
+
+FAULTY_PLUGIN = '''
+"""A model with a bug of the kind chosen by FAULTY_MODE, in each of its phases."""
+import os
+
+from cbuild.hookspecs import hookimpl
+from cbuild.models import CostModel, Metric
+
+
+class Faulty(CostModel):
+    name = "faulty"
+    metrics = (Metric("faulty_units", "units", "max_faulty"),)
+
+    def analyse(self, build):
+        if os.environ.get("FAULTY_MODE") == "analyse-raises":
+            raise KeyError("no such table")
+        return {}
+
+    def block_costs(self, table, analysis):
+        mode = os.environ.get("FAULTY_MODE")
+        if mode == "raises":
+            return [1 // 0 for _ in table.blocks]
+        if mode == "none":
+            return None
+        if mode == "short":
+            return [1] * (len(table) - 1)
+        return [{"negative": -1, "float": 0.5, "none-per-block": None}.get(mode, 1) for _ in table.blocks]
+
+
+@hookimpl
+def instrbudget_cost_models():
+    return [Faulty]
+'''
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        (
+            "raises",
+            "cost model 'faulty' failed in evaluate: ZeroDivisionError: integer division or modulo by zero "
+            "(at */faulty_model.py:2?)",
+        ),
+        (
+            "none",
+            "cost model 'faulty': block_costs returned None; expected a sequence of non-negative integers, "
+            "one per block",
+        ),
+        ("short", "cost model 'faulty': block_costs returned * costs for * blocks"),
+        (
+            "negative",
+            "cost model 'faulty': block_costs returned -1 for block 0 (in sum); expected a non-negative "
+            "integer per block",
+        ),
+        ("float", "cost model 'faulty': block_costs returned 0.5 for block 0 (in sum)*"),
+        ("none-per-block", "cost model 'faulty': block_costs returned None for block 0 (in sum)*"),
+    ],
+)
+def test_plugin_a_model_that_fails_fails_the_test_by_name_and_keeps_the_other_metrics(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str, said: str
+) -> None:
+    """A model's bug is the model's: the test fails with the model's name and what it did, without
+    a traceback through the engine; the test's other metrics are measured and reported, and no
+    wrong number (nothing, a negative or a fraction) is summed or written to the baseline."""
+    (pytester.path / "faulty_model.py").write_text(FAULTY_PLUGIN)
+    info = pytester.path / "faulty_model-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: faulty-model\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[instrbudget]\nfaulty = faulty_model\n")
+    pytester.syspathinsert(pytester.path)
+    monkeypatch.setenv("FAULTY_MODE", mode)
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "faulty"]\n')
+    pytester.makepyfile(
+        test_f="import array\n\ndef test_sum(cbuild):\n"
+        '    assert cbuild.library("work.c").sum(array.array("i", [1] * 8), 8) == 8\n'
+    )
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}", "--instrbudget-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*instrbudget: test_f.py::test_sum is not measured", f"  {said}"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    test = json.loads(out.read_text())["tests"]["test_f.py::test_sum"]
+    assert test["metrics"]["ir_instructions"]["value"] > 0
+    assert "faulty_units" not in test["metrics"]
+    assert test["unavailable"]["faulty_units"]["reason"].startswith("cost model 'faulty'")
+    baseline = json.loads((pytester.path / ".instrbudget" / "baseline.json").read_text())
+    assert "faulty_units" not in baseline["tests"]["test_f.py::test_sum"]
+
+
+def test_plugin_a_model_whose_analysis_raises_names_the_model(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (pytester.path / "faulty_model.py").write_text(FAULTY_PLUGIN)
+    info = pytester.path / "faulty_model-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: faulty-model\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[instrbudget]\nfaulty = faulty_model\n")
+    pytester.syspathinsert(pytester.path)
+    monkeypatch.setenv("FAULTY_MODE", "analyse-raises")
+    pytester.makefile(".c", work=SUM_C + "/* a build of its own: the analysis runs */\n")
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "faulty"]\n')
+    pytester.makepyfile(test_f='def test_sum(cbuild):\n    cbuild.library("work.c")\n')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*cost model 'faulty' failed in analyse: KeyError: 'no such table' (at */faulty_model.py:1?)*"]
+    )
+    result.stdout.no_fnmatch_line("*builder.py*")

@@ -899,3 +899,43 @@ def test_plugin_build_progress_lines_keep_the_file_name_before_its_tests_letters
         assert re.fullmatch(r"test_budget\.py \.( +\[ *\d+%\])?", lines[i + 1]), lines
     assert lines[built[-1] + 1].endswith("[100%]"), lines
     assert not any(re.fullmatch(r"\.+.*", line) for line in lines), lines
+
+
+def test_plugin_failure_puts_a_long_function_name_on_a_line_of_its_own(pytester: pytest.Pytester) -> None:
+    """One long name (a C++ template's, here a C one of 76 characters) does not pad every row of a
+    failure's function list past the width of a CI log: it goes on a line of its own, its cost on
+    the next, under the other rows' costs."""
+    long_name = "accumulate_the_running_sum_of_every_element_" + "x" * 32  # 76 characters: a row of 80
+    pytester.makefile(
+        ".c",
+        work=f"""
+__attribute__((noinline)) int {long_name}(const int *a, int n) {{
+    int s = 0;
+    for (int i = 0; i < n; i++) s += a[i] * 3;
+    return s;
+}}
+__attribute__((noinline)) int twice(int x) {{ return 2 * x; }}
+int work(const int *a, int n) {{
+    int s = 0;
+    for (int i = 0; i < n; i++) s += twice(a[i]);
+    return s + {long_name}(a, n);
+}}
+""",
+    )
+    pytester.makepyfile(
+        test_budget="""
+import array
+import pytest
+
+@pytest.mark.budget(max_instr=10)
+def test_work(cbuild):
+    cbuild.library("work.c", opt_level="1").work(array.array("i", range(50)), 50)
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["  costliest functions:", "    work   4??", f"    {long_name}", "           1??", "    twice  1??"]
+    )
+    rows = result.stdout.lines[result.stdout.lines.index("  costliest functions:") + 1 :][:4]
+    assert all(len(row) <= 80 for row in rows), rows

@@ -32,7 +32,7 @@ from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 from cbuild.build.watch import BuildWatch
 from cbuild.errors import CBuildError, CompilerWarning, InstrumentedIRRejected, LinkError, LLVMCrashed
 from cbuild.models import dynamic
-from cbuild.models.base import BuildView, CostModel, ModelError
+from cbuild.models.base import BuildView, CostModel, ModelError, model_failed
 from cbuild.riscv.build import TargetUnavailable, build_riscv
 from cbuild.riscv.executor import block_data_text, build_executor, build_executor_ir
 
@@ -285,6 +285,7 @@ class Builder:
             *options.key_parts(),
             engine_digest(),
             *(f"{k}={v}" for model in models for k, v in model.key_params()),
+            *(part for model in models for part in model.code_key()),
             *(u.key for u in units),
         )
         suffix = ".so" if kind == "library" else ""
@@ -414,11 +415,15 @@ class Builder:
         analyses: dict[str, Any] = {}
         runtimes = []
         for model in models:
+            method = "analyse"
             try:
                 analysis = model.analyse(view)
+                method = "runtime"
                 runtime = model.runtime(analysis)
             except CBuildError as exc:
                 raise ModelError(f"cost model {model.name!r}: {exc}") from exc
+            except Exception as exc:  # the model's own bug: said with the model's name and line
+                raise model_failed(model.name, method, exc) from exc
             analyses[model.name] = {"analysis": analysis}
             if runtime is not None:
                 runtimes.append((model.name, runtime, model.events))

@@ -21,12 +21,15 @@ the executed blocks from :attr:`BlockCounts.machine <cbuild.models.costs.BlockCo
 
 from __future__ import annotations
 
+import sys
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from cbuild.build.blocks import BlockTable
+from cbuild.build.cache import file_digest
 from cbuild.errors import CBuildError
 from cbuild.models.costs import BlockCounts, Cost, weighted_cost
 from cbuild.riscv.executor import ExecRuntime
@@ -40,6 +43,58 @@ EVENTS = (BLOCKS, MEMORY)
 
 class ModelError(CBuildError):
     """A cost model is unknown, misconfigured or failed."""
+
+
+def model_failed(model: str, method: str, exc: Exception) -> ModelError:
+    """A model's ``method`` raised ``exc``: the error that names the model, the exception and the
+    line it was raised at (the model's own code, for a model's bug)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return ModelError(f"cost model {model!r} failed in {method}: {type(exc).__name__}: {exc}{at}")
+
+
+def checked_block_costs(model: str, table: BlockTable, costs: object) -> list[int]:
+    """An additive model's :meth:`CostModel.block_costs`, checked: a non-negative integer per block."""
+    try:
+        values: list[int] = list(costs)  # type: ignore[call-overload]
+    except TypeError:
+        raise ModelError(
+            f"cost model {model!r}: block_costs returned {costs!r}; expected a sequence of non-negative integers, "
+            "one per block"
+        ) from None
+    if len(values) != len(table):
+        raise ModelError(f"cost model {model!r}: block_costs returned {len(values)} costs for {len(table)} blocks")
+    for index, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            block = table.blocks[index]
+            raise ModelError(
+                f"cost model {model!r}: block_costs returned {value!r} for block {index} (in {block.function}); "
+                "expected a non-negative integer per block"
+            )
+    return values
+
+
+def checked_costs(model: CostModel, costs: object) -> list[Cost]:
+    """What :meth:`CostModel.evaluate` returned, checked: a cost per metric of the model, each a
+    non-negative integer overall and per function."""
+    names = [m.name for m in model.metrics]
+    if not isinstance(costs, (list, tuple)) or not all(isinstance(c, Cost) for c in costs):
+        raise ModelError(
+            f"cost model {model.name!r}: evaluate returned {costs!r}; expected a list of Cost, one per metric"
+        )
+    for cost in costs:
+        if cost.metric not in names:
+            raise ModelError(
+                f"cost model {model.name!r}: evaluate returned a cost of {cost.metric!r}, which is not among its "
+                f"metrics ({', '.join(names)})"
+            )
+        for what, value in [("total", cost.total), *((f"cost of {f}", v) for f, v in cost.functions.items())]:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ModelError(
+                    f"cost model {model.name!r}: evaluate returned a {what} of {value!r} for {cost.metric}; "
+                    "expected a non-negative integer"
+                )
+    return list(costs)
 
 
 @dataclass(frozen=True)
@@ -131,6 +186,14 @@ class BuildView:
         return self._lowered[target]
 
 
+def _source_digest(path: Path) -> str:
+    """A model module's digest ("unreadable" when it is gone: it has been replaced since it was imported)."""
+    try:
+        return file_digest(path)
+    except OSError:
+        return "unreadable"
+
+
 class CostModel:
     """One way of costing an execution. Subclass it and register the class through the
     ``instrbudget_cost_models`` hook (:mod:`cbuild.hookspecs`)."""
@@ -176,6 +239,19 @@ class CostModel:
         parts += [(f"{self.name}.{k}", repr(v)) for k, v in sorted(self.config.items())]
         return tuple(parts)
 
+    def code_key(self) -> tuple[str, ...]:
+        """The source of the modules that define the model's class and its bases, outside this
+        engine (whose code is in every build key): part of build keys, so that a build's cached
+        :meth:`analyse` document is never one an earlier version of the model's code wrote. Code the
+        model calls in other modules is not covered: change :attr:`version` when it changes results."""
+        engine = Path(__file__).resolve().parent.parent
+        modules: dict[str, Path] = {}
+        for cls in type(self).__mro__:
+            where = getattr(sys.modules.get(cls.__module__), "__file__", None)
+            if cls is not CostModel and where is not None and not Path(where).resolve().is_relative_to(engine):
+                modules[cls.__module__] = Path(where)
+        return tuple(f"{name}:{_source_digest(path)}" for name, path in modules.items())
+
     def executes(self) -> str | None:
         """The RISC-V target (``riscv32``, ``riscv64``) whose build the model measures in the
         executor, or None: the model measures the host build."""
@@ -205,4 +281,16 @@ class CostModel:
     def evaluate(self, counts: BlockCounts) -> list[Cost]:
         """Costs of an execution, one per metric (additive models need only :meth:`block_costs`)."""
         costs = self.block_costs(counts.table, counts.analysis(self.name))
-        return [weighted_cost(self.metrics[0].name, counts, costs)]
+        return [weighted_cost(self.metrics[0].name, counts, checked_block_costs(self.name, counts.table, costs))]
+
+
+def evaluated(model: CostModel, counts: BlockCounts) -> list[Cost]:
+    """``model``'s costs of ``counts``, checked; a model that raised or returned something else
+    than costs raises a ModelError that says so."""
+    try:
+        costs = model.evaluate(counts)
+    except CBuildError:
+        raise
+    except Exception as exc:  # the model's own bug: said with the model's name and line
+        raise model_failed(model.name, "evaluate", exc) from exc
+    return checked_costs(model, costs)

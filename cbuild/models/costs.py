@@ -80,6 +80,8 @@ class Unavailability:
     where: str | None = None
     #: The function around ``where`` in the artifact's block table (a symbol), when found.
     function: str | None = None
+    #: The model itself failed (it raised, or returned something else than costs): a test fails.
+    failed: bool = False
 
 
 def unavailability(counts: BlockCounts, model: str) -> Unavailability | None:

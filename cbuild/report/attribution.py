@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from cbuild.models.base import CostModel
+from cbuild.models.base import CostModel, evaluated
 from cbuild.models.costs import BlockCounts, Cost, line_costs, outside_calls
 
 #: The metric whose cost is known per IR instruction, hence per source line.
@@ -21,7 +21,7 @@ def attributed(models: Sequence[CostModel], counts: Sequence[BlockCounts]) -> di
     out: dict[str, Cost] = {}
     for c in counts:
         for model in models:
-            for cost in model.evaluate(c):
+            for cost in evaluated(model, c):
                 if c.profile is not None:
                     cost = dataclasses.replace(
                         cost,

@@ -19,6 +19,7 @@ from cbuild.build.builder import Builder
 from cbuild.build.options import BuildOptions
 from cbuild.errors import CBuildError
 from cbuild.models import CostModel
+from cbuild.models.base import evaluated
 from cbuild.run.hosts import HostPool, guard_library
 from cbuild.run.library import Library
 from cbuild.run.program import run_program
@@ -88,7 +89,7 @@ def warm(
             if result.counts is None or result.returncode != 0:
                 raise CBuildError(f"warming up: the {what} did not run ({result.stderr.decode(errors='replace')})")
             for model in models:
-                model.evaluate(result.counts)
+                evaluated(model, result.counts)
             say(f"{what} with {names}: {time.monotonic() - t:.1f} s")
         t = time.monotonic()
         source = Path(tmp) / "warm_lib.c"
