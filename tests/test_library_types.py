@@ -56,6 +56,13 @@ size_t fill(uint8_t *out, size_t n, uint8_t start) {
     return n;
 }
 size_t length(const char *s) { return strlen(s); }
+unsigned misalignment(const void *p) { return (unsigned)((uintptr_t)p % 64); }
+unsigned text_misalignment(const char **p) { return (unsigned)((uintptr_t)*p % 64); }
+unsigned strings_misalignment(const char *const *s) {
+    unsigned m = 0;
+    for (; *s != NULL; s++) m |= (unsigned)((uintptr_t)*s % 64);
+    return m;
+}
 """
 
 
@@ -237,3 +244,16 @@ def test_closing_a_host_twice_leaves_other_descriptors_alone(
         for fd in reused:
             os.close(fd)
         hosts._reap(block=True)
+
+
+def test_the_memory_arguments_point_at_starts_on_a_64_byte_boundary(lib: Library) -> None:
+    """The counted string functions work on aligned 32-byte blocks, so their cost depends on where
+    a string starts: the library's process puts every argument's memory at a multiple of 64 bytes,
+    wherever its own heap would have (which moved with the project's path, and the count with it)."""
+    for size in (0, 1, 7, 15, 16, 17, 31, 33, 100, 1000, 5000):
+        assert lib.misalignment(b"a" * size) == 0
+        assert lib.misalignment(bytearray(size + 1)) == 0
+        assert lib.misalignment(ctypes.create_string_buffer(size + 1)) == 0
+        assert lib.text_misalignment(ctypes.pointer(ctypes.c_char_p(b"b" * size))) == 0
+        names = (ctypes.c_char_p * 4)(b"x" * size, b"yy", b"z" * (size + 3), None)
+        assert lib.strings_misalignment(names) == 0

@@ -35,6 +35,10 @@ SPIN_SECONDS = 200e-6 if os.uname().machine in ("x86_64", "i686") else 0.0
 MAILBOX_BYTES = 1 << 20
 #: Bytes read from a returned ``char *`` at most, when the test asks for its string.
 MAX_STRING = 1 << 24
+#: The memory a call's arguments point at (buffers, strings) starts at a multiple of this: the
+#: counted string functions' work depends on where their data lies within 32-byte blocks, and the
+#: host's heap puts its objects wherever its layout (the project's path, for one) leaves room.
+ARGUMENT_ALIGN = 64
 #: Where an instrumented library's runtime writes its counters if a call ends this process: read
 #: from the environment when the library loads (cbuild.run.program.COUNTS_ENV).
 _COUNTS_ENV = "INSTRBUDGET_COUNTS"
@@ -259,6 +263,19 @@ _OPS: dict[str, Callable[..., Any]] = {}
 _ITERATIONS: dict[int, Iterator[Any]] = {}
 
 
+def aligned_buffer(size: int) -> Any:
+    """A zeroed ``c_char`` array of ``size`` bytes at a multiple of :data:`ARGUMENT_ALIGN`."""
+    room = (ctypes.c_char * (size + ARGUMENT_ALIGN))()
+    return (ctypes.c_char * size).from_buffer(room, -ctypes.addressof(room) % ARGUMENT_ALIGN)
+
+
+def aligned_string(text: bytes) -> Any:
+    """``text`` with its terminating zero in an :func:`aligned_buffer`."""
+    buf = aligned_buffer(len(text) + 1)
+    ctypes.memmove(buf, text, len(text))
+    return buf
+
+
 def _iter_start(obj: Any) -> int:
     iterator = iter(obj)
     key = id(iterator)
@@ -411,10 +428,10 @@ class Host:
     def _memory(self, slot: int | None, size: int) -> Any:
         """A buffer of ``size`` bytes; a slot keeps its address for the test's buffer while its size holds."""
         if slot is None:
-            return (ctypes.c_char * size)()
+            return aligned_buffer(size)
         buf = self.slots.get(slot)
         if buf is None or len(buf) != size:
-            buf = self.slots[slot] = (ctypes.c_char * size)()
+            buf = self.slots[slot] = aligned_buffer(size)
         return buf
 
     def call(self, lib_id: int, name: str, args: list[Any]) -> tuple[Any, list[Any], dict[str, int] | None]:
@@ -437,13 +454,13 @@ class Host:
                 if send_back:
                     back.append((n, buf, None))
             elif tag == "cp":  # a char * the function may point elsewhere (char ** out-parameter)
-                text = None if rest[0] is None else ctypes.create_string_buffer(rest[0])
+                text = None if rest[0] is None else aligned_string(rest[0])
                 cell = ctypes.c_void_p(None if text is None else ctypes.addressof(text))
                 keep += [text, cell]
                 values.append(ctypes.addressof(cell))
                 back.append((n, cell, cell.value))
             elif tag == "strings":  # an array of C strings (char **), NULL-terminated as well
-                strings = [None if s is None else ctypes.create_string_buffer(s) for s in rest[0]]
+                strings = [None if s is None else aligned_string(s) for s in rest[0]]
                 array = (ctypes.c_void_p * (len(strings) + 1))(
                     *(None if s is None else ctypes.addressof(s) for s in strings)
                 )
