@@ -21,7 +21,7 @@ else:  # pragma: no cover
 from cbuild.build.cpu import CPU_LEVELS
 from cbuild.build.eviction import DEFAULT_MAX_SIZE, parse_size
 from cbuild.build.options import OPT_LEVELS, BuildOptions
-from cbuild.errors import CBuildError
+from cbuild.errors import CBuildError, did_you_mean
 from cbuild.report.snapshot import DEFAULT_PATH
 
 
@@ -160,7 +160,10 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
             names = _strings(value, key)
             for name in names:
                 if name not in known_models:
-                    raise ConfigError(f"{where}: unknown cost model {name!r}; known models: {', '.join(known_models)}")
+                    raise ConfigError(
+                        f"{where}: unknown cost model {name!r}{did_you_mean(name, known_models)}; "
+                        f"known models: {', '.join(known_models)}"
+                    )
             if not names:
                 raise ConfigError(f"{where}: at least one cost model is needed")
             if len(set(names)) != len(names):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,12 @@ class LLVMCrashed(CBuildError):
     The message names the stage, the build's sources, how the process ended and
     what it printed last (LLVM's own message, e.g. ``LLVM ERROR: ...``).
     """
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean x?)`` for a misspelt ``name`` among ``known``, or nothing."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -73,6 +73,7 @@ class Program:
     ) -> ProgramRun:
         """Run with ``args`` and ``input`` on stdin; a crash or timeout raises with stderr."""
         data = input.encode() if isinstance(input, str) else input
+        self._meter.add_artifact(self.artifact)
         try:
             result = run_program(
                 self.artifact,

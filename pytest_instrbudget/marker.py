@@ -110,7 +110,7 @@ class Budget:
         unavailable: str | None = None
         regions: dict[str, dict[str, int]] = {}
         stops_given: dict[str, object] = {}
-        cutoffs = {stop_keyword(m.keyword): m for model in models for m in model.metrics[:1]}
+        cutoffs = {stop_keyword(m.keyword): (model, m) for model in models for m in model.metrics[:1]}
         headline = models[0].metrics[0].name if models else "ir_instructions"
         # The closest marker wins for each keyword (function over class over module).
         for mark in reversed(marks):
@@ -132,6 +132,8 @@ class Budget:
                 elif key == "regions":
                     regions.update(_region_limits(item.nodeid, value, active, headline, all_keywords, models, chosen))
                 elif key in cutoffs:
+                    if not cutoffs[key][0].can_stop_code():
+                        raise ConfigError(_no_clock(f"{item.nodeid}: budget({key}=...)", cutoffs[key][0]))
                     stops_given[key] = value
                 elif key in active:
                     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -143,7 +145,13 @@ class Budget:
                     raise _inactive(f"{item.nodeid}: budget({key}=...)", all_keywords[key], models, chosen=chosen)
                 else:
                     accepted = ", ".join(
-                        sorted([*active, *cutoffs, MODELS, UNAVAILABLE, "regions", "timeout", "tolerance"])
+                        sorted(
+                            [
+                                *active,
+                                *(key for key, (model, _) in cutoffs.items() if model.can_stop_code()),
+                                *(MODELS, UNAVAILABLE, "regions", "timeout", "tolerance"),
+                            ]
+                        )
                     )
                     raise ConfigError(
                         f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget; accepted: {accepted}"
@@ -151,7 +159,7 @@ class Budget:
         stops: dict[str, int] = {}
         labels: dict[str, str] = {}
         for key, value in stops_given.items():
-            metric = cutoffs[key]
+            metric = cutoffs[key][1]
             where = f"{item.nodeid}: budget({key}=...)"
             stops[metric.name] = cutoff_value(where, value, limits.get(metric.name), metric.keyword)
             labels[metric.name] = f"{value} {metric.keyword}" if isinstance(value, str) else f"{key}={value:,}"
@@ -170,6 +178,16 @@ def model_names(value: object, call: str, error: Callable[[str], Exception] = Co
     if len(set(value)) != len(value):
         raise error(f"{call}(models=...) lists a cost model twice: {list(value)}")
     return tuple(value)
+
+
+def _no_clock(where: str, model: CostModel) -> str:
+    """Why a cut-off on ``model``'s metric cannot be: it keeps no clock while code runs."""
+    metric = model.metrics[0]
+    return (
+        f"{where}: the {model.name} model keeps no clock while code runs, so nothing can stop code at a "
+        f"count of {metric.name} (cut-offs stop at the IR instruction total or at the clock of a model with a "
+        f"run-time phase); limit it with {metric.keyword}, or stop the code with stop_at on the IR total"
+    )
 
 
 def _limit(nodeid: str, where: str, value: object) -> int:

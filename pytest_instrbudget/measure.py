@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cbuild.build.builder import Artifact
 from cbuild.models import CostModel, ModelError
 from cbuild.models.costs import BlockCounts, Cost, Unavailability, unavailability
 from cbuild.report.attribution import attributed
 from cbuild.run.hosts import HostProcess
 from cbuild.run.library import Library
+from cbuild.run.stops import checked_limits
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ class Meter:
         self.limit_labels: dict[str, str] = {}
         self._remaining: dict[str, int] | None = None
         self._host: HostProcess | None = None
+        #: The builds whose code ran for the test (libraries and programs), to tell which cut-offs
+        #: any of them could check.
+        self._artifacts: dict[str, Artifact] = {}
 
     def attach_host(self, host: HostProcess) -> None:
         """The test's library process: it keeps the remaining cut-off while library code runs."""
@@ -116,6 +121,17 @@ class Meter:
         if library.artifact.instrumented:
             self._libraries.append((library, since))
             self.used = self.used or self.active
+            self.add_artifact(library.artifact)
+
+    def add_artifact(self, artifact: Artifact) -> None:
+        """A build whose code runs for this test (a library's, or a program's as it starts)."""
+        self._artifacts[artifact.key] = artifact
+
+    def unchecked_limits(self) -> list[str]:
+        """The metrics with a cut-off that none of the test's builds could check: no build keeps a
+        clock of them (a model whose dynamic phase keeps none, or one past the runtime's clocks)."""
+        checked = {m for a in self._artifacts.values() for m in checked_limits(a, dict.fromkeys(self.limits, 0))}
+        return [metric for metric in self.limits if metric not in checked]
 
     def add_run(self, counts: BlockCounts | None) -> None:
         """Register a finished program run."""

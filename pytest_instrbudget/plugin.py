@@ -330,6 +330,15 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                     session.output_errors.append(
                         f"cannot write the profile of {item.nodeid} to {where}: {describe_os_error(exc)}"
                     )
+    unchecked = meter.unchecked_limits() if meter.used else []
+    if unchecked:
+        pytest.fail(
+            f"instrbudget: {item.nodeid}: the cut-off on {', '.join(unchecked)} was not checked: no build of the "
+            "test keeps a clock of it for code to stop at (cut-offs stop at the IR instruction total or at the "
+            "clock of a model whose dynamic phase keeps one)"
+            + (f"\n{result.failure}" if result is not None and result.failure else ""),
+            pytrace=False,
+        )
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
     if not meter.used:

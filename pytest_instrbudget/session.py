@@ -12,7 +12,7 @@ from pathlib import Path
 from cbuild.build import cpu, eviction
 from cbuild.build.builder import Builder
 from cbuild.build.demangle import readable, readable_names
-from cbuild.config import Settings
+from cbuild.config import ConfigError, Settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelRegistry
 from cbuild.models.costs import Cost, Unavailability, library_line, line_label
@@ -244,6 +244,12 @@ class BudgetSession:
         limit = budget.limits.get(headline.name)
         old = self.baseline.tests.get(nodeid, {}).get(headline.name) if self.metric_comparable(headline.name) else None
         base, what = (limit, headline.keyword) if limit is not None else (old.total if old else None, "its baseline")
+        if base and not models[0].can_stop_code():
+            raise ConfigError(
+                f"cutoff = {factor:g} in [tool.instrbudget] stops code at a count of the headline metric, "
+                f"{headline.name}, but the {models[0].name} model keeps no clock while code runs; put a model "
+                "that does first in `models` (ir-count, pipeline, zkvm) or leave cutoff out"
+            )
         if base:
             stops[headline.name] = math.ceil(base * factor)
             labels[headline.name] = f"cutoff = {factor:g}x {what}"
@@ -275,6 +281,8 @@ class BudgetSession:
         )
         entry = self.baseline.tests.get(nodeid, {}) if self.comparable else {}
         keywords = {m.name: m.keyword for model in models for m in model.metrics}
+        if budget is not None:  # a cut-off without a limit is the limit: named as the marker gave it
+            keywords.update({n: stop_keyword(keywords[n]) for n in budget.stops if n not in budget.limits})
         metrics: list[MetricResult] = []
         failures: list[str] = []
         failed_models: set[str] = set()

@@ -89,6 +89,8 @@ def test_registry_rejects_clashes_and_non_models() -> None:
         registry.register(int)  # type: ignore[arg-type]
     with pytest.raises(ModelError, match="unknown cost model 'nope'; known models: heap, ir-count, pipeline, zkvm"):
         registry.create("nope")
+    with pytest.raises(ModelError, match=r"unknown cost model 'zkmv' \(did you mean zkvm\?\); known models: heap"):
+        registry.create("zkmv")
 
 
 def test_model_parameters_are_validated_by_key() -> None:
@@ -388,3 +390,68 @@ def test_plugin_a_model_whose_analysis_raises_names_the_model(
         ["*cost model 'faulty' failed in analyse: KeyError: 'no such table' (at */faulty_model.py:1?)*"]
     )
     result.stdout.no_fnmatch_line("*builder.py*")
+
+
+TICKS_PLUGIN = '''
+"""A model with a dynamic phase that keeps no clock: blocks entered, counted at run time."""
+from cbuild.hookspecs import hookimpl
+from cbuild.models import CostModel, Metric
+from cbuild.models.base import Runtime
+from cbuild.models.costs import Cost
+
+SOURCE = """
+static uint64_t ticks_n;
+static inline void model_block(uint32_t block) { (void)block; ticks_n++; }
+static void model_reset(uint32_t in_process) { (void)in_process; ticks_n = 0; }
+static void model_finish(uint64_t *out) { out[0] = ticks_n; }
+"""
+
+
+class Ticks(CostModel):
+    name = "ticks"
+    metrics = (Metric("ticks", "blocks", "max_ticks"),)
+    events = frozenset({"blocks"})
+
+    def runtime(self, analysis):
+        return Runtime(SOURCE, results=1)
+
+    def evaluate(self, counts):
+        return [Cost("ticks", counts.results_of("ticks")[0])]
+
+
+@hookimpl
+def instrbudget_cost_models():
+    return [Ticks]
+'''
+
+
+def test_plugin_a_cut_off_no_build_can_check_fails_the_test(pytester: pytest.Pytester) -> None:
+    """A cut-off on the metric of an additive model is refused before any test runs; one on a
+    model whose dynamic phase keeps no clock fails the test that set it, where it passed unchecked."""
+    install_loads_plugin(pytester.path)
+    (pytester.path / "ticks_model.py").write_text(TICKS_PLUGIN)
+    info = pytester.path / "ticks_model-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ticks-model\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[instrbudget]\nticks = ticks_model\n")
+    pytester.syspathinsert(pytester.path)
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "loads", "ticks"]\n')
+    body = 'def test_sum(cbuild):\n    cbuild.library("work.c").sum(array.array("i", [1] * 8), 8)\n'
+    pytester.makepyfile(test_l=f"import array\nimport pytest\n\n@pytest.mark.budget(stop_at_loads=5)\n{body}")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*test_l.py::test_sum: budget(stop_at_loads=...): the loads model keeps no clock while code runs*"]
+    )
+    (pytester.path / "test_l.py").unlink()
+    pytester.makepyfile(test_t=f"import array\nimport pytest\n\n@pytest.mark.budget(stop_at_ticks=5)\n{body}")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the cut-off on ticks was not checked: no build of the test keeps a clock of it*",
+            "*test_t.py::test_sum is over budget",
+            "  ticks: 6 exceeds stop_at_ticks=5 by 1*",  # the keyword the test gave, not max_ticks
+        ]
+    )

@@ -357,6 +357,7 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
         ("cflags = '-Wall'", "cflags: expected a list of strings, got '-Wall'"),
         ("tolerance = 'lots'", "tolerance: expected a percentage such as 5 or \"5%\", got 'lots'"),
         ("models = ['wallclock']", "models: unknown cost model 'wallclock'; known models: heap, ir-count"),
+        ("models = ['pipline']", "models: unknown cost model 'pipline' (did you mean pipeline?); known models: heap"),
         ("timeout = -1", "timeout: expected a positive number of seconds, got -1"),
         ("timeout = nan", "timeout: expected a positive number of seconds, got nan"),
     ],

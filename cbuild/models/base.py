@@ -32,6 +32,7 @@ from cbuild.build.blocks import BlockTable
 from cbuild.build.cache import file_digest
 from cbuild.errors import CBuildError
 from cbuild.models.costs import BlockCounts, Cost, weighted_cost
+from cbuild.models.profile import IR_METRIC
 from cbuild.riscv.executor import ExecRuntime
 from cbuild.riscv.lowering import TWINS, LoweredProgram, lower_program
 
@@ -251,6 +252,16 @@ class CostModel:
             if cls is not CostModel and where is not None and not Path(where).resolve().is_relative_to(engine):
                 modules[cls.__module__] = Path(where)
         return tuple(f"{name}:{_source_digest(path)}" for name, path in modules.items())
+
+    def can_stop_code(self) -> bool:
+        """Whether a cut-off on the headline metric can stop code: it is the IR instruction total,
+        or a clock the model keeps while code runs (a model that executes a target, or one with a
+        dynamic phase whose :class:`Runtime` sets ``clock``). An additive model keeps none."""
+        return (
+            self.metrics[0].name == IR_METRIC
+            or self.executes() is not None
+            or type(self).runtime is not CostModel.runtime
+        )
 
     def executes(self) -> str | None:
         """The RISC-V target (``riscv32``, ``riscv64``) whose build the model measures in the

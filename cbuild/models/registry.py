@@ -10,6 +10,7 @@ from typing import Any
 import pluggy
 
 from cbuild import hookspecs
+from cbuild.errors import did_you_mean
 from cbuild.models import builtin
 from cbuild.models.base import CostModel, ModelError
 
@@ -78,7 +79,9 @@ class ModelRegistry:
         try:
             return self._classes[name]
         except KeyError:
-            raise ModelError(f"unknown cost model {name!r}; known models: {', '.join(self.names)}") from None
+            raise ModelError(
+                f"unknown cost model {name!r}{did_you_mean(name, self.names)}; known models: {', '.join(self.names)}"
+            ) from None
 
     def origin(self, name: str) -> str:
         """The plugin that provided a model (``builtin`` for the built-in ones)."""

@@ -8,7 +8,6 @@ contents of the writable buffers it was given, and (on request) the counters.
 from __future__ import annotations
 
 import ctypes
-import difflib
 import enum
 import itertools
 import math
@@ -19,7 +18,7 @@ from typing import Any
 
 from cbuild.build.builder import Artifact
 from cbuild.build.demangle import demangle, unqualified
-from cbuild.errors import CBuildError, LibraryCrashed, SignatureError, UnknownFunction
+from cbuild.errors import CBuildError, LibraryCrashed, SignatureError, UnknownFunction, did_you_mean
 from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
 from cbuild.riscv.executor import Execution, ExecutorError, slot_results, slot_runtimes, slot_unavailable
@@ -538,9 +537,7 @@ class Library:
                 f"call it by its symbol, lib.function({cxx[0]!r})(...)"
             )
             return "; ".join(parts)
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-        if close:
-            parts[0] += f" (did you mean {' or '.join(close)}?)"
+        parts[0] += did_you_mean(name, names)
         if len(names) <= 12:
             parts.append(f"it has: {', '.join(names) or 'none'}")
         else:
