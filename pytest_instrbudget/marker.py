@@ -234,8 +234,22 @@ def _region_limits(
                 if keyword not in active:
                     accepted = ", ".join(sorted(active))
                     raise ConfigError(f"{where}: unknown keyword; accepted: {accepted}")
+                _check_regions_measured(where, active[keyword], models)
                 per[active[keyword]] = _limit(nodeid, f"regions[{name!r}][{keyword!r}]", n)
             out[name] = per
         else:
+            _check_regions_measured(f"{nodeid}: budget(regions={{{name!r}: ...}})", headline, models)
             out[name] = {headline: _limit(nodeid, f"regions[{name!r}]", limit)}
     return out
+
+
+def _check_regions_measured(where: str, metric: str, models: Sequence[CostModel]) -> None:
+    """Regions are measured in the metrics of models that keep a clock while code runs: a region
+    limit on another's metric could never be checked."""
+    for model in models:
+        if any(m.name == metric for m in model.metrics) and not model.can_stop_code():
+            raise ConfigError(
+                f"{where}: the {model.name} model keeps no clock while code runs, so regions have no {metric} "
+                "(regions are measured in the IR instruction total and in the clocks of models with a run-time "
+                "phase); limit the test's total instead"
+            )

@@ -444,6 +444,12 @@ def test_plugin_a_cut_off_no_build_can_check_fails_the_test(pytester: pytest.Pyt
     result.stderr.fnmatch_lines(
         ["*test_l.py::test_sum: budget(stop_at_loads=...): the loads model keeps no clock while code runs*"]
     )
+    pytester.makepyfile(
+        test_l=f"import array\nimport pytest\n\n@pytest.mark.budget(regions={{'r': {{'max_loads': 5}}}})\n{body}"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*budget(regions={'r': {'max_loads': ...}}): the loads model keeps no clock*"])
     (pytester.path / "test_l.py").unlink()
     pytester.makepyfile(test_t=f"import array\nimport pytest\n\n@pytest.mark.budget(stop_at_ticks=5)\n{body}")
     result = pytester.runpytest("-p", "no:cacheprovider")
