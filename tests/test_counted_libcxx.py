@@ -126,3 +126,28 @@ def test_counted_libcxx_beside_the_host_libcxx(builder: Builder, shared_source) 
     assert counted.counts is not None
     (cost,) = MODEL.evaluate(counted.counts)
     assert cost.functions["__instrbudget_libc_malloc"] > 0
+
+
+HASH_CC = """\
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <unordered_map>
+int main(int argc, char **argv) {
+    std::string key(std::atoi(argv[1]), 'k');
+    std::unordered_map<std::string, int> seen;
+    for (int i = 0; i < 100; i++) seen[key]++;  // each lookup hashes the whole key
+    return seen[key] != 100 || std::hash<std::string>{}(key) == 0;
+}
+"""
+
+
+def test_counted_libcxx_string_hash_grows_with_the_key(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    """``std::hash<std::string>`` (libc++'s ``__hash_memory``, in its functional.cpp) is counted:
+    keys 100 times as long cost over 50 times as much to hash, where the call was all it cost."""
+    source = shared_source("hash.cc", HASH_CC)
+    short, long = _run(builder, source, 100), _run(builder, source, 10_000)
+    assert any("__hash_memory" in name for name in short), sorted(short)
+    hashing = [name for name in short if "__murmur2_or_cityhash" in name]
+    assert hashing, sorted(short)
+    assert all(long[name] > 50 * short[name] for name in hashing)

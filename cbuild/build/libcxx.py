@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from cbuild.build.toolchain import Toolchain
 
 #: libc++ sources (``lib/libcxx/src/<name>.cpp``) compiled into the counted library: the
-#: explicit instantiations of algorithms and strings, conversions, allocation and hashing.
-SOURCES = ("algorithm", "charconv", "hash", "memory", "new", "string", "vector")
+#: explicit instantiations of algorithms and strings, conversions, allocation and hashing
+#: (``functional``: ``std::hash`` of strings). One translation unit, in this order: memory.cpp
+#: defines members its header has inline unless it comes before the headers that include it.
+SOURCES = ("algorithm", "charconv", "hash", "memory", "new", "string", "vector", "functional")
 #: The section libc++ puts its replaceable ``operator new`` in, to tell whether a program
 #: replaced it: the counted copies are the build's own, not replacements.
 OVERRIDE_SECTION = ' section "__lcxx_override"'
