@@ -22,6 +22,7 @@ from cbuild.build import cpu, llvm_worker
 from cbuild.build.blocks import BlockTable
 from cbuild.build.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
 from cbuild.build.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
+from cbuild.build.data_layout import aligned_data
 from cbuild.build.instrument import instrument
 from cbuild.build.libc import HEAP_MAP_SOURCE, libc_ir, size_t_bits
 from cbuild.build.libcxx import libcxx_ir
@@ -354,6 +355,7 @@ class Builder:
         linked_text = self._link_units(units, options, self.toolchain)
         if cpu.applies(self.toolchain.triple):
             linked_text = cpu.canonical_cpu(linked_text, options.cpu)
+        linked_text = aligned_data(linked_text)
         active = [m for m in models if m.executes() is None] if options.instrument else []
         events = frozenset(e for model in active for e in model.events)
         placement = options.placement

@@ -1,0 +1,43 @@
+"""Where a measured program's data lies: every aggregate global starts on a 32-byte boundary.
+
+The counted string functions (``libc/string.c``) work through aligned 32-byte blocks, so what
+``strlen`` or ``memcpy`` of a global costs depends on where the global starts within its block.
+The linker puts each global after the ones before it, so adding a string literal, a region
+marker (whose name is one) or a table anywhere in a program would move the others, and the
+count of code that never touches the new data with them. Aligning every array and structure
+to :data:`DATA_ALIGN` makes each one's cost depend on its own contents alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The boundary aggregate globals start on: the counted string functions' block.
+DATA_ALIGN = 32
+
+#: A global variable's definition with an aggregate type (array, structure or vector):
+#: ``@name = [linkage and attributes] global|constant TYPE INIT, align N[, ...]``.
+_AGGREGATE = re.compile(
+    r"^(?P<head>@[^\s=]+ = (?!external )(?:[\w()\"]+ )*?(?:global|constant) [\[{<%].*?), align (?P<align>\d+)"
+    r"(?P<tail>(?:, .*)?)$"
+)
+
+#: Linkages of a definition that may not be the one the program uses.
+_SHARED = re.compile(r" (?:available_externally|linkonce|linkonce_odr|weak|weak_odr|common|extern_weak) ")
+
+
+def aligned_data(text: str) -> str:
+    """``text`` (LLVM IR) with every aggregate global defined in it aligned to :data:`DATA_ALIGN`
+    at least. Globals in a named section are left as they are: code may walk a section as one
+    array (``__start_``/``__stop_`` symbols), which padding between its members would break; so
+    are LLVM's own (``@llvm.used``, constructors), and definitions another module's copy may
+    stand for at run time (weak, ``linkonce``, common, ``available_externally``), whose alignment
+    the code must not assume beyond what every copy has."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("@") and not line.startswith("@llvm.") and ' section "' not in line:
+            found = _AGGREGATE.match(line)
+            if found is not None and int(found["align"]) < DATA_ALIGN and not _SHARED.search(found["head"]):
+                line = f"{found['head']}, align {DATA_ALIGN}{found['tail']}"
+        out.append(line)
+    return "\n".join(out)

@@ -1,0 +1,77 @@
+"""A function's count does not move when other data is added around the data it reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cbuild import Builder, BuildOptions, Library
+from cbuild.build.data_layout import DATA_ALIGN, aligned_data
+from cbuild.models import default_registry
+
+# A literal of 21 bytes with its zero: the counted strlen reads it in one aligned 32-byte block
+# or in two, by where it starts.
+KEY_C = """
+#include <string.h>
+#include <instrbudget.h>
+const char *volatile other = "%s";
+const char *volatile key = "the-key-of-the-record";
+size_t key_length(void) { return strlen(key); }
+size_t other_length(void) {
+    INSTRBUDGET_REGION_START("other");
+    size_t n = strlen(other);
+    INSTRBUDGET_REGION_STOP();
+    return n;
+}
+"""
+
+
+def key_length_cost(builder: Builder, tmp_path: Path, padding: str, *cflags: str) -> int:
+    source = tmp_path / f"key{len(padding)}{len(cflags)}.c"
+    source.write_text(KEY_C % padding)
+    with Library(builder.build([source], kind="library", options=BuildOptions(cflags=cflags))) as lib:
+        assert lib.key_length() == 21
+        before = lib.snapshot()
+        lib.key_length()
+        counts = lib.counts(before)
+    (cost,) = default_registry().create("ir-count").evaluate(counts)
+    return cost.total
+
+
+def test_a_longer_literal_elsewhere_or_region_markers_leave_a_strlen_count_as_it_was(
+    builder: Builder, tmp_path: Path
+) -> None:
+    """The literal before the key grows by 9 bytes at a time, which moved the key across a 32-byte
+    boundary of the counted strlen's blocks and its count with it; so did region markers (their
+    names are literals too). Aligned, the key costs the same in every build."""
+    costs = {key_length_cost(builder, tmp_path, "x" * n) for n in (1, 10, 19, 28)}
+    costs.add(key_length_cost(builder, tmp_path, "x", "-DINSTRBUDGET_NO_REGIONS"))
+    assert len(costs) == 1, costs
+
+
+def test_aggregate_globals_are_aligned_and_others_left_alone() -> None:
+    ir = "\n".join(
+        [
+            '@.str = private unnamed_addr constant [3 x i8] c"ab\\00", align 1, !dbg !0',
+            "@table = local_unnamed_addr global [7 x i32] zeroinitializer, align 16",
+            '@thing = global %struct.s { [20 x i8] c"hello", i32 3 }, align 4, !dbg !22',
+            "@big = internal global [4 x i64] zeroinitializer, align 64",
+            "@n = internal global i32 0, align 4",
+            "@outside = external global [3 x i8], align 1",
+            '@member = global [4 x i8] c"ab\\00\\00", section "set_x", align 1',
+            '@llvm.used = appending global [1 x ptr] [ptr @n], section "llvm.metadata"',
+            "@_ZTV1A = linkonce_odr unnamed_addr constant { [3 x ptr] } zeroinitializer, comdat, align 8",
+            "@shared = available_externally global [4 x i32] zeroinitializer, align 16",
+        ]
+    )
+    assert aligned_data(ir).split("\n") == [
+        f'@.str = private unnamed_addr constant [3 x i8] c"ab\\00", align {DATA_ALIGN}, !dbg !0',
+        f"@table = local_unnamed_addr global [7 x i32] zeroinitializer, align {DATA_ALIGN}",
+        f'@thing = global %struct.s {{ [20 x i8] c"hello", i32 3 }}, align {DATA_ALIGN}, !dbg !22',
+        "@big = internal global [4 x i64] zeroinitializer, align 64",
+        "@n = internal global i32 0, align 4",
+        "@outside = external global [3 x i8], align 1",
+        '@member = global [4 x i8] c"ab\\00\\00", section "set_x", align 1',
+        '@llvm.used = appending global [1 x ptr] [ptr @n], section "llvm.metadata"',
+        "@_ZTV1A = linkonce_odr unnamed_addr constant { [3 x ptr] } zeroinitializer, comdat, align 8",
+        "@shared = available_externally global [4 x i32] zeroinitializer, align 16",
+    ]
