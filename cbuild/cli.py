@@ -31,7 +31,7 @@ from cbuild.errors import CBuildError, CompilerWarning, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.base import evaluated
 from cbuild.models.costs import outside_calls
-from cbuild.report import shards
+from cbuild.report import shards, texttable
 from cbuild.report.diff import changes, load_run, only_in, render_markdown, render_text
 from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
@@ -506,11 +506,14 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         print(f"\n{cost.metric}: {cost.total}", file=sys.stderr)
         listed = cost.top_functions(args.top)
         shown = readable_names(name for name, _ in listed)
-        top = [(shown[name], value) for name, value in listed]
-        width = max((len(name) for name, _ in top), default=0)
-        for name, value in top:
-            share = 100.0 * value / cost.total if cost.total else 0.0
-            print(f"  {name:<{width}}  {value:>12}  {share:5.1f}%", file=sys.stderr)
+        cells = [
+            [shown[name], str(value), f"{100.0 * value / cost.total if cost.total else 0.0:5.1f}%"]
+            for name, value in listed
+        ]
+        # Within the terminal's width: a name too long for its column goes on a line of its own.
+        width = shutil.get_terminal_size().columns
+        for line in texttable.render(None, cells, right={1, 2}, width=width, indent="  "):
+            print(line, file=sys.stderr)
     if outside and args.top:
         print("calls outside the count (the host's library functions, not counted):", file=sys.stderr)
         shown = readable_names(name for name, _ in outside[: args.top])

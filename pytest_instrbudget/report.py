@@ -370,7 +370,8 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
                 if folder and width is not None and max(len(label) for label in labels) + 26 > width:
                     labels = [label[len(folder) :] for label in labels]
                     title.append(f"    in {folder}")
-                rows = [(f"{label} ({demangle(f)})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
+                names = readable_names(f for f, _, _ in picked)
+                rows = [(f"{label} ({names[f]})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
             else:
                 rows = sorted(m.regions.items())[:top]
             if not rows:

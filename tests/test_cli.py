@@ -39,12 +39,32 @@ def test_cli_run_prints_output_then_cost(tmp_path: Path) -> None:
     assert b"  main  " in small.stderr  # work() is inlined into main at -O1
 
 
+def test_cli_run_puts_a_name_too_long_for_the_terminal_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """One long name (a C++ lambda's runs to hundreds of characters) does not pad the other rows."""
+    long_name = "count_" + "and_count_again_" * 6
+    (tmp_path / "w.c").write_text(
+        f"__attribute__((noinline)) int {long_name}(int n) {{ int s = 0; while (n--) s += n; return s; }}\n"
+        f"int main(int argc, char **argv) {{ (void)argv; return {long_name}(argc * 50) == 7; }}\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "cbuild", "run", "w.c", "-O", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    lines = run.stderr.decode().splitlines()
+    at = lines.index(f"  {long_name}")
+    assert lines[at + 1].endswith("%"), lines
+    assert all(len(line) <= 80 for line in lines[at + 1 :]), lines
+
+
 def test_cli_run_top_lists_that_many_and_refuses_a_negative_count(tmp_path: Path) -> None:
     (tmp_path / "w.c").write_text('#include <unistd.h>\nint main(void) { write(1, "hi\\n", 3); return 0; }\n')
     one = cli("run", "w.c", "--top", "1", cwd=tmp_path)
     assert one.returncode == 0, one.stderr.decode()
     assert one.stderr.decode().splitlines()[-3:] == [
-        "  main             2  100.0%",
+        "  main  2  100.0%",
         "calls outside the count (the host's library functions, not counted):",
         "  write  x1",
     ]

@@ -58,13 +58,18 @@ int sum(const int *a, int n) {
 """
 
 
-def install_loads_plugin(root: Path) -> None:
-    """Install the model the way pip would: a module plus a dist-info with an entry point."""
-    (root / "loads_model.py").write_text(LOADS_PLUGIN)
-    info = root / "loads_model-1.0.dist-info"
+def install_model(root: Path, module: str, source: str) -> None:
+    """Install a model the way pip would: a module plus a dist-info with an entry point."""
+    (root / f"{module}.py").write_text(source)
+    info = root / f"{module}-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loads-model\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[instrbudget]\nloads = loads_model\n")
+    project = module.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[instrbudget]\n{module.split('_')[0]} = {module}\n")
+
+
+def install_loads_plugin(root: Path) -> None:
+    install_model(root, "loads_model", LOADS_PLUGIN)
 
 
 def test_builtin_models_come_through_the_hook() -> None:
@@ -345,11 +350,7 @@ def test_plugin_a_model_that_fails_fails_the_test_by_name_and_keeps_the_other_me
     """A model's bug is the model's: the test fails with the model's name and what it did, without
     a traceback through the engine; the test's other metrics are measured and reported, and no
     wrong number (nothing, a negative or a fraction) is summed or written to the baseline."""
-    (pytester.path / "faulty_model.py").write_text(FAULTY_PLUGIN)
-    info = pytester.path / "faulty_model-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: faulty-model\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[instrbudget]\nfaulty = faulty_model\n")
+    install_model(pytester.path, "faulty_model", FAULTY_PLUGIN)
     pytester.syspathinsert(pytester.path)
     monkeypatch.setenv("FAULTY_MODE", mode)
     pytester.makefile(".c", work=SUM_C)
@@ -374,11 +375,7 @@ def test_plugin_a_model_that_fails_fails_the_test_by_name_and_keeps_the_other_me
 def test_plugin_a_model_whose_analysis_raises_names_the_model(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (pytester.path / "faulty_model.py").write_text(FAULTY_PLUGIN)
-    info = pytester.path / "faulty_model-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: faulty-model\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[instrbudget]\nfaulty = faulty_model\n")
+    install_model(pytester.path, "faulty_model", FAULTY_PLUGIN)
     pytester.syspathinsert(pytester.path)
     monkeypatch.setenv("FAULTY_MODE", "analyse-raises")
     pytester.makefile(".c", work=SUM_C + "/* a build of its own: the analysis runs */\n")
@@ -429,11 +426,7 @@ def test_plugin_a_cut_off_no_build_can_check_fails_the_test(pytester: pytest.Pyt
     """A cut-off on the metric of an additive model is refused before any test runs; one on a
     model whose dynamic phase keeps no clock fails the test that set it, where it passed unchecked."""
     install_loads_plugin(pytester.path)
-    (pytester.path / "ticks_model.py").write_text(TICKS_PLUGIN)
-    info = pytester.path / "ticks_model-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ticks-model\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[instrbudget]\nticks = ticks_model\n")
+    install_model(pytester.path, "ticks_model", TICKS_PLUGIN)
     pytester.syspathinsert(pytester.path)
     pytester.makefile(".c", work=SUM_C)
     pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "loads", "ticks"]\n')

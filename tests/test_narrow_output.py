@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from cbuild.build.demangle import demangle, readable
 from cbuild.report.diff import Change
 from cbuild.report.diff import render_text as diff_text
 from cbuild.report.texttable import ELLIPSIS
@@ -190,3 +191,22 @@ def test_diff_at_80_columns_names_each_test_once() -> None:
         "tests/test_sort.py::test_sort  ir_instructions: 800 -> 900 +12.50%",
     ]
     assert diff_text(found, 200).splitlines()[0] == f"{CMARK}  ir_instructions: 61,000,000 -> 61,916,003 +1.50%"
+
+
+LAMBDA = (
+    "_ZZNSt3__112__hash_tableINS_17__hash_value_typeINS_12basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEEEiEE"
+    "NS_22__unordered_map_hasherIS7_NS_4pairIKS7_iEENS_4hashIS7_EENS_8equal_toIS7_EEEENS_21__unordered_map_equalIS7_"
+    "SC_SG_SE_EENS5_ISC_EEE16__emplace_uniqueB9nie220108IJRKNS_21piecewise_construct_tENS_5tupleIJRSB_EEENSQ_IJEEEEEE"
+    "NSA_INS_15__hash_iteratorIPNS_11__hash_nodeIS8_PvEEEEbEEDpOT_ENKUlSR_SP_OSS_OST_E_clESR_SP_S14_S15_"
+)
+
+
+def test_line_breakdown_names_a_cxx_function_as_failure_messages_do() -> None:
+    """A line of a libc++ lambda names its function in the short form failure messages and diffs
+    use (``std::__hash_table<…>::…``), not in its demangled 400 characters."""
+    lines = report.breakdown_lines(
+        [Result(SMALL, True, [metric("ir_instructions", 900, 800, lines=[[LAMBDA, "src/map.cc:12", 600]])])],
+        "lines",
+    )
+    assert len(demangle(LAMBDA)) > 300
+    assert f"    src/map.cc:12 ({readable(LAMBDA)})  600   66.7%" in lines
