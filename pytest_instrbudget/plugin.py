@@ -535,7 +535,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.section("instrbudget")
         width = config.get_terminal_writer().fullwidth
         for line in report.table_lines(
-            budget.results.values(), width=width, show_all=budget.run.table == "all", outcomes=budget.outcomes
+            budget.results.values(),
+            width=width,
+            show_all=budget.run.table == "all",
+            outcomes=budget.outcomes,
+            order=budget.metric_order,
         ):
             terminalreporter.write_line(line)
         for kind in budget.run.reports:

@@ -129,10 +129,11 @@ def _cell(m: MetricResult | None) -> str:
     return "-" if m.status == ERROR and not m.value else f"{m.value:,}"
 
 
-def _metric_names(results: Sequence[TestResult], *, measured: bool = False) -> list[str]:
+def _metric_names(results: Sequence[TestResult], *, measured: bool = False, order: Sequence[str] = ()) -> list[str]:
     """Every metric of the results (``measured``: only those with a value, not unavailable), in
-    the order the models report them."""
-    return list(dict.fromkeys(m.metric for r in results for m in (r.measured if measured else r.metrics)))
+    ``order`` (the session's, whichever tests ran), then in the order the models report them."""
+    found = dict.fromkeys(m.metric for r in results for m in (r.measured if measured else r.metrics))
+    return [name for name in order if name in found] + [name for name in found if name not in order]
 
 
 #: Below this many characters for test names, the summary lists each test's metrics under its name.
@@ -150,8 +151,10 @@ def table_lines(
     width: int | None = None,
     show_all: bool = False,
     outcomes: Mapping[str, tuple[str, str]] | None = None,
+    order: Sequence[str] = (),
 ) -> list[str]:
-    """The summary table: one row per test, each metric's value and change, then the status.
+    """The summary table: one row per test, each metric's value and change, then the status;
+    the metrics' columns in ``order`` (:attr:`BudgetSession.metric_order`) as far as it goes.
 
     Without ``show_all`` only :func:`notable` tests get a row, and a line counts the others.
     Names are never cut: within ``width`` a test name too long for its column goes on a line
@@ -160,7 +163,7 @@ def table_lines(
     """
     everything = in_display_order(results)
     shown = everything if show_all else [r for r in everything if notable(r)]
-    metrics = _metric_names(everything)
+    metrics = _metric_names(everything, order=order)
     out: list[str] = []
     if shown:
         by_test = [{m.metric: m for m in r.metrics} for r in shown]
@@ -393,11 +396,15 @@ MARKDOWN_LIMIT = 1024 * 1024 - 4096
 
 def markdown(session: BudgetSession, limit: int = MARKDOWN_LIMIT) -> str:
     """A markdown summary for a CI job page: what changed against the baseline, and failures."""
-    return markdown_text(list(session.results.values()), limit, session.outcomes)
+    return markdown_text(list(session.results.values()), limit, session.outcomes, order=session.metric_order)
 
 
 def markdown_text(
-    results: list[TestResult], limit: int = MARKDOWN_LIMIT, outcomes: Mapping[str, tuple[str, str]] | None = None
+    results: list[TestResult],
+    limit: int = MARKDOWN_LIMIT,
+    outcomes: Mapping[str, tuple[str, str]] | None = None,
+    *,
+    order: Sequence[str] = (),
 ) -> str:
     """The markdown summary of ``results``: one table row per notable test, then for each
     failure its message with the functions that grew most and its costliest lines.
@@ -432,7 +439,7 @@ def markdown_text(
     if not shown:
         fits(["No cost changed against the baseline.", ""])
     else:
-        metrics = _metric_names(shown)
+        metrics = _metric_names(shown, order=order)
         fits(["| test | " + " | ".join(metrics) + " | status |", "|---|" + "---:|" * len(metrics) + "---|"])
         for r in shown:
             by_name = {m.metric: m for m in r.metrics}

@@ -120,6 +120,11 @@ class BudgetSession:
         }
         #: Metric name -> the registered model reporting it.
         self.metric_models = {m.name: name for name in registry.names for m in registry.model_class(name).metrics}
+        #: The order of metrics in the summary table: the session's models' first, then the other
+        #: registered models' (a test may choose them), whichever tests ran.
+        self.metric_order = list(
+            dict.fromkeys([*(m.name for model in self.models for m in model.metrics), *self.metric_models])
+        )
         self.baseline = baseline
         self.builder = builder
         self._fingerprint: dict[str, str] | None = None

@@ -276,3 +276,20 @@ def test_readable_names_of_one_table_stay_apart() -> None:
         longs: "void std::__sort<…>(long*, long*, std::__less<…>&)",
     }
     assert readable_names(["f (a.c)", "f (b.c)"]) == {"f (a.c)": "f (a.c)", "f (b.c)": "f (b.c)"}
+
+
+def test_table_columns_follow_the_sessions_model_order_whichever_tests_ran() -> None:
+    """A test that chose only the zkvm model sorts first; the columns still follow the
+    session's order, as they do when it is not selected."""
+    only_zk = result("tests/test_a.py::test_zk", metric("zk_cycles", 8192, None, NEW))
+    both = result(
+        "tests/test_b.py::test_both", metric("ir_instructions", 90, None, NEW), metric("zk_cycles", 8192, None, NEW)
+    )
+    order = ["ir_instructions", "pipeline_cycles", "zk_cycles"]
+    for shown in ([only_zk, both], [both]):
+        assert report.table_lines(shown, width=120, order=order)[0].split() == [
+            "test",
+            "ir_instructions",
+            "zk_cycles",
+            "status",
+        ]
