@@ -223,7 +223,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session.collected.update(item.nodeid for item in items)
     for item in items:
         try:
-            item.stash[BUDGET] = Budget.from_item(item, session.models, session.all_keywords, choose=session.choose)
+            budget = item.stash[BUDGET] = Budget.from_item(
+                item, session.models, session.all_keywords, choose=session.choose
+            )
+            session.check_cutoff(item.nodeid, budget)
         except ConfigError as exc:
             item.stash[BUDGET_ERROR] = str(exc)  # an error if the test is selected (after deselection)
 
@@ -305,6 +308,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         # Counts a crashed library process took with it leave the measurement incomplete.
         completed = completed and not lost
         result = None
+        unchecked: list[str] = []
         if meter.used:
             models = _test_models(item, session)
             measured = measure(models, counts)
@@ -322,6 +326,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             )
             item.stash[RESULT] = result
             item.user_properties.extend(junit_properties(result))
+            # A metric no build measured is unavailable, and said so with the test's policy.
+            unchecked = [m for m in meter.unchecked_limits() if m not in measured.unavailable]
             if session.run.profile_dir is not None:
                 try:
                     profiles.write(session.run.profile_dir, item.nodeid, costs)
@@ -330,7 +336,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                     session.output_errors.append(
                         f"cannot write the profile of {item.nodeid} to {where}: {describe_os_error(exc)}"
                     )
-    unchecked = meter.unchecked_limits() if meter.used else []
     if unchecked:
         pytest.fail(
             f"instrbudget: {item.nodeid}: the cut-off on {', '.join(unchecked)} was not checked: no build of the "

@@ -233,6 +233,18 @@ class BudgetSession:
         """A baseline's session fingerprint with the fields older baselines lack filled in as they were."""
         return update.recorded(recorded, self._session_fingerprint())
 
+    def check_cutoff(self, nodeid: str, budget: Budget | None) -> None:
+        """The config's ``cutoff`` stops a budgeted test's code at a count of its headline metric:
+        an error (ConfigError) where the headline's model keeps no clock for that."""
+        models = self.test_models(budget) if budget is not None and self.settings.cutoff is not None else []
+        if models and not models[0].can_stop_code():
+            headline = models[0].metrics[0].name
+            raise ConfigError(
+                f"{nodeid}: cutoff = {self.settings.cutoff:g} in [tool.instrbudget] stops code at a count of the "
+                f"test's headline metric, {headline}, but the {models[0].name} model keeps no clock while code "
+                "runs; put a model that does first in `models` (ir-count, pipeline, zkvm) or leave cutoff out"
+            )
+
     def cutoffs(self, nodeid: str, budget: Budget | None) -> tuple[dict[str, int], dict[str, str]]:
         """Where a test's code stops (metric -> count) and how each was given: the marker's ``stop_at``
         keywords, else the config's ``cutoff`` times the headline limit, else times its baseline."""
@@ -249,12 +261,8 @@ class BudgetSession:
         limit = budget.limits.get(headline.name)
         old = self.baseline.tests.get(nodeid, {}).get(headline.name) if self.metric_comparable(headline.name) else None
         base, what = (limit, headline.keyword) if limit is not None else (old.total if old else None, "its baseline")
-        if base and not models[0].can_stop_code():
-            raise ConfigError(
-                f"cutoff = {factor:g} in [tool.instrbudget] stops code at a count of the headline metric, "
-                f"{headline.name}, but the {models[0].name} model keeps no clock while code runs; put a model "
-                "that does first in `models` (ir-count, pipeline, zkvm) or leave cutoff out"
-            )
+        if base:
+            self.check_cutoff(nodeid, budget)
         if base:
             stops[headline.name] = math.ceil(base * factor)
             labels[headline.name] = f"cutoff = {factor:g}x {what}"

@@ -61,6 +61,9 @@ def test_aggregate_globals_are_aligned_and_others_left_alone() -> None:
             '@llvm.used = appending global [1 x ptr] [ptr @n], section "llvm.metadata"',
             "@_ZTV1A = linkonce_odr unnamed_addr constant { [3 x ptr] } zeroinitializer, comdat, align 8",
             "@shared = available_externally global [4 x i32] zeroinitializer, align 16",
+            '@.str.1 = private unnamed_addr constant [18 x i8] c"pad, align 4, xy\\0A\\00", align 1',
+            '@.str.2 = private unnamed_addr constant [16 x i8] c"the common case\\00", align 1',
+            '@"a b" = internal global [2 x i8] zeroinitializer, align 1 #0',
         ]
     )
     assert aligned_data(ir).split("\n") == [
@@ -74,4 +77,19 @@ def test_aggregate_globals_are_aligned_and_others_left_alone() -> None:
         '@llvm.used = appending global [1 x ptr] [ptr @n], section "llvm.metadata"',
         "@_ZTV1A = linkonce_odr unnamed_addr constant { [3 x ptr] } zeroinitializer, comdat, align 8",
         "@shared = available_externally global [4 x i32] zeroinitializer, align 16",
+        # What a string holds is its own: never read as the definition's alignment or linkage.
+        f'@.str.1 = private unnamed_addr constant [18 x i8] c"pad, align 4, xy\\0A\\00", align {DATA_ALIGN}',
+        f'@.str.2 = private unnamed_addr constant [16 x i8] c"the common case\\00", align {DATA_ALIGN}',
+        f'@"a b" = internal global [2 x i8] zeroinitializer, align {DATA_ALIGN} #0',
     ]
+
+
+def test_a_literal_that_reads_like_an_alignment_keeps_its_text(builder: Builder, tmp_path: Path) -> None:
+    source = tmp_path / "text.c"
+    source.write_text(
+        'const char *text(void) { return "pad, align 10, xy"; }\n'
+        'const char *shorter(void) { return "pad, align 4, xy"; }\n'
+    )
+    with Library(builder.build([source], kind="library")) as lib:
+        assert lib.text().string() == b"pad, align 10, xy"
+        assert lib.shorter().string() == b"pad, align 4, xy"

@@ -59,7 +59,7 @@ size_t length(const char *s) { return strlen(s); }
 unsigned misalignment(const void *p) { return (unsigned)((uintptr_t)p % 64); }
 unsigned text_misalignment(const char **p) { return (unsigned)((uintptr_t)*p % 64); }
 unsigned strings_misalignment(const char *const *s) {
-    unsigned m = 0;
+    unsigned m = (unsigned)((uintptr_t)s % 64);
     for (; *s != NULL; s++) m |= (unsigned)((uintptr_t)*s % 64);
     return m;
 }

@@ -12,6 +12,8 @@ import pytest
 
 from cbuild import Builder, BuildOptions, run_program
 from cbuild.models import CostModel, Metric, ModelError, ModelRegistry, default_registry
+from cbuild.models.base import checked_costs
+from cbuild.models.costs import Cost
 from cbuild.riscv.machine import MACHINES_DIR
 
 LOADS_PLUGIN = '''
@@ -289,6 +291,7 @@ def test_plugin_model_parameters_are_part_of_the_baseline_fingerprint(pytester: 
 
 FAULTY_PLUGIN = '''
 """A model with a bug of the kind chosen by FAULTY_MODE, in each of its phases."""
+import json
 import os
 
 from cbuild.hookspecs import hookimpl
@@ -308,6 +311,8 @@ class Faulty(CostModel):
         mode = os.environ.get("FAULTY_MODE")
         if mode == "raises":
             return [1 // 0 for _ in table.blocks]
+        if mode == "json":
+            return json.loads("{")
         if mode == "none":
             return None
         if mode == "short":
@@ -329,6 +334,8 @@ def instrbudget_cost_models():
             "cost model 'faulty' failed in evaluate: ZeroDivisionError: integer division or modulo by zero "
             "(at */faulty_model.py:2?)",
         ),
+        # Raised in the json module: the line is the model's call of it.
+        ("json", "cost model 'faulty' failed in evaluate: JSONDecodeError: * (at */faulty_model.py:2?)"),
         (
             "none",
             "cost model 'faulty': block_costs returned None; expected a sequence of non-negative integers, "
@@ -443,6 +450,18 @@ def test_plugin_a_cut_off_no_build_can_check_fails_the_test(pytester: pytest.Pyt
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*budget(regions={'r': {'max_loads': ...}}): the loads model keeps no clock*"])
+    # The config's cutoff stops code at a count of the headline metric: not of an additive model's.
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["loads", "ir-count"]\ncutoff = 2\n')
+    pytester.makepyfile(test_l=f"import array\nimport pytest\n\n@pytest.mark.budget(max_instr=1000)\n{body}")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*test_l.py::test_sum: cutoff = 2 in [[]tool.instrbudget[]] stops code at a count of the test's headline "
+            "metric, loads, but the loads model keeps no clock while code runs*"
+        ]
+    )
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "loads", "ticks"]\n')
     (pytester.path / "test_l.py").unlink()
     pytester.makepyfile(test_t=f"import array\nimport pytest\n\n@pytest.mark.budget(stop_at_ticks=5)\n{body}")
     result = pytester.runpytest("-p", "no:cacheprovider")
@@ -454,3 +473,18 @@ def test_plugin_a_cut_off_no_build_can_check_fails_the_test(pytester: pytest.Pyt
             "  ticks: 6 exceeds stop_at_ticks=5 by 1*",  # the keyword the test gave, not max_ticks
         ]
     )
+
+
+def test_evaluate_must_give_one_cost_per_metric() -> None:
+    """A metric left out would read 0 and pass its limit; two of one would be summed."""
+
+    class Two(CostModel):
+        name = "two"
+        metrics = (Metric("two_a", "a", "max_two_a"), Metric("two_b", "b", "max_two_b"))
+
+    model = Two()
+    assert checked_costs(model, [Cost("two_b", 1), Cost("two_a", 2)]) == [Cost("two_b", 1), Cost("two_a", 2)]
+    assert checked_costs(model, [], unavailable=True) == []
+    for wrong in ([Cost("two_a", 1)], [Cost("two_a", 1), Cost("two_a", 1)], [Cost("two_a", 1), Cost("other", 1)], []):
+        with pytest.raises(ModelError, match=r"cost model 'two': evaluate returned costs of .*; expected one of each"):
+            checked_costs(model, wrong)

@@ -425,7 +425,7 @@ class Builder:
             except CBuildError as exc:
                 raise ModelError(f"cost model {model.name!r}: {exc}") from exc
             except Exception as exc:  # the model's own bug: said with the model's name and line
-                raise model_failed(model.name, method, exc) from exc
+                raise model_failed(model, method, exc) from exc
             analyses[model.name] = {"analysis": analysis}
             if runtime is not None:
                 runtimes.append((model.name, runtime, model.events))

@@ -1,7 +1,7 @@
 """Where a measured program's data lies: every aggregate global starts on a 32-byte boundary.
 
-The counted string functions (``libc/string.c``) work through aligned 32-byte blocks, so what
-``strlen`` or ``memcpy`` of a global costs depends on where the global starts within its block.
+The counted ``strlen`` (``libc/string.c``) works through aligned 32-byte blocks, so what it
+costs on a global depends on where the global starts within its block.
 The linker puts each global after the ones before it, so adding a string literal, a region
 marker (whose name is one) or a table anywhere in a program would move the others, and the
 count of code that never touches the new data with them. Aligning every array and structure
@@ -12,18 +12,26 @@ from __future__ import annotations
 
 import re
 
-#: The boundary aggregate globals start on: the counted string functions' block.
+#: The boundary aggregate globals start on: the counted strlen's block.
 DATA_ALIGN = 32
 
-#: A global variable's definition with an aggregate type (array, structure or vector):
-#: ``@name = [linkage and attributes] global|constant TYPE INIT, align N[, ...]``.
+#: A global variable's definition with an aggregate type (array, structure or vector), its
+#: strings masked (:func:`_masked`): ``@name = [linkage and attributes] global|constant TYPE
+#: INIT, align N[, ...]``.
 _AGGREGATE = re.compile(
-    r"^(?P<head>@[^\s=]+ = (?!external )(?:[\w()\"]+ )*?(?:global|constant) [\[{<%].*?), align (?P<align>\d+)"
-    r"(?P<tail>(?:, .*)?)$"
+    r"^@[^\s=]+ = (?!external )(?P<linkage>(?:[\w()\"]+ )*?)(?:global|constant) [\[{<%].*?"
+    r", align (?P<align>\d+)(?=$|,| )"
 )
-
 #: Linkages of a definition that may not be the one the program uses.
-_SHARED = re.compile(r" (?:available_externally|linkonce|linkonce_odr|weak|weak_odr|common|extern_weak) ")
+_SHARED = {"available_externally", "linkonce", "linkonce_odr", "weak", "weak_odr", "common", "extern_weak"}
+#: A quoted string of LLVM's assembly (it writes a quote inside one as ``\22``).
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def _masked(line: str) -> str:
+    """``line`` with what its quoted strings hold (a ``c"..."`` initializer, a quoted name)
+    replaced by ``_``, at the same positions."""
+    return _QUOTED.sub(lambda found: '"' + "_" * (len(found.group()) - 2) + '"', line)
 
 
 def aligned_data(text: str) -> str:
@@ -32,12 +40,14 @@ def aligned_data(text: str) -> str:
     array (``__start_``/``__stop_`` symbols), which padding between its members would break; so
     are LLVM's own (``@llvm.used``, constructors), and definitions another module's copy may
     stand for at run time (weak, ``linkonce``, common, ``available_externally``), whose alignment
-    the code must not assume beyond what every copy has."""
+    the code must not assume beyond what every copy has. What strings hold is never read as
+    part of the definition."""
     out = []
     for line in text.split("\n"):
-        if line.startswith("@") and not line.startswith("@llvm.") and ' section "' not in line:
-            found = _AGGREGATE.match(line)
-            if found is not None and int(found["align"]) < DATA_ALIGN and not _SHARED.search(found["head"]):
-                line = f"{found['head']}, align {DATA_ALIGN}{found['tail']}"
+        if line.startswith("@") and not line.startswith("@llvm."):
+            masked = _masked(line)
+            found = _AGGREGATE.match(masked) if ' section "' not in masked else None
+            if found is not None and int(found["align"]) < DATA_ALIGN and not _SHARED & set(found["linkage"].split()):
+                line = line[: found.start("align")] + str(DATA_ALIGN) + line[found.end("align") :]
         out.append(line)
     return "\n".join(out)

@@ -46,12 +46,16 @@ class ModelError(CBuildError):
     """A cost model is unknown, misconfigured or failed."""
 
 
-def model_failed(model: str, method: str, exc: Exception) -> ModelError:
+def model_failed(model: CostModel, method: str, exc: Exception) -> ModelError:
     """A model's ``method`` raised ``exc``: the error that names the model, the exception and the
-    line it was raised at (the model's own code, for a model's bug)."""
+    line of the model's own code it was raised from (the deepest in the model's modules, where
+    the exception came from a library it called; else where it was raised)."""
     frames = traceback.extract_tb(exc.__traceback__)
-    at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return ModelError(f"cost model {model!r} failed in {method}: {type(exc).__name__}: {exc}{at}")
+    own = {str(path.resolve()) for path in model.sources().values()}
+    mine = [frame for frame in frames if str(Path(frame.filename).resolve()) in own]
+    frame = mine[-1] if mine else frames[-1] if frames else None
+    at = f" (at {frame.filename}:{frame.lineno})" if frame is not None else ""
+    return ModelError(f"cost model {model.name!r} failed in {method}: {type(exc).__name__}: {exc}{at}")
 
 
 def checked_block_costs(model: str, table: BlockTable, costs: object) -> list[int]:
@@ -75,20 +79,22 @@ def checked_block_costs(model: str, table: BlockTable, costs: object) -> list[in
     return values
 
 
-def checked_costs(model: CostModel, costs: object) -> list[Cost]:
+def checked_costs(model: CostModel, costs: object, *, unavailable: bool = False) -> list[Cost]:
     """What :meth:`CostModel.evaluate` returned, checked: a cost per metric of the model, each a
-    non-negative integer overall and per function."""
+    non-negative integer overall and per function; none at all where the model could not measure
+    the artifact (``unavailable``)."""
     names = [m.name for m in model.metrics]
     if not isinstance(costs, (list, tuple)) or not all(isinstance(c, Cost) for c in costs):
         raise ModelError(
             f"cost model {model.name!r}: evaluate returned {costs!r}; expected a list of Cost, one per metric"
         )
+    given = [cost.metric for cost in costs]
+    if not (unavailable and not given) and sorted(given) != sorted(names):
+        raise ModelError(
+            f"cost model {model.name!r}: evaluate returned costs of {', '.join(given) or 'no metric'}; "
+            f"expected one of each of its metrics ({', '.join(names)})"
+        )
     for cost in costs:
-        if cost.metric not in names:
-            raise ModelError(
-                f"cost model {model.name!r}: evaluate returned a cost of {cost.metric!r}, which is not among its "
-                f"metrics ({', '.join(names)})"
-            )
         for what, value in [("total", cost.total), *((f"cost of {f}", v) for f, v in cost.functions.items())]:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ModelError(
@@ -245,13 +251,20 @@ class CostModel:
         engine (whose code is in every build key): part of build keys, so that a build's cached
         :meth:`analyse` document is never one an earlier version of the model's code wrote. Code the
         model calls in other modules is not covered: change :attr:`version` when it changes results."""
+        return tuple(f"{name}:{_source_digest(path)}" for name, path in self.sources().items())
+
+    def sources(self) -> dict[str, Path]:
+        """The modules (name -> file) that define the model's class and the model classes it
+        derives from, outside this engine (mixins and the standard library are not the model's)."""
         engine = Path(__file__).resolve().parent.parent
         modules: dict[str, Path] = {}
         for cls in type(self).__mro__:
+            if cls is CostModel or not issubclass(cls, CostModel):
+                continue
             where = getattr(sys.modules.get(cls.__module__), "__file__", None)
-            if cls is not CostModel and where is not None and not Path(where).resolve().is_relative_to(engine):
+            if where is not None and not Path(where).resolve().is_relative_to(engine):
                 modules[cls.__module__] = Path(where)
-        return tuple(f"{name}:{_source_digest(path)}" for name, path in modules.items())
+        return modules
 
     def can_stop_code(self) -> bool:
         """Whether a cut-off on the headline metric can stop code: it is the IR instruction total,
@@ -303,5 +316,5 @@ def evaluated(model: CostModel, counts: BlockCounts) -> list[Cost]:
     except CBuildError:
         raise
     except Exception as exc:  # the model's own bug: said with the model's name and line
-        raise model_failed(model.name, "evaluate", exc) from exc
-    return checked_costs(model, costs)
+        raise model_failed(model, "evaluate", exc) from exc
+    return checked_costs(model, costs, unavailable=model.name in counts.unavailable)

@@ -35,9 +35,10 @@ SPIN_SECONDS = 200e-6 if os.uname().machine in ("x86_64", "i686") else 0.0
 MAILBOX_BYTES = 1 << 20
 #: Bytes read from a returned ``char *`` at most, when the test asks for its string.
 MAX_STRING = 1 << 24
-#: The memory a call's arguments point at (buffers, strings) starts at a multiple of this: the
-#: counted string functions' work depends on where their data lies within 32-byte blocks, and the
-#: host's heap puts its objects wherever its layout (the project's path, for one) leaves room.
+#: The memory a call's arguments point at (buffers, strings, arrays of strings) starts at a
+#: multiple of this: the counted strlen's work depends on where a string starts within a 32-byte
+#: block, and the host's heap puts its objects wherever its layout (the project's path, for one)
+#: leaves room.
 ARGUMENT_ALIGN = 64
 #: Where an instrumented library's runtime writes its counters if a call ends this process: read
 #: from the environment when the library loads (cbuild.run.program.COUNTS_ENV).
@@ -461,9 +462,10 @@ class Host:
                 back.append((n, cell, cell.value))
             elif tag == "strings":  # an array of C strings (char **), NULL-terminated as well
                 strings = [None if s is None else aligned_string(s) for s in rest[0]]
-                array = (ctypes.c_void_p * (len(strings) + 1))(
-                    *(None if s is None else ctypes.addressof(s) for s in strings)
+                array = (ctypes.c_void_p * (len(strings) + 1)).from_buffer(
+                    aligned_buffer(ctypes.sizeof(ctypes.c_void_p) * (len(strings) + 1))
                 )
+                array[: len(strings)] = [None if s is None else ctypes.addressof(s) for s in strings]
                 keep += [strings, array]
                 values.append(ctypes.addressof(array))
             else:  # "s": a structure by value, as its bytes
