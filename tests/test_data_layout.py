@@ -48,40 +48,28 @@ def test_a_longer_literal_elsewhere_or_region_markers_leave_a_strlen_count_as_it
     assert len(costs) == 1, costs
 
 
+#: Global definitions as LLVM prints them, and the alignment each should end with.
+GLOBALS = [
+    ('@.str = private unnamed_addr constant [3 x i8] c"ab\\00", align {}, !dbg !0', 1, DATA_ALIGN),
+    ("@table = local_unnamed_addr global [7 x i32] zeroinitializer, align {}", 16, DATA_ALIGN),
+    ('@thing = global %struct.s {{ [20 x i8] c"hello", i32 3 }}, align {}, !dbg !22', 4, DATA_ALIGN),
+    ("@big = internal global [4 x i64] zeroinitializer, align {}", 64, 64),
+    ("@n = internal global i32 0, align {}", 4, 4),
+    ("@outside = external global [3 x i8], align {}", 1, 1),
+    ('@member = global [4 x i8] c"ab\\00\\00", section "set_x", align {}', 1, 1),
+    ("@_ZTV1A = linkonce_odr unnamed_addr constant {{ [3 x ptr] }} zeroinitializer, comdat, align {}", 8, 8),
+    ("@shared = available_externally global [4 x i32] zeroinitializer, align {}", 16, 16),
+    # What a string holds is its own: never read as the definition's alignment or linkage.
+    ('@.str.1 = private unnamed_addr constant [18 x i8] c"pad, align 4, xy\\0A\\00", align {}', 1, DATA_ALIGN),
+    ('@.str.2 = private unnamed_addr constant [16 x i8] c"the common case\\00", align {}', 1, DATA_ALIGN),
+    ('@"a b" = internal global [2 x i8] zeroinitializer, align {} #0', 1, DATA_ALIGN),
+]
+
+
 def test_aggregate_globals_are_aligned_and_others_left_alone() -> None:
-    ir = "\n".join(
-        [
-            '@.str = private unnamed_addr constant [3 x i8] c"ab\\00", align 1, !dbg !0',
-            "@table = local_unnamed_addr global [7 x i32] zeroinitializer, align 16",
-            '@thing = global %struct.s { [20 x i8] c"hello", i32 3 }, align 4, !dbg !22',
-            "@big = internal global [4 x i64] zeroinitializer, align 64",
-            "@n = internal global i32 0, align 4",
-            "@outside = external global [3 x i8], align 1",
-            '@member = global [4 x i8] c"ab\\00\\00", section "set_x", align 1',
-            '@llvm.used = appending global [1 x ptr] [ptr @n], section "llvm.metadata"',
-            "@_ZTV1A = linkonce_odr unnamed_addr constant { [3 x ptr] } zeroinitializer, comdat, align 8",
-            "@shared = available_externally global [4 x i32] zeroinitializer, align 16",
-            '@.str.1 = private unnamed_addr constant [18 x i8] c"pad, align 4, xy\\0A\\00", align 1',
-            '@.str.2 = private unnamed_addr constant [16 x i8] c"the common case\\00", align 1',
-            '@"a b" = internal global [2 x i8] zeroinitializer, align 1 #0',
-        ]
-    )
-    assert aligned_data(ir).split("\n") == [
-        f'@.str = private unnamed_addr constant [3 x i8] c"ab\\00", align {DATA_ALIGN}, !dbg !0',
-        f"@table = local_unnamed_addr global [7 x i32] zeroinitializer, align {DATA_ALIGN}",
-        f'@thing = global %struct.s {{ [20 x i8] c"hello", i32 3 }}, align {DATA_ALIGN}, !dbg !22',
-        "@big = internal global [4 x i64] zeroinitializer, align 64",
-        "@n = internal global i32 0, align 4",
-        "@outside = external global [3 x i8], align 1",
-        '@member = global [4 x i8] c"ab\\00\\00", section "set_x", align 1',
-        '@llvm.used = appending global [1 x ptr] [ptr @n], section "llvm.metadata"',
-        "@_ZTV1A = linkonce_odr unnamed_addr constant { [3 x ptr] } zeroinitializer, comdat, align 8",
-        "@shared = available_externally global [4 x i32] zeroinitializer, align 16",
-        # What a string holds is its own: never read as the definition's alignment or linkage.
-        f'@.str.1 = private unnamed_addr constant [18 x i8] c"pad, align 4, xy\\0A\\00", align {DATA_ALIGN}',
-        f'@.str.2 = private unnamed_addr constant [16 x i8] c"the common case\\00", align {DATA_ALIGN}',
-        f'@"a b" = internal global [2 x i8] zeroinitializer, align {DATA_ALIGN} #0',
-    ]
+    used = '@llvm.used = appending global [1 x ptr] [ptr @n], section "llvm.metadata"'
+    ir = "\n".join([*(line.format(before) for line, before, _ in GLOBALS), used])
+    assert aligned_data(ir).split("\n") == [*(line.format(after) for line, _, after in GLOBALS), used]
 
 
 def test_a_literal_that_reads_like_an_alignment_keeps_its_text(builder: Builder, tmp_path: Path) -> None:
