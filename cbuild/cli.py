@@ -475,9 +475,7 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
             sys.stdout.buffer.write(result.stdout)
             sys.stdout.flush()
         except BrokenPipeError:  # `| head` read what it wanted: the cost still goes to stderr
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+            _into_nothing(sys.stdout)
     sys.stderr.buffer.write(result.stderr)
     sys.stderr.flush()
     if result.counts is None:
@@ -580,9 +578,14 @@ def entry() -> int:
         return status
     except BrokenPipeError:
         # Python flushes both streams again at exit: into nothing, so that it says nothing.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                os.dup2(devnull, stream.fileno())
-        os.close(devnull)
+        _into_nothing(sys.stdout, sys.stderr)
         return 141
+
+
+def _into_nothing(*streams: Any) -> None:
+    """Point ``streams`` at /dev/null: a reader that went away is written to no more."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in streams:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)

@@ -130,6 +130,8 @@ class Meter:
     def unchecked_limits(self) -> list[str]:
         """The metrics with a cut-off that none of the test's builds could check: no build keeps a
         clock of them (a model whose dynamic phase keeps none, or one past the runtime's clocks)."""
+        if not self.limits:
+            return []
         checked = {m for a in self._artifacts.values() for m in checked_limits(a, dict.fromkeys(self.limits, 0))}
         return [metric for metric in self.limits if metric not in checked]
 

@@ -262,8 +262,6 @@ class BudgetSession:
         old = self.baseline.tests.get(nodeid, {}).get(headline.name) if self.metric_comparable(headline.name) else None
         base, what = (limit, headline.keyword) if limit is not None else (old.total if old else None, "its baseline")
         if base:
-            self.check_cutoff(nodeid, budget)
-        if base:
             stops[headline.name] = math.ceil(base * factor)
             labels[headline.name] = f"cutoff = {factor:g}x {what}"
         return stops, labels

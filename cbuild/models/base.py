@@ -21,6 +21,7 @@ the executed blocks from :attr:`BlockCounts.machine <cbuild.models.costs.BlockCo
 
 from __future__ import annotations
 
+import functools
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -51,7 +52,7 @@ def model_failed(model: CostModel, method: str, exc: Exception) -> ModelError:
     line of the model's own code it was raised from (the deepest in the model's modules, where
     the exception came from a library it called; else where it was raised)."""
     frames = traceback.extract_tb(exc.__traceback__)
-    own = {str(path.resolve()) for path in model.sources().values()}
+    own = {str(path) for path in model.sources().values()}
     mine = [frame for frame in frames if str(Path(frame.filename).resolve()) in own]
     frame = mine[-1] if mine else frames[-1] if frames else None
     at = f" (at {frame.filename}:{frame.lineno})" if frame is not None else ""
@@ -193,6 +194,27 @@ class BuildView:
         return self._lowered[target]
 
 
+@functools.cache
+def _sources(cls: type) -> dict[str, Path]:
+    """:meth:`CostModel.sources` of a model class (its modules are imported once per process)."""
+    engine = Path(__file__).resolve().parent.parent
+    modules: dict[str, Path] = {}
+    for base in cls.__mro__:
+        if base is CostModel or not issubclass(base, CostModel):
+            continue
+        where = getattr(sys.modules.get(base.__module__), "__file__", None)
+        if where is not None and not Path(where).resolve().is_relative_to(engine):
+            modules[base.__module__] = Path(where).resolve()
+    return modules
+
+
+@functools.cache
+def _code_key(cls: type) -> tuple[str, ...]:
+    """:meth:`CostModel.code_key` of a model class: digested once per process, as the code that
+    runs is what was imported (builds of every test compute their keys)."""
+    return tuple(f"{name}:{_source_digest(path)}" for name, path in _sources(cls).items())
+
+
 def _source_digest(path: Path) -> str:
     """A model module's digest ("unreadable" when it is gone: it has been replaced since it was imported)."""
     try:
@@ -251,20 +273,14 @@ class CostModel:
         engine (whose code is in every build key): part of build keys, so that a build's cached
         :meth:`analyse` document is never one an earlier version of the model's code wrote. Code the
         model calls in other modules is not covered: change :attr:`version` when it changes results."""
-        return tuple(f"{name}:{_source_digest(path)}" for name, path in self.sources().items())
+        cls: type = type(self)  # the cache's key: a class is hashable, whatever its instances are
+        return _code_key(cls)
 
     def sources(self) -> dict[str, Path]:
         """The modules (name -> file) that define the model's class and the model classes it
         derives from, outside this engine (mixins and the standard library are not the model's)."""
-        engine = Path(__file__).resolve().parent.parent
-        modules: dict[str, Path] = {}
-        for cls in type(self).__mro__:
-            if cls is CostModel or not issubclass(cls, CostModel):
-                continue
-            where = getattr(sys.modules.get(cls.__module__), "__file__", None)
-            if where is not None and not Path(where).resolve().is_relative_to(engine):
-                modules[cls.__module__] = Path(where)
-        return modules
+        cls: type = type(self)
+        return _sources(cls)
 
     def can_stop_code(self) -> bool:
         """Whether a cut-off on the headline metric can stop code: it is the IR instruction total,
