@@ -35,7 +35,11 @@ class InstrumentError(CBuildError):
 
 
 class ExecutionError(CBuildError):
-    """A built program crashed, timed out or left no counts behind."""
+    """A built program crashed, timed out or left no counts behind. ``echoed`` is the end of the
+    message that quotes the last lines the process wrote to stderr, which also reached this
+    process's stderr ("" where the message quotes none)."""
+
+    echoed: str = ""
 
 
 class ProgramCrashed(ExecutionError):

@@ -405,7 +405,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     # The engine's errors say what and where (clang's or the linker's diagnostic, the crashed
     # function, the model): the test's line and the message, no traceback through the engine.
     if call.excinfo is not None and call.excinfo.errisinstance(CBuildError) and rep.failed:
-        rep.longrepr = _short_failure(item, call.excinfo)
+        captured = "".join(text for title, text in rep.sections if title.startswith("Captured stderr"))
+        rep.longrepr = _short_failure(item, call.excinfo, captured)
     return rep
 
 
@@ -431,8 +432,10 @@ def _skip_reason(rep: pytest.TestReport) -> str:
     return reason.removeprefix("Skipped: ")
 
 
-def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
-    """``file:line: Type: message`` with the innermost line of the test's own file."""
+def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], captured: str = "") -> str:
+    """``file:line: Type: message`` with the innermost line of the test's own file. A message that
+    quotes the end of a process's stderr leaves the quote out when pytest ``captured`` it for the
+    report's own section."""
     where = item.nodeid
     path = getattr(item, "path", None)
     for entry in reversed(excinfo.traceback):
@@ -453,7 +456,16 @@ def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
         notes = [note for model in models if (note := model.describe_stop(stop.results.get(model.name, ())))]
         text = stop.describe(units.get(stop.metric), labels.get(stop.metric), notes)
         return f"{where}: {error.what}: {text}"
-    return f"{where}: {excinfo.typename}: {error}"
+    message = str(error)
+    echoed = getattr(error, "echoed", "")
+    if echoed and message.endswith(echoed) and _quoted_lines(echoed) in captured:
+        message = message.removesuffix(echoed)
+    return f"{where}: {excinfo.typename}: {message}"
+
+
+def _quoted_lines(echoed: str) -> str:
+    """The lines a message's stderr quote holds, without its heading."""
+    return echoed.split("\n", 2)[-1]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

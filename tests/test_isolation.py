@@ -35,6 +35,7 @@ long recurse(long n) {
     frame[n % 512] = (char)n;
     return recurse(n + 1) + frame[0];
 }
+void ran_off(void) { say("run off the end"); __builtin_unreachable(); }
 """
 
 #: (test name, the call, what the failure must say)
@@ -50,8 +51,13 @@ CASES = [
     ("underscore_exit", "lib.do__exit(5)", r"do__exit\(\) called _exit\(5\)"),
     ("hang", "lib.spin()", r"spin\(\) ran past its 1 s timeout"),
     ("recursion", "lib.recurse(0)", r"recurse\(\) crashed: killed by SIGSEGV \(stack overflow\)"),
-    ("fpe", "lib.divide(1, 0)", r"divide\(\) crashed: killed by SIGFPE"),
-    ("ill", "lib.trap()", r"trap\(\) crashed: killed by SIGILL"),
+    ("fpe", "lib.divide(1, 0)", r"divide\(\) crashed: killed by SIGFPE in divide \(crash\.c:19\);"),
+    ("ill", "lib.trap()", r"trap\(\) crashed: killed by SIGILL in trap \(crash\.c:20\);"),
+    (
+        "ran_off",
+        "lib.ran_off()",
+        r"ran_off\(\) crashed: killed by SIG(TRAP|ILL) past the end of ran_off \(crash\.c:27\): its code ran off",
+    ),
     ("bus", "lib.bus()", r"bus\(\) crashed: killed by SIGBUS"),
 ]
 
@@ -111,10 +117,21 @@ def test_crashes_fail_only_their_own_test(crashing: pytest.Pytester, workers: li
         failure = re.search(rf"_+ test_{n:02}_{name} _+(.*?)(?:_{{5,}} test_|= short test summary)", text)
         assert failure, f"no failure section for test_{n:02}_{name}"
         assert re.search(message, failure.group(1)), failure.group(1)[-2000:]
+        # What the library wrote to stderr is in pytest's own section, not quoted again.
+        assert "--- stderr (last lines) ---" not in failure.group(1), failure.group(1)[-2000:]
+    assert text.count("about to segfault") == 1
     measured = _baseline(crashing)
     # Every test that ran to the end is measured; the crashed ones are not.
     after = {f"test_{n:02}_{name}_after" for n, (name, _, _) in enumerate(CASES, 1)}
     assert set(measured) == {"test_00_before"} | after
+
+
+def test_a_crash_quotes_the_librarys_stderr_where_pytest_did_not_capture_it(crashing: pytest.Pytester) -> None:
+    result = crashing.runpytest_subprocess("-p", "no:cacheprovider", "-s", "-k", "segv")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["*segv() crashed: killed by SIGSEGV in segv (crash.c:14)*", "--- stderr (last lines) ---"]
+    )
 
 
 @pytest.mark.slow

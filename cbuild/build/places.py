@@ -78,6 +78,15 @@ class Symbols:
             return None
         return self.functions[i][1]
 
+    def before(self, address: int, *, within: int) -> tuple[str, int] | None:
+        """The function that ends at most ``within`` bytes before ``address`` (which lies in no
+        function), and its end."""
+        i = bisect.bisect_right(self.starts, address) - 1
+        if i < 0 or not 0 <= address - self.functions[i][0] < within:
+            return None
+        end, name = self.functions[i]
+        return name, end
+
     def place(self, address: int) -> tuple[str, int] | None:
         if self.dwarf is None:
             return None

@@ -42,9 +42,14 @@ GUARD_SOURCE = Path(__file__).parent.parent / "runtime" / "host_guard.c"
 _STACK_MARKER = b"\ninstrbudget-host: stack overflow\n"
 _EXIT_MARKER = b"\ninstrbudget-host: exit called\n"
 #: Where a fault happened (runtime/host_guard.c): the loaded file, the offset from its load address
-#: and the address the instruction touched.
-_FAULT_MARKER = re.compile(rb"\ninstrbudget-host: fault at (/[^\n]*)\+0x([0-9a-f]+) address 0x([0-9a-f]+)\n")
+#: and, for a memory fault, the address the instruction touched.
+_FAULT_MARKER = re.compile(rb"\ninstrbudget-host: fault at (/[^\n]*)\+0x([0-9a-f]+)(?: address 0x([0-9a-f]+))?\n")
+#: Signals a memory access causes (one may be a stack overflow).
 _FAULTS = (signal.SIGSEGV, signal.SIGBUS)
+#: Signals an instruction causes, whose place the guard reports.
+_PLACED = (*_FAULTS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP)
+#: Bytes past a function's end still said to be its end (the padding before the next function).
+_PADDING = 64
 
 
 @functools.cache
@@ -80,25 +85,37 @@ def _without_markers(stderr: bytes) -> bytes:
 def _fault_place(stderr: bytes, loaded: dict[str, Path]) -> str:
     """`` in f (lib.c:12) at address 0x0``: where the host's last fault was, from the line its guard
     wrote (the function and source line from the file's symbols and line tables where it has them;
-    ``loaded`` names the files behind the host's memory files), or nothing if it wrote none."""
+    ``loaded`` names the files behind the host's memory files; the address touched for a memory
+    fault), or nothing if it wrote none. Code that ran off a function's end into the padding
+    after it is said to be past that end."""
     found = list(_FAULT_MARKER.finditer(stderr))
     if not found:
         return ""
     file, offset, address = found[-1].groups()
     name = file.decode(errors="replace")
     path, at = loaded.get(name, Path(name)), int(offset, 16)
-    where = f"{path.name}+{at:#x}"
+    where, why = f"in {path.name}+{at:#x}", ""
     binary = None
     if not str(path).startswith("/proc/"):  # a memory file of the host's not named here: no file to read
         with contextlib.suppress(OSError, ELFError):
             binary = symbols(path, path.stat().st_mtime_ns)
     if binary is not None:
         at += binary.link_base
-        name = binary.function(at)
-        if name is not None:
+        function = binary.function(at)
+        before = binary.before(at, within=_PADDING) if function is None else None
+        if function is not None:
             source, line = binary.place(at) or ("", 0)
-            where = str(Frame(demangle(name), source, line))
-    return f" in {where} at address {int(address, 16):#x}"
+            where = f"in {Frame(demangle(function), source, line)}"
+        elif before is not None:
+            function, end = before
+            source, line = binary.place(end - 1) or ("", 0)
+            where = f"past the end of {Frame(demangle(function), source, line)}"
+            why = (
+                ": its code ran off its end, as code does after undefined behaviour the compiler"
+                " saw (a null pointer read, a missing return value)"
+            )
+    touched = f" at address {int(address, 16):#x}" if address is not None else ""
+    return f" {where}{touched}{why}"
 
 
 class HostProcess:
@@ -176,9 +193,11 @@ class HostProcess:
         if reply is None:
             self._kill()
             self.ended = f"{what} ran past its {timeout:g} s timeout"
-            raise LibraryTimeout(
-                f"{what} ran past its {timeout:g} s timeout; the library's process was killed{self._stderr_tail()}"
-            )
+            tail = self._stderr_tail()
+            killed = f"{what} ran past its {timeout:g} s timeout; the library's process was killed"
+            timed_out = LibraryTimeout(f"{killed}{tail}")
+            timed_out.echoed = tail
+            raise timed_out
         if reply[0] == "error":
             raise ExecutionError(f"{what}: {reply[1]}: {reply[2]}")
         return reply[1]
@@ -200,7 +219,7 @@ class HostProcess:
             name = signal_name(-status)
             if -status in _FAULTS and _STACK_MARKER in self._stderr_text:
                 cause = " (stack overflow)"
-            elif -status in _FAULTS:
+            elif -status in _PLACED:
                 cause = _fault_place(self._stderr_text, self.loaded)
             else:
                 cause = uncaught_exception(-status, self._stderr_text)
@@ -210,7 +229,10 @@ class HostProcess:
         else:
             summary = f"called _exit({status})"
         self.ended = f"{what} {summary}"
-        return LibraryCrashed(f"{what} {summary}; the library's process ended{self._stderr_tail()}")
+        tail = self._stderr_tail()
+        crashed = LibraryCrashed(f"{what} {summary}; the library's process ended{tail}")
+        crashed.echoed = tail
+        return crashed
 
     def _forward_output(self) -> None:
         """Pass on what library code printed since the last look, as if it had printed it here."""
@@ -228,6 +250,8 @@ class HostProcess:
                     os.write(to, data)
 
     def _stderr_tail(self) -> str:
+        """The last lines the host wrote to stderr under a heading (they were passed on to this
+        process's stderr as they came), or "" if it wrote none."""
         text = _without_markers(self._stderr_text).decode(errors="replace")
         text = text.strip("\n")
         return f"\n--- stderr (last lines) ---\n{text[-4000:]}" if text else ""

@@ -2,12 +2,13 @@
  *
  * It tells the test process how the host ended when a library call ended it:
  * a SIGSEGV/SIGBUS whose fault address lies in the main thread's stack region
- * (below its top, within the stack limit) is a stack overflow, any other one the
- * instruction caused names that instruction's file and offset and the address it
- * touched, and a call of exit() (as opposed to _exit()) runs an atexit handler.
+ * (below its top, within the stack limit) is a stack overflow; any other one an
+ * instruction caused (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) names that instruction's
+ * file and offset, and for SIGSEGV and SIGBUS the address it touched; a call of exit()
+ * (as opposed to _exit()) runs an atexit handler.
  * Each writes one marker
  * line to stderr; the test process reads the tail of stderr after the host died.
- * On any fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM) it first has every loaded
+ * On any fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGTERM) it first has every loaded
  * instrumented library write its counters (instrbudget_host_on_crash), so the test keeps what
  * the library counted until then; the guard's handlers, in place before any library loads, keep
  * the libraries' runtimes from installing their own, which would write only the first one's.
@@ -84,17 +85,22 @@ static uintptr_t fault_pc(void *context) {
 }
 
 /* One line for the test process: the faulting instruction as a file and an offset from where the
- * file is loaded, and the address it touched:
+ * file is loaded, and for a memory fault the address it touched:
  *   instrbudget-host: fault at /path/lib.so+0x1139 address 0x0
+ * A breakpoint instruction (x86's int3, the padding after a function) reports the address
+ * after it: the instruction is the byte before.
  * dladdr is not on POSIX's list of async-signal-safe functions: it takes the dynamic loader's
  * lock, so a fault while another thread of the library holds it (inside dlopen) would wait for
  * ever; the test process's time limit on the call then ends the host, reported as a timeout. A
  * fault in the loader's own code with the lock taken by this thread finds it taken recursively. */
-static void say_where(const siginfo_t *info, void *context) {
+static void say_where(int sig, const siginfo_t *info, void *context) {
     char line[4200], *p = line;
     Dl_info found;
     uintptr_t pc = fault_pc(context);
     size_t n;
+#if defined(__x86_64__)
+    if (sig == SIGTRAP && pc != 0) pc -= 1;
+#endif
     if (pc == 0 || dladdr((void *)pc, &found) == 0 || found.dli_fname == NULL || found.dli_fname[0] != '/') return;
     n = strlen(found.dli_fname);
     if (n > 4096) return;
@@ -104,8 +110,10 @@ static void say_where(const siginfo_t *info, void *context) {
     p += n;
     *p++ = '+';
     p = hex(p, pc - (uintptr_t)found.dli_fbase);
-    memcpy(p, " address ", 9);
-    p = hex(p + 9, (uintptr_t)info->si_addr);
+    if (sig == SIGSEGV || sig == SIGBUS) {
+        memcpy(p, " address ", 9);
+        p = hex(p + 9, (uintptr_t)info->si_addr);
+    }
     *p++ = '\n';
     *p = '\0';
     say(line);
@@ -113,15 +121,16 @@ static void say_where(const siginfo_t *info, void *context) {
 
 static void on_fatal(int sig, siginfo_t *info, void *context) {
     uintptr_t at = (uintptr_t)info->si_addr;
-    if (sig == SIGSEGV || sig == SIGBUS) {
-        if (stack_high != 0 && at >= stack_low && at < stack_high) say("\ninstrbudget-host: stack overflow\n");
-        else if (info->si_code > 0) say_where(info, context);
-    }
+    if ((sig == SIGSEGV || sig == SIGBUS) && stack_high != 0 && at >= stack_low && at < stack_high)
+        say("\ninstrbudget-host: stack overflow\n");
+    else if (sig != SIGABRT && sig != SIGTERM && info->si_code > 0)
+        say_where(sig, info, context);
     write_counts();
     /* SA_RESETHAND restored the default action: returning re-runs the faulting
      * instruction, which now ends the process with the original signal. A signal
-     * sent (raise, kill) rather than caused has no instruction to re-run: send it again. */
-    if (info->si_code <= 0) raise(sig);
+     * sent (raise, kill) rather than caused has no instruction to re-run, and a breakpoint
+     * (SIGTRAP) resumes after its instruction, not at it: send it again. */
+    if (info->si_code <= 0 || sig == SIGTRAP) raise(sig);
 }
 
 static void on_exit_called(void) { say("\ninstrbudget-host: exit called\n"); }
@@ -152,7 +161,7 @@ static void find_stack(void) {
 }
 
 __attribute__((visibility("default"))) int instrbudget_host_guard(void) {
-    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGTERM};
     stack_t ss;
     size_t i;
     find_stack();
