@@ -81,3 +81,22 @@ def test_a_literal_that_reads_like_an_alignment_keeps_its_text(builder: Builder,
     with Library(builder.build([source], kind="library")) as lib:
         assert lib.text().string() == b"pad, align 10, xy"
         assert lib.shorter().string() == b"pad, align 4, xy"
+
+
+def key_length_riscv_instructions(builder: Builder, tmp_path: Path, padding: str, *cflags: str) -> int:
+    source = tmp_path / f"rv{len(padding)}{len(cflags)}.c"
+    source.write_text(KEY_C % padding)
+    model = default_registry().create("zkvm", {"execute": True})
+    artifact = builder.build([source], kind="library", options=BuildOptions(cflags=cflags), models=[model])
+    with Library(artifact) as lib:
+        before = lib.snapshot()
+        assert lib.key_length() == 21
+        return lib.counts(before).machine_run("riscv32").instructions
+
+
+def test_the_riscv_build_a_model_executes_keeps_a_strlen_count_as_it_was(builder: Builder, tmp_path: Path) -> None:
+    """The RISC-V build's counted strlen goes a word at a time from the first aligned word, so
+    its count moved with where the key starts within 8 bytes; aligned, it moves no more."""
+    counts = {key_length_riscv_instructions(builder, tmp_path, "x" * n) for n in (1, 2, 3, 4, 5, 6, 7, 8)}
+    counts.add(key_length_riscv_instructions(builder, tmp_path, "x", "-DINSTRBUDGET_NO_REGIONS"))
+    assert len(counts) == 1, counts

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from cbuild.build.cache import Cache, atomic_write, digest
 from cbuild.build.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
+from cbuild.build.data_layout import aligned_data
 from cbuild.build.libc import FLAGS as LIBC_FLAGS
 from cbuild.build.libc import (
     HEAP_MAP_SOURCE,
@@ -74,7 +75,7 @@ TARGETS = {
 #: anonymous memory from 0x4000_0000 to 0x7000_0000).
 GUEST_HEAP_LIMIT = 256 << 20
 #: Part of the RISC-V builds' cache keys: change it when their making changes.
-VERSION = "2"
+VERSION = "3"
 #: Region markers (instrbudget.h) as the native build's IR has them.
 _MARKER = re.compile(r'call void asm sideeffect "# instrbudget-region (start|next|stop)", "')
 _KINDS = {"start": 0, "next": 1, "stop": 2}
@@ -402,6 +403,7 @@ def build_riscv(
                     edited = point_at_libc(edited, own=own, size_bits=size_t_bits(tgt.triple))
                 if "instrbudget-region" in edited:
                     edited = with_region_markers(edited, tgt)
+                edited = aligned_data(edited)  # as the native build's (cbuild.build.data_layout)
                 if edited is not text:
                     unit_ir = Path(tmp) / f"{number}.ll"
                     unit_ir.write_text(edited)
