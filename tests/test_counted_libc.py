@@ -616,3 +616,83 @@ def test_counted_libc_links_only_the_modules_a_build_reaches(builder: Builder) -
     assert {"math", "pow_data", "exp_data", "__math_oflow"} <= chosen
     assert not {"vfprintf", "floatscan", "strtod"} & chosen
     assert needed_modules(["define i32 @main() {\n  ret i32 0\n}\n"], paths) == []
+
+
+STRTO_C = r"""
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *inputs[] = {
+    "0", "42", "  -17xyz", "+9", "0x1F", "0X", "077", "z", "Zz", "1010", "18446744073709551615",
+    "18446744073709551616", "-18446744073709551615", "9223372036854775807", "9223372036854775808",
+    "-9223372036854775808", "-9223372036854775809", "4294967295", "4294967296", "-2147483649",
+    "99999999999999999999999", "7fffffffffffffff", "ffffffffffffffff", "10000000000000000", "",
+};
+static const int bases[] = {0, 2, 8, 10, 16, 36};
+
+int main(void) {
+    for (unsigned i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+        for (unsigned b = 0; b < sizeof bases / sizeof *bases; b++) {
+            char *end;
+            errno = 0;
+            long long ll = strtoll(inputs[i], &end, bases[b]);
+            int e1 = errno, n1 = (int)(end - inputs[i]);
+            errno = 0;
+            unsigned long long ull = strtoull(inputs[i], &end, bases[b]);
+            int e2 = errno, n2 = (int)(end - inputs[i]);
+            errno = 0;
+            intmax_t im = strtoimax(inputs[i], &end, bases[b]);
+            int e3 = errno;
+            printf("%s/%d: %lld %d %d | %llu %d %d | %jd %d\n", inputs[i], bases[b], ll, e1, n1, ull, e2, n2, im, e3);
+        }
+    }
+    return 0;
+}
+"""
+
+#: Decimal numbers read with strtoull, the base a variable as in a user's code.
+PARSE_NUMBERS_C = r"""
+#include <stdlib.h>
+unsigned long long sum_numbers(const char *text, int base) {
+    unsigned long long sum = 0;
+    char *end;
+    for (const char *p = text; *p; p = end) {
+        sum += strtoull(p, &end, base);
+        if (end == p) break;
+    }
+    return sum;
+}
+"""
+
+
+def test_counted_libc_integer_conversions_convert_as_the_host_in_both_builds(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    """Every base, sign, prefix and overflow at the 32- and 64-bit limits: the same values, errno and
+    ends as the host's C library, natively and in the riscv32 build the models run."""
+    source = shared_source("strto.c", STRTO_C)
+    host = run_program(builder.build([source], options=BuildOptions(count_libraries=False)))
+    zkvm = default_registry().create("zkvm", {"execute": True})
+    counted = run_program(builder.build([source], options=COUNTED, models=[zkvm]))
+    assert host.returncode == counted.returncode == 0
+    assert counted.stdout == host.stdout
+    assert b"18446744073709551616/10: 9223372036854775807 34 20 | 18446744073709551615 34 20" in host.stdout
+    assert counted.counts is not None
+    assert counted.counts.machine_run("riscv32").stdout == host.stdout
+
+
+def test_counted_libc_strtoull_divides_by_no_variable_per_digit_on_riscv32(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
+    """The overflow check of every digit divided the limit by the base: on riscv32 a call of the
+    compiler's 64-bit division per digit, several times the parse's own work in zk cycles."""
+    zkvm = default_registry().create("zkvm", {"execute": True})
+    artifact = builder.build([shared_source("numbers.c", PARSE_NUMBERS_C)], kind="library", models=[zkvm])
+    with Library(artifact) as lib:
+        costs = {}
+        for digits in (4, 12):
+            text = " ".join(["7" * digits] * 10).encode()
+            before = lib.snapshot()
+            assert lib.sum_numbers(text, 10) == 10 * int("7" * digits)
+            costs[digits] = lib.counts(before).machine_run("riscv32")
+    assert not {name for name in costs[12].functions if "div" in name or "mod" in name}, costs[12].functions
+    # 80 more digits parsed: each costs the few instructions of its loop.
+    assert (costs[12].instructions - costs[4].instructions) / 80 < 40

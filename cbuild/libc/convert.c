@@ -7,12 +7,27 @@ static int ib_digit(int c, int base) {
     return v < base ? v : -1;
 }
 
-/* Parse an integer: its magnitude, clamped to LIMIT with errno ERANGE; *NEG when it had a minus. */
-static unsigned long long ib_parse(const char *s, char **end, int base, unsigned long long limit, int *neg) {
+/* LIMIT / BASE: a constant for the usual bases once ib_parse is inlined into its callers (each
+ * has its LIMIT), where a division by a variable is a library call on 32-bit RISC-V. */
+static inline __attribute__((always_inline)) unsigned long long ib_cutoff(unsigned long long limit, int base) {
+    switch (base) {
+    case 10: return limit / 10;
+    case 16: return limit / 16;
+    case 8: return limit / 8;
+    default: return limit / (unsigned long long)base;
+    }
+}
+
+/* Parse an integer: its magnitude, clamped to LIMIT with errno ERANGE (and *OVER set); *NEG when it
+ * had a minus.
+ * Whether a digit would pass LIMIT is found without a division per digit: V * BASE + D > LIMIT
+ * exactly when V > LIMIT / BASE, or V == LIMIT / BASE and D > LIMIT % BASE. */
+static inline __attribute__((always_inline)) unsigned long long ib_parse(const char *s, char **end, int base,
+                                                                        unsigned long long limit, int *neg, int *over) {
     const char *p = s;
     unsigned long long v = 0;
-    int any = 0, over = 0;
-    *neg = 0;
+    int any = 0;
+    *neg = *over = 0;
     if (base < 0 || base == 1 || base > 36) {
         IB_ERRNO = IB_EINVAL;
         if (end) *end = (char *)s;
@@ -26,24 +41,25 @@ static unsigned long long ib_parse(const char *s, char **end, int base, unsigned
     } else if (base == 0) {
         base = *p == '0' ? 8 : 10;
     }
+    unsigned long long cutoff = ib_cutoff(limit, base), cutlim = limit - cutoff * (unsigned long long)base;
     for (int d; (d = ib_digit(*p, base)) >= 0; p++) {
         any = 1;
-        if (over) continue;
-        if (v > (limit - (unsigned long long)d) / (unsigned long long)base) {
-            over = 1;
+        if (v >= cutoff && (v > cutoff || (unsigned long long)d > cutlim)) {
+            *over = 1;
             v = limit;
-        } else {
-            v = v * (unsigned long long)base + (unsigned long long)d;
+            while (ib_digit(*++p, base) >= 0) {} /* the rest of the number */
+            break;
         }
+        v = v * (unsigned long long)base + (unsigned long long)d;
     }
     if (end) *end = (char *)(any ? p : s);
-    if (over) IB_ERRNO = IB_ERANGE;
+    if (*over) IB_ERRNO = IB_ERANGE;
     return any ? v : 0;
 }
 
 long long LIBC(strtoll)(const char *restrict s, char **restrict end, int base) {
-    int neg;
-    unsigned long long v = ib_parse(s, end, base, (unsigned long long)__LONG_LONG_MAX__ + 1, &neg);
+    int neg, over;
+    unsigned long long v = ib_parse(s, end, base, (unsigned long long)__LONG_LONG_MAX__ + 1, &neg, &over);
     if (!neg && v > (unsigned long long)__LONG_LONG_MAX__) {
         IB_ERRNO = IB_ERANGE;
         return __LONG_LONG_MAX__;
@@ -51,16 +67,17 @@ long long LIBC(strtoll)(const char *restrict s, char **restrict end, int base) {
     return neg ? (long long)(0 - v) : (long long)v;
 }
 
+/* An unsigned conversion negates what it read; one too large to read is the maximum, minus or not. */
 unsigned long long LIBC(strtoull)(const char *restrict s, char **restrict end, int base) {
-    int neg;
-    unsigned long long v = ib_parse(s, end, base, ~0ull, &neg);
-    return neg ? 0 - v : v;
+    int neg, over;
+    unsigned long long v = ib_parse(s, end, base, ~0ull, &neg, &over);
+    return over ? ~0ull : neg ? 0 - v : v;
 }
 
 long LIBC(strtol)(const char *restrict s, char **restrict end, int base) {
-    int neg;
+    int neg, over;
     unsigned long long limit = (unsigned long long)__LONG_MAX__ + 1;
-    unsigned long long v = ib_parse(s, end, base, limit, &neg);
+    unsigned long long v = ib_parse(s, end, base, limit, &neg, &over);
     if (!neg && v > (unsigned long long)__LONG_MAX__) {
         IB_ERRNO = IB_ERANGE;
         return __LONG_MAX__;
@@ -69,10 +86,10 @@ long LIBC(strtol)(const char *restrict s, char **restrict end, int base) {
 }
 
 unsigned long LIBC(strtoul)(const char *restrict s, char **restrict end, int base) {
-    int neg;
+    int neg, over;
     unsigned long long max = (unsigned long)~0ul;
-    unsigned long long v = ib_parse(s, end, base, max, &neg);
-    return (unsigned long)(neg ? 0 - v : v);
+    unsigned long long v = ib_parse(s, end, base, max, &neg, &over);
+    return over ? ~0ul : (unsigned long)(neg ? 0 - v : v);
 }
 
 intmax_t LIBC(strtoimax)(const char *restrict s, char **restrict end, int base) { return CALL(strtoll)(s, end, base); }
