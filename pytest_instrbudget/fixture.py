@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,20 +75,30 @@ class Program:
         """Run with ``args`` and ``input`` on stdin; a crash or timeout raises with stderr."""
         data = input.encode() if isinstance(input, str) else input
         self._meter.add_artifact(self.artifact)
+        # The engine's warnings (a RISC-V run that differs from the native one) point at the test's line.
+        raised: list[warnings.WarningMessage] = []
         try:
-            result = run_program(
-                self.artifact,
-                args,
-                input=data,
-                timeout=timeout if timeout is not None else self._timeout,
-                env=env,
-                cwd=cwd,
-                table=self._table,
-                limits=checked_limits(self.artifact, self._meter.program_limits()),
-            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    result = run_program(
+                        self.artifact,
+                        args,
+                        input=data,
+                        timeout=timeout if timeout is not None else self._timeout,
+                        env=env,
+                        cwd=cwd,
+                        table=self._table,
+                        limits=checked_limits(self.artifact, self._meter.program_limits()),
+                    )
+                finally:
+                    raised = list(caught)
         except ProgramCrashed as crash:  # if the test fails with it: the cost counted until then
             self._meter.add_crashed(crash.counts)
             raise
+        finally:
+            for warning in raised:
+                warnings.warn(warning.message, warning.category, stacklevel=2)
         self._meter.add_run(result.counts)
         costs: dict[str, Cost] = {}
         unavailable: dict[str, str] = {}

@@ -234,7 +234,8 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         differs = ", ".join(session.fingerprint_differences())
         lines.append(
             f"baseline {session.baseline.path} was made with another toolchain or other models "
-            f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update)"
+            f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update, or keep "
+            "another configuration's costs apart with --instrbudget-baseline=PATH)"
         )
         if "libraries" in session.fingerprint_differences():
             recorded = session.baseline.fingerprint.get("libraries", "")

@@ -344,6 +344,27 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
     result.stdout.fnmatch_lines(["*made with another toolchain or other models (differs in: clang); costs are not*"])
 
 
+def test_plugin_update_of_part_of_the_suite_with_other_models_names_what_differs(project: pytest.Pytester) -> None:
+    """A one-off model on part of the suite cannot rewrite the baseline's fingerprint under the
+    tests it did not run: the refusal names what differs, not the whole fingerprint, and where
+    such a run keeps its costs."""
+    results(project, "--instrbudget-update")
+    path = baseline_path(project)
+    before = path.read_text()
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "-k", "test_unbudgeted", "--instrbudget-model=heap", "--instrbudget-update"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*baseline not written: baseline * was made with another toolchain or other models"
+            " (models: ir-count version=1 in the baseline, heap * now) and 2 of its entries were not measured*"
+            "keeps a baseline of its own with --instrbudget-baseline=PATH*",
+        ]
+    )
+    assert "clang" not in result.stdout.str().split("baseline not written")[1].split("\n")[0]
+    assert path.read_text() == before
+
+
 @pytest.mark.parametrize(
     ("table", "message"),
     [
@@ -940,3 +961,25 @@ def test_work(cbuild):
     )
     rows = result.stdout.lines[result.stdout.lines.index("  costliest functions:") + 1 :][:4]
     assert all(len(row) <= 80 for row in rows), rows
+
+
+def test_plugin_a_riscv_run_that_differs_warns_at_the_tests_line(pytester: pytest.Pytester) -> None:
+    """The warning that a model's RISC-V run printed something else (long is 4 bytes there) names
+    the test's line that ran the program, not the plugin's own."""
+    pytester.makefile(".c", width='#include <stdio.h>\nint main(void) { printf("%zu\\n", sizeof(long)); }\n')
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\n')
+    pytester.makepyfile(
+        test_width="""
+def test_width(cbuild):
+    program = cbuild.program("width.c")
+    assert program.run().stdout == b"8\\n"
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_width.py:3: RuntimeWarning: width.c: the riscv32 build's output differs from the native build's"
+            " at byte 0 (b'4\\n' against b'8\\n')*"
+        ]
+    )

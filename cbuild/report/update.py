@@ -24,7 +24,7 @@ from pathlib import Path
 from cbuild.build import cpu
 from cbuild.errors import CBuildError
 from cbuild.models.costs import Cost
-from cbuild.report.snapshot import Snapshot
+from cbuild.report.snapshot import Snapshot, differing_keys
 
 #: Fingerprint key prefix describing a model that tests chose (marker ``models=``) beyond the session's.
 MODEL_KEY = "models."
@@ -132,10 +132,16 @@ def apply(
         kept = {}
         missing = sorted(set(tests) - set(results))
         if missing and not prune:
+            before = recorded(base.fingerprint, session)
+            differs = "; ".join(
+                f"{key}: {before.get(key, '(none)')} in the baseline, {session.get(key, '(none)')} now"
+                for key in differing_keys(before, dict(session))
+            )
             out.refused = (
-                f"baseline {path} was made with another toolchain or other models "
-                f"({_listed(base.fingerprint)}) and {len(missing)} of its entries were not measured in this run; "
-                "run the whole suite, or add --instrbudget-prune to drop them"
+                f"baseline {path} was made with another toolchain or other models ({differs}) and "
+                f"{len(missing)} of its entries were not measured in this run; a configuration tried once "
+                "(--instrbudget-model) keeps a baseline of its own with --instrbudget-baseline=PATH; to "
+                "rewrite this one, run the whole suite, or add --instrbudget-prune to drop the entries not measured"
             )
             return out
         tests = {}
@@ -215,7 +221,3 @@ def _other_models(
     for name in used():
         fingerprint[MODEL_KEY + name] = described[name]
     return None
-
-
-def _listed(fingerprint: Mapping[str, str]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()))

@@ -385,7 +385,7 @@ def _with_machine_runs(
             what = (
                 f"exit status {run.exit_code} differs from the native build's {returncode}"
                 if run.exit_code != returncode
-                else f"output ({len(run.stdout)} bytes) differs from the native build's ({len(stdout)} bytes)"
+                else f"output differs from the native build's {_first_difference(run.stdout, stdout)}"
             )
             warnings.warn(
                 f"{artifact.name}: the {target} build's {what}; its costs measure a different execution",
@@ -404,6 +404,12 @@ OUTPUT_TAIL = 4000
 
 #: libc++abi's last words when an exception reaches std::terminate.
 _UNCAUGHT = re.compile(r"terminating due to uncaught exception of type ([^\n]+)")
+
+
+def _first_difference(guest: bytes, native: bytes) -> str:
+    """``at byte 3 (b'4\\n' against b'8\\n')``: where two outputs part, and up to 16 bytes of each from there."""
+    at = next((i for i, (a, b) in enumerate(zip(guest, native, strict=False)) if a != b), min(len(guest), len(native)))
+    return f"at byte {at} ({guest[at : at + 16]!r} against {native[at : at + 16]!r})"
 
 
 def uncaught_exception(signum: int, stderr: bytes) -> str:
