@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from cbuild.config import ConfigError, parse_percent, unavailable_policy
+from cbuild.errors import did_you_mean
 from cbuild.models import CostModel, ModelError
 
 MARKER = "budget"
@@ -154,7 +155,8 @@ class Budget:
                         )
                     )
                     raise ConfigError(
-                        f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget; accepted: {accepted}"
+                        f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget"
+                        f"{did_you_mean(key, accepted.split(', '))}; accepted: {accepted}"
                     )
         stops: dict[str, int] = {}
         labels: dict[str, str] = {}

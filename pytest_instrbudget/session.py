@@ -14,7 +14,7 @@ from cbuild.build.builder import Builder
 from cbuild.build.demangle import readable, readable_names
 from cbuild.config import ConfigError, Settings
 from cbuild.errors import CBuildError, describe_os_error
-from cbuild.models import CostModel, ModelRegistry
+from cbuild.models import CostModel, ModelError, ModelRegistry
 from cbuild.models.costs import Cost, Unavailability, library_line, line_label
 from cbuild.report import update
 from cbuild.report.outputs import keep_damaged, locked
@@ -151,7 +151,13 @@ class BudgetSession:
         """The session's instance of a registered model, configured from ``[tool.instrbudget.<name>]``."""
         if name not in self._instances:
             params = self.settings.model_params.get(name, {})
-            self._instances[name] = self.registry.create(name, params, root=self.settings.root)
+            try:
+                self._instances[name] = self.registry.create(name, params, root=self.settings.root)
+            except ModelError as exc:
+                if name not in self.settings.model_params:
+                    raise
+                # A bad parameter of its table: said of the file, as the other keys' errors are.
+                raise ModelError(f"{self.settings.root / 'pyproject.toml'}: {exc}") from None
         return self._instances[name]
 
     def choose(self, names: Sequence[str]) -> list[CostModel]:

@@ -152,7 +152,7 @@ def test_model_choice_a_bad_table_of_a_model_only_tests_choose_is_a_usage_error(
     for selected in ([], ["-k", "test_plain"]):
         result, _ = run(pytester, "--instrbudget-update", *selected)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines(["*instrbudget: [[]tool.instrbudget.zkvm[]] po2*"])
+        result.stderr.fnmatch_lines(["*instrbudget: */pyproject.toml: [[]tool.instrbudget.zkvm[]] po2*"])
     assert (pytester.path / ".instrbudget" / "baseline.json").read_bytes() == before  # nothing lost
 
 

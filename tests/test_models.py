@@ -102,7 +102,9 @@ def test_registry_rejects_clashes_and_non_models() -> None:
 
 def test_model_parameters_are_validated_by_key() -> None:
     registry = default_registry()
-    with pytest.raises(ModelError, match=r"\[tool.instrbudget.zkvm\] has an unknown key 'po3'; accepted: .*po2"):
+    with pytest.raises(
+        ModelError, match=r"\[tool.instrbudget.zkvm\] has an unknown key 'po3' \(did you mean po2\?\); accepted: .*po2"
+    ):
         registry.create("zkvm", {"po3": 20})
     with pytest.raises(ModelError, match=r"\[tool.instrbudget.zkvm\] po2: expected an integer from 15 to 24"):
         registry.create("zkvm", {"po2": 40})
@@ -260,7 +262,10 @@ def test_plugin_bad_model_table_names_the_key(pytester: pytest.Pytester, models:
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*[[]tool.instrbudget.pipeline[]] has an unknown key 'machin'; accepted: execute, machine*"]
+        [
+            f"*{pytester.path / 'pyproject.toml'}: [[]tool.instrbudget.pipeline[]] has an unknown key 'machin'"
+            " (did you mean machine?); accepted: execute, machine*"
+        ]
     )
 
 

@@ -370,7 +370,8 @@ def test_plugin_update_of_part_of_the_suite_with_other_models_names_what_differs
     [
         (
             "opt_levle = 2",
-            "has an unknown key 'opt_levle'; accepted keys: assertions, baseline, cache_dir, cache_max_size, cflags, "
+            "has an unknown key 'opt_levle' (did you mean opt_level?); accepted keys: assertions, baseline, cache_dir, "
+            "cache_max_size, cflags, "
             "clang, count_libraries, cpu, cutoff, cxxflags, defines",
         ),
         ("cache_max_size = 'huge'", 'cache_max_size: expected a size such as "5GiB", "500MB" or a number of bytes'),
@@ -397,7 +398,7 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*test_x.py::test_x: unknown keyword 'max_instrs' in @pytest.mark.budget; "
+            "*test_x.py::test_x: unknown keyword 'max_instrs' in @pytest.mark.budget (did you mean max_instr?); "
             "accepted: max_instr, models, regions, stop_at, timeout, tolerance, unavailable"
         ]
     )
@@ -458,7 +459,7 @@ def test_b():
     result.stderr.fnmatch_lines(
         [
             "*instrbudget: 2 tests have budget markers that are not valid:",
-            "  test_x.py::test_a: unknown keyword 'max_instrs' in @pytest.mark.budget; *",
+            "  test_x.py::test_a: unknown keyword 'max_instrs' in @pytest.mark.budget (did you mean max_instr?); *",
             "  test_x.py::test_b: budget(timeout=...) must be a positive number of seconds, got 0",
         ]
     )

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from cbuild.build.blocks import BlockTable
 from cbuild.build.cache import file_digest
-from cbuild.errors import CBuildError
+from cbuild.errors import CBuildError, did_you_mean
 from cbuild.models.costs import BlockCounts, Cost, weighted_cost
 from cbuild.models.profile import IR_METRIC
 from cbuild.riscv.executor import ExecRuntime
@@ -247,7 +247,10 @@ class CostModel:
         unknown = sorted(set(given) - set(self.params))
         if unknown:
             accepted = ", ".join(sorted(self.params)) or "none"
-            raise ModelError(f"[tool.instrbudget.{self.name}] has an unknown key {unknown[0]!r}; accepted: {accepted}")
+            raise ModelError(
+                f"[tool.instrbudget.{self.name}] has an unknown key {unknown[0]!r}"
+                f"{did_you_mean(unknown[0], self.params)}; accepted: {accepted}"
+            )
         self.config: dict[str, Any] = {}
         for key, param in self.params.items():
             value = given.get(key, param.default)
