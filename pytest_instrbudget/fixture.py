@@ -18,7 +18,7 @@ from cbuild.run.extension import Extension, extension_options
 from cbuild.run.hosts import HostPool, HostProcess
 from cbuild.run.library import Library
 from cbuild.run.program import run_program
-from cbuild.run.stops import checked_limits, machine_clock_usage
+from cbuild.run.stops import CodeStopped, checked_limits, machine_clock_usage
 from pytest_instrbudget.marker import model_names
 from pytest_instrbudget.measure import Meter, measure
 
@@ -95,6 +95,9 @@ class Program:
                     raised = list(caught)
         except ProgramCrashed as crash:  # if the test fails with it: the cost counted until then
             self._meter.add_crashed(crash.counts)
+            raise
+        except CodeStopped as stopped:  # the test's row shows the count it stopped at
+            self._meter.add_stopped(stopped.stop.metric, stopped.stop.count, stopped.stop.limit)
             raise
         finally:
             for warning in raised:

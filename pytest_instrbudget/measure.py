@@ -83,6 +83,9 @@ class Meter:
         self._runs: list[BlockCounts] = []
         #: Crashed program runs' partial counts: part of the measurement only if the test raised.
         self._crashed: list[BlockCounts] = []
+        #: A program run that stopped at the cut-off: the limited metric and the test's whole count
+        #: at the stop (the run writes no counts of its own).
+        self.stopped: tuple[str, int] | None = None
         #: Metric -> cut-off for the whole call phase (library calls and program runs together).
         self.limits: dict[str, int] = {}
         #: Metric -> how its cut-off was given, for messages.
@@ -115,6 +118,13 @@ class Meter:
         if self.active and self._remaining is not None:
             self._remaining = {m: left - costs.get(m, 0) for m, left in self._remaining.items()}
             self._push()
+
+    def add_stopped(self, metric: str, count: int, limit: int) -> None:
+        """A program run stopped at ``count`` of ``metric`` against the ``limit`` it was given (what
+        the test had left): the test's whole count then is its cut-off less what the run had left."""
+        if self.active:
+            whole = self.limits.get(metric, limit)
+            self.stopped = (metric, whole - (limit - count))
 
     def add_library(self, library: Library, since: tuple[int, ...] | None = None) -> None:
         """Register a library loaded for this test; it counts from ``since`` (a snapshot), else from its load."""
@@ -176,5 +186,5 @@ class Meter:
             lost.append(f"{lib.artifact.name}: {lib.host.ended}")
         if completed:
             return out + self._runs, lost
-        self.used = self.used or bool(self._crashed)
+        self.used = self.used or bool(self._crashed) or self.stopped is not None
         return out + self._runs + self._crashed, lost

@@ -17,6 +17,7 @@ from cbuild.build.builder import Builder
 from cbuild.config import ConfigError, load_settings, parse_percent
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, default_registry
+from cbuild.models.costs import Cost
 from cbuild.report.outputs import write_output
 from cbuild.run.hosts import HostPool, guard_library
 from cbuild.run.stops import CodeStopped, needs_cutoff_build
@@ -313,6 +314,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             models = _test_models(item, session)
             measured = measure(models, counts)
             costs = measured.costs
+            if meter.stopped is not None and not completed:  # a program run stopped at the cut-off
+                metric, whole = meter.stopped
+                costs[metric] = dataclasses.replace(costs.get(metric, Cost(metric, 0)), total=whole)
+                measured.unavailable.pop(metric, None)
             budget = item.stash.get(BUDGET, None)
             problems = sorted({str(p) for c in counts if c.profile is not None for p in c.profile.problems})
             result = session.evaluate(

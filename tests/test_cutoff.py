@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 
@@ -237,6 +238,30 @@ def _stop_lines(result: pytest.RunResult) -> dict[str, str]:
         if m:
             out[m.group(1)] = m.group(2)
     return out
+
+
+def test_a_program_stopped_at_the_cutoff_gives_its_test_a_row(pytester: pytest.Pytester) -> None:
+    """The run writes no counts of its own: the test's row (and JSON entry) holds the whole test's
+    count at the stop, its library calls' included, as over its limit and partial."""
+    pytester.makefile(".c", lib=SESSION_C)
+    pytester.makepyfile(
+        test_cut="""
+import pytest
+
+@pytest.mark.budget(max_instr=10_000, stop_at="3x")
+def test_stopped(cbuild):
+    cbuild.library("lib.c").spin(1000)
+    cbuild.program("lib.c", defines=["PROGRAM"]).run(["100000000"])
+"""
+    )
+    out = pytester.path / "out.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["test_cut.py::test_stopped * over limit (partial)"])
+    (entry,) = json.loads(out.read_text())["tests"].values()
+    metric = entry["metrics"]["ir_instructions"]
+    assert metric["status"] == "over limit"
+    assert 29_900 <= metric["value"] <= 30_030  # the whole test's, not the program run's alone
 
 
 @pytest.mark.slow
