@@ -62,6 +62,7 @@ from cbuild.report import texttable
 from cbuild.report.flamegraph import flame_tree
 from cbuild.report.html import render
 from cbuild.report.order import display_order
+from cbuild.report.update import changed_parameters
 from pytest_instrbudget.results import (
     ERROR,
     OK,
@@ -256,10 +257,10 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
                 "rewrite the baseline with --instrbudget-update, or set assertions back to what it was made with"
             )
     for name in session.other_model_parameters():
+        changes = changed_parameters(session.baseline.fingerprint[MODEL_KEY + name], session.model_description(name))
         lines.append(
             f"baseline {session.baseline.path} holds {name} costs made with other {name} parameters "
-            f"({session.baseline.fingerprint[MODEL_KEY + name]}); they are not comparable "
-            "(rewrite them with --instrbudget-update)"
+            f"({changes}); they are not comparable (rewrite them with --instrbudget-update)"
         )
     lines.extend(unavailable_lines(results))
     improved = [r.nodeid for r in results if r.improved]

@@ -214,6 +214,10 @@ class BudgetSession:
             return True
         return self.baseline.fingerprint.get(MODEL_KEY + name) == _describe(self.model(name))
 
+    def model_description(self, name: str) -> str:
+        """``zkvm version=2 po2=20 ...``: the session's model ``name`` as a baseline records it."""
+        return _describe(self.model(name))
+
     def other_model_parameters(self) -> list[str]:
         """Models tests chose beyond the session's whose parameters changed since the baseline was written."""
         if not self.comparable or not self.baseline.exists:

@@ -12,6 +12,7 @@ import pytest
 
 from cbuild import Builder, IrCountModel, Library
 from cbuild.models import default_registry
+from cbuild.report.update import changed_parameters
 from pytest_instrbudget import report
 from pytest_instrbudget.results import OK, UNAVAILABLE, MetricResult
 from pytest_instrbudget.results import TestResult as Result
@@ -127,7 +128,9 @@ def test_model_choice_marker_adds_a_model_and_the_baseline_describes_it(pytester
     assert metrics(doc, "test_zk")["zk_cycles"]["status"] == "not comparable"
     assert metrics(doc, "test_zk")["ir_instructions"]["status"] == "ok"
     assert metrics(doc, "test_plain")["ir_instructions"]["status"] == "ok"
-    result.stdout.fnmatch_lines(["*holds zkvm costs made with other zkvm parameters (zkvm version=*po2=20*"])
+    result.stdout.fnmatch_lines(
+        ["*holds zkvm costs made with other zkvm parameters (po2: 20 in the baseline, 18 now); they are not*"]
+    )
     assert "made with another toolchain or other models" not in result.stdout.str()
 
 
@@ -513,3 +516,12 @@ def test_model_choice_ir_instructions_do_not_depend_on_the_other_models(builder:
             assert out[999] == 1999.0
     assert counts["alone"] == counts["with zkvm and pipeline"]
     assert counts["alone"] < 5 * 1000  # vectorised: fewer instructions than elements x 5
+
+
+def test_model_choice_changed_parameters_say_what_changed() -> None:
+    old = "zkvm version=2 po2=20 page_cycles=322"
+    assert changed_parameters(old, "zkvm version=2 po2=18 page_cycles=322") == "po2: 20 in the baseline, 18 now"
+    assert changed_parameters(old, "zkvm version=3 po2=20") == (
+        "page_cycles: 322 in the baseline, (none) now; version: 2 in the baseline, 3 now"
+    )
+    assert changed_parameters("heap", "heap x") == "heap in the baseline, heap x now"

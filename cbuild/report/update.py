@@ -82,6 +82,18 @@ def recorded(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> dict
     return old
 
 
+def changed_parameters(old: str, new: str) -> str:
+    """``po2: 20 in the baseline, 18 now``: the parameters that differ between two descriptions of
+    a model (``zkvm version=2 po2=20 ...``), or both descriptions where no parameter tells them apart."""
+    before, after = (dict(word.split("=", 1) for word in text.split()[1:] if "=" in word) for text in (old, new))
+    differs = [
+        f"{key}: {before.get(key, '(none)')} in the baseline, {after.get(key, '(none)')} now"
+        for key in sorted(before.keys() | after.keys())
+        if before.get(key) != after.get(key)
+    ]
+    return "; ".join(differs) or f"{old} in the baseline, {new} now"
+
+
 def matches(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> bool:
     """Whether a baseline's fingerprint is the session's (models chosen beyond it compare per metric)."""
     return recorded(fingerprint, session) == dict(session)
@@ -211,8 +223,8 @@ def _other_models(
             if not prune:
                 return (
                     f"baseline {path} holds costs of the cost model {name} made with other parameters "
-                    f"({old}) and {len(left)} of them were not measured in this run; run those tests, or add "
-                    f"--instrbudget-prune to drop them"
+                    f"({changed_parameters(old, current)}) and {len(left)} of them were not measured in this run; "
+                    "run those tests, or add --instrbudget-prune to drop them"
                 )
             for nodeid, metric in left:
                 tests[nodeid] = {k: v for k, v in tests[nodeid].items() if k != metric}
