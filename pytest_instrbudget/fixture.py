@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,7 @@ from cbuild.run.extension import Extension, extension_options
 from cbuild.run.hosts import HostPool, HostProcess
 from cbuild.run.library import Library
 from cbuild.run.program import run_program
-from cbuild.run.stops import CodeStopped, checked_limits, machine_clock_usage
+from cbuild.run.stops import checked_limits, machine_clock_usage
 from pytest_instrbudget.marker import model_names
 from pytest_instrbudget.measure import Meter, measure
 
@@ -95,13 +96,12 @@ class Program:
                     raised = list(caught)
         except ProgramCrashed as crash:  # if the test fails with it: the cost counted until then
             self._meter.add_crashed(crash.counts)
+            _warn_again(raised, quietly=True)
             raise
-        except CodeStopped as stopped:  # the test's row shows the count it stopped at
-            self._meter.add_stopped(stopped.stop.metric, stopped.stop.count, stopped.stop.limit)
+        except BaseException:
+            _warn_again(raised, quietly=True)
             raise
-        finally:
-            for warning in raised:
-                warnings.warn(warning.message, warning.category, stacklevel=2)
+        _warn_again(raised)
         self._meter.add_run(result.counts)
         costs: dict[str, Cost] = {}
         unavailable: dict[str, str] = {}
@@ -134,6 +134,18 @@ def _all(
     (as ``!pattern`` entries) as one list."""
     positional = [p for path in paths for p in _listed(path)]
     return (*positional, *_listed(sources), *(f"!{pattern}" for pattern in _listed(exclude)))
+
+
+def _warn_again(caught: list[warnings.WarningMessage], *, quietly: bool = False) -> None:
+    """Warn ``caught`` again at the line of the test that called the fixture's method; ``quietly``
+    while an error is on its way, so that a warning made an error (``-W error``) does not take
+    its place."""
+    for warning in caught:
+        if quietly:
+            with contextlib.suppress(Warning):
+                warnings.warn(warning.message, warning.category, stacklevel=3)
+        else:
+            warnings.warn(warning.message, warning.category, stacklevel=3)
 
 
 class CBuild:

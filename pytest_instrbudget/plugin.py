@@ -20,7 +20,7 @@ from cbuild.models import CostModel, default_registry
 from cbuild.models.costs import Cost
 from cbuild.report.outputs import write_output
 from cbuild.run.hosts import HostPool, guard_library
-from cbuild.run.stops import CodeStopped, needs_cutoff_build
+from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.fixture import CBuild
@@ -300,9 +300,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         return outcome
     meter.start()
     completed = False
+    stopped: Stop | None = None  # the test's code stopped at its cut-off (and the test did not catch it)
     try:
         outcome = yield
         completed = True
+    except CodeStopped as exc:
+        stopped = meter.whole_stop(exc.stop)
+        raise
     finally:
         # Measured even when the test fails, so its cost shows in the summary.
         counts, lost = meter.stop(completed)
@@ -310,13 +314,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         completed = completed and not lost
         result = None
         unchecked: list[str] = []
-        if meter.used:
+        if meter.used or stopped is not None:
             models = _test_models(item, session)
             measured = measure(models, counts)
             costs = measured.costs
-            if meter.stopped is not None and not completed:  # a program run stopped at the cut-off
-                metric, whole = meter.stopped
-                costs[metric] = dataclasses.replace(costs.get(metric, Cost(metric, 0)), total=whole)
+            if stopped is not None:  # the count at the stop: a stopped run or library process counted nothing since
+                metric = stopped.metric
+                costs[metric] = dataclasses.replace(costs.get(metric, Cost(metric, 0)), total=stopped.count)
                 measured.unavailable.pop(metric, None)
             budget = item.stash.get(BUDGET, None)
             problems = sorted({str(p) for c in counts if c.profile is not None for p in c.profile.problems})
@@ -328,6 +332,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 unavailable=measured.unavailable,
                 completed=completed,
                 region_problems=problems,
+                stopped=stopped.metric if stopped is not None else None,
             )
             item.stash[RESULT] = result
             item.user_properties.extend(junit_properties(result))
@@ -410,8 +415,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     # The engine's errors say what and where (clang's or the linker's diagnostic, the crashed
     # function, the model): the test's line and the message, no traceback through the engine.
     if call.excinfo is not None and call.excinfo.errisinstance(CBuildError) and rep.failed:
-        captured = "".join(text for title, text in rep.sections if title.startswith("Captured stderr"))
-        rep.longrepr = _short_failure(item, call.excinfo, captured)
+        shown = "".join(text for title, text in rep.sections if title.startswith("Captured stderr"))
+        rep.longrepr = _short_failure(item, call.excinfo, shown if _stderr_reported(item.config) else "")
     return rep
 
 
@@ -437,10 +442,10 @@ def _skip_reason(rep: pytest.TestReport) -> str:
     return reason.removeprefix("Skipped: ")
 
 
-def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], captured: str = "") -> str:
+def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], shown: str = "") -> str:
     """``file:line: Type: message`` with the innermost line of the test's own file. A message that
-    quotes the end of a process's stderr leaves the quote out when pytest ``captured`` it for the
-    report's own section."""
+    quotes the end of a process's stderr leaves the quote out where it is in the stderr every report
+    of the failure ``shown``."""
     where = item.nodeid
     path = getattr(item, "path", None)
     for entry in reversed(excinfo.traceback):
@@ -451,11 +456,9 @@ def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
     if isinstance(error, CodeStopped):
         session = item.config.stash[SESSION]
         meter = item.stash.get(METER, None)
-        stops, labels = (meter.limits, meter.limit_labels) if meter is not None else ({}, {})
-        stop = error.stop
-        if stop.metric in stops:  # the run's own limit was what the test had left: count for the whole test
-            whole = stops[stop.metric]
-            stop = dataclasses.replace(stop, count=whole - (stop.limit - stop.count), limit=whole)
+        labels = meter.limit_labels if meter is not None else {}
+        # The run's own limit was what the test had left: counted for the whole test.
+        stop = meter.whole_stop(error.stop) if meter is not None else error.stop
         models = _test_models(item, session)
         units = {m.name: m.unit for model in models for m in model.metrics}
         notes = [note for model in models if (note := model.describe_stop(stop.results.get(model.name, ())))]
@@ -463,9 +466,18 @@ def _short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
         return f"{where}: {error.what}: {text}"
     message = str(error)
     echoed = getattr(error, "echoed", "")
-    if echoed and message.endswith(echoed) and _quoted_lines(echoed) in captured:
+    if echoed and message.endswith(echoed) and _quoted_lines(echoed) in shown:
         message = message.removesuffix(echoed)
     return f"{where}: {excinfo.typename}: {message}"
+
+
+def _stderr_reported(config: pytest.Config) -> bool:
+    """Whether every report of a failure shows its captured stderr: the terminal's (``--show-capture``)
+    and a JUnit XML file's (``junit_logging``)."""
+    if config.getoption("showcapture", "all") not in ("all", "stderr"):
+        return False
+    junit = config.getoption("xmlpath", None)
+    return not junit or config.getini("junit_logging") in ("system-err", "out-err", "all")
 
 
 def _quoted_lines(echoed: str) -> str:

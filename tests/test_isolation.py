@@ -126,8 +126,18 @@ def test_crashes_fail_only_their_own_test(crashing: pytest.Pytester, workers: li
     assert set(measured) == {"test_00_before"} | after
 
 
-def test_a_crash_quotes_the_librarys_stderr_where_pytest_did_not_capture_it(crashing: pytest.Pytester) -> None:
-    result = crashing.runpytest_subprocess("-p", "no:cacheprovider", "-s", "-k", "segv")
+@pytest.mark.parametrize(
+    "shown",
+    [
+        pytest.param(["-s"], id="not-captured"),
+        pytest.param(["--show-capture=stdout"], id="not-shown"),
+        pytest.param(["--junitxml=out.xml"], id="junit-without-stderr"),
+    ],
+)
+def test_a_crash_quotes_the_librarys_stderr_where_a_report_would_not_show_it(
+    crashing: pytest.Pytester, shown: list[str]
+) -> None:
+    result = crashing.runpytest_subprocess("-p", "no:cacheprovider", "-k", "segv", *shown)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         ["*segv() crashed: killed by SIGSEGV in segv (crash.c:14)*", "--- stderr (last lines) ---"]

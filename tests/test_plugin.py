@@ -498,6 +498,7 @@ def test_plugin_program_crash_fails_the_test_with_signal(pytester: pytest.Pytest
 
 CRASH_AFTER_WORK_C = """\
 #include <stdlib.h>
+__attribute__((noinline)) static void trap(void) { __builtin_debugtrap(); }
 int main(void) {
     volatile int s = 0;
     for (int i = 0; i < 1000; i++) s += i;
@@ -506,17 +507,20 @@ int main(void) {
 """
 
 
-def test_plugin_program_crash_keeps_what_the_program_counted_until_then(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(("end", "signal"), [("abort()", "SIGABRT"), ("trap()", "SIGTRAP")])
+def test_plugin_program_crash_keeps_what_the_program_counted_until_then(
+    pytester: pytest.Pytester, end: str, signal: str
+) -> None:
     """The program's runtime writes its counters when a fatal signal ends it: the test errs, and
     its row shows that partial cost over the limit, as for a test that raised after a run."""
-    pytester.makefile(".c", crash=CRASH_AFTER_WORK_C)
+    pytester.makefile(".c", crash=CRASH_AFTER_WORK_C.replace("abort()", end))
     pytester.makepyfile(
         test_x="import pytest\n\n@pytest.mark.budget(max_instr=100)\n"
         "def test_x(cbuild):\n    cbuild.program('crash.c', opt_level='0').run()\n"
     )
     result = pytester.runpytest("--instrbudget-json=out.json")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*ProgramCrashed: program crash.c was killed by SIGABRT*"])
+    result.stdout.fnmatch_lines([f"*ProgramCrashed: program crash.c was killed by {signal}*"])
     doc = json.loads((pytester.path / "out.json").read_text())
     entry = doc["tests"]["test_x.py::test_x"]
     cost = entry["metrics"]["ir_instructions"]["value"]

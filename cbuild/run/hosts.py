@@ -48,6 +48,8 @@ _FAULT_MARKER = re.compile(rb"\ninstrbudget-host: fault at (/[^\n]*)\+0x([0-9a-f
 _FAULTS = (signal.SIGSEGV, signal.SIGBUS)
 #: Signals an instruction causes, whose place the guard reports.
 _PLACED = (*_FAULTS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP)
+#: Signals of an instruction that traps: what padding after a function holds (x86-64: int3).
+_TRAPS = (signal.SIGTRAP, signal.SIGILL)
 #: Bytes past a function's end still said to be its end (the padding before the next function).
 _PADDING = 64
 
@@ -82,12 +84,12 @@ def _without_markers(stderr: bytes) -> bytes:
     return _FAULT_MARKER.sub(b"", stderr.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b""))
 
 
-def _fault_place(stderr: bytes, loaded: dict[str, Path]) -> str:
+def _fault_place(stderr: bytes, loaded: dict[str, Path], *, ran_off: bool = False) -> str:
     """`` in f (lib.c:12) at address 0x0``: where the host's last fault was, from the line its guard
     wrote (the function and source line from the file's symbols and line tables where it has them;
     ``loaded`` names the files behind the host's memory files; the address touched for a memory
-    fault), or nothing if it wrote none. Code that ran off a function's end into the padding
-    after it is said to be past that end."""
+    fault), or nothing if it wrote none. With ``ran_off`` (a trap), code in the padding after a
+    function is said to have run off that function's end."""
     found = list(_FAULT_MARKER.finditer(stderr))
     if not found:
         return ""
@@ -102,7 +104,7 @@ def _fault_place(stderr: bytes, loaded: dict[str, Path]) -> str:
     if binary is not None:
         at += binary.link_base
         function = binary.function(at)
-        before = binary.before(at, within=_PADDING) if function is None else None
+        before = binary.before(at, within=_PADDING) if function is None and ran_off else None
         if function is not None:
             source, line = binary.place(at) or ("", 0)
             where = f"in {Frame(demangle(function), source, line)}"
@@ -220,7 +222,7 @@ class HostProcess:
             if -status in _FAULTS and _STACK_MARKER in self._stderr_text:
                 cause = " (stack overflow)"
             elif -status in _PLACED:
-                cause = _fault_place(self._stderr_text, self.loaded)
+                cause = _fault_place(self._stderr_text, self.loaded, ran_off=-status in _TRAPS)
             else:
                 cause = uncaught_exception(-status, self._stderr_text)
             summary = f"crashed: killed by {name}{cause}"

@@ -842,7 +842,7 @@ static void on_fatal(int sig) {
 
 /* glibc calls constructors with (argc, argv, envp); argv[] sits right above argc. */
 __attribute__((constructor(101))) static void instrbudget_init(int argc, char **argv, char **envp) {
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGTERM};
     size_t i;
     (void)argc;
     (void)envp;
