@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cbuild.build.builder import Artifact
 from cbuild.models import CostModel, ModelError
@@ -11,7 +11,7 @@ from cbuild.models.costs import BlockCounts, Cost, Unavailability, unavailabilit
 from cbuild.report.attribution import attributed
 from cbuild.run.hosts import HostProcess
 from cbuild.run.library import Library
-from cbuild.run.stops import checked_limits
+from cbuild.run.stops import Stop, checked_limits
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,6 @@ class Meter:
         self._runs: list[BlockCounts] = []
         #: Crashed program runs' partial counts: part of the measurement only if the test raised.
         self._crashed: list[BlockCounts] = []
-        #: A program run that stopped at the cut-off: the limited metric and the test's whole count
-        #: at the stop (the run writes no counts of its own).
-        self.stopped: tuple[str, int] | None = None
         #: Metric -> cut-off for the whole call phase (library calls and program runs together).
         self.limits: dict[str, int] = {}
         #: Metric -> how its cut-off was given, for messages.
@@ -119,12 +116,13 @@ class Meter:
             self._remaining = {m: left - costs.get(m, 0) for m, left in self._remaining.items()}
             self._push()
 
-    def add_stopped(self, metric: str, count: int, limit: int) -> None:
-        """A program run stopped at ``count`` of ``metric`` against the ``limit`` it was given (what
-        the test had left): the test's whole count then is its cut-off less what the run had left."""
-        if self.active:
-            whole = self.limits.get(metric, limit)
-            self.stopped = (metric, whole - (limit - count))
+    def whole_stop(self, stop: Stop) -> Stop:
+        """``stop`` (of a run or call given what the test had left of its cut-off) as the whole
+        test's: its count and limit those of the test's cut-off."""
+        if stop.metric not in self.limits:
+            return stop
+        whole = self.limits[stop.metric]
+        return replace(stop, count=whole - (stop.limit - stop.count), limit=whole)
 
     def add_library(self, library: Library, since: tuple[int, ...] | None = None) -> None:
         """Register a library loaded for this test; it counts from ``since`` (a snapshot), else from its load."""
@@ -186,5 +184,5 @@ class Meter:
             lost.append(f"{lib.artifact.name}: {lib.host.ended}")
         if completed:
             return out + self._runs, lost
-        self.used = self.used or bool(self._crashed) or self.stopped is not None
+        self.used = self.used or bool(self._crashed)
         return out + self._runs + self._crashed, lost

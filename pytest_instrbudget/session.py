@@ -286,11 +286,14 @@ class BudgetSession:
         unavailable: Mapping[str, Unavailability] | None = None,
         completed: bool = True,
         region_problems: list[str] | None = None,
+        stopped: str | None = None,
     ) -> TestResult:
         """Compare a test's costs with its limits and baseline; record and return the result.
 
         ``models`` are the test's (default: the session's). A metric in ``unavailable`` has no
-        value: it is reported with the reason, and its limit and baseline are not checked.
+        value: it is reported with the reason, and its limit and baseline are not checked. The
+        ``stopped`` metric's cut-off stopped the test's code: it is over its limit, whatever count
+        it stopped at (before the block that would have passed it).
         """
         models = self.models if models is None else models
         tolerance = (
@@ -357,7 +360,7 @@ class BudgetSession:
                 status = OK
             if not completed and status != REGRESSED:
                 status = ERROR  # partial counts: "new" or "improved" would say what was not measured
-            if limit is not None and cost.total > limit:
+            if (limit is not None and cost.total > limit) or name == stopped:
                 status = OVER_LIMIT
             if any(cost.regions.get(path, 0) > n or path not in cost.regions for path, n in region_limits.items()):
                 status = OVER_LIMIT

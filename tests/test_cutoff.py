@@ -240,28 +240,39 @@ def _stop_lines(result: pytest.RunResult) -> dict[str, str]:
     return out
 
 
-def test_a_program_stopped_at_the_cutoff_gives_its_test_a_row(pytester: pytest.Pytester) -> None:
-    """The run writes no counts of its own: the test's row (and JSON entry) holds the whole test's
-    count at the stop, its library calls' included, as over its limit and partial."""
+@pytest.mark.parametrize("budget", ['max_instr=10_000, stop_at="3x"', "stop_at=30_000"])
+def test_a_test_stopped_at_its_cutoff_has_a_row_with_the_count_at_the_stop(
+    pytester: pytest.Pytester, budget: str
+) -> None:
+    """A stopped program run writes no counts, and a stopped library process loses what it counted:
+    the test's row (and JSON entry) holds the whole test's count at the stop, earlier library calls
+    included, as over its limit and partial (also where the cut-off is the limit, and the code
+    stopped just before it)."""
     pytester.makefile(".c", lib=SESSION_C)
     pytester.makepyfile(
-        test_cut="""
+        test_cut=f"""
 import pytest
 
-@pytest.mark.budget(max_instr=10_000, stop_at="3x")
-def test_stopped(cbuild):
+@pytest.mark.budget({budget})
+def test_program(cbuild):
     cbuild.library("lib.c").spin(1000)
     cbuild.program("lib.c", defines=["PROGRAM"]).run(["100000000"])
+
+@pytest.mark.budget({budget})
+def test_library(cbuild):
+    lib = cbuild.library("lib.c")
+    lib.spin(1000)
+    lib.spin(100000)
 """
     )
     out = pytester.path / "out.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["test_cut.py::test_stopped * over limit (partial)"])
-    (entry,) = json.loads(out.read_text())["tests"].values()
-    metric = entry["metrics"]["ir_instructions"]
-    assert metric["status"] == "over limit"
-    assert 29_900 <= metric["value"] <= 30_030  # the whole test's, not the program run's alone
+    result.assert_outcomes(failed=2)
+    for name in ("test_program", "test_library"):
+        result.stdout.fnmatch_lines([f"test_cut.py::{name} * over limit (partial)"])
+        metric = json.loads(out.read_text())["tests"][f"test_cut.py::{name}"]["metrics"]["ir_instructions"]
+        assert metric["status"] == "over limit"
+        assert 29_900 <= metric["value"] <= 30_030, name  # the whole test's, not the last run's or call's alone
 
 
 @pytest.mark.slow
