@@ -53,6 +53,8 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
 
 from __future__ import annotations
 
+import html
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -61,6 +63,7 @@ from cbuild.models.costs import line_label
 from cbuild.report import texttable
 from cbuild.report.flamegraph import flame_tree
 from cbuild.report.html import render
+from cbuild.report.markdown import code_span, table_code
 from cbuild.report.order import display_order
 from cbuild.report.update import changed_parameters
 from pytest_instrbudget.results import (
@@ -223,14 +226,9 @@ def _listed_lines(
     return out
 
 
-def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
-    """Everything the terminal summary prints after the table."""
+def baseline_notes(session: BudgetSession) -> list[str]:
+    """Why the baseline's costs, or a model's among them, are not comparable with this session's."""
     lines: list[str] = []
-    results = list(session.results.values())
-    problems = [(r.nodeid, p) for r in in_display_order(results) for p in r.region_problems]
-    if problems:
-        lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
-        lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
     if session.baseline.exists and not session.comparable:
         differs = ", ".join(session.fingerprint_differences())
         lines.append(
@@ -262,8 +260,20 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             f"baseline {session.baseline.path} holds {name} costs made with other {name} parameters "
             f"({changes}); they are not comparable (rewrite them with --instrbudget-update)"
         )
+    return lines
+
+
+def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
+    """Everything the terminal summary prints after the table."""
+    lines: list[str] = []
+    results = list(session.results.values())
+    problems = [(r.nodeid, p) for r in in_display_order(results) for p in r.region_problems]
+    if problems:
+        lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
+        lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
+    lines.extend(baseline_notes(session))
     lines.extend(unavailable_lines(results))
-    improved = [r.nodeid for r in results if r.improved]
+    improved = [r.nodeid for r in in_display_order(results) if r.improved]
     if improved and not session.run.update:
         lines.append(
             f"{len(improved)} test(s) improved on the baseline; record it with --instrbudget-update: "
@@ -398,7 +408,13 @@ MARKDOWN_LIMIT = 1024 * 1024 - 4096
 
 def markdown(session: BudgetSession, limit: int = MARKDOWN_LIMIT) -> str:
     """A markdown summary for a CI job page: what changed against the baseline, and failures."""
-    return markdown_text(list(session.results.values()), limit, session.outcomes, order=session.metric_order)
+    return markdown_text(
+        list(session.results.values()),
+        limit,
+        session.outcomes,
+        order=session.metric_order,
+        notes=baseline_notes(session),
+    )
 
 
 def markdown_text(
@@ -407,22 +423,29 @@ def markdown_text(
     outcomes: Mapping[str, tuple[str, str]] | None = None,
     *,
     order: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> str:
     """The markdown summary of ``results``: one table row per notable test, then for each
-    failure its message with the functions that grew most and its costliest lines.
+    failure its message with the functions that grew most and its costliest lines. ``notes``
+    (why the baseline is not comparable) follow the headline.
 
     At most ``limit`` bytes of UTF-8: what does not fit is counted, not cut mid-way.
     """
     results = in_display_order(results)
     shown = [r for r in results if notable(r)]
     failed = [r for r in results if r.failure]
-    improved = sum(1 for r in results if r.improved)
+    improved = [r for r in results if r.improved and not r.failure]
+    # Every measured test in one of the headline's counts: the other changes by their status.
+    others = Counter(_status(r, outcomes) for r in shown if not r.failure and not r.improved)
     head = [
         "## instrbudget",
         "",
-        f"{len(results)} test(s) measured, {len(failed)} over budget, {improved} improved, "
-        f"{len(results) - len(shown)} unchanged.",
+        f"{len(results)} test(s) measured, {len(failed)} over budget, {len(improved)} improved, "
+        + "".join(f"{n} {status}, " for status, n in sorted(others.items()))
+        + f"{len(results) - len(shown)} unchanged.",
         "",
+        *(f"> {note.strip()}" for note in notes),
+        *([""] if notes else []),
     ]
     body: list[str] = []
     size = sum(len(line.encode()) + 1 for line in head)
@@ -446,14 +469,14 @@ def markdown_text(
         for r in shown:
             by_name = {m.metric: m for m in r.metrics}
             cells = [_markdown_cell(by_name.get(name)) for name in metrics]
-            if not fits([f"| `{r.nodeid}` | " + " | ".join(cells) + f" | {_status(r, outcomes)} |"]):
+            if not fits([f"| {table_code(r.nodeid)} | " + " | ".join(cells) + f" | {_status(r, outcomes)} |"]):
                 left_out.append(r.nodeid)
         fits([""])
     for r in failed:
         if r.nodeid in left_out or not fits(_markdown_failure(r)):
             left_out.append(r.nodeid)
     problems = [(r.nodeid, p) for r in results for p in r.region_problems]
-    if problems and not fits(["Unbalanced region markers:", "", *(f"- `{n}`: {p}" for n, p in problems), ""]):
+    if problems and not fits(["Unbalanced region markers:", "", *(f"- {code_span(n)}: {p}" for n, p in problems), ""]):
         left_out.append("unbalanced region markers")
     missing = unavailable_lines(results)
     if missing and not fits(["Unavailable metrics:", "", "```text", *missing, "```", ""]):
@@ -475,7 +498,7 @@ def _markdown_cell(m: MetricResult | None) -> str:
 
 def _markdown_failure(r: TestResult) -> list[str]:
     """A failed test's details: its message, the functions that grew, its costliest lines."""
-    out = [f"<details><summary>{r.nodeid}</summary>", "", "```text", r.failure or "", "```", ""]
+    out = [f"<details><summary>{html.escape(r.nodeid)}</summary>", "", "```text", r.failure or "", "```", ""]
     for m in r.metrics:
         if m.status not in (REGRESSED, OVER_LIMIT):
             continue

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cbuild.report.order import display_order
 from pytest_instrbudget import report
 from pytest_instrbudget.results import IMPROVED, NEW, OK, REGRESSED, MetricResult
 from pytest_instrbudget.results import TestResult as Result
@@ -293,3 +294,40 @@ def test_table_columns_follow_the_sessions_model_order_whichever_tests_ran() -> 
             "zk_cycles",
             "status",
         ]
+
+
+def test_markdown_keeps_test_ids_whole_in_tables_and_summaries() -> None:
+    """A parameter with ``|``, a backtick or HTML in it: the row stays one row (GitHub splits cells
+    at every unescaped ``|``, in code spans too), the code span holds the backtick, and the
+    failure's summary shows the id as text."""
+    ids = ["t.py::test_ids[a|b]", "t.py::test_ids[x`y]", "t.py::test_ids[<b>bold</b>]"]
+    text = report.markdown_text(
+        [result(n, metric("ir_instructions", 964, 804, REGRESSED), failure="over budget") for n in ids]
+    )
+    assert "| `t.py::test_ids[a\\|b]` | 964 (+19.90%) | regressed |" in text
+    assert "| ``t.py::test_ids[x`y]`` | 964 (+19.90%) | regressed |" in text
+    assert "<summary>t.py::test_ids[&lt;b&gt;bold&lt;/b&gt;]</summary>" in text
+
+
+def test_markdown_headline_counts_every_test_and_says_why_costs_do_not_compare() -> None:
+    unbudgeted = Result("t.py::test_free", False, [metric("ir_instructions", 110, 100, REGRESSED)], None)
+    text = report.markdown_text(
+        [regressed(1, n_functions=2), unbudgeted, RESULTS[1], RESULTS[2]],
+        notes=["baseline b.json was made with another toolchain or other models (differs in: assertions)"],
+    )
+    assert text.startswith(
+        "## instrbudget\n\n4 test(s) measured, 1 over budget, 0 improved, 1 new, 1 regressed (no budget), "
+        "1 unchanged.\n\n> baseline b.json was made with another toolchain or other models (differs in: assertions)\n"
+    )
+
+
+def test_outputs_put_negative_parameters_in_numeric_order() -> None:
+    ids = ["t.py::x[2997]", "t.py::x[-3]", "t.py::x[2]", "t.py::x[1-10]", "t.py::x[1--3]", "t.py::x[1-2]"]
+    assert sorted(ids, key=display_order) == [
+        "t.py::x[-3]",
+        "t.py::x[1--3]",
+        "t.py::x[1-2]",
+        "t.py::x[1-10]",
+        "t.py::x[2]",
+        "t.py::x[2997]",
+    ]

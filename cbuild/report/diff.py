@@ -14,6 +14,7 @@ from typing import Any
 
 from cbuild.build.demangle import readable_names
 from cbuild.errors import CBuildError
+from cbuild.report.markdown import table_code
 from cbuild.report.order import display_order
 
 
@@ -162,6 +163,6 @@ def render_markdown(found: list[Change]) -> str:
     lines = ["| test | metric | old | new | change | functions that changed most |", "|---|---|---:|---:|---:|---|"]
     for c in found:
         shown = readable_names(n for n, _, _ in c.functions[:3])
-        moved = ", ".join(f"`{shown[n]}` {b - a:+,}" for n, a, b in c.functions[:3])
-        lines.append(f"| `{c.test}` | {c.metric} | {_num(c.old)} | {_num(c.new)} | {_pct(c)} | {moved} |")
+        moved = ", ".join(f"{table_code(shown[n])} {b - a:+,}" for n, a, b in c.functions[:3])
+        lines.append(f"| {table_code(c.test)} | {c.metric} | {_num(c.old)} | {_num(c.new)} | {_pct(c)} | {moved} |")
     return "\n".join(lines) + "\n"
