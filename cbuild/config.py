@@ -133,7 +133,8 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
         if key not in _KEYS:
             accepted = ", ".join([*sorted(_KEYS), *(f"[tool.instrbudget.{m}]" for m in known_models)])
             raise ConfigError(
-                f"[tool.instrbudget] has an unknown key {key!r}{did_you_mean(key, _KEYS)}; accepted keys: {accepted}"
+                f"[tool.instrbudget] has an unknown key {key!r}{did_you_mean(key, [*_KEYS, *known_models])}; "
+                f"accepted keys: {accepted}"
             )
         where = f"[tool.instrbudget] {key}"
         if key == "opt_level":

@@ -525,3 +525,7 @@ def test_model_choice_changed_parameters_say_what_changed() -> None:
         "page_cycles: 322 in the baseline, (none) now; version: 2 in the baseline, 3 now"
     )
     assert changed_parameters("heap", "heap x") == "heap in the baseline, heap x now"
+    # Values are Python literals, spaces and all.
+    assert changed_parameters("m version=1 flags=['-O1', '-g']", "m version=1 flags=['-O2', '-g']") == (
+        "flags: ['-O1', '-g'] in the baseline, ['-O2', '-g'] now"
+    )

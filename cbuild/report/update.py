@@ -17,6 +17,7 @@ and a run's measured costs. The pytest plugin calls it at the end of a session;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,10 +83,17 @@ def recorded(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> dict
     return old
 
 
+#: Where a model's description (``zkvm version=2 flags=['-O1', '-g'] ...``) begins its next ``key=``:
+#: values are Python literals and may hold spaces.
+_PARAMETER = re.compile(r" (?=[\w.-]+=)")
+
+
 def changed_parameters(old: str, new: str) -> str:
     """``po2: 20 in the baseline, 18 now``: the parameters that differ between two descriptions of
     a model (``zkvm version=2 po2=20 ...``), or both descriptions where no parameter tells them apart."""
-    before, after = (dict(word.split("=", 1) for word in text.split()[1:] if "=" in word) for text in (old, new))
+    before, after = (
+        dict(part.split("=", 1) for part in _PARAMETER.split(text)[1:] if "=" in part) for text in (old, new)
+    )
     differs = [
         f"{key}: {before.get(key, '(none)')} in the baseline, {after.get(key, '(none)')} now"
         for key in sorted(before.keys() | after.keys())
