@@ -100,3 +100,25 @@ def test_the_riscv_build_a_model_executes_keeps_a_strlen_count_as_it_was(builder
     counts = {key_length_riscv_instructions(builder, tmp_path, "x" * n) for n in (1, 2, 3, 4, 5, 6, 7, 8)}
     counts.add(key_length_riscv_instructions(builder, tmp_path, "x", "-DINSTRBUDGET_NO_REGIONS"))
     assert len(counts) == 1, counts
+
+
+#: strerror's messages are one structure of the counted library's (musl's table): where it lies
+#: moved with the program's own data before it.
+MESSAGE_C = """
+#include <string.h>
+const char *volatile other = "%s";
+size_t message_length(void) { return strlen(strerror(22)); }
+"""
+
+
+def test_the_riscv_builds_counted_library_data_is_aligned_too(builder: Builder, tmp_path: Path) -> None:
+    counts = set()
+    for n in range(1, 9):
+        source = tmp_path / f"message{n}.c"
+        source.write_text(MESSAGE_C % ("x" * n))
+        model = default_registry().create("zkvm", {"execute": True})
+        with Library(builder.build([source], kind="library", models=[model])) as lib:
+            before = lib.snapshot()
+            assert lib.message_length() == len("Invalid argument")
+            counts.add(lib.counts(before).machine_run("riscv32").instructions)
+    assert len(counts) == 1, counts

@@ -75,7 +75,7 @@ TARGETS = {
 #: anonymous memory from 0x4000_0000 to 0x7000_0000).
 GUEST_HEAP_LIMIT = 256 << 20
 #: Part of the RISC-V builds' cache keys: change it when their making changes.
-VERSION = "3"
+VERSION = "4"
 #: Region markers (instrbudget.h) as the native build's IR has them.
 _MARKER = re.compile(r'call void asm sideeffect "# instrbudget-region (start|next|stop)", "')
 _KINDS = {"start": 0, "next": 1, "stop": 2}
@@ -306,9 +306,11 @@ def _relative_file_names(sources: Sequence[Source], options: BuildOptions) -> tu
 def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> tuple[Path, list[tuple[Path, Path]]]:
     """The counted C library (cbuild/libc and its musl part) for ``tgt``: its own object, with
     its heap's mapping (in the executor's anonymous memory) and lock (cbuild/runtime/heap_map.c),
-    and each musl module's IR with its object."""
+    and each musl module's IR with its object. Their globals are aligned as the native build's
+    (:func:`cbuild.build.data_layout.aligned_data`), which links the library's IR before it aligns."""
     flags = [
-        "-c",
+        "-S",
+        "-emit-llvm",
         *LIBC_FLAGS,
         "-DIB_HEAP_BASE=0x40000000u",
         f"-DIB_DEFAULT_LIMIT={GUEST_HEAP_LIMIT}ull",
@@ -316,20 +318,23 @@ def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> tuple[Pat
     ]
     what = f"the counted C library for {tgt.name}"
     code = f'{libc_source()}\n#line 1 "cbuild/runtime/heap_map.c"\n{HEAP_MAP_SOURCE.read_text()}'
-    own = compile_own(tc, cache, code, what=what, stem="libc", flags=flags, suffix=".o")
+    own_ir = compile_own(tc, cache, code, what=what, stem="libc", flags=flags, suffix=".ll")
     musl = musl_ir(tc, cache, flags=tgt.flags)
+    # The own library's IR is optimised already; musl's is optimised here, as before its globals were aligned.
     codegen = [*tc.cc, "-target", tgt.triple, *tgt.flags, "-O2", "-c"]
-    key = digest(VERSION, tc.identity, *codegen[len(tc.cc) :], *(p.name for p in musl))
+    key = digest(VERSION, tc.identity, *codegen[len(tc.cc) :], own_ir.name, *(p.name for p in musl))
 
     def make(files: list[Path]) -> None:
         with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
-            for ir, file in zip(musl, files, strict=True):
-                local = Path(tmp) / f"{file.stem}.o"
-                _run([*codegen, str(ir), "-o", str(local)], tgt.name)
+            for n, (ir, file) in enumerate(zip([own_ir, *musl], files, strict=True)):
+                aligned, local = Path(tmp) / f"{n}.ll", Path(tmp) / f"{n}.o"
+                aligned.write_text(aligned_data(ir.read_text()))
+                passes = ["-Xclang", "-disable-llvm-passes"] if ir == own_ir else []
+                _run([*codegen, *passes, str(aligned), "-o", str(local)], tgt.name)
                 atomic_write(file, local.read_bytes())
 
-    suffixes = [f".{n}.o" for n in range(len(musl))]
-    objects = cache.entry("rvobj", key, suffixes, make, name=f"{what} (musl)")
+    suffixes = [f".{n}.o" for n in range(len(musl) + 1)]
+    own, *objects = cache.entry("rvobj", key, suffixes, make, name=what)
     return own, list(zip(musl, objects, strict=True))
 
 
@@ -396,17 +401,14 @@ def build_riscv(
 
             def make(files: list[Path]) -> None:
                 go_on()
-                local, unit_ir = Path(tmp) / f"{number}.o", unit.ir_path
-                text = unit_ir.read_text()
-                edited = text
+                local = Path(tmp) / f"{number}.o"
+                edited = unit.ir_path.read_text()
                 if counted:
                     edited = point_at_libc(edited, own=own, size_bits=size_t_bits(tgt.triple))
                 if "instrbudget-region" in edited:
                     edited = with_region_markers(edited, tgt)
-                edited = aligned_data(edited)  # as the native build's (cbuild.build.data_layout)
-                if edited is not text:
-                    unit_ir = Path(tmp) / f"{number}.ll"
-                    unit_ir.write_text(edited)
+                unit_ir = Path(tmp) / f"{number}.ll"  # its globals aligned as the native build's
+                unit_ir.write_text(aligned_data(edited))
                 try:
                     _run([*codegen, "-c", str(unit_ir), "-o", str(local)], target_name)
                 except TargetUnavailable as exc:
