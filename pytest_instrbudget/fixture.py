@@ -94,11 +94,9 @@ class Program:
                     )
                 finally:
                     raised = list(caught)
-        except ProgramCrashed as crash:  # if the test fails with it: the cost counted until then
-            self._meter.add_crashed(crash.counts)
-            _warn_again(raised, quietly=True)
-            raise
-        except BaseException:
+        except BaseException as error:
+            if isinstance(error, ProgramCrashed):  # if the test fails with it: the cost counted until then
+                self._meter.add_crashed(error.counts)
             _warn_again(raised, quietly=True)
             raise
         _warn_again(raised)
@@ -141,10 +139,7 @@ def _warn_again(caught: list[warnings.WarningMessage], *, quietly: bool = False)
     while an error is on its way, so that a warning made an error (``-W error``) does not take
     its place."""
     for warning in caught:
-        if quietly:
-            with contextlib.suppress(Warning):
-                warnings.warn(warning.message, warning.category, stacklevel=3)
-        else:
+        with contextlib.suppress(Warning) if quietly else contextlib.nullcontext():
             warnings.warn(warning.message, warning.category, stacklevel=3)
 
 

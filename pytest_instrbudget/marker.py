@@ -145,18 +145,16 @@ class Budget:
                 elif key in all_keywords:
                     raise _inactive(f"{item.nodeid}: budget({key}=...)", all_keywords[key], models, chosen=chosen)
                 else:
-                    accepted = ", ".join(
-                        sorted(
-                            [
-                                *active,
-                                *(key for key, (model, _) in cutoffs.items() if model.can_stop_code()),
-                                *(MODELS, UNAVAILABLE, "regions", "timeout", "tolerance"),
-                            ]
-                        )
+                    accepted = sorted(
+                        [
+                            *active,
+                            *(key for key, (model, _) in cutoffs.items() if model.can_stop_code()),
+                            *(MODELS, UNAVAILABLE, "regions", "timeout", "tolerance"),
+                        ]
                     )
                     raise ConfigError(
                         f"{item.nodeid}: unknown keyword {key!r} in @pytest.mark.budget"
-                        f"{did_you_mean(key, accepted.split(', '))}; accepted: {accepted}"
+                        f"{did_you_mean(key, accepted)}; accepted: {', '.join(accepted)}"
                     )
         stops: dict[str, int] = {}
         labels: dict[str, str] = {}

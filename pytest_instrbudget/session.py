@@ -176,7 +176,7 @@ class BudgetSession:
         if fingerprint:
             used = {m.model for r in self.results.values() for m in r.metrics} - {m.name for m in self.models}
             for name in sorted(used & set(self.registry.names)):
-                fingerprint[MODEL_KEY + name] = _describe(self.model(name))
+                fingerprint[MODEL_KEY + name] = self.model_description(name)
         return fingerprint
 
     def _session_fingerprint(self) -> dict[str, str]:
@@ -212,7 +212,7 @@ class BudgetSession:
         name = self.metric_models.get(metric)
         if name is None or name in {m.name for m in self.models} or not self.baseline.exists:
             return True
-        return self.baseline.fingerprint.get(MODEL_KEY + name) == _describe(self.model(name))
+        return self.baseline.fingerprint.get(MODEL_KEY + name) == self.model_description(name)
 
     def model_description(self, name: str) -> str:
         """``zkvm version=2 po2=20 ...``: the session's model ``name`` as a baseline records it."""
@@ -228,7 +228,7 @@ class BudgetSession:
             name = key.removeprefix(MODEL_KEY)
             if key.startswith(MODEL_KEY) and name in self.registry.names and name not in session:
                 try:
-                    if recorded != _describe(self.model(name)):
+                    if recorded != self.model_description(name):
                         out.append(name)
                 except CBuildError:
                     continue
@@ -450,7 +450,7 @@ class BudgetSession:
             stale_entries=outcome.stale,
             metric_models=self.metric_models,
             session_models={m.name for m in self.models},
-            describe=lambda name: _describe(self.model(name)),
+            describe=self.model_description,
         )
         outcome.added, outcome.changed, outcome.pruned = done.added, done.changed, done.pruned
         outcome.not_written = done.not_written

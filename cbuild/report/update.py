@@ -94,12 +94,15 @@ def changed_parameters(old: str, new: str) -> str:
     before, after = (
         dict(part.split("=", 1) for part in _PARAMETER.split(text)[1:] if "=" in part) for text in (old, new)
     )
-    differs = [
+    return _changes(before, after) or f"{old} in the baseline, {new} now"
+
+
+def _changes(before: Mapping[str, str], after: Mapping[str, str]) -> str:
+    """``key: old in the baseline, new now`` for each key whose value differs, ``; ``-separated."""
+    return "; ".join(
         f"{key}: {before.get(key, '(none)')} in the baseline, {after.get(key, '(none)')} now"
-        for key in sorted(before.keys() | after.keys())
-        if before.get(key) != after.get(key)
-    ]
-    return "; ".join(differs) or f"{old} in the baseline, {new} now"
+        for key in differing_keys(dict(before), dict(after))
+    )
 
 
 def matches(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> bool:
@@ -152,11 +155,7 @@ def apply(
         kept = {}
         missing = sorted(set(tests) - set(results))
         if missing and not prune:
-            before = recorded(base.fingerprint, session)
-            differs = "; ".join(
-                f"{key}: {before.get(key, '(none)')} in the baseline, {session.get(key, '(none)')} now"
-                for key in differing_keys(before, dict(session))
-            )
+            differs = _changes(recorded(base.fingerprint, session), session)
             out.refused = (
                 f"baseline {path} was made with another toolchain or other models ({differs}) and "
                 f"{len(missing)} of its entries were not measured in this run; a configuration tried once "
