@@ -261,7 +261,16 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
-    done = shards.update_baseline(shards.load(args.document), path=args.baseline, prune=args.prune)
+    doc = shards.load(args.document)
+    project = _project_root_or_none()
+    if project is None and args.baseline is not None:
+        project = Path.cwd()
+    if project is None:
+        raise CBuildError(
+            f"no pyproject.toml in {Path.cwd()} or above: run this in the project's checkout, whose "
+            "baseline it updates, or name the baseline with --baseline PATH"
+        )
+    done = shards.update_baseline(doc, project, path=args.baseline, prune=args.prune)
     result = done.result
     if done.note is not None:
         print(done.note, file=sys.stderr)
@@ -318,10 +327,15 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
 def _project_root() -> Path:
     """The directory of the nearest pyproject.toml (the project pytest runs), else the current one."""
+    return _project_root_or_none() or Path.cwd()
+
+
+def _project_root_or_none() -> Path | None:
+    """The directory of the nearest pyproject.toml, from the current directory up, if there is one."""
     for directory in (Path.cwd(), *Path.cwd().parents):
         if (directory / "pyproject.toml").is_file():
             return directory
-    return Path.cwd()
+    return None
 
 
 #: Directories a search for a project's sources passes by.

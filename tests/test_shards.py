@@ -57,7 +57,7 @@ def test_merge_names_tests_run_twice_or_never(tmp_path: Path, capsys: pytest.Cap
     assert sorted(merged["tests"]) == ["t.py::a", "t.py::b"]
     # Pruning needs every collected test: this merged run did not run t.py::c.
     with pytest.raises(CBuildError, match=r"--prune needs a run that covered every collected test; 1 did not run"):
-        shards.update_baseline(merged, prune=True)
+        shards.update_baseline(merged, tmp_path, prune=True)
 
 
 def test_merge_refuses_shards_of_different_runs_naming_the_file(tmp_path: Path) -> None:
@@ -147,9 +147,11 @@ def test_three_pytest_split_shards_merge_to_the_unsharded_run(tmp_path: Path) ->
 
 
 def test_baseline_update_rewrites_a_damaged_baseline_and_says_so(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = write(tmp_path / "all.json", doc(tmp_path, ["t.py::a", "t.py::b", "t.py::c"], {"t.py::a": 7}))
+    (tmp_path / "pyproject.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
     baseline = tmp_path / ".instrbudget" / "baseline.json"
     baseline.parent.mkdir()
     baseline.write_text('{"version": 1, "tests": ')
@@ -161,3 +163,34 @@ def test_baseline_update_rewrites_a_damaged_baseline_and_says_so(
     kept = baseline.with_name("baseline.json.damaged")
     assert f"the damaged file is kept as {kept}" in err
     assert kept.read_text() == '{"version": 1, "tests": '  # nothing is lost
+
+
+def test_baseline_update_writes_the_baseline_of_the_checkout_it_runs_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shards ran in one checkout (their documents name it); the update runs in another, on
+    # the same machine: the baseline written is this checkout's, never the one the shards ran in.
+    ran_in, here = tmp_path / "runner" / "project", tmp_path / "dev" / "project"
+    for checkout in (ran_in, here):
+        (checkout / ".instrbudget").mkdir(parents=True)
+        (checkout / "pyproject.toml").write_text("[tool.instrbudget]\n")
+    run = write(tmp_path / "all.json", doc(ran_in, ["t.py::a"], {"t.py::a": 7}))
+    (ran_in / ".instrbudget" / "baseline.json").write_text("kept as it is")
+    (here / "tests").mkdir()
+    monkeypatch.chdir(here / "tests")  # a directory of the checkout: its pyproject.toml is above
+    assert main(["baseline", "update", str(run)]) == 0
+    written = here / ".instrbudget" / "baseline.json"
+    assert f"baseline {written} written: 1 added" in capsys.readouterr().err
+    assert json.loads(written.read_text())["tests"]["t.py::a"]["ir_instructions"]["total"] == 7
+    assert (ran_in / ".instrbudget" / "baseline.json").read_text() == "kept as it is"
+
+    # Outside any project there is no checkout to update: an error, unless --baseline names the file.
+    outside = tmp_path / "scratch"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert main(["baseline", "update", str(run)]) == 2
+    assert f"cbuild: no pyproject.toml in {outside} or above: run this in the project's checkout" in (
+        capsys.readouterr().err
+    )
+    assert main(["baseline", "update", str(run), "--baseline", "b.json"]) == 0
+    assert json.loads((outside / "b.json").read_text())["tests"]["t.py::a"]["ir_instructions"]["total"] == 7
