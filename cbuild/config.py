@@ -6,6 +6,7 @@ so both build what the project configured.
 
 from __future__ import annotations
 
+import difflib
 import math
 import sys
 from collections.abc import Mapping
@@ -213,18 +214,46 @@ def unavailable_policy(value: object, where: str) -> str:
 
 
 def load_settings(rootdir: Path, *, known_models: list[str]) -> Settings:
-    """Read ``rootdir/pyproject.toml``; no file or no table gives the defaults."""
+    """Read ``rootdir/pyproject.toml``; no file or no table gives the defaults, unless a
+    pyproject.toml above ``rootdir`` has the table: its settings, its include directories and
+    its baseline would be left out without a word, which is an error."""
     path = rootdir / "pyproject.toml"
-    table: Mapping[str, Any] = {}
-    if path.is_file():
-        try:
-            doc = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-        table = doc.get("tool", {}).get("instrbudget", {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [tool.instrbudget] must be a table")
+    table = _table(path)
+    if table is None:
+        above = next((p for d in rootdir.parents if _table(p := d / "pyproject.toml") is not None), None)
+        if above is not None:
+            raise ConfigError(
+                f"[tool.instrbudget] is in {above}, but the project's directory is {rootdir} (pytest's "
+                f"rootdir), whose pyproject.toml the settings are read from, and whose baseline and test "
+                f"ids the costs are compared by; run pytest with --rootdir={above.parent}, or move the "
+                f"configuration file that makes {rootdir} the rootdir (pytest.ini, tox.ini, setup.cfg)"
+            )
     try:
-        return settings_from_table(table, rootdir, known_models=known_models)
+        return settings_from_table(table or {}, rootdir, known_models=known_models)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _table(path: Path) -> Mapping[str, Any] | None:
+    """The ``[tool.instrbudget]`` table of the pyproject.toml at ``path``, if it has one; a
+    misspelt table name (``[tool.instrbudgets]``) is an error."""
+    if not path.is_file():
+        return None
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    tool = doc.get("tool", {})
+    if not isinstance(tool, dict):
+        return None
+    if "instrbudget" not in tool:
+        close = difflib.get_close_matches("instrbudget", [k for k in tool if isinstance(k, str)], n=1, cutoff=0.8)
+        if close:
+            raise ConfigError(
+                f"{path}: [tool.{close[0]}] is not read by pytest-instrbudget (did you mean [tool.instrbudget]?)"
+            )
+        return None
+    table = tool["instrbudget"]
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.instrbudget] must be a table")
+    return table

@@ -392,6 +392,37 @@ def test_plugin_bad_config_is_a_usage_error_naming_the_key(pytester: pytest.Pyte
     result.stderr.fnmatch_lines([f"*[[]tool.instrbudget] {message}*"])
 
 
+def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Pytester) -> None:
+    # [tool.instrbudget] in the repository's pyproject.toml, and a pytest.ini beside the tests that
+    # makes their directory pytest's rootdir: the settings, the include directories and the
+    # committed baseline would all be left out, every test "new" and the run green.
+    pytester.makepyprojecttoml("[tool.instrbudget]\nbaseline = 'perf/baseline.json'\n")
+    tests = pytester.mkdir("qa")
+    (tests / "pytest.ini").write_text("[pytest]\n")
+    (tests / "test_x.py").write_text("def test_x():\n    pass\n")
+    for args in (["qa"], ["--rootdir=qa", "qa/test_x.py"]):
+        result = pytester.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, args
+        result.stderr.fnmatch_lines(
+            [
+                f"*instrbudget: [[]tool.instrbudget] is in {pytester.path / 'pyproject.toml'}, but the project's "
+                f"directory is {tests} (pytest's rootdir)*run pytest with --rootdir={pytester.path}, or move the "
+                "configuration file that makes*the rootdir (pytest.ini, tox.ini, setup.cfg)"
+            ]
+        )
+    assert pytester.runpytest(f"--rootdir={pytester.path}", "qa").ret == pytest.ExitCode.OK
+
+
+def test_plugin_misspelt_table_name_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml("[tool.instrbudgets]\ntolerance = 5\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*pyproject.toml: [[]tool.instrbudgets] is not read by pytest-instrbudget (did you mean [[]tool.instrbudget]?)"]
+    )
+
+
 def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.budget(max_instrs=10)\ndef test_x():\n    pass\n")
     result = pytester.runpytest()
