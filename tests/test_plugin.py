@@ -419,8 +419,10 @@ def test_plugin_misspelt_table_name_is_a_usage_error(pytester: pytest.Pytester) 
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*pyproject.toml: [[]tool.instrbudgets] is not read by pytest-instrbudget (did you mean [[]tool.instrbudget]?)"],
-        consecutive=True,
+        [
+            "*pyproject.toml: [[]tool.instrbudgets] is not read by pytest-instrbudget "
+            "(did you mean [[]tool.instrbudget]?)"
+        ],
     )
 
 
