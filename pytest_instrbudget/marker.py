@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pytest
+from _pytest.nodes import Node
 
 from cbuild.config import ConfigError, parse_percent, unavailable_policy
 from cbuild.errors import did_you_mean
@@ -92,9 +93,11 @@ class Budget:
         and cut-offs) to its model's name, so that a keyword of a model the test does not use gets
         a precise error.
         """
-        marks = list(item.iter_markers(MARKER))
-        if not marks:
+        placed = list(item.iter_markers_with_node(MARKER))
+        if not placed:
             return None
+        _check_one_value_per_node(item.nodeid, placed)
+        marks = [mark for _, mark in placed]
         # The closest marker's models= wins, as for every keyword; limits are checked against them.
         chosen = next((mark.kwargs[MODELS] for mark in marks if MODELS in mark.kwargs), None)
         names: tuple[str, ...] = ()
@@ -164,6 +167,21 @@ class Budget:
             stops[metric.name] = cutoff_value(where, value, limits.get(metric.name), metric.keyword)
             labels[metric.name] = f"{value} {metric.keyword}" if isinstance(value, str) else f"{key}={value:,}"
         return cls(limits, tolerance, regions, timeout, stops, labels, names, unavailable)
+
+
+def _check_one_value_per_node(nodeid: str, placed: list[tuple[Node, pytest.Mark]]) -> None:
+    """Two markers on one test, class or module that give one keyword different values are an
+    error: the closest marker wins over a class's or module's, but between two on one node
+    neither is closer, and the limit written on the other would not be checked."""
+    given: dict[tuple[int, str], object] = {}
+    for node, mark in placed:
+        for key, value in mark.kwargs.items():
+            first = given.setdefault((id(node), key), value)
+            if first is not value and first != value:
+                raise ConfigError(
+                    f"{nodeid}: two @pytest.mark.budget markers on {node.name} give {key}={first!r} and "
+                    f"{key}={value!r}; keep one"
+                )
 
 
 def model_names(value: object, call: str, error: Callable[[str], Exception] = ConfigError) -> tuple[str, ...]:

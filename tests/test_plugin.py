@@ -438,6 +438,35 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
     )
 
 
+def test_plugin_two_markers_on_one_test_with_different_limits_are_a_usage_error(pytester: pytest.Pytester) -> None:
+    # The closest marker wins over the module's; two on one test are equally close, and whichever
+    # won, the limit written on the other would not be checked.
+    pytester.makepyfile(
+        test_x="""
+import pytest
+
+pytestmark = pytest.mark.budget(max_instr=10**9, tolerance=5)
+
+@pytest.mark.budget(max_instr=100)
+@pytest.mark.budget(max_instr=10**9)
+def test_two(): pass
+
+@pytest.mark.budget(max_instr=100)
+@pytest.mark.budget(max_instr=100, timeout=5)
+def test_agreeing(): pass
+"""
+    )
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*test_x.py::test_two: two @pytest.mark.budget markers on test_two give max_instr=1000000000 and "
+            "max_instr=100; keep one"
+        ]
+    )
+    assert "test_agreeing" not in result.stderr.str()
+
+
 def test_plugin_build_progress_from_xdist_workers_starts_its_own_line(pytester: pytest.Pytester) -> None:
     """A worker's progress goes to the stderr pytest was started from, where the tests'
     progress letters are on the current line: it starts a line of its own in a log that

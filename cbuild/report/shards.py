@@ -152,9 +152,7 @@ class Written:
     note: str | None = None
 
 
-def update_baseline(
-    doc: dict[str, Any], project: Path, *, path: Path | None = None, prune: bool = False
-) -> Written:
+def update_baseline(doc: dict[str, Any], project: Path, *, path: Path | None = None, prune: bool = False) -> Written:
     """Write a (merged) run's results into the baseline of the checkout in ``project`` (the
     directory of its pyproject.toml; the shards may have run in other checkouts), as
     ``--instrbudget-update`` would at the end of that run; ``path`` overrides the baseline the
