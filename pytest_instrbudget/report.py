@@ -280,6 +280,8 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             + ", ".join(improved[:5])
             + (" ..." if len(improved) > 5 else "")
         )
+    if session.baseline_note:  # why the baseline is rewritten, before what was written
+        lines.append(session.baseline_note)
     if outcome.refused:
         lines.append(f"baseline not written: {outcome.refused}")
     lines.extend(f"error: {error}" for error in outcome.errors)
@@ -299,8 +301,6 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             + ", ".join(outcome.not_written[:5])
             + (" ..." if len(outcome.not_written) > 5 else "")
         )
-    if session.baseline_note:
-        lines.append(session.baseline_note)
     if session.cache_note:
         lines.append(session.cache_note)
     unpruned = [n for n in outcome.stale if n not in outcome.pruned]

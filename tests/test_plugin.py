@@ -317,6 +317,29 @@ def test_plugin_corrupt_baseline_is_a_usage_error_and_kept(project: pytest.Pytes
     assert path.read_text() == '{"version": 1, "tests": {,}}'
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{\n<<<<<<< HEAD\n  "version": 2\n=======\n  "version": 1\n>>>>>>> main\n}\n',
+            "has merge conflict markers (line 2)",
+        ),
+        ("", "is empty"),
+        ("\n  \n", "is empty"),
+    ],
+)
+def test_plugin_baseline_with_conflict_markers_or_empty_says_so(
+    project: pytest.Pytester, text: str, message: str
+) -> None:
+    path = baseline_path(project)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*instrbudget: baseline {path} {message}*"])
+    assert path.read_text() == text
+
+
 def test_plugin_hand_edited_baseline_with_wrong_types_names_the_file(project: pytest.Pytester) -> None:
     results(project, "--instrbudget-update")
     path = baseline_path(project)
@@ -795,7 +818,13 @@ def test_plugin_update_of_a_damaged_baseline_from_a_partial_run_keeps_the_damage
         result.assert_outcomes(passed=1, deselected=2)
         assert list(json.loads(path.read_text())["tests"]) == ["test_budget.py::test_work"]
         assert path.with_name(kept).read_text() == damaged, n
-        result.stdout.fnmatch_lines(["*baseline*written: 1 added*", f"*kept as {path.with_name(kept)}"])
+        result.stdout.fnmatch_lines(
+            [
+                "*has merge conflict markers (line 1)*; --instrbudget-update rewrites it from this run",
+                "*baseline*written: 1 added*",
+                f"*kept as {path.with_name(kept)}",
+            ]
+        )
 
 
 @pytest.mark.slow

@@ -82,7 +82,15 @@ def decode(data: bytes) -> Snapshot:
     try:
         doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except ValueError as exc:  # bad JSON, bytes that are not UTF-8, NaN or Infinity
+        conflict = _conflict_marker(data)
+        if conflict is not None:
+            raise SnapshotError(
+                f"has merge conflict markers (line {conflict}): resolve the conflict, or rewrite it with "
+                "--instrbudget-update"
+            ) from None
         if isinstance(exc, json.JSONDecodeError):
+            if not exc.doc.strip():
+                raise SnapshotError("is empty") from None
             why = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
         elif isinstance(exc, UnicodeDecodeError):
             why = f"byte {exc.start} is not UTF-8 text"
@@ -93,6 +101,14 @@ def decode(data: bytes) -> Snapshot:
         return _from_doc(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SnapshotError(f"does not have the expected layout ({type(exc).__name__}: {exc})") from None
+
+
+def _conflict_marker(data: bytes) -> int | None:
+    """The line of the first merge conflict marker git leaves in a file (``<<<<<<< ours``), if any."""
+    for number, line in enumerate(data.splitlines(), 1):
+        if line.startswith((b"<<<<<<< ", b">>>>>>> ")) or line.rstrip() in (b"<<<<<<<", b">>>>>>>"):
+            return number
+    return None
 
 
 def _from_doc(doc: Any) -> Snapshot:
