@@ -29,6 +29,19 @@ def test_library_with_an_undefined_symbol_is_a_link_error(builder: Builder, writ
     assert f"({src}:3)" in message  # the file:line of the reference
 
 
+@pytest.mark.parametrize("count_libraries", [True, False])
+def test_program_without_main_says_so(builder: Builder, write, count_libraries: bool) -> None:  # type: ignore[no-untyped-def]
+    # The counted build links main through a wrapper of the runtime's: the linker's own message
+    # names the wrapper and a file of the runtime, not the user's sources.
+    src = write("funcs.c", "int f(int x) { return x + 1; }\n")
+    with pytest.raises(LinkError) as info:
+        builder.build([src], options=BuildOptions(count_libraries=count_libraries))
+    assert str(info.value) == (
+        "linking the program of funcs.c failed: none of its sources defines main, where a program starts; "
+        "to call the sources' functions from a test, build them as a library (cbuild.library)"
+    )
+
+
 def test_inline_assembly_the_assembler_rejects_names_its_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     # Accepted by clang's front end; only code generation (in the LLVM worker) rejects it.
     src = write("bad_asm.c", 'int f(int x) {\n    __asm__ volatile(".byte 0x1ff");\n    return x;\n}\n')

@@ -69,6 +69,8 @@ def engine_digest() -> str:
 
 
 _DEFINES_MAIN = re.compile(rb"^define [^@\n]*@main\(", re.MULTILINE)
+#: The linker's error for a program without ``main`` (the runtime's ``__wrap_main`` refers to it).
+_NO_MAIN = re.compile(r"error: undefined symbol: main$", re.MULTILINE)
 #: Where clang's first diagnostic in a unit's warnings is (``file:line:column: warning: ...``).
 _DIAGNOSTIC_AT = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: (?:warning|note|remark|error)\b", re.MULTILINE)
 
@@ -586,6 +588,12 @@ class Builder:
             cmd += ["-lm", *options.ldflags]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
+                if kind == "program" and _NO_MAIN.search(proc.stderr):
+                    raise LinkError(
+                        f"linking the program of {name} failed: none of its sources defines main, where a "
+                        "program starts; to call the sources' functions from a test, build them as a library "
+                        "(cbuild.library)"
+                    )
                 raise LinkError(f"linking the {kind} of {name} failed:\n{proc.stderr.strip()}")
             atomic_write(out, tmp_out.read_bytes(), mode=0o755)
         if first_cxx:
