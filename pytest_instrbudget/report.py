@@ -510,7 +510,7 @@ def _markdown_failure(r: TestResult) -> list[str]:
                 "| function | baseline | now | change |",
                 "|---|---:|---:|---:|",
             ]
-            shown = readable_names(f for f, _, _ in grown)
+            shown = readable_names([*(f for f, _, _ in grown), *m.functions, *m.baseline_functions])
             out += [f"| `{shown[f]}` | {old:,} | {new:,} | {new - old:+,} |" for f, old, new in grown]
             out.append("")
         if m.lines:

@@ -562,7 +562,9 @@ def _failure_text(m: MetricResult, root: Path) -> str:
     deltas = m.function_deltas() if regressed else []
     if deltas:
         lines.append("  functions whose cost grew most:")
-        shown = readable_names(name for name, _, _ in deltas)
+        # Told apart from every function of either run: a new instantiation of a template the
+        # baseline has (0 -> n) must not read as that one.
+        shown = readable_names([*(name for name, _, _ in deltas), *m.functions, *m.baseline_functions])
         lines += _rows([(shown[name], f"{new - old:+d}  ({old} -> {new})") for name, old, new in deltas])
     changed = m.region_deltas() if m.baseline is not None else []
     if changed:

@@ -4,6 +4,7 @@ columns. Test names, file names and line numbers are never cut."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +211,35 @@ def test_line_breakdown_names_a_cxx_function_as_failure_messages_do() -> None:
     )
     assert len(demangle(LAMBDA)) > 300
     assert f"    src/map.cc:12 ({readable(LAMBDA)})  600   66.7%" in lines
+
+
+def _introsort(comparator: str) -> str:
+    """libc++'s std::__introsort instantiated for a lambda of f (``$_0``, ``$_1``)."""
+    return (
+        f"_ZNSt3__111__introsortINS_17_ClassicAlgPolicyERZ1fRNS_6vectorIiNS_9allocatorIiEEEEE3{comparator}PiLb0EEEv"
+        "T1_SA_T0_NS_15iterator_traitsISA_E15difference_typeEb"
+    )
+
+
+def test_a_new_instantiation_that_grew_is_told_apart_from_the_baselines() -> None:
+    """A second std::sort with another comparator adds an instantiation of std::__introsort next to
+    the one the baseline has: "grew most" names it so that it does not read as that one, cost 0
+    before (both read ``void std::__introsort<…>(…)`` when shortened apart)."""
+    from pytest_instrbudget.session import _failure_text
+
+    old, new = _introsort("$_0"), _introsort("$_1")
+    m = metric(
+        "ir_instructions",
+        300_000,
+        150_000,
+        functions={old: 145_000, new: 145_255, "f": 10_000},
+        baseline_functions={old: 145_000, "f": 5_000},
+    )
+    text = _failure_text(m, Path("/project"))
+    grown = text.split("functions whose cost grew most:\n")[1].splitlines()[:4]
+    assert grown[0] == (
+        "    void std::__introsort<…>(int*, int*, f(std::vector<…>&)::$_1&, "
+        "std::iterator_traits<…>::difference_type, bool)"
+    )
+    assert grown[1].strip() == "+145255  (0 -> 145255)"
+    assert grown[2].startswith("    f  +5000  (5000 -> 10000)")
