@@ -557,9 +557,10 @@ def _function_rows(
     names = names[:top]
     if not names:
         return []
+    shown = readable_names(names)  # as failure messages name them: a libc++ name is 2,000 characters
     rows = [
         [
-            demangle(f),
+            shown[f],
             str(exclusive.get(f, 0)) if exclusive else "-",
             str(inclusive[f]) if f in inclusive else "-",
             str(calls[f]) if f in calls else "-",

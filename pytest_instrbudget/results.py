@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from cbuild.build.demangle import demangle, demangled_keys
+from cbuild.build.demangle import demangle, demangled_keys, readable_names
 from cbuild.models.costs import Cost
 from cbuild.report.diff import deltas
 
@@ -110,7 +110,8 @@ class MetricResult:
         if not self.outside_calls:
             return None
         ranked = sorted(self.outside_calls.items(), key=lambda kv: (-kv[1], kv[0]))
-        shown = ", ".join(f"{demangle(f)} x{n:,}" for f, n in ranked[:top])
+        names = readable_names(f for f, _ in ranked[:top])
+        shown = ", ".join(f"{names[f]} x{n:,}" for f, n in ranked[:top])
         more = f", and {len(ranked) - top} more" if len(ranked) > top else ""
         return f"calls outside the count (not counted): {shown}{more}"
 

@@ -16,7 +16,7 @@ from cbuild.config import ConfigError, Settings
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelError, ModelRegistry
 from cbuild.models.costs import Cost, Unavailability, library_line, line_label
-from cbuild.report import update
+from cbuild.report import texttable, update
 from cbuild.report.outputs import keep_damaged, locked
 from cbuild.report.snapshot import differing_keys
 from cbuild.report.update import LIBRARIES, MODEL_KEY
@@ -583,9 +583,12 @@ def _failure_text(m: MetricResult, root: Path) -> str:
     lines.extend(_hot_lines(m, shown_function))
     lines.extend(_project_lines(m, shown_function, root))
     if (outside := m.outside_line()) is not None:
-        lines.append(f"  {outside}")
+        lines += texttable.wrap(outside, LOG_WIDTH, indent="  ", subsequent="    ")
     return "\n".join(lines)
 
+
+#: The width failure messages' running text is wrapped to: a CI log's.
+LOG_WIDTH = 80
 
 #: A failure message's names (functions, regions, source lines) longer than this go on a line of
 #: their own, their numbers under the others' on the next: one long C++ name would otherwise push

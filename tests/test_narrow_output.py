@@ -173,8 +173,14 @@ def test_line_breakdown_at_60_columns_snapshot() -> None:
 
 @pytest.mark.parametrize("width", [60, 80, 200])
 def test_function_breakdown_keeps_names(width: int) -> None:
+    # Test names whole; functions named as failure messages name them (a C++ name's template
+    # arguments and parameters shortened to <…> and (…) as far as it takes), never cut by the table.
     lines = report.breakdown_lines(RESULTS, "functions", width=width)
-    whole_names(lines, (CMARK, BROTLI, INTROSORT, "handle_pointy_brace (src/inlines.c)"))
+    text = "\n".join(lines)
+    for name in (CMARK, BROTLI, "handle_pointy_brace (src/inlines.c)"):
+        assert name in text
+    assert any(line.strip().startswith(readable(INTROSORT)) for line in lines)
+    assert readable(INTROSORT) == "std::__introsort<…>(…)"
     fits(lines, width)
 
 
@@ -243,3 +249,30 @@ def test_a_new_instantiation_that_grew_is_told_apart_from_the_baselines() -> Non
     )
     assert grown[1].strip() == "+145255  (0 -> 145255)"
     assert grown[2].startswith("    f  +5000  (5000 -> 10000)")
+
+
+SENTRY = "_ZNSt3__113basic_ostreamIcNS_11char_traitsIcEEE6sentryC1ERS3_"
+
+
+def test_functions_report_and_outside_calls_name_cxx_functions_as_failure_messages_do() -> None:
+    """The functions report named a libc++ lambda in its demangled 400 characters (2,600 for a real
+    unordered_map), and a failure's 'calls outside the count' ran on in one line of full names."""
+    from pytest_instrbudget.session import _failure_text
+
+    m = metric(
+        "ir_instructions",
+        900,
+        800,
+        functions={LAMBDA: 600, "main": 300},
+        outside_calls={SENTRY: 40, "_ZNSt3__18ios_base4initEPv": 3, "puts": 2, "clock": 1},
+    )
+    lines = report.breakdown_lines([Result(SMALL, True, [m])], "functions", width=80)
+    assert readable(LAMBDA) == "std::__hash_table<…>::__emplace_unique<…>(…)::{lambda(…)#1}::operator()(…) const"
+    assert f"    {readable(LAMBDA)}" in lines
+    fits(lines, 80)
+    text = _failure_text(m, Path("/project"))
+    outside = text.split("calls outside the count")[1]
+    assert "std::basic_ostream<…>::sentry::sentry(…) x40, std::__1::ios_base::init(void*) x3" in " ".join(
+        outside.split()
+    )
+    fits(text.splitlines(), 80)

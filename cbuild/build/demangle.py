@@ -88,7 +88,8 @@ _TRAILING_QUALIFIERS = re.compile(_QUALIFIERS.pattern + "$")
 def readable(symbol: str, limit: int = READABLE) -> str:
     """:func:`demangle`'s name, short enough to read in a log. Longer than ``limit``, it loses libc++'s
     inline namespace (``std::__1::`` -> ``std::``) and ABI tags, then its template arguments
-    (``<…>``), then its parameters (``(…)``), as far as it takes; what names the function (its
+    (``<…>``), then its parameters (``(…)``), then those of the functions it lies in (a lambda's),
+    as far as it takes; what names the function (its
     scopes and name, and the file of a static function) stays. Shorter names come back unchanged.
     Different functions may read alike: :func:`readable_names` keeps a table's rows apart."""
     return readable_names([symbol], limit)[symbol]
@@ -131,10 +132,12 @@ def _levels(symbol: str) -> list[str]:
     name = demangle(symbol)
     levels = [name]
     stripped = _ABI_TAG.sub("", name.replace("std::__1::", "std::"))
+    brief = _collapse(_collapse(stripped, "<", ">"), "(", ")", params=True)
     for shorter in (
         stripped,
         _collapse(stripped, "<", ">"),
-        _collapse(_collapse(stripped, "<", ">"), "(", ")", params=True),
+        brief,
+        _collapse(brief, "(", ")"),  # the parameters of the scopes too: a lambda's in its function
     ):
         if shorter != levels[-1]:
             levels.append(shorter)
