@@ -75,7 +75,7 @@ from pytest_instrbudget.results import (
     MetricResult,
     TestResult,
 )
-from pytest_instrbudget.session import MODEL_KEY, BudgetSession, Outcome
+from pytest_instrbudget.session import BudgetSession, Outcome
 
 #: Breakdowns ``--instrbudget-report`` prints.
 REPORTS = ("functions", "lines", "regions")
@@ -232,7 +232,7 @@ def baseline_notes(session: BudgetSession) -> list[str]:
     if session.baseline.exists and not session.comparable:
         differs = ", ".join(session.fingerprint_differences())
         lines.append(
-            f"baseline {session.baseline.path} was made with another toolchain or other models "
+            f"baseline {session.baseline.path} was made with another toolchain or other build settings "
             f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update, or keep "
             "another configuration's costs apart with --instrbudget-baseline=PATH)"
         )
@@ -254,11 +254,10 @@ def baseline_notes(session: BudgetSession) -> list[str]:
                 "  assertions changed: with assertions = false NDEBUG is defined and assert checks cost nothing; "
                 "rewrite the baseline with --instrbudget-update, or set assertions back to what it was made with"
             )
-    for name in session.other_model_parameters():
-        changes = changed_parameters(session.baseline.fingerprint[MODEL_KEY + name], session.model_description(name))
+    for name, (recorded, now) in session.changed_models().items():
         lines.append(
             f"baseline {session.baseline.path} holds {name} costs made with other {name} parameters "
-            f"({changes}); they are not comparable (rewrite them with --instrbudget-update)"
+            f"({changed_parameters(recorded, now)}); they are not comparable (rewrite them with --instrbudget-update)"
         )
     return lines
 

@@ -195,49 +195,47 @@ class BudgetSession:
 
     @property
     def comparable(self) -> bool:
-        """False when the baseline was made with another toolchain or other session models."""
+        """False when the baseline was made with another toolchain or other build settings; its
+        costs otherwise compare metric by metric (:meth:`metric_comparable`)."""
         if self.builder is None or not self.baseline.exists:
             return True
-        return self._matches(self.baseline.fingerprint)
+        return update.builds_match(self.baseline.fingerprint, self._session_fingerprint())
 
     def fingerprint_differences(self) -> tuple[str, ...]:
         """The keys that make the baseline not :attr:`comparable`."""
-        return differing_keys(self._recorded(self.baseline.fingerprint), self._session_fingerprint())
+        differs = differing_keys(self._recorded(self.baseline.fingerprint), self._session_fingerprint())
+        return tuple(key for key in differs if key != "models")
 
     def metric_comparable(self, metric: str) -> bool:
         """Whether the baseline's entries of ``metric`` compare with this session's: the baseline is
-        :attr:`comparable`, and a model tests chose beyond the session's has the parameters recorded."""
+        :attr:`comparable`, and the metric's model has the parameters the baseline recorded for it,
+        whichever models the session or the baseline's session had beside it."""
         if not self.comparable:
             return False
         name = self.metric_models.get(metric)
-        if name is None or name in {m.name for m in self.models} or not self.baseline.exists:
+        if name is None or not self.baseline.exists:
             return True
-        return self.baseline.fingerprint.get(MODEL_KEY + name) == self.model_description(name)
+        recorded = update.recorded_models(self.baseline.fingerprint).get(name)
+        return recorded is None or recorded == self.model_description(name)
 
     def model_description(self, name: str) -> str:
         """``zkvm version=2 po2=20 ...``: the session's model ``name`` as a baseline records it."""
         return _describe(self.model(name))
 
-    def other_model_parameters(self) -> list[str]:
-        """Models tests chose beyond the session's whose parameters changed since the baseline was written."""
+    def changed_models(self) -> dict[str, tuple[str, str]]:
+        """Models of the baseline's entries whose parameters changed since it was written: name ->
+        (the baseline's description, this session's)."""
         if not self.comparable or not self.baseline.exists:
-            return []
-        session = {m.name for m in self.models}
-        out = []
-        for key, recorded in sorted(self.baseline.fingerprint.items()):
-            name = key.removeprefix(MODEL_KEY)
-            if key.startswith(MODEL_KEY) and name in self.registry.names and name not in session:
+            return {}
+        out = {}
+        for name, recorded in sorted(update.recorded_models(self.baseline.fingerprint).items()):
+            if name in self.registry.names:
                 try:
-                    if recorded != self.model_description(name):
-                        out.append(name)
+                    if recorded != (now := self.model_description(name)):
+                        out[name] = (recorded, now)
                 except CBuildError:
                     continue
         return out
-
-    def _matches(self, recorded: dict[str, str]) -> bool:
-        """Whether a baseline's fingerprint is this session's; the models tests chose beyond the
-        session's are compared per metric instead (:meth:`metric_comparable`)."""
-        return update.matches(recorded, self._session_fingerprint())
 
     def _recorded(self, recorded: Mapping[str, str]) -> dict[str, str]:
         """A baseline's session fingerprint with the fields older baselines lack filled in as they were."""

@@ -289,9 +289,20 @@ def test_plugin_model_parameters_are_part_of_the_baseline_fingerprint(pytester: 
     assert "machine='inorder5'" in baseline["fingerprint"]["models"]
     assert baseline["tests"]["test_p.py::test_sum"]["pipeline_cycles"]["total"] > 0
     pytester.makepyprojecttoml(toml.format("rocket"))
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-json=run.json")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*other models (differs in: models); costs are not comparable*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*holds pipeline costs made with other pipeline parameters (machine: 'inorder5' in the baseline, "
+            "'rocket' now; *they are not comparable (rewrite them with --instrbudget-update)"
+        ]
+    )
+    # The other model's costs still compare: ir-count's parameters did not change.
+    metrics = json.loads((pytester.path / "run.json").read_text())["tests"]["test_p.py::test_sum"]["metrics"]
+    assert {name: m["status"] for name, m in metrics.items()} == {
+        "ir_instructions": "ok",
+        "pipeline_cycles": "not comparable",
+    }
 
 
 FAULTY_PLUGIN = '''

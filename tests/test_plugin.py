@@ -364,7 +364,25 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
     result, out = results(project)
     result.assert_outcomes(passed=3)
     assert {t["status"] for t in out["tests"].values()} == {"not comparable"}
-    result.stdout.fnmatch_lines(["*made with another toolchain or other models (differs in: clang); costs are not*"])
+    result.stdout.fnmatch_lines(
+        ["*made with another toolchain or other build settings (differs in: clang); costs are not*"]
+    )
+
+
+def test_plugin_a_model_added_to_the_session_leaves_the_other_models_costs_checked(
+    project: pytest.Pytester,
+) -> None:
+    """A model added to the session (here heap) changes the baseline's recorded models, not
+    ir-count's parameters: ir_instructions still compares, and a regression fails, where the whole
+    baseline read "not comparable" and the run passed."""
+    results(project, "--instrbudget-update")
+    project.makefile(".c", work=SLOWER_WORK_C)
+    result, doc = results(project, "--instrbudget-model=ir-count", "--instrbudget-model=heap")
+    result.assert_outcomes(passed=1, failed=2)
+    work = doc["tests"]["test_budget.py::test_work"]["metrics"]
+    assert work["ir_instructions"]["status"] == "regressed"
+    assert {m["status"] for name, m in work.items() if name != "ir_instructions"} == {"new"}
+    assert "not comparable" not in result.stdout.str()
 
 
 def test_plugin_update_of_part_of_the_suite_with_other_models_names_what_differs(project: pytest.Pytester) -> None:

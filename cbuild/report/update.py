@@ -110,6 +110,27 @@ def matches(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> bool:
     return recorded(fingerprint, session) == dict(session)
 
 
+def builds_match(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> bool:
+    """Whether a baseline was made with the session's toolchain and build settings (clang, target,
+    C library, assertions, CPU): its costs then compare metric by metric, each where its model's
+    parameters are the ones the baseline recorded (:func:`recorded_models`)."""
+    return {k: v for k, v in recorded(fingerprint, session).items() if k != "models"} == {
+        k: v for k, v in session.items() if k != "models"
+    }
+
+
+def recorded_models(fingerprint: Mapping[str, str]) -> dict[str, str]:
+    """Each cost model a baseline's entries were measured with -> its description
+    (``zkvm version=2 po2=20 ...``): the session's models (``models``) and those tests chose
+    beyond them (``models.NAME``)."""
+    out = {}
+    for description in fingerprint.get("models", "ir-count version=1").split("; "):
+        if description:
+            out[description.split(" ", 1)[0]] = description
+    out.update({k.removeprefix(MODEL_KEY): v for k, v in fingerprint.items() if k.startswith(MODEL_KEY)})
+    return out
+
+
 def stale(
     entries: Iterable[str],
     *,
