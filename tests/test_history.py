@@ -148,6 +148,7 @@ def test_to_json_shape(tmp_path: Path) -> None:
             ],
             "renamed_from": [],
             "removed_in": None,
+            "absent": [],
         }
     ]
 
@@ -215,6 +216,27 @@ def test_removed_test_ends_its_series(tmp_path: Path, capsys: pytest.CaptureFixt
     assert lines[1].startswith("tests/test_a.py::test_gone  ir_instructions  ▁█     ")  # blank after its removal
     assert lines[1].endswith(f"removed in {removed}")
     assert lines[2].split()[2] == "▁▃▆█"
+
+
+def test_a_test_removed_and_added_again_continues_its_series(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A test deleted and later added back under its name: one series, current, with its gap and
+    the jump across it, where it read "removed" (its stale value the change) and the live series
+    was hidden as unchanged."""
+    repo = Repo(tmp_path / "r")
+    repo.commit(ir(test_keep=1, test_back=651), "one")
+    removed = repo.commit(ir(test_keep=1), "two")
+    back = repo.commit(ir(test_keep=1, test_back=783), "three")
+    repo.commit(ir(test_keep=2, test_back=783), "four")
+    history = read_history(repo.root / BASELINE)
+    series = {s.test.split("::")[1]: s for s in history.series}
+    again = series["test_back"]
+    assert ([p.value for p in again.points], again.current, again.absent) == ([651, 783, 783], True, [(removed, back)])
+    assert history.to_json()["series"][0]["absent"] == [{"removed_in": removed, "back_in": back}]
+    lines = run_cli(capsys, "--baseline", str(repo.root / BASELINE), "--width", "200").splitlines()
+    assert lines[1].startswith("tests/test_a.py::test_back  ir_instructions  ▁ ██  ")
+    assert lines[1].endswith(f"651   783   +20.28%  3  removed in {removed}, back in {back}")
 
 
 def test_model_change_splits_series(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,8 @@ anything out. Each version is a point of the series of every (test, metric) it h
   series starts a new segment there: values on either side of it are never compared.
 * A test renamed in a commit (its node id gone, exactly one new node id with the same metric
   totals, or failing that with the same name after the last ``::``) continues its series
-  under the new name; a test that disappears ends its series ("removed in").
+  under the new name; a test that disappears ends its series ("removed in"), which goes on if
+  a test of that name comes back ("removed in X, back in Y").
 
 :meth:`History.to_json` gives this document (the HTML report draws its charts from it)::
 
@@ -36,7 +37,8 @@ anything out. Each version is a point of the series of every (test, metric) it h
             {"fingerprint": {…}, "changed": ["models"], "points": [{"commit": "0d97faf", "value": 1301}]}
           ],
           "renamed_from": [{"test": "tests/test_old.py::test_x", "commit": "cc8aa90"}],
-          "removed_in": null                   # short hash of the commit that dropped it, else null
+          "removed_in": null,                  # short hash of the commit that dropped it, else null
+          "absent": [{"removed_in": "edc0b40", "back_in": "c683148"}]  # gone and back under its name
         }
       ]
     }
@@ -144,6 +146,9 @@ class Series:
     renamed_from: list[Rename] = field(default_factory=list)
     #: Short hash of the first version without it; None while it is in the newest version.
     removed_in: str | None = None
+    #: Times it was gone and came back under the same name: (the commit that dropped it, the one
+    #: that brought it back), short hashes.
+    absent: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def points(self) -> list[Point]:
@@ -166,6 +171,7 @@ class Series:
             any(p.value != points[0].value for p in points)
             or len(self.segments) > 1
             or bool(self.renamed_from)
+            or bool(self.absent)
             or not self.current
         )
 
@@ -184,6 +190,7 @@ class Series:
             ],
             "renamed_from": [{"test": r.old, "commit": r.commit} for r in self.renamed_from],
             "removed_in": self.removed_in,
+            "absent": [{"removed_in": gone, "back_in": back} for gone, back in self.absent],
         }
 
 
@@ -444,9 +451,7 @@ def build_series(versions: Sequence[Version]) -> tuple[list[Series], list[Finger
                 s.removed_in = short
                 ended.append(s)
             for metric, cost in metrics.items():
-                s = track.get(metric) or track.setdefault(
-                    metric, Series(test, metric, [Segment(dict(snap.fingerprint))])
-                )
+                s = track.get(metric) or track.setdefault(metric, _resumed(ended, test, metric, short, snap))
                 last = s.segments[-1]
                 if last.fingerprint != snap.fingerprint:
                     changed = differing_keys(last.fingerprint, snap.fingerprint)
@@ -456,6 +461,19 @@ def build_series(versions: Sequence[Version]) -> tuple[list[Series], list[Finger
     series = ended + [s for track in active.values() for s in track.values()]
     series.sort(key=lambda s: (display_order(s.test), s.metric, s.points[0].version))
     return series, changes
+
+
+def _resumed(ended: list[Series], test: str, metric: str, short: str, snap: Snapshot) -> Series:
+    """The series of a (test, metric) that appears in commit ``short``: the one that ended when the
+    test was removed, if it had been (taken out of ``ended``, its gap noted), else a new one."""
+    for i in range(len(ended) - 1, -1, -1):
+        s = ended[i]
+        if s.test == test and s.metric == metric and s.removed_in is not None:
+            del ended[i]
+            s.absent.append((s.removed_in, short))
+            s.removed_in = None
+            return s
+    return Series(test, metric, [Segment(dict(snap.fingerprint))])
 
 
 # -- -k expressions -------------------------------------------------------------------------
@@ -572,6 +590,7 @@ def _note(series: Series) -> str:
     changes = [s.points[0].commit for s in series.segments[1:]]
     if changes:
         notes.append(f"model change {changes[0]}" if len(changes) == 1 else f"{len(changes)} model changes")
+    notes += [f"removed in {gone}, back in {back}" for gone, back in series.absent]
     if series.removed_in:
         notes.append(f"removed in {series.removed_in}")
     return "; ".join(notes)
