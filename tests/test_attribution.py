@@ -221,6 +221,24 @@ def test_library_lines_are_the_counted_libraries_and_the_toolchains_headers_wher
     assert not library_line("count (a.c)", "../csrc/a.c:4", tmp_path)
 
 
+def test_toolchain_headers_are_named_by_their_library_not_where_the_wheel_is() -> None:
+    """A libc++ header's line read /work/.venv/lib/python3.11/site-packages/ziglang/lib/libcxx/
+    include/__algorithm/sort.h:600 in failure messages and line reports: past 80 columns, and
+    different in every environment."""
+    from cbuild.build.toolchain import zig_lib
+    from cbuild.models.costs import line_label
+
+    sort = zig_lib() / "libcxx" / "include" / "__algorithm" / "sort.h"
+    assert line_label(f"{sort}:600") == "libc++/__algorithm/sort.h:600"
+    elsewhere = "/elsewhere/.venv/lib/python3.12/site-packages/ziglang/lib"
+    assert line_label(f"{elsewhere}/libcxxabi/include/cxxabi.h:4") == "libc++abi/cxxabi.h:4"
+    assert line_label(f"{elsewhere}/libc/include/generic-glibc/bits/string.h:0") == (
+        "zig/libc/include/generic-glibc/bits/string.h (no source line)"
+    )
+    assert line_label("src/sort.c:34") == "src/sort.c:34"
+    assert line_label("/usr/include/stdio.h:3") == "/usr/include/stdio.h:3"
+
+
 def test_diff_lists_numbered_tests_with_numbers_compared_as_numbers() -> None:
     from cbuild.report.diff import Entry, changes, only_in
 

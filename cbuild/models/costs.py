@@ -190,11 +190,32 @@ class Cost:
 
 def line_label(where: str) -> str:
     """``file:line`` for people: line 0 (code the compiler made up, with no source line) says so, and
-    so does code built without line tables (the counted C++ library's own sources)."""
+    so does code built without line tables (the counted C++ library's own sources). A header of
+    the ziglang wheel is named by its library (``libc++/__algorithm/sort.h:600``), not by where
+    the wheel is installed."""
     file, _, line = where.rpartition(":")
+    file = _toolchain_header(file)
     if line != "0":
-        return where
+        return f"{file}:{line}" if file else where
     return f"{file} (no source line)" if file else "(no source line)"
+
+
+#: The ziglang wheel's header directories (under its ``lib``) and the names reports give them.
+_WHEEL_HEADERS = (("libcxx", "include", "libc++"), ("libcxxabi", "include", "libc++abi"))
+
+
+def _toolchain_header(file: str) -> str:
+    """``libc++/__algorithm/sort.h`` for ``.../site-packages/ziglang/lib/libcxx/include/__algorithm/sort.h``;
+    ``zig/libc/include/...`` for the wheel's other headers; any other file as it is."""
+    parts = Path(file).parts
+    for i, (a, b) in enumerate(itertools.pairwise(parts)):
+        if a == "ziglang" and b == "lib":
+            rest = parts[i + 2 :]
+            for folder, include, name in _WHEEL_HEADERS:
+                if rest[:2] == (folder, include) and len(rest) > 2:
+                    return "/".join((name, *rest[2:]))
+            return "/".join(("zig", *rest))
+    return file
 
 
 #: Where the system's headers are: their lines are library code wherever a build includes them.
