@@ -508,21 +508,36 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     outcome.errors[:0] = budget.output_errors
     if budget.run.json_path is not None:
         text = json.dumps(report.json_document(budget), indent=2, sort_keys=True) + "\n"
-        _write_output(outcome, "the JSON report", budget.run.json_path, text)
+        _write_output(outcome, "the JSON report", budget.run.json_path, text, config=config)
     if budget.run.html_path is not None:
-        _write_output(outcome, "the HTML report", budget.run.html_path, report.html_report(budget))
+        _write_output(outcome, "the HTML report", budget.run.html_path, report.html_report(budget), config=config)
     if budget.run.markdown_path is not None:
         # Appended: $GITHUB_STEP_SUMMARY collects what every command of a CI step writes.
-        _write_output(outcome, "the markdown summary", budget.run.markdown_path, report.markdown(budget), append=True)
+        markdown = report.markdown(budget)
+        _write_output(outcome, "the markdown summary", budget.run.markdown_path, markdown, append=True, config=config)
     if outcome.errors and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _write_output(outcome: Outcome, what: str, path: Path, text: str, *, append: bool = False) -> None:
+def _write_output(
+    outcome: Outcome, what: str, path: Path, text: str, *, append: bool = False, config: pytest.Config | None = None
+) -> None:
+    reporter = config.pluginmanager.getplugin("terminalreporter") if config is not None else None
+    if reporter is not None and _is_stdout(path):
+        reporter.write_line("")  # ends the progress line: the document starts a line of its own
     try:
         write_output(path, text.encode(), append=append)
     except OSError as exc:
         outcome.errors.append(f"cannot write {what} {path}: {describe_os_error(exc)}")
+
+
+def _is_stdout(path: Path) -> bool:
+    """Whether ``path`` is the file pytest's own output goes to (``/dev/stdout``, ``/dev/fd/1``)."""
+    try:
+        here, there = os.stat(path), os.fstat(1)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

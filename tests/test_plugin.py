@@ -479,6 +479,17 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
     )
 
 
+def test_plugin_json_to_stdout_starts_on_a_line_of_its_own(project: pytest.Pytester) -> None:
+    """``--instrbudget-json=/dev/stdout -q``: the document began on the progress line
+    (``...  [100%]{``), so the output could not be cut at a line into JSON."""
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-q", "--instrbudget-json=/dev/stdout")
+    lines = result.stdout.lines
+    start = lines.index("{")
+    assert lines[start - 1].rstrip().endswith("[100%]")
+    end = start + lines[start:].index("}")
+    assert json.loads("\n".join(lines[start : end + 1]))["models"] == ["ir-count"]
+
+
 def test_plugin_two_markers_on_one_test_with_different_limits_are_a_usage_error(pytester: pytest.Pytester) -> None:
     # The closest marker wins over the module's; two on one test are equally close, and whichever
     # won, the limit written on the other would not be checked.
