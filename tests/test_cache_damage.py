@@ -200,7 +200,7 @@ time.sleep(float(sys.argv[2]))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("worker", [None, "gw7"])
+@pytest.mark.parametrize("worker", [None, "gw7", "execnet"])
 def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
     fresh,
     write,
@@ -217,11 +217,20 @@ def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
     seal.unlink()  # the next build must take the lock
     lock = seal.with_suffix(".lock")
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
-    if worker is not None:
+    if worker == "gw7":
         env["PYTEST_XDIST_WORKER"] = worker
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(lock), "1.5"], stdout=subprocess.PIPE, text=True, env=env
-    )
+    if worker == "execnet":  # as xdist starts a worker: it is named only later, in its own environment
+        bootstrap = "import sys;exec(eval(sys.stdin.readline()))"
+        holder = subprocess.Popen(
+            [sys.executable, "-u", "-c", bootstrap], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        assert holder.stdin is not None
+        holder.stdin.write(repr(f"import sys; sys.argv[1:] = [{str(lock)!r}, '1.5']\n" + HOLD_LOCK) + "\n")
+        holder.stdin.flush()
+    else:
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_LOCK, str(lock), "1.5"], stdout=subprocess.PIPE, text=True, env=env
+        )
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline() == "locked\n"
@@ -237,8 +246,10 @@ def test_a_build_waiting_for_a_lock_names_the_process_holding_it(
     assert messages[0].endswith(") to finish building lib.c")
     if worker is None:
         assert sys.executable.split("/")[-1] in messages[0]
-    else:
+    elif worker == "gw7":
         assert messages[0] == f"waiting for process {holder.pid} (pytest-xdist worker gw7) to finish building lib.c"
+    else:
+        assert messages[0] == f"waiting for process {holder.pid} (a pytest-xdist worker) to finish building lib.c"
 
 
 def test_an_unwritable_cache_is_named(write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

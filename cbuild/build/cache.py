@@ -118,6 +118,10 @@ def is_cache_failure(exc: OSError, root: Path) -> bool:
     return name is None or os.path.abspath(name).startswith(os.path.abspath(root))
 
 
+#: The command line execnet starts a pytest-xdist worker with (``python -u -c <this>``).
+_EXECNET_BOOTSTRAP = "import sys;exec(eval(sys.stdin.readline()))"
+
+
 def _holder(fh: IO[bytes]) -> str:
     """Who holds a lock: the pid its holder wrote, with the command line where /proc has it."""
     fh.seek(0)
@@ -136,6 +140,8 @@ def _holder(fh: IO[bytes]) -> str:
     for variable in environ:
         if variable.startswith(b"PYTEST_XDIST_WORKER="):
             return f"process {text} (pytest-xdist worker {variable.split(b'=', 1)[1].decode(errors='replace')})"
+    if _EXECNET_BOOTSTRAP in command:  # xdist names its workers after they start, past /proc's environ
+        return f"process {text} (a pytest-xdist worker)"
     if len(command) > 100:
         command = command[:97] + "..."
     return f"process {text} ({command})"
