@@ -71,6 +71,10 @@ def engine_digest() -> str:
 _DEFINES_MAIN = re.compile(rb"^define [^@\n]*@main\(", re.MULTILINE)
 #: The linker's error for a program without ``main`` (the runtime's ``__wrap_main`` refers to it).
 _NO_MAIN = re.compile(r"error: undefined symbol: main$", re.MULTILINE)
+#: clang's count of a unit's diagnostics, the last line of its output: not one of them.
+_WARNINGS_GENERATED = re.compile(
+    r"^\d+ (?:warnings?|errors?)(?: and \d+ (?:warnings?|errors?))? generated\.\n?", re.MULTILINE
+)
 #: Where clang's first diagnostic in a unit's warnings is (``file:line:column: warning: ...``).
 _DIAGNOSTIC_AT = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: (?:warning|note|remark|error)\b", re.MULTILINE)
 
@@ -174,7 +178,7 @@ class Builder:
         (pytest lists them in its warnings summary); each source's once per builder, from a fresh
         compile or from the cache alike."""
         for unit in units:
-            text = unit.warnings.strip()
+            text = _WARNINGS_GENERATED.sub("", unit.warnings).strip()  # clang's "1 warning generated."
             if not text or (unit.source, text) in self._warned:
                 continue
             at = _DIAGNOSTIC_AT.search(text)
