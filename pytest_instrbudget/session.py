@@ -537,10 +537,10 @@ def _failure_text(m: MetricResult, root: Path) -> str:
         pct = f" (+{100.0 * over / m.limit:.2f}%)" if m.limit else ""
         lines.append(f"  {m.metric}: {m.value} exceeds {m.keyword}={m.limit} by {over}{pct}")
     for path, limit in sorted(m.region_limits.items()):
-        if not m.regions:
+        if not m.regions:  # the marker's check let through only metrics that measure regions
             lines.append(
-                f"  region {path!r}: {m.metric} has no region costs (regions are measured in the metrics of "
-                "ir-count and of models with a run-time clock, or the test passed no region marker)"
+                f"  region {path!r} has a budget but the test never ran it: it ran no region (no "
+                "INSTRBUDGET_REGION_START of instrbudget.h in the code it ran, or unbalanced markers)"
             )
         elif path not in m.regions:
             lines.append(

@@ -142,6 +142,10 @@ REGIONS_TEST = textwrap.dedent(
 
     def test_unbalanced(cbuild):
         cbuild.program("unbalanced.c").run()
+
+    @pytest.mark.budget(regions={"parse": 100})
+    def test_no_markers(cbuild):
+        cbuild.program("plain.c").run()
     """
 )
 
@@ -155,13 +159,20 @@ def test_plugin_region_budgets_and_unbalanced_markers(pytester: pytest.Pytester)
         "    INSTRBUDGET_REGION_STOP();\n"
         '    INSTRBUDGET_REGION_START("left open");\n    return 0;\n}\n',
     )
+    pytester.makefile(".c", plain="int main(void) { return 0; }\n")
     pytester.makepyfile(test_marked=REGIONS_TEST)
     result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-report=regions")
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=2, failed=3)
     result.stdout.fnmatch_lines(
         [
             "*region 'setup': ir_instructions * exceeds its budget 10",
             "*region 'setpu' has a budget but the test never ran it (regions run: setup, work, work/inner*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*region 'parse' has a budget but the test never ran it: it ran no region (no "
+            "INSTRBUDGET_REGION_START of instrbudget.h in the code it ran, or unbalanced markers)"
         ]
     )
     result.stdout.fnmatch_lines(
