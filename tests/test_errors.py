@@ -81,6 +81,20 @@ def test_errors_infinite_loop_times_out(builder: Builder, write) -> None:  # typ
         run_program(builder.build([src]), [], timeout=0.5)
 
 
+def test_errors_run_arguments_are_checked_before_the_program_runs(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # A string for args ran the program with one argument per character ("50" as 5 and 0); a
+    # negative or NaN timeout failed in select() after the program had started.
+    artifact = builder.build([write("args.c", "int main(int argc, char **argv) { return argc; }\n")])
+    with pytest.raises(CBuildError, match=r"args is a list of the program's arguments, got '50'; pass \['50'\]"):
+        run_program(artifact, "50")  # type: ignore[arg-type]
+    for timeout in (-1, 0, float("nan"), float("inf"), True):
+        with pytest.raises(CBuildError, match=r"timeout must be a positive number of seconds, got"):
+            run_program(artifact, [], timeout=timeout)
+    with pytest.raises(CBuildError, match=r"input is the program's stdin as bytes, got int"):
+        run_program(artifact, [], input=123)  # type: ignore[arg-type]
+    assert run_program(artifact, ["50"], input=bytearray(b"x"), timeout=5).returncode == 2
+
+
 def test_errors_nonzero_exit_is_a_result_not_an_error(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     src = write("exit3.c", "int main(void) { return 3; }\n")
     assert run_program(builder.build([src]), []).returncode == 3

@@ -27,7 +27,7 @@ from cbuild.riscv.translated import checking_translation, translation_of
 from cbuild.run.ctypes_map import TypeMap, UnsupportedType
 from cbuild.run.hosts import HostProcess, default_pool
 from cbuild.run.program import read_raw_counts
-from cbuild.run.stops import CodeStopped, clock_limits, machine_stop, read_stop, requested
+from cbuild.run.stops import CodeStopped, check_timeout, clock_limits, machine_stop, read_stop, requested
 
 _ids = itertools.count(1)
 _BYREF = type(ctypes.byref(ctypes.c_int()))
@@ -355,13 +355,7 @@ class Library:
     ) -> None:
         if artifact.kind != "library":
             raise CBuildError(f"{artifact.path} is a {artifact.kind}, not a library")
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise CBuildError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        check_timeout(timeout)
         wanted = requested(max_instr, limits)
         clock_limits(artifact, wanted)  # checked before a process is taken
         if wanted and host is not None:

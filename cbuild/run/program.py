@@ -22,12 +22,12 @@ from typing import Any
 
 from cbuild.build.blocks import BlockTable
 from cbuild.build.builder import Artifact
-from cbuild.errors import ExecutionError, ProgramCrashed, ProgramTimeout
+from cbuild.errors import CBuildError, ExecutionError, ProgramCrashed, ProgramTimeout
 from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import Profile, clock_metrics, read_profile, with_machine_regions
 from cbuild.riscv.executor import Execution, run_isolated, slot_results, slot_runtimes, slot_unavailable
 from cbuild.riscv.translated import checking_translation, translation_of
-from cbuild.run.stops import CodeStopped, clock_limits, machine_stop, read_stop, requested
+from cbuild.run.stops import CodeStopped, check_timeout, clock_limits, machine_stop, read_stop, requested
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
 #: The environment programs get unless the caller passes one. Its size moves the
@@ -466,6 +466,11 @@ def run_program(
     builds (the executing cost models) run at the same time as the native program, in the
     executor's servers, unless a cut-off on a clock the native build keeps applies.
     """
+    if isinstance(args, (str, bytes)):  # each character would be an argument
+        raise CBuildError(f"args is a list of the program's arguments, got {args!r}; pass [{args!r}]")
+    if not isinstance(input, (bytes, bytearray, memoryview)):
+        raise CBuildError(f"input is the program's stdin as bytes, got {type(input).__name__}")
+    check_timeout(timeout)
     argv = [Path(artifact.name).stem, *map(str, args)]
     what = f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'})"
     clocks, cutoffs = clock_limits(artifact, requested(max_instr, limits))

@@ -10,6 +10,7 @@ table and line tables (pyelftools).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,16 @@ from cbuild.models.base import CostModel
 from cbuild.models.costs import split_results
 from cbuild.models.profile import IR_METRIC, clock_metrics, clock_numbers
 from cbuild.riscv.executor import guest_frame, slot_results
+
+
+def check_timeout(timeout: object) -> None:
+    """A run's ``timeout``: None (no limit) or a positive, finite number of seconds; anything else
+    is an error before the code runs."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0
+    ):
+        raise CBuildError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
 
 #: Exit status of a process the runtime stopped at a limit.
 STOP_STATUS = 86
