@@ -227,15 +227,23 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    old, new = load_run(args.old), load_run(args.new)
+    unfinished: dict[Path, list[str]] = {args.old: [], args.new: []}
+    old, new = load_run(args.old, unfinished[args.old]), load_run(args.new, unfinished[args.new])
     found = changes(old, new, top=args.top)
     width = args.width if args.width is not None else shutil.get_terminal_size().columns
     sys.stdout.write(render_markdown(found) if args.markdown else render_text(found, width))
-    for label, tests in (("only in", only_in(old, new)), ("new in", only_in(new, old))):
+
+    def listed(tests: list[str]) -> str:
+        return ", ".join(tests[:5]) + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
+
+    for where, tests in unfinished.items():
         if tests:
-            where = args.old if label == "only in" else args.new
-            shown = ", ".join(tests[:5]) + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
-            print(f"{len(tests)} test(s) {label} {where}: {shown}", file=sys.stderr)
+            print(f"{len(tests)} test(s) did not complete in {where}, not compared: {listed(tests)}", file=sys.stderr)
+    for label, tests in (("only in", only_in(old, new)), ("new in", only_in(new, old))):
+        where = args.old if label == "only in" else args.new
+        tests = [t for t in tests if t not in unfinished[args.new if label == "only in" else args.old]]
+        if tests:
+            print(f"{len(tests)} test(s) {label} {where}: {listed(tests)}", file=sys.stderr)
     return 1 if found else 0
 
 

@@ -248,3 +248,31 @@ def test_diff_lists_numbered_tests_with_numbers_compared_as_numbers() -> None:
     assert [c.test for c in changes(old, new)] == ["test_sum[10]", "test_sum[100]", "test_sum[1000]"]
     old["test_sum[90]"] = old["test_sum[9]"]
     assert only_in(old, new) == ["test_sum[9]", "test_sum[90]"]
+
+
+def test_diff_leaves_out_tests_that_did_not_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A test that timed out (value 0, or partial counts) in one run read as a change of -100%;
+    a file that is not UTF-8 was a traceback."""
+    from cbuild.cli import main
+
+    def document(path: Path, value: int, completed: bool) -> Path:
+        metric = {"value": value, "functions": {}, "regions": {}}
+        tests = {
+            "t.py::spin": {"completed": completed, "metrics": {"ir_instructions": metric}},
+            "t.py::fine": {"completed": True, "metrics": {"ir_instructions": {"value": 5, "functions": {}}}},
+        }
+        path.write_text(json.dumps({"tests": tests}))
+        return path
+
+    done, stopped = document(tmp_path / "a.json", 3075, True), document(tmp_path / "b.json", 0, False)
+    for pair in ([done, stopped], [stopped, done]):
+        assert main(["diff", *map(str, pair)]) == 0
+        out, err = capsys.readouterr()
+        assert out == "no differences\n"
+        assert f"1 test(s) did not complete in {stopped}, not compared: t.py::spin" in err
+        assert "only in" not in err
+        assert "new in" not in err
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe")
+    assert main(["diff", str(binary), str(done)]) == 2
+    assert f"cbuild: {binary} is not valid JSON: byte 0 is not UTF-8 text" in capsys.readouterr().err

@@ -30,12 +30,16 @@ class Entry:
 Run = dict[str, dict[str, Entry]]  # test -> metric -> entry
 
 
-def load_run(path: Path) -> Run:
-    """Read a baseline or a results document (both have ``tests``)."""
+def load_run(path: Path, incomplete: list[str] | None = None) -> Run:
+    """Read a baseline or a results document (both have ``tests``). A results document's tests whose
+    body did not complete (partial counts, or none: a timeout, a crash) are left out, as a baseline
+    leaves them out, and listed in ``incomplete``."""
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise CBuildError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CBuildError(f"{path} is not valid JSON: byte {exc.start} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise CBuildError(f"{path} is not valid JSON: {exc}") from None
     tests = doc.get("tests") if isinstance(doc, dict) else None
@@ -44,6 +48,10 @@ def load_run(path: Path) -> Run:
     run: Run = {}
     try:
         for test, body in tests.items():
+            if body.get("completed") is False:
+                if incomplete is not None:
+                    incomplete.append(test)
+                continue
             metrics: dict[str, Any] = body.get("metrics", body)
             run[test] = {
                 metric: Entry(
