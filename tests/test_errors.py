@@ -150,6 +150,23 @@ def test_library_wrong_argument_types_are_clear(sigs: Library) -> None:
         sigs.fill(1.5, 1, 1)
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        # A misspelt field was dropped, a missing one zeroed: the call ran on other values than given.
+        ({"a": 1, "b": 2, "cc": 3}, r"struct pair has no field 'cc' \(did you mean c\?\); its fields: a, b, c"),
+        ({"a": 1, "b": 2}, r"struct pair: no value for c \(give every field\)"),
+        ((1, 2), r"struct pair has 3 field\(s\) \(a, b, c\), got a tuple of 2"),
+        ((1, 2, 3, 4), r"struct pair has 3 field\(s\) \(a, b, c\), got a tuple of 4"),
+        (("x", 2, 3), r"struct pair: .*'str' object cannot be interpreted as an integer"),
+    ],
+)
+def test_library_struct_arguments_name_every_field(sigs: Library, value: object, message: str) -> None:
+    with pytest.raises(SignatureError, match=r"sum_pair\(\) argument 1 \(struct pair\): " + message):
+        sigs.sum_pair(value)
+    assert sigs.sum_pair((1, 2, 3)) == 6
+
+
 def test_library_unsupported_signatures_say_why(sigs: Library) -> None:
     with pytest.raises(SignatureError, match=r"sum_pair\(\) argument 1 \(struct pair\): expected struct pair"):
         sigs.sum_pair(1)

@@ -192,14 +192,15 @@ class Function:
             cls = self._library.type_map.ctype(tid)
             size = ctypes.sizeof(cls)
 
+            fields = [name for name, *_ in cls._fields_]
+
             def record(value: Any) -> Wire:
-                if isinstance(value, dict):
+                if isinstance(value, (dict, tuple)):
+                    _check_fields(where, ctype_name, kind, fields, value)
                     try:
-                        value = cls(**value)
-                    except (TypeError, AttributeError) as exc:
-                        raise SignatureError(f"{where}: {exc}") from None
-                elif isinstance(value, tuple):
-                    value = cls(*value)
+                        value = cls(**value) if isinstance(value, dict) else cls(*value)
+                    except (TypeError, AttributeError, ValueError) as exc:
+                        raise SignatureError(f"{where}: {ctype_name}: {exc}") from None
                 if not isinstance(value, (ctypes.Structure, ctypes.Union)) or ctypes.sizeof(value) != size:
                     raise SignatureError(
                         f"{where}: expected {ctype_name} (lib.c_type({cls.__name__!r}), a dict or tuple of its "
@@ -798,3 +799,26 @@ def _resized(data: bytes, size: int, new_size: int, *, signed: bool = False) -> 
 
 def _shown(text: bytes | None) -> str:
     return "NULL" if text is None else repr(text[:40] + (b"..." if len(text) > 40 else b""))
+
+
+def _check_fields(
+    where: str, ctype_name: str, kind: str, fields: Sequence[str], value: dict[Any, Any] | tuple[Any, ...]
+) -> None:
+    """A struct given as a dict names each of its fields once and nothing else, and as a tuple gives
+    every field in order (ctypes would drop an unknown key and zero what is left out); a union
+    names one member."""
+    if isinstance(value, tuple):
+        if kind == "struct" and len(value) != len(fields):
+            raise SignatureError(
+                f"{where}: {ctype_name} has {len(fields)} field(s) ({', '.join(fields)}), got a tuple of {len(value)}"
+            )
+        return
+    unknown = [key for key in value if key not in fields]
+    if unknown:
+        raise SignatureError(
+            f"{where}: {ctype_name} has no field {unknown[0]!r}{did_you_mean(str(unknown[0]), fields)}; "
+            f"its fields: {', '.join(fields)}"
+        )
+    missing = [name for name in fields if name not in value]
+    if kind == "struct" and missing:
+        raise SignatureError(f"{where}: {ctype_name}: no value for {', '.join(missing)} (give every field)")
