@@ -66,6 +66,27 @@ def test_errors_segfault_reports_signal_stdout_and_stderr(builder: Builder, writ
     message = str(info.value)
     assert "was killed by SIGSEGV (exit status -11)" in message
     assert message.endswith("\n--- stdout ---\nhello 4\n--- stderr ---\nabout to crash"), message
+    assert info.value.counts is not None  # it crashed in the block of its last call: counted whole
+
+
+def test_errors_a_crash_whose_counts_are_unknown_says_so(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # Counted code between the last call and the crash: the counters are exact at calls and
+    # returns only, and the crash left them apart from the running total. There was no word of it.
+    src = write(
+        "crash_loop.c",
+        "int main(int argc, char **argv) {\n"
+        "    volatile int *p = 0; int s = 0;\n"
+        "    for (int i = 0; i < argc * 10; i++) s += i;\n"
+        "    return s > 5 ? *p : s;\n"
+        "}\n",
+    )
+    with pytest.raises(ProgramCrashed) as info:
+        run_program(builder.build([src]), [])
+    assert info.value.counts is None
+    assert str(info.value) == (
+        "program crash_loop.c was killed by SIGSEGV (exit status -11); its counts are unknown: it crashed between "
+        "two calls, where they are not exact\n(it wrote nothing to stdout or stderr)"
+    )
 
 
 def test_errors_abort_reports_sigabrt(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]

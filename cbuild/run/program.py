@@ -344,22 +344,28 @@ def _native_counts(artifact: Artifact, counts_path: Path, table: BlockTable) -> 
     return _summed(parts), len(parts), threads
 
 
-def _crashed_counts(artifact: Artifact, counts_path: Path, table: BlockTable | None, killed: str) -> BlockCounts | None:
+def _crashed_counts(
+    artifact: Artifact, counts_path: Path, table: BlockTable | None, killed: str
+) -> tuple[BlockCounts | None, str]:
     """What a program killed by a signal counted until then (its runtime writes its counters on
-    fatal signals), or None where it wrote nothing readable. The executing models' RISC-V runs
-    were stopped with it: their metrics are unavailable."""
+    fatal signals), or None where it wrote nothing readable, with why for the message. The
+    executing models' RISC-V runs were stopped with it: their metrics are unavailable."""
     if not artifact.instrumented or not counts_path.exists():
-        return None
+        return None, ""
     try:
         counts, _, _ = _native_counts(artifact, counts_path, table or artifact.table())
-    except (ExecutionError, OSError, ValueError):
-        return None
+    except ExecutionError:
+        # The counters are exact while a call or a return is under way; a crash between two calls
+        # leaves the running total and the counters apart, and no count can be told from them.
+        return None, "; its counts are unknown: it crashed between two calls, where they are not exact"
+    except (OSError, ValueError):
+        return None, ""
     stopped = {
         model: f"the program was killed by {killed}, and its {target} build's run with it"
         for target, doc in artifact.machines().items()
         for model in doc["models"]
     }
-    return dataclasses.replace(counts, unavailable={**counts.unavailable, **stopped})
+    return dataclasses.replace(counts, unavailable={**counts.unavailable, **stopped}), ""
 
 
 def _with_machine_runs(
@@ -522,9 +528,10 @@ def run_program(
             killed, tail = signal_name(-proc.returncode), _output_tail(out, err)
             status = proc.returncode
             why = uncaught_exception(-status, err)
+            crashed, unread = _crashed_counts(artifact, counts_path, table, killed)
             raise ProgramCrashed(
-                f"program {artifact.name} was killed by {killed} (exit status {status}){why}{tail}",
-                counts=_crashed_counts(artifact, counts_path, table, killed),
+                f"program {artifact.name} was killed by {killed} (exit status {status}){why}{unread}{tail}",
+                counts=crashed,
             )
         counts = None
         processes = threads = 1
