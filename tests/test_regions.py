@@ -83,6 +83,41 @@ def test_region_costs_nest_and_scale(builder: Builder) -> None:
     assert counts.profile.regions["work/recurse"][0] == 1
 
 
+STRAIGHT_C = """\
+#include <instrbudget.h>
+int f(volatile int *p) {
+    INSTRBUDGET_REGION_START("sum");
+    int s = p[0] + p[1] + p[2] + p[3] + p[4] + p[5] + p[6] + p[7] + p[8] + p[9];
+    INSTRBUDGET_REGION_NEXT("scale");
+    s = s * p[0] + p[1];
+    INSTRBUDGET_REGION_STOP();
+    return s;
+}
+"""
+
+
+def test_regions_in_straight_line_code_count_the_code_between_their_markers(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """Markers in one basic block: each region counts the instructions between its markers (the
+    running total is exact at a marker). Both regions read 0, and a budget on them passed, when the
+    block's count landed after the last marker."""
+    import ctypes
+
+    lib = Library(builder.build([write("straight.c", STRAIGHT_C)], kind="library"))
+    since = lib.snapshot()
+    assert lib.f((ctypes.c_int * 10)(*range(10))) == 1
+    counts = lib.counts(since)
+    assert counts.profile is not None
+    regions = counts.profile.values("ir_instructions")
+    by_line: dict[int, int] = {}
+    for block, n in zip(counts.table.blocks, counts.counts, strict=True):
+        for _, line, size in block.lines:
+            by_line[line] = by_line.get(line, 0) + n * size
+    # The code of line 4 is in "sum", that of line 6 in "scale"; their costs are the lines'.
+    assert regions == {"sum": by_line[4], "scale": by_line[6]}
+    assert regions["sum"] >= 20
+    assert regions["scale"] >= 4
+
+
 def test_library_regions_start_afresh_per_measurement(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     source = write(
         "lib.c",

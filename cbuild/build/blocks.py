@@ -30,6 +30,10 @@ _INTRINSIC_CALLEE = re.compile(r"\bcall\b[^@]*@(llvm\.[\w.]+)\(")
 REGION_MARKER = re.compile(r'\bcall void asm sideeffect "# instrbudget-region (start|next|stop)", "[^"]*"\((.*)\)')
 
 
+#: The ``terminator`` of a block that ends at a region marker (inside an IR block).
+REGION_MARK = "region-marker"
+
+
 def region_marker(line: str) -> re.Match[str] | None:
     """The region marker on an IR line (kind, operands), if any; cheap for the other lines."""
     return REGION_MARKER.search(line) if "instrbudget-region" in line else None
@@ -198,6 +202,9 @@ class ParsedBlock:
     dbg: int | None
     #: How branches name this block (``%3``, ``%for.body``); the entry block's implicit number.
     label: str = ""
+    #: How PHI nodes name the IR block this one is part of as a predecessor: ``label``, except in a
+    #: block a region marker began (its ``label`` made up), which is its IR block's.
+    ir_label: str = ""
     #: First and one-past-last line of the terminator (continuation lines included).
     term_start: int = 0
     term_end: int = 0
@@ -315,6 +322,7 @@ def parse_module(text: str) -> ParsedModule:
     current: ParsedBlock | None = None
     in_leading = True
     pending_label = ""
+    pending_ir = ""  # the IR block a block begun at a region marker is part of
     entry_label = ""
 
     def close(block: ParsedBlock | None, end: int) -> None:
@@ -358,7 +366,11 @@ def parse_module(text: str) -> ParsedModule:
             continue
         if _INSTR.match(line):
             if current is None:
-                current = ParsedBlock(function, index, 0, None, label=pending_label or entry_label, first_line=index)
+                label = pending_label or entry_label
+                current = ParsedBlock(
+                    function, index, 0, None, label=label, ir_label=pending_ir or label, first_line=index
+                )
+                pending_ir = ""
                 blocks.append(current)
                 in_leading = True
                 pending_label = ""
@@ -385,6 +397,16 @@ def parse_module(text: str) -> ParsedModule:
                 current.located.append(int(m.group(1)) if m else None)
                 if current.dbg is None and m:
                     current.dbg = int(m.group(1))
+            elif counted:
+                # A region marker ends a block for counting (the IR block goes on): what ran before it
+                # and what runs after are counted apart, and the marker, like a call, may be where the
+                # running total is read, so that it is exact there (placement's abnormal edge).
+                current.calls = True
+                current.terminator = REGION_MARK
+                current.term_end = index + 1
+                pending_label, pending_ir = f"%__ib.r{index}", current.ir_label
+                current.successors = [pending_label]
+                current = None
             continue
         if _LABEL.match(line):
             close(current, index)

@@ -635,7 +635,7 @@ def instrument(
             for i in range(src.term_start, src.term_end):
                 retarget.setdefault(i, []).append((dst.label, new))
             for i in dst.phis:
-                phi_fix.setdefault(i, []).append((src.label, new))
+                phi_fix.setdefault(i, []).append((src.ir_label, new))
     firsts = [i for i, blk in enumerate(blocks) if i == 0 or blocks[i - 1].function != blk.function]
     # Where each function's entry code goes. Every function but a naked one finds its thread's
     # counters at entry; one that code from outside may call first in a thread checks that it
@@ -662,11 +662,19 @@ def instrument(
                     code[at] = code.pop(entry.insert_at)
             if entry.insert_at in checks:
                 checks[at] = checks.pop(entry.insert_at)
-        labels = set(entry.successors) | set(entry.fixed_successors)
+        # The entry block's terminator is in its last part where region markers divide it.
+        last = i
+        while (
+            last + 1 < len(blocks)
+            and blocks[last + 1].ir_label == entry.label
+            and blocks[last + 1].function == entry.function
+        ):
+            last += 1
+        labels = set(blocks[last].successors) | set(blocks[last].fixed_successors)
         for j in range(i + 1, len(blocks)):
             if blocks[j].function != entry.function:
                 break
-            if blocks[j].label in labels and (i, j) not in split_edges:
+            if blocks[j].label in labels and (last, j) not in split_edges:
                 phi_rename.update(dict.fromkeys(blocks[j].phis, entry.label))
     calls = calls and counting
     function_ids = {blocks[i].function: number for number, i in enumerate(firsts)}
