@@ -134,6 +134,7 @@ struct pair { long a, b, c; };
 long sum_pair(struct pair p) { return p.a + p.b + p.c; }
 int variadic(int n, ...) { return n; }
 long double widen(double x) { return x; }
+int sum16(const int16_t *a, int n) { int s = 0; for (int i = 0; i < n; i++) s += a[i]; return s; }
 """
 
 
@@ -186,6 +187,23 @@ def test_library_struct_arguments_name_every_field(sigs: Library, value: object,
     with pytest.raises(SignatureError, match=r"sum_pair\(\) argument 1 \(struct pair\): " + message):
         sigs.sum_pair(value)
     assert sigs.sum_pair((1, 2, 3)) == 6
+
+
+def test_library_typed_arrays_must_hold_the_pointees_type(sigs: Library) -> None:
+    # An array of 4-byte ints for an int16_t pointer was read as twice as many 16-bit values: 3, not 6.
+    import array
+
+    with pytest.raises(
+        SignatureError,
+        match=r"sum16\(\) argument 1 \(const int16_t \*\): array.* holds 4-byte items, and the function reads "
+        r"const int16_t \(2 bytes each\)",
+    ):
+        sigs.sum16(array.array("i", [1, 2, 3]), 3)
+    with pytest.raises(SignatureError, match=r"holds 8-byte items"):
+        sigs.sum16((ctypes.c_int64 * 3)(1, 2, 3), 3)
+    assert sigs.sum16(array.array("h", [1, 2, 3]), 3) == 6
+    assert sigs.sum16(((ctypes.c_int16 * 2) * 2)((1, 2), (3, 4)), 4) == 10  # a 2-D array's items
+    assert sigs.sum16(bytes([1, 0, 2, 0]), 2) == 3  # bytes are memory of any type
 
 
 def test_library_unsupported_signatures_say_why(sigs: Library) -> None:

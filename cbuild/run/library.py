@@ -213,12 +213,26 @@ class Function:
         if kind == "pointer":
             to = self._library.type_map.desc(desc.get("to"))
             const = str(to.get("name", "")).startswith("const ")
-            return self._pointer_converter(index, where, const)
+            sized = to.get("kind") in ("int", "enum", "float", "pointer", "struct", "union")
+            item = (to["name"], int(to["size"])) if sized and isinstance(to.get("size"), int) else None
+            return self._pointer_converter(index, where, const, item)
         raise UnsupportedType(f"kind {kind}")
 
-    def _pointer_converter(self, index: int, where: str, const: bool) -> Callable[[Any], Wire]:
+    def _pointer_converter(
+        self, index: int, where: str, const: bool, item: tuple[str, int] | None
+    ) -> Callable[[Any], Wire]:
+        """``item``: the pointee's name and size, where it has one: a typed array (``array``,
+        a ctypes array, a memoryview with a format) must hold items of that size (bytes and
+        byte buffers are raw memory of any type)."""
         host = self._library.host
         back = not const
+
+        def check_items(value: Any, size: int) -> None:
+            if item is not None and size not in (1, item[1]):
+                raise SignatureError(
+                    f"{where}: {_describe(value)} holds {size}-byte items, and the function reads "
+                    f"{item[0]} ({item[1]} bytes each)"
+                )
 
         def pointer(value: Any) -> Wire:
             if value is None:
@@ -248,6 +262,11 @@ class Function:
                         f"{where}: a {type(obj).__name__} the library fills in would point into the library's "
                         f"process; pass a ctypes.c_void_p and read memory through the library's functions"
                     )
+                if isinstance(obj, ctypes.Array):
+                    element: Any = obj._type_
+                    while issubclass(element, ctypes.Array):  # rows of a 2-D array: their items
+                        element = element._type_
+                    check_items(value, ctypes.sizeof(element))
                 _check_shareable(self.name, index, type(obj))
                 return ("m", ctypes.addressof(obj), memoryview(obj).cast("B"), back)
             try:
@@ -257,6 +276,7 @@ class Function:
                     f"{where}: expected bytes, a writable buffer, a ctypes object, array, pointer or byref(), "
                     f"a pointer a function returned, or None; got {_describe(value)}"
                 ) from None
+            check_items(value, view.itemsize)
             if view.readonly:
                 return ("m", None, view.tobytes() + b"\0", False)
             if not view.c_contiguous:
