@@ -270,13 +270,13 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
     doc = shards.load(args.document)
-    project = _project_root_or_none()
+    project = _checkout(Path(doc["root"]))
     if project is None and args.baseline is not None:
         project = Path.cwd()
     if project is None:
         raise CBuildError(
-            f"no pyproject.toml in {Path.cwd()} or above: run this in the project's checkout, whose "
-            "baseline it updates, or name the baseline with --baseline PATH"
+            f"no project in {Path.cwd()} or above (pyproject.toml, pytest.ini, tox.ini or setup.cfg): run this "
+            "in the project's checkout, whose baseline it updates, or name the baseline with --baseline PATH"
         )
     done = shards.update_baseline(doc, project, path=args.baseline, prune=args.prune)
     result = done.result
@@ -336,6 +336,20 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 def _project_root() -> Path:
     """The directory of the nearest pyproject.toml (the project pytest runs), else the current one."""
     return _project_root_or_none() or Path.cwd()
+
+
+#: Files that make a directory pytest's rootdir.
+_ROOT_FILES = ("pyproject.toml", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg")
+
+
+def _checkout(ran_in: Path) -> Path | None:
+    """The project a document's results go into: the directory the run was in (``ran_in``) where the
+    current directory is in it, else the nearest directory from here up that pytest would take for
+    a project's root (another checkout of it); None outside any project."""
+    here = Path.cwd()
+    if ran_in.is_dir() and (here == ran_in or ran_in in here.parents):
+        return ran_in
+    return next((d for d in (here, *here.parents) if any((d / name).is_file() for name in _ROOT_FILES)), None)
 
 
 def _project_root_or_none() -> Path | None:

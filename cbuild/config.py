@@ -214,13 +214,13 @@ def unavailable_policy(value: object, where: str) -> str:
 
 
 def load_settings(rootdir: Path, *, known_models: list[str]) -> Settings:
-    """Read ``rootdir/pyproject.toml``; no file or no table gives the defaults, unless a
-    pyproject.toml above ``rootdir`` has the table: its settings, its include directories and
-    its baseline would be left out without a word, which is an error."""
+    """Read ``rootdir/pyproject.toml``; no file or no table gives the defaults, except that where
+    ``rootdir`` has no pyproject.toml and one above it has the table, its settings, include
+    directories and baseline would be left out without a word: an error."""
     path = rootdir / "pyproject.toml"
     table = _table(path)
-    if table is None:
-        above = next((p for d in rootdir.parents if _table(p := d / "pyproject.toml") is not None), None)
+    if not path.is_file():  # a pyproject.toml of its own makes the rootdir a project: what is above is not read
+        above = next((p for d in rootdir.parents if _table_above(p := d / "pyproject.toml")), None)
         if above is not None:
             raise ConfigError(
                 f"[tool.instrbudget] is in {above}, but the project's directory is {rootdir} (pytest's "
@@ -232,6 +232,15 @@ def load_settings(rootdir: Path, *, known_models: list[str]) -> Settings:
         return settings_from_table(table or {}, rootdir, known_models=known_models)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _table_above(path: Path) -> bool:
+    """Whether a pyproject.toml above the rootdir has ``[tool.instrbudget]`` (one that cannot be read
+    belongs to no run of this project's, and is left alone)."""
+    try:
+        return path.is_file() and isinstance(tomllib.loads(path.read_text()).get("tool", {}).get("instrbudget"), dict)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        return False
 
 
 def _table(path: Path) -> Mapping[str, Any] | None:

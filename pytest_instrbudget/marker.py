@@ -170,13 +170,17 @@ class Budget:
 
 
 def _check_one_value_per_node(nodeid: str, placed: list[tuple[Node, pytest.Mark]]) -> None:
-    """Two markers on one test, class or module that give one keyword different values are an
-    error: the closest marker wins over a class's or module's, but between two on one node
-    neither is closer, and the limit written on the other would not be checked."""
-    given: dict[tuple[int, str], object] = {}
+    """Two markers on one test that give one keyword different values are an error: the closest
+    marker wins over a class's or module's, but between two on the test neither is closer, and
+    the limit written on the other would not be checked. (A class's markers include its bases',
+    which a subclass's may override.)"""
+    given: dict[str, object] = {}
     for node, mark in placed:
+        if not isinstance(node, pytest.Item):
+            continue
         for key, value in mark.kwargs.items():
-            first = given.setdefault((id(node), key), value)
+            value = list(value) if isinstance(value, tuple) else value
+            first = given.setdefault(key, value)
             if first is not value and first != value:
                 raise ConfigError(
                     f"{nodeid}: two @pytest.mark.budget markers on {node.name} give {key}={first!r} and "

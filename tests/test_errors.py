@@ -84,8 +84,9 @@ def test_errors_a_crash_whose_counts_are_unknown_says_so(builder: Builder, write
         run_program(builder.build([src]), [])
     assert info.value.counts is None
     assert str(info.value) == (
-        "program crash_loop.c was killed by SIGSEGV (exit status -11); its counts are unknown: it crashed between "
-        "two calls, where they are not exact\n(it wrote nothing to stdout or stderr)"
+        "program crash_loop.c was killed by SIGSEGV (exit status -11); its counts are unknown: the counters and "
+        "the running total disagree (it crashed between two calls, where they are not exact, or while another "
+        "thread was counting)\n(it wrote nothing to stdout or stderr)"
     )
 
 
@@ -114,6 +115,7 @@ def test_errors_run_arguments_are_checked_before_the_program_runs(builder: Build
     with pytest.raises(CBuildError, match=r"input is the program's stdin as bytes, got int"):
         run_program(artifact, [], input=123)  # type: ignore[arg-type]
     assert run_program(artifact, ["50"], input=bytearray(b"x"), timeout=5).returncode == 2
+    assert run_program(artifact, [], input=memoryview(b"x")).returncode == 1
 
 
 def test_errors_nonzero_exit_is_a_result_not_an_error(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
@@ -204,6 +206,7 @@ def test_library_typed_arrays_must_hold_the_pointees_type(sigs: Library) -> None
     assert sigs.sum16(array.array("h", [1, 2, 3]), 3) == 6
     assert sigs.sum16(((ctypes.c_int16 * 2) * 2)((1, 2), (3, 4)), 4) == 10  # a 2-D array's items
     assert sigs.sum16(bytes([1, 0, 2, 0]), 2) == 3  # bytes are memory of any type
+    assert sigs.count_a(array.array("I", [0x61616161]), 4) == 4  # and so is what a char pointer reads
 
 
 def test_library_unsupported_signatures_say_why(sigs: Library) -> None:

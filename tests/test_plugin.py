@@ -452,6 +452,15 @@ def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Py
             ]
         )
     assert pytester.runpytest(f"--rootdir={pytester.path}", "qa").ret == pytest.ExitCode.OK
+    # A package with a pyproject.toml of its own (a monorepo's) is a project of its own; and a
+    # pyproject.toml above that cannot be read is nobody's concern here.
+    (tests / "pytest.ini").unlink()
+    (tests / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    assert pytester.runpytest("qa").ret == pytest.ExitCode.OK
+    (tests / "pyproject.toml").unlink()
+    (tests / "pytest.ini").write_text("[pytest]\n")
+    (pytester.path / "pyproject.toml").write_text("[tool.instrbudget\n")
+    assert pytester.runpytest("qa").ret == pytest.ExitCode.OK
 
 
 def test_plugin_misspelt_table_name_is_a_usage_error(pytester: pytest.Pytester) -> None:
@@ -503,9 +512,17 @@ pytestmark = pytest.mark.budget(max_instr=10**9, tolerance=5)
 @pytest.mark.budget(max_instr=10**9)
 def test_two(): pass
 
-@pytest.mark.budget(max_instr=100)
-@pytest.mark.budget(max_instr=100, timeout=5)
+@pytest.mark.budget(max_instr=100, models=["ir-count"])
+@pytest.mark.budget(max_instr=100, timeout=5, models=("ir-count",))
 def test_agreeing(): pass
+
+@pytest.mark.budget(max_instr=100)
+class Base:
+    pass
+
+@pytest.mark.budget(max_instr=200)
+class TestChild(Base):  # overrides its base's limit
+    def test_inherited(self): pass
 """
     )
     result = pytester.runpytest()
@@ -516,7 +533,12 @@ def test_agreeing(): pass
             "max_instr=100; keep one"
         ]
     )
+    pytester.path.joinpath("test_x.py").write_text(
+        pytester.path.joinpath("test_x.py").read_text().replace("@pytest.mark.budget(max_instr=10**9)\n", "")
+    )
+    assert pytester.runpytest("--co", "-q").ret == pytest.ExitCode.OK
     assert "test_agreeing" not in result.stderr.str()
+    assert "TestChild" not in result.stderr.str()
 
 
 def test_plugin_build_progress_from_xdist_workers_starts_its_own_line(pytester: pytest.Pytester) -> None:

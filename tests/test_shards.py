@@ -189,8 +189,16 @@ def test_baseline_update_writes_the_baseline_of_the_checkout_it_runs_in(
     outside.mkdir()
     monkeypatch.chdir(outside)
     assert main(["baseline", "update", str(run)]) == 2
-    assert f"cbuild: no pyproject.toml in {outside} or above: run this in the project's checkout" in (
+    assert f"cbuild: no project in {outside} or above (pyproject.toml, pytest.ini, tox.ini or setup.cfg)" in (
         capsys.readouterr().err
     )
     assert main(["baseline", "update", str(run), "--baseline", "b.json"]) == 0
     assert json.loads((outside / "b.json").read_text())["tests"]["t.py::a"]["ir_instructions"]["total"] == 7
+
+    # Run where the shards ran (a project whose rootdir a pytest.ini makes, no pyproject.toml):
+    # that checkout's baseline, whatever project lies above.
+    (ran_in / "pyproject.toml").unlink()
+    (ran_in / "pytest.ini").write_text("[pytest]\n")
+    monkeypatch.chdir(ran_in)
+    assert main(["baseline", "update", str(run)]) == 0
+    assert json.loads((ran_in / ".instrbudget" / "baseline.json").read_text())["tests"]["t.py::a"]

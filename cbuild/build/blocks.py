@@ -1,8 +1,10 @@
 """The block table: every basic block of a module with its size, function and source line.
 
 The table is read from LLVM's textual IR as llvmlite prints it (one instruction
-per line, blocks introduced by labels); ``codegen.check_table`` compares it with
-llvmlite's own view of a module, and the tests run that check on real modules.
+per line, blocks introduced by labels); a region marker of instrbudget.h ends a block
+for counting inside its IR block, so that the code before and after it is counted apart.
+``codegen.check_table`` compares it with llvmlite's own view of a module, and the tests
+run that check on real modules.
 """
 
 from __future__ import annotations

@@ -240,7 +240,8 @@ def compile_module(text: str, models: str | None, *, triple: str, speed_level: i
 
 
 def llvmlite_sizes(module: llvm.ModuleRef) -> list[tuple[str, int]]:
-    """Per-block (function, counted instruction count) as llvmlite sees the module."""
+    """Per-block (function, counted instruction count) as llvmlite sees the module; a region
+    marker ends a block for counting, as in the block table (:func:`~cbuild.build.blocks.parse_module`)."""
     out = []
     for fn in module.functions:
         if fn.is_declaration:
@@ -250,7 +251,11 @@ def llvmlite_sizes(module: llvm.ModuleRef) -> list[tuple[str, int]]:
             for instr in block.instructions:
                 if instr.opcode == "call":
                     callee = list(instr.operands)[-1].name
-                    if UNCOUNTED_INTRINSIC.match(callee) or (not callee and region_marker(str(instr))):
+                    if not callee and region_marker(str(instr)):
+                        out.append((fn.name, size))
+                        size = 0
+                        continue
+                    if UNCOUNTED_INTRINSIC.match(callee):
                         continue
                 size += 1
             out.append((fn.name, size))

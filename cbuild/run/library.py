@@ -228,7 +228,8 @@ class Function:
         back = not const
 
         def check_items(value: Any, size: int) -> None:
-            if item is not None and size not in (1, item[1]):
+            # A pointer to bytes (char, uint8_t) reads memory of any type, as bytes do.
+            if item is not None and item[1] != 1 and size not in (1, item[1]):
                 raise SignatureError(
                     f"{where}: {_describe(value)} holds {size}-byte items, and the function reads "
                     f"{item[0]} ({item[1]} bytes each)"
@@ -825,8 +826,8 @@ def _check_fields(
     where: str, ctype_name: str, kind: str, fields: Sequence[str], value: dict[Any, Any] | tuple[Any, ...]
 ) -> None:
     """A struct given as a dict names each of its fields once and nothing else, and as a tuple gives
-    every field in order (ctypes would drop an unknown key and zero what is left out); a union
-    names one member."""
+    every field in order (ctypes would drop an unknown key and zero what is left out); a union's
+    dict names members it has."""
     if isinstance(value, tuple):
         if kind == "struct" and len(value) != len(fields):
             raise SignatureError(

@@ -321,6 +321,10 @@ class _MachineRuns:
                 raise CodeStopped(what, stop, run.stdout, run.stderr)
 
 
+class _CountsDisagree(ExecutionError):
+    """A process's running total is not what its block counters add up to."""
+
+
 def _native_counts(artifact: Artifact, counts_path: Path, table: BlockTable) -> tuple[BlockCounts, int, int]:
     """The native run's counts (summed over the processes it forked), processes and threads."""
     models = artifact.models()
@@ -335,7 +339,7 @@ def _native_counts(artifact: Artifact, counts_path: Path, table: BlockTable) -> 
         expected = sum(c * s for c, s in zip(part.counts, table.sizes, strict=True))
         if expected != total:
             who = artifact.name if pid is None else f"{artifact.name} (forked process {pid})"
-            raise ExecutionError(
+            raise _CountsDisagree(
                 f"{who}: running total {total} differs from the block counters' {expected}: "
                 f"the counts are inconsistent (a thread still running when the process exited "
                 f"was counted as far as it got; otherwise please report this program)"
@@ -354,10 +358,15 @@ def _crashed_counts(
         return None, ""
     try:
         counts, _, _ = _native_counts(artifact, counts_path, table or artifact.table())
-    except ExecutionError:
+    except _CountsDisagree:
         # The counters are exact while a call or a return is under way; a crash between two calls
-        # leaves the running total and the counters apart, and no count can be told from them.
-        return None, "; its counts are unknown: it crashed between two calls, where they are not exact"
+        # (or a thread counting when it came) leaves the running total and the counters apart.
+        return None, (
+            "; its counts are unknown: the counters and the running total disagree (it crashed between two "
+            "calls, where they are not exact, or while another thread was counting)"
+        )
+    except ExecutionError:
+        return None, ""
     except (OSError, ValueError):
         return None, ""
     stopped = {
@@ -476,6 +485,7 @@ def run_program(
         raise CBuildError(f"args is a list of the program's arguments, got {args!r}; pass [{args!r}]")
     if not isinstance(input, (bytes, bytearray, memoryview)):
         raise CBuildError(f"input is the program's stdin as bytes, got {type(input).__name__}")
+    input = bytes(input)  # the executing models' runs take it to another process
     check_timeout(timeout)
     argv = [Path(artifact.name).stem, *map(str, args)]
     what = f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'})"
