@@ -335,7 +335,10 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
 def _project_root() -> Path:
     """The directory of the nearest pyproject.toml (the project pytest runs), else the current one."""
-    return _project_root_or_none() or Path.cwd()
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        if (directory / "pyproject.toml").is_file():
+            return directory
+    return Path.cwd()
 
 
 #: Files that make a directory pytest's rootdir.
@@ -350,14 +353,6 @@ def _checkout(ran_in: Path) -> Path | None:
     if ran_in.is_dir() and (here == ran_in or ran_in in here.parents):
         return ran_in
     return next((d for d in (here, *here.parents) if any((d / name).is_file() for name in _ROOT_FILES)), None)
-
-
-def _project_root_or_none() -> Path | None:
-    """The directory of the nearest pyproject.toml, from the current directory up, if there is one."""
-    for directory in (Path.cwd(), *Path.cwd().parents):
-        if (directory / "pyproject.toml").is_file():
-            return directory
-    return None
 
 
 #: Directories a search for a project's sources passes by.

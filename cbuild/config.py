@@ -238,8 +238,8 @@ def _table_above(path: Path) -> bool:
     """Whether a pyproject.toml above the rootdir has ``[tool.instrbudget]`` (one that cannot be read
     belongs to no run of this project's, and is left alone)."""
     try:
-        return path.is_file() and isinstance(tomllib.loads(path.read_text()).get("tool", {}).get("instrbudget"), dict)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        return _table(path) is not None
+    except (ConfigError, OSError, UnicodeDecodeError):
         return False
 
 

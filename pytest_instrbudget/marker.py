@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pytest
-from _pytest.nodes import Node
 
 from cbuild.config import ConfigError, parse_percent, unavailable_policy
 from cbuild.errors import did_you_mean
@@ -93,11 +92,10 @@ class Budget:
         and cut-offs) to its model's name, so that a keyword of a model the test does not use gets
         a precise error.
         """
-        placed = list(item.iter_markers_with_node(MARKER))
-        if not placed:
+        marks = list(item.iter_markers(MARKER))
+        if not marks:
             return None
-        _check_one_value_per_node(item.nodeid, placed)
-        marks = [mark for _, mark in placed]
+        _check_one_value_per_test(item, [mark for mark in item.own_markers if mark.name == MARKER])
         # The closest marker's models= wins, as for every keyword; limits are checked against them.
         chosen = next((mark.kwargs[MODELS] for mark in marks if MODELS in mark.kwargs), None)
         names: tuple[str, ...] = ()
@@ -169,21 +167,19 @@ class Budget:
         return cls(limits, tolerance, regions, timeout, stops, labels, names, unavailable)
 
 
-def _check_one_value_per_node(nodeid: str, placed: list[tuple[Node, pytest.Mark]]) -> None:
-    """Two markers on one test that give one keyword different values are an error: the closest
-    marker wins over a class's or module's, but between two on the test neither is closer, and
-    the limit written on the other would not be checked. (A class's markers include its bases',
-    which a subclass's may override.)"""
+def _check_one_value_per_test(item: pytest.Item, own: list[pytest.Mark]) -> None:
+    """Two markers on one test (``own``, its own) that give one keyword different values are an
+    error: the closest marker wins over a class's or module's, but between two on the test neither
+    is closer, and the limit written on the other would not be checked. (A class's markers include
+    its bases', which a subclass's may override.)"""
     given: dict[str, object] = {}
-    for node, mark in placed:
-        if not isinstance(node, pytest.Item):
-            continue
+    for mark in own:
         for key, value in mark.kwargs.items():
             value = list(value) if isinstance(value, tuple) else value
             first = given.setdefault(key, value)
             if first is not value and first != value:
                 raise ConfigError(
-                    f"{nodeid}: two @pytest.mark.budget markers on {node.name} give {key}={first!r} and "
+                    f"{item.nodeid}: two @pytest.mark.budget markers on {item.name} give {key}={first!r} and "
                     f"{key}={value!r}; keep one"
                 )
 

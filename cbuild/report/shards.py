@@ -152,18 +152,16 @@ class Written:
     note: str | None = None
 
 
-def update_baseline(doc: dict[str, Any], project: Path, *, path: Path | None = None, prune: bool = False) -> Written:
-    """Write a (merged) run's results into the baseline of the checkout in ``project`` (the
-    directory of its pyproject.toml; the shards may have run in other checkouts), as
-    ``--instrbudget-update`` would at the end of that run; ``path`` overrides the baseline the
-    document names."""
+def update_baseline(doc: dict[str, Any], root: Path, *, path: Path | None = None, prune: bool = False) -> Written:
+    """Write a (merged) run's results into the baseline of the checkout in ``root`` (its root
+    directory; the shards may have run in other checkouts), as ``--instrbudget-update`` would at
+    the end of that run; ``path`` overrides the baseline the document names."""
     left = missing(doc)
     if prune and left:
         raise CBuildError(
             f"--prune needs a run that covered every collected test; {len(left)} did not run "
             f"(e.g. {', '.join(left[:3])}): merge every shard of the run"
         )
-    root = project
     if path is None:
         path = root / _baseline_in_project(doc)
     fingerprint: dict[str, str] = doc["fingerprint"]

@@ -365,9 +365,7 @@ def _crashed_counts(
             "; its counts are unknown: the counters and the running total disagree (it crashed between two "
             "calls, where they are not exact, or while another thread was counting)"
         )
-    except ExecutionError:
-        return None, ""
-    except (OSError, ValueError):
+    except (ExecutionError, OSError, ValueError):
         return None, ""
     stopped = {
         model: f"the program was killed by {killed}, and its {target} build's run with it"
