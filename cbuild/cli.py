@@ -25,7 +25,7 @@ from cbuild.build.builder import Builder
 from cbuild.build.cache import atomic_write, default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
 from cbuild.build.demangle import demangle, demangled_keys, readable_names
-from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions
+from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions, optimisation_flag
 from cbuild.config import Settings, load_settings
 from cbuild.errors import CBuildError, CompilerWarning, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
@@ -95,6 +95,14 @@ def _add_model_flag(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def _options(args: argparse.Namespace) -> BuildOptions:
+    for key in ("cflags", "cxxflags"):
+        level = optimisation_flag(tuple(shlex.split(getattr(args, key))))
+        if level is not None:
+            suffix = f" {level[2:]}" if level[2:] in OPT_LEVELS else f" LEVEL ({', '.join(OPT_LEVELS)})"
+            raise CBuildError(
+                f"--{key} has {level!r}: set the optimisation level with -O{suffix} instead; it sets clang's level "
+                f"and the instrumented pipeline's alike, where {level!r} in --{key} would change only clang's"
+            )
     return BuildOptions(
         opt_level=args.opt_level,
         cflags=tuple(shlex.split(args.cflags)),

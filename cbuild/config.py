@@ -196,7 +196,10 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
         elif key == "unavailable":
             kwargs[key] = unavailable_policy(value, where)
     kwargs["model_params"] = params
-    kwargs["build"] = BuildOptions(**build, root=root)
+    try:
+        kwargs["build"] = BuildOptions(**build, root=root)
+    except CBuildError as e:  # settings valid on their own that do not go together
+        raise ConfigError(f"[tool.instrbudget] {e}") from None
     if "baseline" not in kwargs:
         kwargs["baseline"] = root / Settings.baseline
     return Settings(**kwargs)

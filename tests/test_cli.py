@@ -125,6 +125,15 @@ def test_cli_run_json_grows_with_the_input(tmp_path: Path) -> None:
     assert plain.stdout.decode() == docs[0]["stdout"] != ""
 
 
+def test_cli_optimisation_flags_go_through_the_o_option(tmp_path: Path) -> None:
+    # -O3 in --cflags would optimise clang's IR at 3 and the instrumented pipeline's at -O's 2.
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    out = cli("build", "prog.c", "-o", "prog", "--cflags=-Wall -O3", cwd=tmp_path)
+    assert out.returncode != 0
+    assert "--cflags has '-O3': set the optimisation level with -O 3 instead" in out.stderr.decode()
+    assert not (tmp_path / "prog").exists()
+
+
 def test_cli_build_writes_program_table_and_counts(tmp_path: Path) -> None:
     (tmp_path / "prog.c").write_text(PROGRAM)
     out = cli("build", "prog.c", "-o", "bin/prog", "-D", "UNUSED=1", "--cflags=-std=c11 -Wall", cwd=tmp_path)

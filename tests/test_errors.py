@@ -49,6 +49,24 @@ def test_errors_bad_opt_level() -> None:
         BuildOptions(opt_level="4")
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"cflags": ("-Wall", "-O3")}, "cflags has '-O3': set the optimisation level with opt_level = \"3\" instead"),
+        (
+            {"cxxflags": ("-Ofast",)},
+            r"cxxflags has .-Ofast.: set the optimisation level with opt_level \(0, 1, 2, 3, s, z\) instead",
+        ),
+        ({"cflags": ("-O",)}, r"cflags has '-O': .* would change only clang's"),
+    ],
+)
+def test_errors_an_optimisation_flag_beside_opt_level(flags: dict[str, tuple[str, ...]], message: str) -> None:
+    # clang would optimise at the flag's level and the instrumented pipeline at opt_level's.
+    with pytest.raises(CBuildError, match=message):
+        BuildOptions(**flags)  # type: ignore[arg-type]
+    BuildOptions(cflags=("-Wall", "-fno-omit-frame-pointer", "-Wno-overflow"))  # other flags are left alone
+
+
 def test_errors_link_error_names_the_symbol(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     src = write("undef.c", "int nowhere(void);\nint main(void) { return nowhere(); }\n")
     with pytest.raises(CBuildError, match="nowhere"):

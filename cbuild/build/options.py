@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,8 @@ OPT_LEVELS = ("0", "1", "2", "3", "s", "z")
 CXX_SUFFIXES = frozenset({".cc", ".cpp", ".cxx", ".c++", ".C", ".CPP"})
 C_SUFFIXES = frozenset({".c"})
 IR_SUFFIXES = frozenset({".ll"})
+#: clang's optimisation level flags (``-O``, ``-O2``, ``-Os``, ``-Ofast``, ``-Og``...).
+_OPT_FLAG = re.compile(r"-O([0-9]+|s|z|g|fast)?")
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,15 @@ class BuildOptions:
     def __post_init__(self) -> None:
         if self.opt_level not in OPT_LEVELS:
             raise CBuildError(f"optimisation level {self.opt_level!r} is not one of {', '.join(OPT_LEVELS)}")
+        for key in ("cflags", "cxxflags"):
+            level = optimisation_flag(getattr(self, key))
+            if level is not None:
+                suffix = level[2:]
+                wanted = f'opt_level = "{suffix}"' if suffix in OPT_LEVELS else f"opt_level ({', '.join(OPT_LEVELS)})"
+                raise CBuildError(
+                    f"{key} has {level!r}: set the optimisation level with {wanted} instead; it sets clang's "
+                    f"level and the instrumented pipeline's alike, where {level!r} in {key} would change only clang's"
+                )
         cpu_level(self.cpu)
 
     @property
@@ -85,6 +97,11 @@ class BuildOptions:
             f"count_libraries={self.count_libraries}",
             f"assertions={self.assertions}",
         ]
+
+
+def optimisation_flag(flags: tuple[str, ...]) -> str | None:
+    """The first of clang's optimisation level flags in ``flags`` (the build's level is its own)."""
+    return next((flag for flag in flags if _OPT_FLAG.fullmatch(flag)), None)
 
 
 def language_of(source: Path) -> str:
