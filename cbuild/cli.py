@@ -317,6 +317,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     needs_project = args.cache_dir is None or (args.cache_command == "prune" and prune_limit is None)
     settings = _settings() if needs_project else None
     root: Path = args.cache_dir or (settings and settings.cache_dir) or default_cache_dir()
+    if root.exists() and not root.is_dir():
+        raise CBuildError(f"build cache {root} is not a directory")
+    if args.cache_command != "info" and not root.exists():  # a misspelt --cache-dir would read as an empty cache
+        print(f"build cache {root}: no such directory (nothing was built there yet), nothing removed")
+        return 0
     if args.cache_command == "info":
         zig = Path(
             os.environ.get("ZIG_GLOBAL_CACHE_DIR")

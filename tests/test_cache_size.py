@@ -119,6 +119,23 @@ def test_cli_info_prune_clear(
     assert "--max-size: expected a size" in capsys.readouterr().err
 
 
+def test_cli_a_cache_that_does_not_exist_is_not_an_empty_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A misspelt --cache-dir read "0 B in 0 entries", like a cache just cleared.
+    monkeypatch.setenv("ZIG_GLOBAL_CACHE_DIR", str(tmp_path / "none"))
+    missing = tmp_path / "cahce"
+    assert main(["cache", "info", "--cache-dir", str(missing)]) == 0
+    assert capsys.readouterr().out == f"build cache {missing}: no such directory (nothing was built there yet)\n"
+    for command in (["prune", "--max-size", "1GB"], ["clear"]):
+        assert main(["cache", *command, "--cache-dir", str(missing)]) == 0
+        assert "no such directory (nothing was built there yet), nothing removed" in capsys.readouterr().out
+    assert not missing.exists()
+    (tmp_path / "file").write_text("")
+    assert main(["cache", "info", "--cache-dir", str(tmp_path / "file")]) == 2
+    assert f"build cache {tmp_path / 'file'} is not a directory" in capsys.readouterr().err
+
+
 def test_info_counts_entries_per_toolchain(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -203,6 +203,8 @@ class Summary:
     zig_cache: Path | None
     zig_size: int
     toolchains: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: False where ``root`` does not exist (nothing built there yet, or a misspelt path).
+    exists: bool = True
 
 
 def toolchain_of(entry: Entry) -> str:
@@ -244,7 +246,9 @@ def summary(root: Path, zig_cache: Path | None = None) -> Summary:
         doc = json.loads((root / LAYOUT / SESSION_FILE).read_text())
         last = doc if isinstance(doc, dict) else None
     zig_size = _tree_size(zig_cache) if zig_cache is not None else 0
-    return Summary(root, dict(sorted(kinds.items())), last, zig_cache, zig_size, dict(sorted(toolchains.items())))
+    return Summary(
+        root, dict(sorted(kinds.items())), last, zig_cache, zig_size, dict(sorted(toolchains.items())), root.exists()
+    )
 
 
 def _tree_size(top: Path) -> int:
@@ -271,6 +275,9 @@ def render_summary(info: Summary) -> list[str]:
     """``cache info``'s lines."""
     total = sum(size for _, size in info.kinds.values())
     entries_total = sum(n for n, _ in info.kinds.values())
+    if not info.exists:  # a misspelt path would read as an empty cache
+        lines = [f"build cache {info.root}: no such directory (nothing was built there yet)"]
+        return lines + _zig_line(info)
     lines = [f"build cache {info.root}: {format_size(total)} in {_entries(entries_total)}"]
     width = max((len(k) for k in info.kinds), default=4)
     for kind, (count, size) in info.kinds.items():
@@ -292,11 +299,13 @@ def render_summary(info: Summary) -> list[str]:
             )
     else:
         lines.append("last pytest session: none recorded")
-    if info.zig_cache is not None:
-        lines.append(
-            f"zig's own cache {info.zig_cache}: {format_size(info.zig_size)} (zig's; not limited by cache_max_size)"
-        )
-    return lines
+    return lines + _zig_line(info)
+
+
+def _zig_line(info: Summary) -> list[str]:
+    if info.zig_cache is None:
+        return []
+    return [f"zig's own cache {info.zig_cache}: {format_size(info.zig_size)} (zig's; not limited by cache_max_size)"]
 
 
 def noun(count: int) -> str:
