@@ -114,5 +114,9 @@ class CompilerWarning(UserWarning):
     """clang warned about a source (``-Wall`` and the like): its diagnostics, once per build engine."""
 
 
+class ReadOnlyArgumentWarning(UserWarning):
+    """A library function wrote through a pointer given read-only memory (``bytes``): what it wrote is lost."""
+
+
 class BuildDescriptionWarning(UserWarning):
     """Part of a build's description was left out: flags of a compilation database the pipeline does not use."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import warnings
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from cbuild import (
     run_program,
 )
 from cbuild.build import toolchain as toolchain_mod
+from cbuild.errors import ReadOnlyArgumentWarning
 
 
 def test_errors_compile_error_shows_clang_diagnostic_with_file_and_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
@@ -155,6 +157,7 @@ long sum_pair(struct pair p) { return p.a + p.b + p.c; }
 int variadic(int n, ...) { return n; }
 long double widen(double x) { return x; }
 int sum16(const int16_t *a, int n) { int s = 0; for (int i = 0; i < n; i++) s += a[i]; return s; }
+size_t length(char *s) { size_t n = 0; while (s[n]) n++; return n; }
 """
 
 
@@ -207,6 +210,26 @@ def test_library_struct_arguments_name_every_field(sigs: Library, value: object,
     with pytest.raises(SignatureError, match=r"sum_pair\(\) argument 1 \(struct pair\): " + message):
         sigs.sum_pair(value)
     assert sigs.sum_pair((1, 2, 3)) == 6
+
+
+def test_library_writes_into_bytes_are_not_lost_silently(sigs: Library) -> None:
+    # bytes are read-only: the library's process wrote into a copy, and nothing said so.
+    data = b"abcd"
+    with pytest.warns(
+        ReadOnlyArgumentWarning,
+        match=r"fill\(\) wrote into argument 1 \(uint8_t \*\), given as bytes .*, which is read-only: what it "
+        r"wrote is lost; pass a bytearray",
+    ):
+        sigs.fill(data, 4, 7)
+    assert data == b"abcd"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sigs.length(b"abc") == 3  # a char * it only reads
+        sigs.fill(b"\x07\x07", 2, 7)  # it wrote what was there
+        assert sigs.count_a(b"banana", 6) == 3  # a const pointer
+        buf = bytearray(2)
+        sigs.fill(buf, 2, 9)
+    assert buf == b"\x09\x09"
 
 
 def test_library_typed_arrays_must_hold_the_pointees_type(sigs: Library) -> None:

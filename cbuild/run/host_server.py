@@ -443,10 +443,12 @@ class Host:
         values: list[Any] = []
         keep: list[Any] = []  # memory that must outlive the call itself
         back: list[tuple[int, Any, Any]] = []
+        given: list[tuple[int, Any, bytes]] = []  # read-only memory, to tell whether the function wrote into it
         for n, (tag, *rest) in enumerate(args):
             if tag == "v":
                 values.append(rest[0])
-            elif tag == "m":  # memory: slot (None: this call only), its blob, whether to send it back
+            elif tag == "m":  # memory: slot (None: this call only), its blob, whether to send it back (None:
+                # read-only memory, only whether the function wrote into it)
                 slot, blob, send_back = rest
                 buf = self._memory(slot, self.requests.blobs[blob][1])
                 self.requests.blob_into(blob, ctypes.addressof(buf))
@@ -454,6 +456,8 @@ class Host:
                 values.append(ctypes.addressof(buf))
                 if send_back:
                     back.append((n, buf, None))
+                elif send_back is None:
+                    given.append((n, buf, bytes(buf)))
             elif tag == "cp":  # a char * the function may point elsewhere (char ** out-parameter)
                 text = None if rest[0] is None else aligned_string(rest[0])
                 cell = ctypes.c_void_p(None if text is None else ctypes.addressof(text))
@@ -474,6 +478,7 @@ class Host:
         self.libc.fflush(None)
         written: list[tuple[int, Any, bytes | None]] = []
         self.blobs_out = []
+        written += [(n, None, None) for n, buf, before in given if bytes(buf) != before]
         for n, buf, before in back:
             if isinstance(buf, ctypes.c_void_p):
                 if buf.value != before:

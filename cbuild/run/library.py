@@ -18,7 +18,14 @@ from typing import Any
 
 from cbuild.build.builder import Artifact
 from cbuild.build.demangle import demangle, unqualified
-from cbuild.errors import CBuildError, LibraryCrashed, SignatureError, UnknownFunction, did_you_mean
+from cbuild.errors import (
+    CBuildError,
+    LibraryCrashed,
+    ReadOnlyArgumentWarning,
+    SignatureError,
+    UnknownFunction,
+    did_you_mean,
+)
 from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import clock_metrics, clock_numbers, read_profile, with_machine_regions
 from cbuild.riscv.executor import Execution, ExecutorError, slot_results, slot_runtimes, slot_unavailable
@@ -153,6 +160,10 @@ class Function:
             except UnsupportedType as exc:
                 self._unsupported = f"its result ({self._ret['name']}): {exc}"
 
+    def _param_type(self, n: int) -> str:
+        """The C type of parameter ``n`` (from 0)."""
+        return str(self._library.type_map.desc(self.signature["params"][n]["type"])["name"])
+
     @property
     def c_declaration(self) -> str:
         """The function as C declares it."""
@@ -226,6 +237,9 @@ class Function:
         byte buffers are raw memory of any type)."""
         host = self._library.host
         back = not const
+        # Read-only memory (bytes) for a pointer the function may write through: the library's process
+        # says whether it did (None), for a warning that what it wrote is lost.
+        read_only = False if const else None
 
         def check_items(value: Any, size: int) -> None:
             # A pointer to bytes (char, uint8_t) reads memory of any type, as bytes do.
@@ -247,9 +261,9 @@ class Function:
             if isinstance(value, ctypes.c_void_p):
                 return ("v", value.value)
             if isinstance(value, ctypes.c_char_p):
-                return ("v", None) if value.value is None else ("m", None, value.value + b"\0", False)
+                return ("v", None) if value.value is None else ("m", None, value.value + b"\0", read_only)
             if isinstance(value, bytes):
-                return ("m", None, value + b"\0", False)  # C strings find their NUL, as with ctypes
+                return ("m", None, value + b"\0", read_only)  # C strings find their NUL, as with ctypes
             if isinstance(value, str):
                 raise SignatureError(f"{where}: got str {value[:40]!r}; pass bytes, e.g. text.encode()")
             obj = _ctypes_object(value)
@@ -279,7 +293,7 @@ class Function:
                 ) from None
             check_items(value, view.itemsize)
             if view.readonly:
-                return ("m", None, view.tobytes() + b"\0", False)
+                return ("m", None, view.tobytes() + b"\0", read_only)
             if not view.c_contiguous:
                 raise SignatureError(f"{where}: {_describe(value)} is not contiguous memory")
             buffer = (ctypes.c_char * view.nbytes).from_buffer(view)
@@ -320,6 +334,16 @@ class Function:
             raise
         for n, blob, text in written:
             target = args[n]
+            if blob is None:  # it wrote into read-only memory: a copy, now gone
+                warnings.warn(
+                    ReadOnlyArgumentWarning(
+                        f"{self.name}() wrote into argument {n + 1} ({self._param_type(n)}), given as "
+                        f"{_describe(target)}, which is read-only: what it wrote is lost; pass a bytearray "
+                        "(or a ctypes buffer) to read it after the call"
+                    ),
+                    stacklevel=2,
+                )
+                continue
             obj = _ctypes_object(target)
             if isinstance(obj, ctypes.c_char_p):  # the library pointed it elsewhere: a copy of the string
                 obj.value = text
