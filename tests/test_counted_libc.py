@@ -376,6 +376,33 @@ def test_counted_libc_string_functions_at_page_ends_and_every_alignment(builder:
         assert cost.functions["__instrbudget_libc_" + name] > 0, name
 
 
+#: What glibc gives for tests/data/libc_edges.c on LIBC_EDGES_INPUT (gcc -O2, glibc 2.36).
+LIBC_EDGES_INPUT = b"first line of the input, longer than eight bytes\nsecond\nlast without newline"
+LIBC_EDGES_OUTPUT = (
+    "zero-byte allocations: pointers, distinct 1, posix_memalign 0\n"
+    "never 0, all equal: " + " ".join(["7"] * 13) + "\n"
+    "never 0, all equal, 40: " + " ".join(["7"] * 40) + "\n"
+    "0/1, ascending: " + " ".join(map(str, range(20))) + "\n"
+    "0/1, shuffled: " + " ".join(map(str, range(40))) + "\n"
+    "49: first line of the input, longer than eight bytes\n"
+    "7: second\n"
+    "20: last without newline"
+    "at the end: -1\n"
+)
+
+
+def test_counted_libc_does_what_glibc_does_where_programs_lean_on_it(builder: Builder) -> None:
+    """malloc(0) and its kin (a header-only chunk's size class was -1: a crash), qsort with a
+    comparator that never returns 0 (its scan ran below the array) or returns 0/1 (unsorted), and
+    getline into the program's own malloc'd buffer (the host's realloc took the counted chunk: abort)."""
+    program = builder.build([Path(__file__).parent / "data" / "libc_edges.c"], options=COUNTED)
+    result = run_program(program, input=LIBC_EDGES_INPUT)
+    assert (result.returncode, result.stdout.decode()) == (0, LIBC_EDGES_OUTPUT)
+    assert result.counts is not None
+    (cost,) = MODEL.evaluate(result.counts)
+    assert cost.functions["__instrbudget_libc_getdelim"] > 0  # counted, not the host's
+
+
 def test_counted_libc_routes_runtime_and_long_constant_length_intrinsics() -> None:
     text = (
         "define void @f(ptr %d, ptr %s, i64 %n) {\n"

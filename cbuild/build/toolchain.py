@@ -15,7 +15,7 @@ from pathlib import Path
 from cbuild.errors import ToolchainError
 
 #: Bumped whenever the engine changes in a way that changes built artifacts or counts.
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 
 
 @dataclass(frozen=True)

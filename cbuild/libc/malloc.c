@@ -62,7 +62,11 @@ __attribute__((visibility("hidden"))) struct ib_heap *__instrbudget_heap;
 
 /* The bin of a chunk of TOTAL bytes (header included) and its size. */
 static uint32_t ib_bin_of(uint64_t total) {
-    if (total <= IB_SMALL) return (uint32_t)((total + 15) / 16) - 2; /* 32..1024 -> 0..62 */
+    /* 32..1024 -> 0..62; a header alone (malloc(0)) takes the smallest bin. */
+    if (total <= IB_SMALL) {
+        uint32_t small = (uint32_t)total; /* 32 bits: one comparison on riscv32 too */
+        return ((small > 32 ? small : 32) + 15) / 16 - 2;
+    }
     /* Then two sizes per power of two: 2^k and 1.5 * 2^k. */
     uint32_t k = 63 - (uint32_t)__builtin_clzll(total - 1); /* 2^k < total <= 2^(k+1) */
     uint64_t half = (uint64_t)3 << (k - 1);                 /* 1.5 * 2^k */

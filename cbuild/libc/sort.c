@@ -1,7 +1,10 @@
 /* <stdlib.h> sorting and searching: qsort, qsort_r and bsearch.
  * qsort is an introsort: median-of-three quicksort, insertion sort below 12 elements,
  * heapsort past a depth of 2 log2(n); no allocation. The same comparisons on every host
- * (glibc's qsort is a merge sort, musl's a smoothsort: their comparator counts differ). */
+ * (glibc's qsort is a merge sort, musl's a smoothsort: their comparator counts differ).
+ * It asks the comparator only whether an element goes after another (a result > 0), and
+ * never reads outside the array whatever the comparator says: comparators that never
+ * return 0, or return 0/1 for "not greater"/"greater", sort as they do with glibc. */
 
 typedef int (*ib_cmp_r)(const void *, const void *, void *);
 typedef int (*ib_cmp)(const void *, const void *);
@@ -39,8 +42,8 @@ static void ib_insertion(const struct ib_sort *s, char *base, size_t n) {
 
 static void ib_sift(const struct ib_sort *s, char *base, size_t root, size_t n) {
     for (size_t child; (child = 2 * root + 1) < n; root = child) {
-        if (child + 1 < n && ib_compare(s, base + child * s->size, base + (child + 1) * s->size) < 0) child++;
-        if (ib_compare(s, base + root * s->size, base + child * s->size) >= 0) return;
+        if (child + 1 < n && ib_compare(s, base + (child + 1) * s->size, base + child * s->size) > 0) child++;
+        if (ib_compare(s, base + child * s->size, base + root * s->size) <= 0) return;
         ib_swap(base + root * s->size, base + child * s->size, s->size);
     }
 }
@@ -62,17 +65,17 @@ static void ib_introsort(const struct ib_sort *s, char *base, size_t n, unsigned
         }
         /* Median of first, middle and last to the front, as the pivot. */
         char *lo = base, *mid = base + (n / 2) * size, *hi = base + (n - 1) * size;
-        if (ib_compare(s, mid, lo) < 0) ib_swap(mid, lo, size);
-        if (ib_compare(s, hi, mid) < 0) {
+        if (ib_compare(s, lo, mid) > 0) ib_swap(mid, lo, size);
+        if (ib_compare(s, mid, hi) > 0) {
             ib_swap(hi, mid, size);
-            if (ib_compare(s, mid, lo) < 0) ib_swap(mid, lo, size);
+            if (ib_compare(s, lo, mid) > 0) ib_swap(mid, lo, size);
         }
         ib_swap(base, mid, size);
         /* Hoare partition around base[0]. */
         char *i = base, *j = base + n * size;
         for (;;) {
-            do i += size; while (i < j && ib_compare(s, i, base) < 0);
-            do j -= size; while (ib_compare(s, j, base) > 0);
+            do i += size; while (i < j && ib_compare(s, base, i) > 0);
+            do j -= size; while (j > base && ib_compare(s, j, base) > 0);
             if (i >= j) break;
             ib_swap(i, j, size);
         }

@@ -107,15 +107,26 @@ int LIBC(bcmp)(const void *a, const void *b, size_t n) { return CALL(memcmp)(a, 
 void *LIBC(memchr)(const void *src, int c, size_t n) {
     const unsigned char *s = (const unsigned char *)src;
 #if IB_VECTORS
+    /* Aligned blocks, as strlen reads them: they never cross a page, so reading the rest of the
+     * block past a match (where the object may end) cannot fault. The lanes before S are masked. */
+    if (n == 0) return NULL;
     ib_vec want = (ib_vec){0} + (unsigned char)c;
-    for (; n >= IB_V; n -= IB_V, s += IB_V) {
-        ib_vec found = ib_eq(*(const ib_vec_u *)s, want);
-        if (__builtin_reduce_max(found)) return (void *)(s + ib_first(found));
+    size_t skip = (uintptr_t)s % IB_V, left = n, covered = IB_V - skip; /* S's bytes in the block */
+    const ib_vec *b = (const ib_vec *)(s - skip);
+    ib_vec found = ib_eq(*b, want) & (ib_vec)(IB_LANES >= (unsigned char)skip);
+    while (!__builtin_reduce_max(found)) {
+        if (left <= covered) return NULL;
+        left -= covered;
+        covered = IB_V;
+        found = ib_eq(*++b, want);
     }
-#endif
+    const unsigned char *at = (const unsigned char *)b + ib_first(found);
+    return (size_t)(at - s) < n ? (void *)at : NULL;
+#else
     for (; n; n--, s++)
         if (*s == (unsigned char)c) return (void *)s;
     return NULL;
+#endif
 }
 
 void *LIBC(memrchr)(const void *src, int c, size_t n) {

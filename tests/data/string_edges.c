@@ -1,5 +1,6 @@
 /* The counted string functions against byte-at-a-time references, on strings and buffers
- * that end at a page boundary (the next page unmapped), at every alignment. Prints each
+ * that end at a page boundary (the next page unmapped), at every alignment; memchr with a
+ * length past the page end finds a match before it. Prints each
  * mismatch; exits with the number found (at most 100). */
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +47,11 @@ int main(void) {
         for (size_t i = 0; i < len; i++) s[i] = (unsigned char)('a' + (i * 7 + len) % 26);
         s[len] = 0;
         CHECK(strlen((char *)s) == len, "strlen at end of page, len %zu: %zu", len, strlen((char *)s));
+        /* memchr stops at the match, as the standard has it read: a longer n, past the page, is fine */
+        CHECK(memchr(s, 0, len + 64) == s + len, "memchr past the page end, len %zu", len);
+        CHECK(memchr(s, 0, (size_t)-1) == s + len, "memchr with SIZE_MAX, len %zu", len);
+        if (len > 0)
+            CHECK(memchr(s + len - 1, s[len - 1], 64) == s + len - 1, "memchr of the last byte, len %zu", len);
         for (size_t off = 0; off < 40; off++) { /* every alignment of the other string */
             unsigned char *t = other + 64 + off;
             memcpy(t, s, len + 1);

@@ -15,7 +15,10 @@
  */
 #define _GNU_SOURCE /* vasprintf */
 #include "stdio_impl.h"
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 
 #define LIBC(name) hidden __instrbudget_libc_##name
 #define CALL(name) __instrbudget_libc_##name
@@ -194,4 +197,45 @@ int LIBC(__asprintf_chk)(char **s, int flag, const char *restrict fmt, ...)
 	int n = vasprintf(s, fmt, ap);
 	va_end(ap);
 	return n;
+}
+
+/* getline and getdelim: the line grows in the counted heap (whose chunks the host's realloc
+ * cannot take, so a buffer the program allocated would crash the host's getline), the
+ * characters come from the host's getc. */
+ssize_t LIBC(getdelim)(char **restrict line, size_t *restrict cap, int delim, HOST_FILE *restrict in)
+{
+	size_t n = 0;
+	int c = 0;
+	if (!line || !cap || !in) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!*line) *cap = 0;
+	while (c != delim) {
+		c = __instrbudget_host_getc(in);
+		if (c == EOF) break;
+		if (n + 2 > *cap) { /* room for the character and the terminator */
+			size_t grown = *cap > 64 ? *cap * 2 : 128;
+			char *bigger = grown > SSIZE_MAX ? 0 : realloc(*line, grown);
+			if (!bigger) {
+				errno = ENOMEM;
+				return -1;
+			}
+			*line = bigger;
+			*cap = grown;
+		}
+		(*line)[n++] = (char)c;
+	}
+	if (*line && (n || *cap)) (*line)[n] = 0;
+	return n ? (ssize_t)n : -1;
+}
+
+ssize_t LIBC(getline)(char **restrict line, size_t *restrict cap, HOST_FILE *restrict in)
+{
+	return CALL(getdelim)(line, cap, '\n', in);
+}
+
+ssize_t LIBC(__getdelim)(char **restrict line, size_t *restrict cap, int delim, HOST_FILE *restrict in)
+{
+	return CALL(getdelim)(line, cap, delim, in);
 }
