@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cbuild.build import cpu, eviction
-from cbuild.build.builder import Builder
+from cbuild.build.builder import Builder, model_build_flags
 from cbuild.build.demangle import readable, readable_names
 from cbuild.config import ConfigError, Settings
 from cbuild.errors import CBuildError, describe_os_error
@@ -191,6 +191,9 @@ class BudgetSession:
             self._fingerprint["assertions"] = "on" if self.settings.build.assertions else "off (NDEBUG)"
             if cpu.applies(self._fingerprint["target"]):
                 self._fingerprint["cpu"] = self.settings.build.cpu
+            flags = model_build_flags(self.models)
+            if flags:  # the native build, and so every metric, depends on them
+                self._fingerprint["model_flags"] = " ".join(flags)
         return dict(self._fingerprint)
 
     @property

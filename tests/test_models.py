@@ -224,6 +224,62 @@ def test_plugin_budgets_on_a_third_party_model(pytester: pytest.Pytester) -> Non
     assert doc["tests"]["test_loads.py::test_sum"]["metrics"]["loads"]["value"] == 50
 
 
+FLAGGED_PLUGIN = """
+from cbuild.hookspecs import hookimpl
+from cbuild.models import CostModel, Metric
+
+
+class Flagged(CostModel):
+    name = "flagged"
+    metrics = (Metric("flagged_blocks", "blocks", "max_flagged_blocks"),)
+    compile_flags = {flags!r}
+
+    def block_costs(self, table, analysis):
+        return [1] * len(table)
+
+
+@hookimpl
+def instrbudget_cost_models():
+    return [Flagged]
+"""
+
+
+def test_plugin_a_models_build_flags_make_the_baseline_not_comparable(pytester: pytest.Pytester) -> None:
+    # Flags a model adds to the native build change every metric, ir_instructions included: the
+    # baseline's ir_instructions were compared as if nothing had changed (+430% failed the tests;
+    # flags that made the code cheaper would have hidden regressions).
+    install_model(pytester.path, "flagged_model", FLAGGED_PLUGIN.format(flags=("-fno-unroll-loops",)))
+    pytester.syspathinsert(pytester.path)
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyfile(
+        test_f=textwrap.dedent(
+            """
+            import array
+
+            def test_sum(cbuild):
+                lib = cbuild.library("work.c")
+                assert lib.sum(array.array("i", [1] * 64), 64) == 64
+            """
+        )
+    )
+    pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").assert_outcomes(passed=1)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-model=ir-count", "--instrbudget-model=flagged")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*was made with another toolchain or other build settings (differs in: model_flags)*"])
+
+
+def test_plugin_a_model_cannot_set_the_optimisation_level(pytester: pytest.Pytester) -> None:
+    install_model(pytester.path, "flagged_model", FLAGGED_PLUGIN.format(flags=("-O0",)))
+    pytester.syspathinsert(pytester.path)
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyfile(test_f="def test_sum(cbuild):\n    cbuild.library('work.c')\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-model=ir-count", "--instrbudget-model=flagged")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*cost model 'flagged': compile_flags has '-O0'; the optimisation level is the build's*"]
+    )
+
+
 def test_plugin_keyword_of_inactive_model_names_model_and_switch(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", work=SUM_C)
     pytester.makepyfile(test_k="import pytest\n\n@pytest.mark.budget(max_zkcycles=10)\ndef test_a(cbuild):\n    pass\n")

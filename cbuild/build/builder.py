@@ -26,7 +26,7 @@ from cbuild.build.data_layout import aligned_data
 from cbuild.build.instrument import instrument
 from cbuild.build.libc import HEAP_MAP_SOURCE, libc_ir, size_t_bits
 from cbuild.build.libcxx import libcxx_ir
-from cbuild.build.options import BuildOptions, language_of
+from cbuild.build.options import BuildOptions, language_of, optimisation_flag
 from cbuild.build.signatures import read_signatures
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
@@ -154,6 +154,12 @@ class Artifact:
         return _parse_table(self.table_path, self.path)
 
 
+def model_build_flags(models: Sequence[CostModel]) -> tuple[str, ...]:
+    """The clang flags models that estimate from this build's IR add to it (a model that executes a
+    RISC-V build gets its flags there only)."""
+    return tuple(dict.fromkeys(f for m in models if m.executes() is None for f in m.compile_flags))
+
+
 class Builder:
     """Builds artifacts with one toolchain into one cache."""
 
@@ -245,9 +251,14 @@ class Builder:
         # Flags for a model that reads this build's IR (an estimate from IR); a model that executes
         # a RISC-V build gets its flags there only, so that the native build, and ir_instructions,
         # never depend on which other models are on.
-        flags = tuple(
-            dict.fromkeys(f for m in models if options.instrument and m.executes() is None for f in m.compile_flags)
-        )
+        for model in models:
+            level = optimisation_flag(model.compile_flags)
+            if level is not None:
+                raise ModelError(
+                    f"cost model {model.name!r}: compile_flags has {level!r}; the optimisation level is the "
+                    "build's (opt_level), not a model's"
+                )
+        flags = model_build_flags(models) if options.instrument else ()
         if flags:
             options = replace(options, cflags=options.cflags + flags, cxxflags=options.cxxflags + flags)
         if kind not in ("program", "library"):
