@@ -547,6 +547,43 @@ def test_plugin_a_cut_off_no_build_can_check_fails_the_test(pytester: pytest.Pyt
     )
 
 
+FILE_TICKS_PLUGIN = TICKS_PLUGIN.replace("Runtime(SOURCE,", 'Runtime(Path(__file__).with_name("ticks.c").read_text(),')
+FILE_TICKS_PLUGIN = FILE_TICKS_PLUGIN.replace(
+    "from cbuild.hookspecs", "from pathlib import Path\nfrom cbuild.hookspecs"
+)
+TICKS_C = """
+static uint64_t ticks_n;
+static inline void model_block(uint32_t block) { (void)block; ticks_n += 1; }
+static void model_reset(uint32_t in_process) { (void)in_process; ticks_n = 0; }
+static void model_finish(uint64_t *out) { out[0] = ticks_n; }
+"""
+
+
+def test_plugin_a_models_run_time_code_is_part_of_the_build(pytester: pytest.Pytester) -> None:
+    # The C code of a model's dynamic phase, read from a file beside the model, was not in the
+    # build's key: after it changed, the cached build kept measuring with the old code.
+    install_model(pytester.path, "ticks_model", FILE_TICKS_PLUGIN)
+    code = pytester.path / "ticks.c"
+    code.write_text(TICKS_C)
+    pytester.syspathinsert(pytester.path)
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "ticks"]\n')
+    pytester.makepyfile(
+        test_t='import array\n\ndef test_sum(cbuild):\n    cbuild.library("work.c").sum(array.array("i", [1] * 8), 8)\n'
+    )
+
+    def ticks() -> int:
+        out = pytester.path / "run.json"
+        pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}").assert_outcomes(passed=1)
+        return int(json.loads(out.read_text())["tests"]["test_t.py::test_sum"]["metrics"]["ticks"]["value"])
+
+    once = ticks()
+    assert once > 0
+    code.write_text(code.read_text().replace("ticks_n += 1", "ticks_n += 1000"))
+    assert ticks() == 1000 * once
+    assert ticks() == 1000 * once  # and the build made again is kept
+
+
 def test_evaluate_must_give_one_cost_per_metric() -> None:
     """A metric left out would read 0 and pass its limit; two of one would be summed."""
 

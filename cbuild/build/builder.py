@@ -12,7 +12,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,7 +33,7 @@ from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 from cbuild.build.watch import BuildWatch
 from cbuild.errors import CBuildError, CompilerWarning, InstrumentedIRRejected, LinkError, LLVMCrashed
 from cbuild.models import dynamic
-from cbuild.models.base import BuildView, CostModel, ModelError, model_failed
+from cbuild.models.base import BuildView, CostModel, ModelError, Runtime, model_failed
 from cbuild.riscv.build import TargetUnavailable, build_riscv
 from cbuild.riscv.executor import block_data_text, build_executor, build_executor_ir
 
@@ -152,6 +152,14 @@ class Artifact:
     def table(self) -> BlockTable:
         """The block table (parsed once per process; treat it as read-only)."""
         return _parse_table(self.table_path, self.path)
+
+
+def _runtime_digest(runtime: Runtime | None, events: Iterable[str]) -> str | None:
+    """What a model's dynamic phase compiles into a build (its code and how it is compiled)."""
+    if runtime is None:
+        return None
+    how = f"results={runtime.results} specialise={runtime.specialise} clock={runtime.clock}"
+    return digest(runtime.source, how, ",".join(sorted(events)))
 
 
 def model_build_flags(models: Sequence[CostModel]) -> tuple[str, ...]:
@@ -347,9 +355,42 @@ class Builder:
                 side.shutdown(wait=False)
             atomic_write(files[1], json.dumps(sidecar, separators=(",", ":")).encode())
 
-        self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
+        files = self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
+        stale = self._stale_runtime(models if options.instrument else (), files[1])
+        if stale is not None:
+            # A third-party model's run-time C code is not in the key (it may depend on the analysis,
+            # and be read from a file beside the model): a build made with other code is made again.
+            self.progress(f"rebuilding {artifact.name}: the cached build has other run-time code of model {stale!r}")
+            with self.cache.lock("bin", key, name=artifact.name):
+                if self._stale_runtime(models, files[1]) is not None:  # not made again meanwhile
+                    self.cache.discard("bin", key, files)
+            _read_sidecar.cache_clear()
+            _parse_table.cache_clear()
+            self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
         watch.done(waited=self.cache.waited(started))
         return artifact
+
+    @staticmethod
+    def _stale_runtime(models: Sequence[CostModel], sidecar: Path) -> str | None:
+        """The first model outside this engine whose dynamic phase a cached build holds in another
+        version than the model gives now, or None."""
+        checked = [
+            m for m in models if m.executes() is None and m.code_key() and type(m).runtime is not CostModel.runtime
+        ]
+        if not checked:
+            return None
+        recorded = json.loads(sidecar.read_text()).get("models", {})
+        for model in checked:
+            doc = recorded.get(model.name, {})
+            try:
+                runtime = model.runtime(doc.get("analysis", {}))
+            except CBuildError as exc:
+                raise ModelError(f"cost model {model.name!r}: {exc}") from exc
+            except Exception as exc:
+                raise model_failed(model, "runtime", exc) from exc
+            if doc.get("runtime") != _runtime_digest(runtime, model.events):
+                return model.name
+        return None
 
     def _make(
         self,
@@ -443,7 +484,7 @@ class Builder:
                 raise ModelError(f"cost model {model.name!r}: {exc}") from exc
             except Exception as exc:  # the model's own bug: said with the model's name and line
                 raise model_failed(model, method, exc) from exc
-            analyses[model.name] = {"analysis": analysis}
+            analyses[model.name] = {"analysis": analysis, "runtime": _runtime_digest(runtime, model.events)}
             if runtime is not None:
                 runtimes.append((model.name, runtime, model.events))
         cutoff = options.cutoff and options.instrument
