@@ -199,12 +199,19 @@ def model_names(value: object, call: str, error: Callable[[str], Exception] = Co
 
 
 def _no_clock(where: str, model: CostModel) -> str:
-    """Why a cut-off on ``model``'s metric cannot be: it keeps no clock while code runs."""
+    """Why a cut-off on ``model``'s metric cannot be: it keeps no clock while code runs, or one
+    that nothing looks at before each block."""
     metric = model.metrics[0]
+    why = (
+        f"the {model.name} model's clock is read at region markers only, not before each block (its dynamic phase "
+        "asks for no block events)"
+        if model.keeps_clock()
+        else f"the {model.name} model keeps no clock while code runs"
+    )
     return (
-        f"{where}: the {model.name} model keeps no clock while code runs, so nothing can stop code at a "
-        f"count of {metric.name} (cut-offs stop at the IR instruction total or at the clock of a model with a "
-        f"run-time phase); limit it with {metric.keyword}, or stop the code with stop_at on the IR total"
+        f"{where}: {why}, so nothing can stop code at a count of {metric.name} (cut-offs stop at the IR "
+        "instruction total or at the clock of a model with a run-time phase that sees every block); limit it with "
+        f"{metric.keyword}, or stop the code with stop_at on the IR total"
     )
 
 
@@ -265,7 +272,7 @@ def _check_regions_measured(where: str, metric: str, models: Sequence[CostModel]
     """Regions are measured in the metrics of models that keep a clock while code runs: a region
     limit on another's metric could never be checked."""
     for model in models:
-        if any(m.name == metric for m in model.metrics) and not model.can_stop_code():
+        if any(m.name == metric for m in model.metrics) and not model.keeps_clock():
             raise ConfigError(
                 f"{where}: the {model.name} model keeps no clock while code runs, so regions have no {metric} "
                 "(regions are measured in the IR instruction total and in the clocks of models with a run-time "

@@ -252,8 +252,9 @@ class BudgetSession:
             headline = models[0].metrics[0].name
             raise ConfigError(
                 f"{nodeid}: cutoff = {self.settings.cutoff:g} in [tool.instrbudget] stops code at a count of the "
-                f"test's headline metric, {headline}, but the {models[0].name} model keeps no clock while code "
-                "runs; put a model that does first in `models` (ir-count, pipeline, zkvm) or leave cutoff out"
+                f"test's headline metric, {headline}, but the {models[0].name} model keeps no clock that is looked at "
+                "before each block; put a model that does first in `models` (ir-count, pipeline, zkvm) or leave "
+                "cutoff out"
             )
 
     def cutoffs(self, nodeid: str, budget: Budget | None) -> tuple[dict[str, int], dict[str, str]]:

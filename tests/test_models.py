@@ -530,7 +530,7 @@ def test_plugin_a_cut_off_no_build_can_check_fails_the_test(pytester: pytest.Pyt
     result.stderr.fnmatch_lines(
         [
             "*test_l.py::test_sum: cutoff = 2 in [[]tool.instrbudget[]] stops code at a count of the test's headline "
-            "metric, loads, but the loads model keeps no clock while code runs*"
+            "metric, loads, but the loads model keeps no clock that is looked at before each block*"
         ]
     )
     pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "loads", "ticks"]\n')
@@ -582,6 +582,34 @@ def test_plugin_a_models_run_time_code_is_part_of_the_build(pytester: pytest.Pyt
     code.write_text(code.read_text().replace("ticks_n += 1", "ticks_n += 1000"))
     assert ticks() == 1000 * once
     assert ticks() == 1000 * once  # and the build made again is kept
+
+
+def test_plugin_a_cut_off_on_a_clock_no_block_looks_at_is_refused(pytester: pytest.Pytester) -> None:
+    # The heap model keeps a clock (regions have it) but asks for no block events: nothing looked
+    # at it as code ran, and stop_at_allocations let the code run on to its end or its timeout.
+    pytester.makefile(
+        ".c", work="#include <stdlib.h>\nint work(int n) { for (int i = 0; i < n; i++) free(malloc(8)); return n; }\n"
+    )
+    pytester.makepyfile(
+        test_h=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.budget(models=["ir-count", "heap"], max_allocations=10, stop_at_allocations="2x")
+            def test_allocations(cbuild):
+                cbuild.library("work.c").work(1000)
+            """
+        )
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*test_h.py::test_allocations: budget(stop_at_allocations=...): the heap model's clock is read at region "
+            "markers only, not before each block (its dynamic phase asks for no block events), so nothing can stop "
+            "code at a count of allocations*"
+        ]
+    )
 
 
 def test_evaluate_must_give_one_cost_per_metric() -> None:

@@ -285,15 +285,23 @@ class CostModel:
         cls: type = type(self)
         return _sources(cls)
 
-    def can_stop_code(self) -> bool:
-        """Whether a cut-off on the headline metric can stop code: it is the IR instruction total,
-        or a clock the model keeps while code runs (a model that executes a target, or one with a
-        dynamic phase whose :class:`Runtime` sets ``clock``). An additive model keeps none."""
+    def keeps_clock(self) -> bool:
+        """Whether the headline metric is known while code runs, so that regions have it: it is the
+        IR instruction total, or a clock the model keeps (a model that executes a target, or one
+        with a dynamic phase whose :class:`Runtime` sets ``clock``). An additive model keeps none."""
         return (
             self.metrics[0].name == IR_METRIC
             or self.executes() is not None
             or type(self).runtime is not CostModel.runtime
         )
+
+    def can_stop_code(self) -> bool:
+        """Whether a cut-off on the headline metric can stop code: a clock kept while code runs
+        (:meth:`keeps_clock`) that is also looked at as it runs, before each block (a dynamic
+        phase's clock is, where the model asks for ``blocks`` events)."""
+        if self.metrics[0].name == IR_METRIC or self.executes() is not None:
+            return True
+        return self.keeps_clock() and BLOCKS in self.events
 
     def executes(self) -> str | None:
         """The RISC-V target (``riscv32``, ``riscv64``) whose build the model measures in the
