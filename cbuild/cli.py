@@ -32,7 +32,7 @@ from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.base import evaluated
 from cbuild.models.costs import outside_calls
 from cbuild.report import shards, texttable
-from cbuild.report.diff import changes, load_run, only_in, render_markdown, render_text
+from cbuild.report.diff import changes, incomparable, load_run, only_in, render_markdown, render_text
 from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
 from cbuild.report.html import render as render_page
@@ -237,6 +237,20 @@ def parser() -> argparse.ArgumentParser:
 def _cmd_diff(args: argparse.Namespace) -> int:
     unfinished: dict[Path, list[str]] = {args.old: [], args.new: []}
     old, new = load_run(args.old, unfinished[args.old]), load_run(args.new, unfinished[args.new])
+    registry = default_registry()
+    known = {m.name: name for name in registry.names for m in registry.model_class(name).metrics}
+    builds, models = incomparable(args.old, args.new, known)
+    if builds:
+        print(
+            f"cbuild: {args.old} and {args.new} were measured with other toolchains or build settings (differs in: "
+            f"{', '.join(builds)}): their costs are not comparable, and the differences below include that change",
+            file=sys.stderr,
+        )
+    for metric, how in models.items():  # the other metrics still compare
+        print(f"cbuild: {metric} left out: its model was configured otherwise ({how})", file=sys.stderr)
+        for run in (old, new):
+            for metrics in run.values():
+                metrics.pop(metric, None)
     found = changes(old, new, top=args.top)
     width = args.width if args.width is not None else shutil.get_terminal_size().columns
     sys.stdout.write(render_markdown(found) if args.markdown else render_text(found, width))

@@ -276,3 +276,44 @@ def test_diff_leaves_out_tests_that_did_not_complete(tmp_path: Path, capsys: pyt
     binary.write_bytes(b"\xff\xfe")
     assert main(["diff", str(binary), str(done)]) == 2
     assert f"cbuild: {binary} is not valid JSON: byte 0 is not UTF-8 text" in capsys.readouterr().err
+
+
+def test_diff_leaves_out_metrics_of_a_model_configured_otherwise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs whose pipeline model had other parameters: its cycles were compared as if they were
+    the same measurement (+4000%, no word); the other metrics still compare."""
+    from cbuild.cli import main
+
+    def document(path: Path, machine: str, cycles: int, instructions: int, clang: str = "22.1.8") -> Path:
+        fingerprint = {
+            "clang": clang,
+            "llvm": "22.1.0",
+            "pipeline": "2",
+            "target": "x86_64-linux-gnu",
+            "models": f"ir-count version=1; pipeline version=3 machine='{machine}'",
+        }
+        metrics = {"ir_instructions": {"value": instructions}, "pipeline_cycles": {"value": cycles}}
+        doc = {
+            "fingerprint": fingerprint,
+            "metric_models": {"ir_instructions": "ir-count", "pipeline_cycles": "pipeline"},
+            "tests": {"t.py::work": {"completed": True, "metrics": metrics}},
+        }
+        path.write_text(json.dumps(doc))
+        return path
+
+    old = document(tmp_path / "a.json", "inorder5", 100, 50)
+    new = document(tmp_path / "b.json", "rocket", 4100, 60)
+    assert main(["diff", str(old), str(new)]) == 1
+    out, err = capsys.readouterr()
+    assert "pipeline_cycles" not in out
+    assert "ir_instructions" in out
+    assert "+20" in out
+    assert (
+        f"cbuild: pipeline_cycles left out: its model was configured otherwise (machine: 'inorder5' in {old}, "
+        f"'rocket' in {new})"
+    ) in err
+    other = document(tmp_path / "c.json", "inorder5", 100, 60, clang="23.1.0")
+    assert main(["diff", str(old), str(other)]) == 1
+    err = capsys.readouterr().err
+    assert f"cbuild: {old} and {other} were measured with other toolchains or build settings (differs in: clang)" in err

@@ -8,14 +8,17 @@ markdown table for a CI job summary.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cbuild.build.demangle import readable_names
 from cbuild.errors import CBuildError
+from cbuild.report import update
 from cbuild.report.markdown import table_code
 from cbuild.report.order import display_order
+from cbuild.report.snapshot import differing_keys
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,38 @@ def load_run(path: Path, incomplete: list[str] | None = None) -> Run:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CBuildError(f"{path}: unexpected entry ({exc!r})") from None
     return run
+
+
+def incomparable(old: Path, new: Path, metric_models: Mapping[str, str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Why two runs' costs do not compare: the toolchain and build settings that differ (fingerprint
+    keys), and each metric whose model was configured otherwise -> how (``po2: 20 in OLD, 18 in NEW``).
+    ``metric_models`` maps metrics to their models where the documents do not say (a baseline)."""
+    facts = [_facts(path) for path in (old, new)]
+    (old_fp, old_metrics), (new_fp, new_metrics) = facts
+    if not old_fp or not new_fp:  # a document without a fingerprint says nothing either way
+        return (), {}
+    builds = tuple(
+        key
+        for key in differing_keys(update.recorded(old_fp, new_fp), update.recorded(new_fp, new_fp))
+        if key != "models"
+    )
+    before, after = update.recorded_models(old_fp), update.recorded_models(new_fp)
+    owner = {**metric_models, **old_metrics, **new_metrics}
+    out = {}
+    for metric, model in sorted(owner.items()):
+        if model in before and model in after and before[model] != after[model]:
+            out[metric] = update.changed_parameters(before[model], after[model], was=f"in {old}", now=f"in {new}")
+    return builds, out
+
+
+def _facts(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """A document's fingerprint and its metrics' models (a results document names them)."""
+    doc = json.loads(path.read_bytes().decode("utf-8"))
+    fingerprint, metric_models = doc.get("fingerprint"), doc.get("metric_models")
+    return (
+        fingerprint if isinstance(fingerprint, dict) else {},
+        metric_models if isinstance(metric_models, dict) else {},
+    )
 
 
 def _by_symbol(functions: dict[str, int], symbols: dict[str, str]) -> dict[str, int]:

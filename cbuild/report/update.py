@@ -88,19 +88,19 @@ def recorded(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> dict
 _PARAMETER = re.compile(r" (?=[\w.-]+=)")
 
 
-def changed_parameters(old: str, new: str) -> str:
+def changed_parameters(old: str, new: str, *, was: str = "in the baseline", now: str = "now") -> str:
     """``po2: 20 in the baseline, 18 now``: the parameters that differ between two descriptions of
     a model (``zkvm version=2 po2=20 ...``), or both descriptions where no parameter tells them apart."""
     before, after = (
         dict(part.split("=", 1) for part in _PARAMETER.split(text)[1:] if "=" in part) for text in (old, new)
     )
-    return _changes(before, after) or f"{old} in the baseline, {new} now"
+    return _changes(before, after, was, now) or f"{old} {was}, {new} {now}"
 
 
-def _changes(before: Mapping[str, str], after: Mapping[str, str]) -> str:
+def _changes(before: Mapping[str, str], after: Mapping[str, str], was: str, now: str) -> str:
     """``key: old in the baseline, new now`` for each key whose value differs, ``; ``-separated."""
     return "; ".join(
-        f"{key}: {before.get(key, '(none)')} in the baseline, {after.get(key, '(none)')} now"
+        f"{key}: {before.get(key, '(none)')} {was}, {after.get(key, '(none)')} {now}"
         for key in differing_keys(dict(before), dict(after))
     )
 
@@ -176,7 +176,7 @@ def apply(
         kept = {}
         missing = sorted(set(tests) - set(results))
         if missing and not prune:
-            differs = _changes(recorded(base.fingerprint, session), session)
+            differs = _changes(recorded(base.fingerprint, session), session, "in the baseline", "now")
             out.refused = (
                 f"baseline {path} was made with another toolchain or other models ({differs}) and "
                 f"{len(missing)} of its entries were not measured in this run; a configuration tried once "
