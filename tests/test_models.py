@@ -100,6 +100,41 @@ def test_registry_rejects_clashes_and_non_models() -> None:
         registry.create("zkmv")
 
 
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        (
+            Metric("foo_m", "u", "tolerance"),
+            r"metric 'foo_m': marker keyword 'tolerance' is one of the budget marker's own",
+        ),
+        (
+            Metric("foo_m", "u", "stop_at_weighted"),
+            r"metric 'foo_m': marker keyword 'stop_at_weighted' is one of the budget marker's",
+        ),
+        (Metric("foo_m", "u", "max foo"), r"metric 'foo_m': marker keyword 'max foo' must be a Python identifier"),
+        (Metric("", "u", "max_foo"), r"metric name '' must be a non-empty name without spaces"),
+        (Metric("foo m", "u", "max_foo"), r"metric name 'foo m' must be a non-empty name without spaces"),
+        (Metric("status", "u", "max_status"), r"metric name 'status' is a column of the reports"),
+    ],
+)
+def test_registry_rejects_metrics_the_marker_or_the_reports_would_misread(metric: Metric, message: str) -> None:
+    # budget(tolerance=5) on a model whose keyword was 'tolerance' set the tolerance, and the
+    # model's limit was never checked.
+    class Odd(CostModel):
+        name = "odd"
+        metrics = (metric,)
+
+    with pytest.raises(ModelError, match=r"cost model 'odd' of plugin 'direct': " + message):
+        ModelRegistry(entry_points=False).register(Odd)
+
+
+def test_the_markers_own_keywords_are_the_ones_metrics_may_not_take() -> None:
+    from cbuild.models.base import MARKER_KEYWORDS
+    from pytest_instrbudget.marker import MODELS, STOP_AT, UNAVAILABLE
+
+    assert {MODELS, STOP_AT, UNAVAILABLE, "regions", "timeout", "tolerance"} == MARKER_KEYWORDS
+
+
 def test_model_parameters_are_validated_by_key() -> None:
     registry = default_registry()
     with pytest.raises(

@@ -105,6 +105,12 @@ def checked_costs(model: CostModel, costs: object, *, unavailable: bool = False)
     return list(costs)
 
 
+#: The budget marker's own keywords, which no metric's may be (``stop_at_<name>`` is each clock's cut-off).
+MARKER_KEYWORDS = frozenset({"models", "regions", "stop_at", "timeout", "tolerance", "unavailable"})
+#: Names the reports use beside the metrics' own, which no metric may take.
+REPORT_COLUMNS = frozenset({"test", "status"})
+
+
 @dataclass(frozen=True)
 class Metric:
     """A number a model reports, and the marker keyword that limits it."""

@@ -12,7 +12,7 @@ import pluggy
 from cbuild import hookspecs
 from cbuild.errors import did_you_mean
 from cbuild.models import builtin
-from cbuild.models.base import CostModel, ModelError
+from cbuild.models.base import MARKER_KEYWORDS, REPORT_COLUMNS, CostModel, Metric, ModelError
 
 
 class ModelRegistry:
@@ -49,6 +49,10 @@ class ModelRegistry:
             raise ModelError(f"cost model {cls.__qualname__} of plugin {origin!r} has no name")
         if not getattr(cls, "metrics", None):
             raise ModelError(f"cost model {name!r} of plugin {origin!r} declares no metrics")
+        for metric in cls.metrics:
+            problem = _metric_problem(metric)
+            if problem:
+                raise ModelError(f"cost model {name!r} of plugin {origin!r}: {problem}")
         if name in self._classes and self._classes[name] is not cls:
             raise ModelError(f"cost model {name!r} is provided by both {self._origin[name]!r} and {origin!r}")
         for other, known in self._classes.items():
@@ -100,3 +104,20 @@ class ModelRegistry:
 def default_registry() -> ModelRegistry:
     """The built-in models and those of installed packages."""
     return ModelRegistry()
+
+
+def _metric_problem(metric: Metric) -> str:
+    """What is wrong with a metric's name or marker keyword for the reports and the budget marker."""
+    name, keyword = getattr(metric, "name", None), getattr(metric, "keyword", None)
+    if not isinstance(name, str) or not name or name != name.strip() or any(c.isspace() for c in name):
+        return f"metric name {name!r} must be a non-empty name without spaces"
+    if name in REPORT_COLUMNS:
+        return f"metric name {name!r} is a column of the reports ({', '.join(sorted(REPORT_COLUMNS))})"
+    if not isinstance(keyword, str) or not keyword.isidentifier():
+        return f"metric {name!r}: marker keyword {keyword!r} must be a Python identifier (max_...)"
+    if keyword in MARKER_KEYWORDS or keyword.startswith("stop_at"):
+        return (
+            f"metric {name!r}: marker keyword {keyword!r} is one of the budget marker's own "
+            f"({', '.join(sorted(MARKER_KEYWORDS))}, stop_at_<name>); name it max_<something>"
+        )
+    return ""
