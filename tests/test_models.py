@@ -4,6 +4,7 @@ configuration of models and the errors users see."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -133,6 +134,36 @@ def test_the_markers_own_keywords_are_the_ones_metrics_may_not_take() -> None:
     from pytest_instrbudget.marker import MODELS, STOP_AT, UNAVAILABLE
 
     assert {MODELS, STOP_AT, UNAVAILABLE, "regions", "timeout", "tolerance"} == MARKER_KEYWORDS
+
+
+def test_plugins_that_cannot_load_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin whose import fails named no plugin or package; of two packages with one entry point
+    name one was left out without a word; a misspelt hook was ignored."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    install_model(broken, "acme_models", "import numpy_that_is_not_installed\n")
+    monkeypatch.syspath_prepend(str(broken))
+    with pytest.raises(
+        ModelError,
+        match=r"cost-model plugin 'acme' \(acme_models, of acme-models 1.0\) failed to load: "
+        r"ModuleNotFoundError.*numpy_that_is_not_installed.*fix or uninstall that package",
+    ):
+        ModelRegistry()
+    (broken / "acme_models.py").write_text(LOADS_PLUGIN)
+    monkeypatch.delitem(sys.modules, "acme_models", raising=False)
+    other = tmp_path / "other"
+    other.mkdir()
+    install_model(other, "acme_tools", LOADS_PLUGIN)
+    monkeypatch.syspath_prepend(str(other))
+    with pytest.raises(ModelError, match=r"cost-model plugins of acme-\w+ 1.0 and acme-\w+ 1.0 are both named 'acme'"):
+        ModelRegistry()
+    shutil.rmtree(other / "acme_tools-1.0.dist-info")
+    (broken / "acme_models.py").write_text(
+        LOADS_PLUGIN.replace("def instrbudget_cost_models", "def instrbudget_cost_model")
+    )
+    monkeypatch.delitem(sys.modules, "acme_models", raising=False)
+    with pytest.raises(ModelError, match=r"cost-model plugin 'acme': unknown hook 'instrbudget_cost_model'"):
+        ModelRegistry()
 
 
 def test_model_parameters_are_validated_by_key() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,12 +26,11 @@ class ModelRegistry:
         for plugin in plugins:
             self.manager.register(plugin)
         if entry_points:
-            try:
-                self.manager.load_setuptools_entrypoints(hookspecs.PROJECT)
-            except Exception as exc:  # an installed package's entry point that does not import
-                raise ModelError(
-                    f"loading cost-model plugins (entry points {hookspecs.PROJECT!r}) failed: {exc!r}"
-                ) from exc
+            self._load_entry_points()
+        try:
+            self.manager.check_pending()
+        except pluggy.PluginValidationError as exc:  # a misspelt hook would be left out without a word
+            raise ModelError(f"cost-model plugin {self.manager.get_name(exc.plugin)!r}: {exc}") from None
         self._classes: dict[str, type[CostModel]] = {}
         self._origin: dict[str, str] = {}
         for impl in self.manager.hook.instrbudget_cost_models.get_hookimpls():
@@ -40,6 +40,37 @@ class ModelRegistry:
                 raise ModelError(f"plugin {impl.plugin_name!r} failed to list its cost models: {exc!r}") from exc
             for cls in provided:  # type: ignore[attr-defined]
                 self._add(cls, impl.plugin_name)
+
+    def _load_entry_points(self) -> None:
+        """Register each installed package's ``instrbudget`` entry point, naming the package of one
+        that does not import, and both packages where two use one name (pluggy keeps the first)."""
+        owners: dict[str, str] = {}
+        for entry in sorted(metadata.entry_points(group=hookspecs.PROJECT), key=lambda e: (e.name, e.value)):
+            dist = entry.dist
+            package = f"{dist.name} {dist.version}" if dist is not None else "an unknown package"
+            if entry.name in owners:
+                if owners[entry.name] == package:
+                    continue  # one package seen twice on the path
+                raise ModelError(
+                    f"cost-model plugins of {owners[entry.name]} and {package} are both named {entry.name!r} "
+                    f"(entry point group {hookspecs.PROJECT!r}): one would be left out; uninstall one or rename it"
+                )
+            owners[entry.name] = package
+            try:
+                plugin = entry.load()
+            except Exception as exc:  # an installed package's entry point that does not import
+                raise ModelError(
+                    f"cost-model plugin {entry.name!r} ({entry.value}, of {package}) failed to load: {exc!r}; "
+                    "fix or uninstall that package"
+                ) from exc
+            if self.manager.get_plugin(entry.name) is plugin:
+                continue  # registered already (the built-in models)
+            if self.manager.has_plugin(entry.name):
+                raise ModelError(
+                    f"cost-model plugin {entry.name!r} of {package} takes the name of one of this project's own; "
+                    "rename its entry point"
+                )
+            self.manager.register(plugin, name=entry.name)
 
     def _add(self, cls: type[CostModel], origin: str) -> None:
         if not (isinstance(cls, type) and issubclass(cls, CostModel)):
