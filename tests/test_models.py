@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import Builder, BuildOptions, run_program
+from cbuild import Builder, BuildOptions, CBuildError, run_program
 from cbuild.models import CostModel, Metric, ModelError, ModelRegistry, default_registry
-from cbuild.models.base import checked_costs
+from cbuild.models.base import Runtime, checked_costs
 from cbuild.models.costs import Cost
 from cbuild.riscv.machine import MACHINES_DIR
 
@@ -164,6 +164,30 @@ def test_plugins_that_cannot_load_are_named(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.delitem(sys.modules, "acme_models", raising=False)
     with pytest.raises(ModelError, match=r"cost-model plugin 'acme': unknown hook 'instrbudget_cost_model'"):
         ModelRegistry()
+
+
+def test_a_compile_error_in_a_models_run_time_code_names_the_model(builder: Builder, tmp_path: Path) -> None:
+    # The error named a deleted temporary file (models.c) and a line of the joined source.
+    class Broken(CostModel):
+        name = "broken"
+        metrics = (Metric("broken_n", "n", "max_broken_n"),)
+        events = frozenset({"blocks"})
+
+        def runtime(self, analysis):  # type: ignore[no-untyped-def]
+            return Runtime(
+                "static uint64_t n;\n"
+                "static inline void model_block(uint32_t block) { n += block }\n"  # the missing ';'
+                "static void model_reset(uint32_t in_process) { n = 0; }\n"
+                "static void model_finish(uint64_t *out) { out[0] = n; }\n",
+                results=1,
+            )
+
+    registry = ModelRegistry(entry_points=False)
+    registry.register(Broken)
+    source = tmp_path / "work.c"
+    source.write_text(SUM_C)
+    with pytest.raises(CBuildError, match=r"cost model broken:2:\d+: error: expected ';'"):
+        builder.build([source], kind="library", models=[registry.create("broken")])
 
 
 def test_model_parameters_are_validated_by_key() -> None:

@@ -72,9 +72,10 @@ def source(
     for index, (name, runtime, _) in enumerate(runtimes):
         parts.append(f"\n/* ---- cost model {name} ---- */\n")
         parts.extend(f"#define model_{hook} ib_m{index}_{hook}\n" for hook in _HOOKS)
-        parts.append(runtime.source)
+        # clang's diagnostics name the model and the line of its source.
+        parts.append(f'#line 1 "cost model {name}"\n{runtime.source}')
         parts.extend(f"\n#undef model_{hook}" for hook in _HOOKS)
-        parts.append("\n")
+        parts.append('\n#line 1 "cost models (generated)"\n')
         slots[name] = (offset, runtime.results)
         offset += runtime.results
     parts.append(f"\nHIDDEN uint64_t __instrbudget_results[{max(offset, 1)}];\n")
