@@ -190,6 +190,28 @@ def test_a_compile_error_in_a_models_run_time_code_names_the_model(builder: Buil
         builder.build([source], kind="library", models=[registry.create("broken")])
 
 
+def test_an_analysis_json_cannot_hold_names_the_model(builder: Builder, tmp_path: Path) -> None:
+    # A set came out as a json TypeError traceback from inside the builder, without the model's name.
+    class Sets(CostModel):
+        name = "sets"
+        metrics = (Metric("sets_n", "n", "max_sets_n"),)
+
+        def analyse(self, build):  # type: ignore[no-untyped-def]
+            return {"seen": {1, 2}}
+
+        def block_costs(self, table, analysis):  # type: ignore[no-untyped-def]
+            return [0] * len(table)
+
+    registry = ModelRegistry(entry_points=False)
+    registry.register(Sets)
+    source = tmp_path / "work.c"
+    source.write_text(SUM_C)
+    with pytest.raises(
+        ModelError, match=r"cost model 'sets': analyse returned what JSON cannot hold \(Object of type set is not"
+    ):
+        builder.build([source], kind="library", models=[registry.create("sets")])
+
+
 def test_model_parameters_are_validated_by_key() -> None:
     registry = default_registry()
     with pytest.raises(

@@ -162,6 +162,17 @@ def _runtime_digest(runtime: Runtime | None, events: Iterable[str]) -> str | Non
     return digest(runtime.source, how, ",".join(sorted(events)))
 
 
+def _check_json(analysis: object) -> None:
+    """``analyse``'s document is kept with the build as JSON, and later runs read it back as such."""
+    try:
+        json.dumps(analysis, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise CBuildError(
+            f"analyse returned what JSON cannot hold ({exc}); it is kept with the build as JSON and read back "
+            "so (dicts with string keys, lists, numbers, strings)"
+        ) from None
+
+
 def model_build_flags(models: Sequence[CostModel]) -> tuple[str, ...]:
     """The clang flags models that estimate from this build's IR add to it (a model that executes a
     RISC-V build gets its flags there only)."""
@@ -478,6 +489,7 @@ class Builder:
             method = "analyse"
             try:
                 analysis = model.analyse(view)
+                _check_json(analysis)
                 method = "runtime"
                 runtime = model.runtime(analysis)
             except CBuildError as exc:
