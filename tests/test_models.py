@@ -129,6 +129,38 @@ def test_registry_rejects_metrics_the_marker_or_the_reports_would_misread(metric
         ModelRegistry(entry_points=False).register(Odd)
 
 
+def test_registry_rejects_an_additive_model_that_cannot_give_its_metrics() -> None:
+    # Two metrics and block_costs only: every test failed with "evaluate returned costs of two_a".
+    class Two(CostModel):
+        name = "two"
+        metrics = (Metric("two_a", "a", "max_two_a"), Metric("two_b", "b", "max_two_b"))
+
+        def block_costs(self, table, analysis):  # type: ignore[no-untyped-def]
+            return [1] * len(table)
+
+    class Neither(CostModel):
+        name = "neither"
+        metrics = (Metric("neither_a", "a", "max_neither_a"),)
+
+    registry = ModelRegistry(entry_points=False)
+    with pytest.raises(ModelError, match=r"'two' of plugin 'direct' declares 2 metrics and block_costs only"):
+        registry.register(Two)
+    with pytest.raises(ModelError, match=r"'neither' of plugin 'direct' implements neither block_costs nor evaluate"):
+        registry.register(Neither)
+    assert checked_block_costs_message("123") == (
+        "cost model 'm': block_costs returned '123'; expected a sequence of non-negative integers, one per block"
+    )
+
+
+def checked_block_costs_message(costs: object) -> str:
+    from cbuild.build.blocks import BlockTable
+    from cbuild.models.base import checked_block_costs
+
+    with pytest.raises(ModelError) as raised:
+        checked_block_costs("m", BlockTable([]), costs)
+    return str(raised.value)
+
+
 def test_the_markers_own_keywords_are_the_ones_metrics_may_not_take() -> None:
     from cbuild.models.base import MARKER_KEYWORDS
     from pytest_instrbudget.marker import MODELS, STOP_AT, UNAVAILABLE
@@ -181,6 +213,9 @@ def test_a_compile_error_in_a_models_run_time_code_names_the_model(builder: Buil
                 "static void model_finish(uint64_t *out) { out[0] = n; }\n",
                 results=1,
             )
+
+        def evaluate(self, counts):  # type: ignore[no-untyped-def]
+            return [Cost("broken_n", counts.results_of("broken")[0])]
 
     registry = ModelRegistry(entry_points=False)
     registry.register(Broken)
@@ -515,11 +550,11 @@ def instrbudget_cost_models():
     [
         (
             "raises",
-            "cost model 'faulty' failed in evaluate: ZeroDivisionError: integer division or modulo by zero "
+            "cost model 'faulty' failed in block_costs: ZeroDivisionError: integer division or modulo by zero "
             "(at */faulty_model.py:2?)",
         ),
         # Raised in the json module: the line is the model's call of it.
-        ("json", "cost model 'faulty' failed in evaluate: JSONDecodeError: * (at */faulty_model.py:2?)"),
+        ("json", "cost model 'faulty' failed in block_costs: JSONDecodeError: * (at */faulty_model.py:2?)"),
         (
             "none",
             "cost model 'faulty': block_costs returned None; expected a sequence of non-negative integers, "

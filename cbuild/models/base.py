@@ -62,6 +62,8 @@ def model_failed(model: CostModel, method: str, exc: Exception) -> ModelError:
 def checked_block_costs(model: str, table: BlockTable, costs: object) -> list[int]:
     """An additive model's :meth:`CostModel.block_costs`, checked: a non-negative integer per block."""
     try:
+        if isinstance(costs, (str, bytes)):  # a sequence of characters, not of costs
+            raise TypeError
         values: list[int] = list(costs)  # type: ignore[call-overload]
     except TypeError:
         raise ModelError(
@@ -344,10 +346,12 @@ class CostModel:
 def evaluated(model: CostModel, counts: BlockCounts) -> list[Cost]:
     """``model``'s costs of ``counts``, checked; a model that raised or returned something else
     than costs raises a ModelError that says so."""
+    # An additive model's bug is in its block_costs (the base class's evaluate calls it).
+    method = "evaluate" if type(model).evaluate is not CostModel.evaluate else "block_costs"
     try:
         costs = model.evaluate(counts)
     except CBuildError:
         raise
     except Exception as exc:  # the model's own bug: said with the model's name and line
-        raise model_failed(model, "evaluate", exc) from exc
+        raise model_failed(model, method, exc) from exc
     return checked_costs(model, costs, unavailable=model.name in counts.unavailable)

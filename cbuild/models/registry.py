@@ -97,6 +97,16 @@ class ModelRegistry:
                     f"cost model {name!r} of plugin {origin!r} reuses {sorted(clash)[0]!r} of model {other!r}; "
                     "metric names and marker keywords must be unique"
                 )
+        if cls.evaluate is CostModel.evaluate:  # additive: the base class's evaluate sums block_costs
+            if cls.block_costs is CostModel.block_costs:
+                raise ModelError(
+                    f"cost model {name!r} of plugin {origin!r} implements neither block_costs nor evaluate"
+                )
+            if len(cls.metrics) > 1:
+                raise ModelError(
+                    f"cost model {name!r} of plugin {origin!r} declares {len(cls.metrics)} metrics and block_costs "
+                    "only, which gives the first; implement evaluate to give each"
+                )
         self._classes[name] = cls
         self._origin[name] = origin
 
