@@ -161,6 +161,26 @@ def checked_block_costs_message(costs: object) -> str:
     return str(raised.value)
 
 
+def test_a_table_parameter_written_in_another_order_is_the_same_configuration() -> None:
+    # Reordering `extra = { fadd = 2, fsub = 3 }` made the baseline "not comparable".
+    from cbuild.models.base import Param
+
+    class Weighted(CostModel):
+        name = "weighted"
+        metrics = (Metric("weighted_cost", "u", "max_weighted"),)
+        params = {"extra": Param({}, "cost per opcode", None)}  # noqa: RUF012
+
+        def block_costs(self, table, analysis):  # type: ignore[no-untyped-def]
+            return [0] * len(table)
+
+    registry = ModelRegistry(entry_points=False)
+    registry.register(Weighted)
+    one = registry.create("weighted", {"extra": {"fadd": 2, "fsub": {"x": [1, {"b": 1, "a": 2}]}}})
+    two = registry.create("weighted", {"extra": {"fsub": {"x": [1, {"a": 2, "b": 1}]}, "fadd": 2}})
+    assert one.key_params() == two.key_params()
+    assert registry.create("weighted", {"extra": {"fadd": 3}}).key_params() != one.key_params()
+
+
 def test_the_markers_own_keywords_are_the_ones_metrics_may_not_take() -> None:
     from cbuild.models.base import MARKER_KEYWORDS
     from pytest_instrbudget.marker import MODELS, STOP_AT, UNAVAILABLE

@@ -59,6 +59,16 @@ def model_failed(model: CostModel, method: str, exc: Exception) -> ModelError:
     return ModelError(f"cost model {model.name!r} failed in {method}: {type(exc).__name__}: {exc}{at}")
 
 
+def _canonical(value: Any) -> Any:
+    """A parameter's value with its tables' keys in order: a TOML table written in another order is
+    the same configuration."""
+    if isinstance(value, Mapping):
+        return {k: _canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_canonical(v) for v in value)
+    return value
+
+
 def checked_block_costs(model: str, table: BlockTable, costs: object) -> list[int]:
     """An additive model's :meth:`CostModel.block_costs`, checked: a non-negative integer per block."""
     try:
@@ -276,7 +286,7 @@ class CostModel:
     def key_params(self) -> tuple[tuple[str, str], ...]:
         """What changes the model's results: part of build keys and the baseline fingerprint."""
         parts = [(f"{self.name}.version", self.version)]
-        parts += [(f"{self.name}.{k}", repr(v)) for k, v in sorted(self.config.items())]
+        parts += [(f"{self.name}.{k}", repr(_canonical(v))) for k, v in sorted(self.config.items())]
         return tuple(parts)
 
     def code_key(self) -> tuple[str, ...]:
