@@ -272,6 +272,12 @@ def _check_regions_measured(where: str, metric: str, models: Sequence[CostModel]
     """Regions are measured in the metrics of models that keep a clock while code runs: a region
     limit on another's metric could never be checked."""
     for model in models:
+        if model.keeps_clock() and metric != model.metrics[0].name and any(m.name == metric for m in model.metrics):
+            raise ConfigError(
+                f"{where}: regions are measured in the {model.name} model's clock, {model.metrics[0].name}, "
+                f"not in {metric}; limit the region's {model.metrics[0].name} ({model.metrics[0].keyword}) or the "
+                "test's total"
+            )
         if any(m.name == metric for m in model.metrics) and not model.keeps_clock():
             raise ConfigError(
                 f"{where}: the {model.name} model keeps no clock while code runs, so regions have no {metric} "

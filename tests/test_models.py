@@ -779,6 +779,31 @@ def test_plugin_a_cut_off_on_a_clock_no_block_looks_at_is_refused(pytester: pyte
     )
 
 
+def test_a_region_limit_on_a_metric_regions_do_not_have_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    # Regions have a model's clock (zk_cycles), not its other metrics: the limit said the test
+    # "ran no region" where it had.
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyfile(
+        test_r=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.budget(models=["ir-count", "zkvm"], regions={"loop": {"max_zkuser_cycles": 10}})
+            def test_sum(cbuild):
+                cbuild.library("work.c")
+            """
+        )
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*test_r.py::test_sum: budget(regions={'loop': {'max_zkuser_cycles': ...}}): regions are measured in the "
+            "zkvm model's clock, zk_cycles, not in zk_user_cycles; limit the region's zk_cycles (max_zkcycles)*"
+        ]
+    )
+
+
 def test_evaluate_must_give_one_cost_per_metric() -> None:
     """A metric left out would read 0 and pass its limit; two of one would be summed."""
 
