@@ -439,6 +439,7 @@ class Builder:
                 calls=options.calls,
                 cutoff=options.cutoff,
             )
+            watch.step("the models' analyses")  # a third party's slow analyse is not the instrumenter's
             analyses, models_code, dynamic_phases = self._models(active, result.table, linked_text, options, sources)
             # With dynamic phases the models' hooks join the program's module, to be inlined
             # where they are called; without, the models' object holds the (empty) results.
