@@ -388,6 +388,8 @@ LIBC_EDGES_OUTPUT = (
     "7: second\n"
     "20: last without newline"
     "at the end: -1\n"
+    "NUL-ended: 3 [ab] 3 [cd]\n"
+    "byte-ended: 2 2 1\n"
 )
 
 

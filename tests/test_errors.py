@@ -54,7 +54,7 @@ def test_errors_bad_opt_level() -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        ({"cflags": ("-Wall", "-O3")}, "cflags has '-O3': set the optimisation level with opt_level = \"3\" instead"),
+        ({"cflags": ("-Wall", "-O3")}, "cflags has '-O3': set the optimisation level with opt_level '3' instead"),
         (
             {"cxxflags": ("-Ofast",)},
             r"cxxflags has .-Ofast.: set the optimisation level with opt_level \(0, 1, 2, 3, s, z\) instead",
@@ -158,6 +158,7 @@ int variadic(int n, ...) { return n; }
 long double widen(double x) { return x; }
 int sum16(const int16_t *a, int n) { int s = 0; for (int i = 0; i < n; i++) s += a[i]; return s; }
 size_t length(char *s) { size_t n = 0; while (s[n]) n++; return n; }
+void fill_both(uint8_t *a, uint8_t *b, size_t n, uint8_t v) { for (size_t i = 0; i < n; i++) a[i] = b[i] = v; }
 """
 
 
@@ -230,6 +231,13 @@ def test_library_writes_into_bytes_are_not_lost_silently(sigs: Library) -> None:
         buf = bytearray(2)
         sigs.fill(buf, 2, 9)
     assert buf == b"\x09\x09"
+    # With warnings as errors, the buffers after the read-only one still come back first.
+    later = bytearray(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ReadOnlyArgumentWarning):
+            sigs.fill_both(b"ab", later, 2, 5)
+    assert later == b"\x05\x05"
 
 
 def test_library_typed_arrays_must_hold_the_pointees_type(sigs: Library) -> None:

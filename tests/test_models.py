@@ -267,6 +267,48 @@ def test_an_analysis_json_cannot_hold_names_the_model(builder: Builder, tmp_path
         builder.build([source], kind="library", models=[registry.create("sets")])
 
 
+def test_a_models_run_time_code_from_an_analysis_json_changes_is_not_made_again(tmp_path: Path) -> None:
+    """An analysis whose tuples come back as lists (its C code made from them): the check of a
+    cached build's run-time code compares what a read-back analysis gives on both sides, so the
+    build is kept; an analysis with int keys (read back as strings) is left unchecked, not an error."""
+    said: list[str] = []
+
+    class Tuples(CostModel):
+        name = "tuples"
+        metrics = (Metric("tuples_n", "n", "max_tuples_n"),)
+        events = frozenset({"blocks"})
+
+        def analyse(self, build):  # type: ignore[no-untyped-def]
+            return {"weight": (3, 4), "by_block": {0: 1}}
+
+        def runtime(self, analysis):  # type: ignore[no-untyped-def]
+            step = sum(analysis["weight"]) + analysis["by_block"][0]  # KeyError: '0' read back
+            return Runtime(TICKS_C.replace("ticks_n += 1", f"ticks_n += {step}"), results=1)
+
+        def evaluate(self, counts):  # type: ignore[no-untyped-def]
+            return [Cost("tuples_n", counts.results_of("tuples")[0])]
+
+    registry = ModelRegistry(entry_points=False)
+    registry.register(Tuples)
+    source = tmp_path / "work.c"
+    source.write_text(SUM_C)
+    builder = Builder(cache_dir=tmp_path / "cache", progress=said.append)
+    for _ in range(2):
+        builder.build([source], kind="library", models=[registry.create("tuples")])
+    assert not [line for line in said if "rebuilding" in line], said
+
+
+def test_a_limit_on_a_clock_no_block_looks_at_is_refused_outside_tests(builder: Builder, tmp_path: Path) -> None:
+    # run_program(limits={"allocations": 5}) ran a loop of 1000 mallocs to its end.
+    source = tmp_path / "allocs.c"
+    source.write_text("#include <stdlib.h>\nint main(void) { for (int i = 0; i < 1000; i++) free(malloc(8)); }\n")
+    registry = default_registry()
+    models = [registry.create("ir-count"), registry.create("heap")]
+    program = builder.build([source], options=BuildOptions(cutoff=True), models=models)
+    with pytest.raises(CBuildError, match=r"no limit can be set on 'allocations': the heap model's clock is read at"):
+        run_program(program, limits={"allocations": 5})
+
+
 def test_model_parameters_are_validated_by_key() -> None:
     registry = default_registry()
     with pytest.raises(

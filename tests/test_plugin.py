@@ -418,7 +418,7 @@ def test_plugin_update_of_part_of_the_suite_with_other_models_names_what_differs
         ("cache_max_size = 'huge'", 'cache_max_size: expected a size such as "5GiB", "500MB" or a number of bytes'),
         ("opt_level = 5", "opt_level: expected one of 0, 1, 2, 3, s, z, got 5"),
         ("cflags = '-Wall'", "cflags: expected a list of strings, got '-Wall'"),
-        ("cflags = ['-Wall', '-O3']", "cflags has '-O3': set the optimisation level with opt_level = \"3\" instead;*"),
+        ("cflags = ['-Wall', '-O3']", "cflags has '-O3': set the optimisation level with opt_level '3' instead;*"),
         ("tolerance = 'lots'", "tolerance: expected a percentage such as 5 or \"5%\", got 'lots'"),
         ("models = ['wallclock']", "models: unknown cost model 'wallclock'; known models: heap, ir-count"),
         ("models = ['pipline']", "models: unknown cost model 'pipline' (did you mean pipeline?); known models: heap"),

@@ -33,7 +33,7 @@ from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
 from cbuild.build.watch import BuildWatch
 from cbuild.errors import CBuildError, CompilerWarning, InstrumentedIRRejected, LinkError, LLVMCrashed
 from cbuild.models import dynamic
-from cbuild.models.base import BuildView, CostModel, ModelError, Runtime, model_failed
+from cbuild.models.base import BLOCKS, BuildView, CostModel, ModelError, Runtime, model_failed
 from cbuild.riscv.build import TargetUnavailable, build_riscv
 from cbuild.riscv.executor import block_data_text, build_executor, build_executor_ir
 
@@ -157,9 +157,19 @@ class Artifact:
 def _runtime_digest(runtime: Runtime | None, events: Iterable[str]) -> str | None:
     """What a model's dynamic phase compiles into a build (its code and how it is compiled)."""
     if runtime is None:
-        return None
+        return "none"
     how = f"results={runtime.results} specialise={runtime.specialise} clock={runtime.clock}"
     return digest(runtime.source, how, ",".join(sorted(events)))
+
+
+def _read_back_digest(model: CostModel, analysis: object) -> str | None:
+    """The digest of the dynamic phase the model gives for its analysis as a cached build reads it
+    back (JSON: tuples become lists, keys strings), as :meth:`Builder._stale_runtime` computes it;
+    None where the model cannot make one from that (the check is then left out)."""
+    try:
+        return _runtime_digest(model.runtime(json.loads(json.dumps(analysis))), model.events)
+    except Exception:
+        return None
 
 
 def _check_json(analysis: object) -> None:
@@ -367,13 +377,15 @@ class Builder:
             atomic_write(files[1], json.dumps(sidecar, separators=(",", ":")).encode())
 
         files = self.cache.entry("bin", key, [suffix, ".blocks.json"], make, name=artifact.name)
-        stale = self._stale_runtime(models if options.instrument else (), files[1])
-        if stale is not None:
+        checked = models if options.instrument else ()
+        if self._stale_runtime(checked, files[1]) is not None:
             # A third-party model's run-time C code is not in the key (it may depend on the analysis,
-            # and be read from a file beside the model): a build made with other code is made again.
-            self.progress(f"rebuilding {artifact.name}: the cached build has other run-time code of model {stale!r}")
+            # and be read from a file beside the model): a build made with other code is made again,
+            # under the entry's lock, where another process may have made it again meanwhile.
             with self.cache.lock("bin", key, name=artifact.name):
-                if self._stale_runtime(models, files[1]) is not None:  # not made again meanwhile
+                stale = self._stale_runtime(checked, files[1])
+                if stale is not None:
+                    self.progress(f"rebuilding {artifact.name}: {stale}")
                     self.cache.discard("bin", key, files)
             _read_sidecar.cache_clear()
             _parse_table.cache_clear()
@@ -383,24 +395,23 @@ class Builder:
 
     @staticmethod
     def _stale_runtime(models: Sequence[CostModel], sidecar: Path) -> str | None:
-        """The first model outside this engine whose dynamic phase a cached build holds in another
-        version than the model gives now, or None."""
+        """Why a cached build is not the one the models ask for: a model outside this engine whose
+        dynamic phase it holds in another version than the model gives now; or None."""
         checked = [
             m for m in models if m.executes() is None and m.code_key() and type(m).runtime is not CostModel.runtime
         ]
         if not checked:
             return None
-        recorded = json.loads(sidecar.read_text()).get("models", {})
+        try:
+            recorded = json.loads(sidecar.read_text()).get("models", {})
+        except (OSError, ValueError):  # gone (another process made it again) or damaged
+            return "its cached build is gone or unreadable"
         for model in checked:
             doc = recorded.get(model.name, {})
-            try:
-                runtime = model.runtime(doc.get("analysis", {}))
-            except CBuildError as exc:
-                raise ModelError(f"cost model {model.name!r}: {exc}") from exc
-            except Exception as exc:
-                raise model_failed(model, "runtime", exc) from exc
-            if doc.get("runtime") != _runtime_digest(runtime, model.events):
-                return model.name
+            if doc.get("runtime") is None:  # not one a read-back analysis can check
+                continue
+            if _read_back_digest(model, doc.get("analysis", {})) != doc["runtime"]:
+                return f"model {model.name!r} gives other run-time code than its cached build holds"
         return None
 
     def _make(
@@ -497,13 +508,16 @@ class Builder:
                 raise ModelError(f"cost model {model.name!r}: {exc}") from exc
             except Exception as exc:  # the model's own bug: said with the model's name and line
                 raise model_failed(model, method, exc) from exc
-            analyses[model.name] = {"analysis": analysis, "runtime": _runtime_digest(runtime, model.events)}
+            analyses[model.name] = {"analysis": analysis, "runtime": _read_back_digest(model, analysis)}
             if runtime is not None:
                 runtimes.append((model.name, runtime, model.events))
         cutoff = options.cutoff and options.instrument
         code, layout = dynamic.source(runtimes, len(table), cutoff=cutoff)
         for name, slot in layout.slots.items():
             analyses[name]["results"] = list(slot)
+        for name, model_events in ((name, events) for name, _, events in runtimes):
+            # A cut-off on the clock is looked at before each block only where the model sees blocks.
+            analyses[name]["stops"] = BLOCKS in model_events
         metric_of = {model.name: model.metrics[0].name for model in models}
         for n, name in enumerate(layout.clocks, start=1):
             analyses[name]["clock"] = [n, metric_of[name]]

@@ -66,7 +66,7 @@ class BuildOptions:
             level = optimisation_flag(getattr(self, key))
             if level is not None:
                 suffix = level[2:]
-                wanted = f'opt_level = "{suffix}"' if suffix in OPT_LEVELS else f"opt_level ({', '.join(OPT_LEVELS)})"
+                wanted = f"opt_level {suffix!r}" if suffix in OPT_LEVELS else f"opt_level ({', '.join(OPT_LEVELS)})"
                 raise CBuildError(
                     f"{key} has {level!r}: set the optimisation level with {wanted} instead; it sets clang's "
                     f"level and the instrumented pipeline's alike, where {level!r} in {key} would change only clang's"

@@ -332,16 +332,14 @@ class Function:
                 host.stop_file.unlink()
                 raise CodeStopped(f"{self.name}()", stop) from None
             raise
+        lost: list[str] = []  # warned of once the buffers are back (a warning may be an error)
         for n, blob, text in written:
             target = args[n]
             if blob is None:  # it wrote into read-only memory: a copy, now gone
-                warnings.warn(
-                    ReadOnlyArgumentWarning(
-                        f"{self.name}() wrote into argument {n + 1} ({self._param_type(n)}), given as "
-                        f"{_describe(target)}, which is read-only: what it wrote is lost; pass a bytearray "
-                        "(or a ctypes buffer) to read it after the call"
-                    ),
-                    stacklevel=2,
+                lost.append(
+                    f"{self.name}() wrote into argument {n + 1} ({self._param_type(n)}), given as "
+                    f"{_describe(target)}, which is read-only: what it wrote is lost; pass a bytearray "
+                    "(or a ctypes buffer) to read it after the call"
                 )
                 continue
             obj = _ctypes_object(target)
@@ -355,6 +353,8 @@ class Function:
         value = self._result(result)
         if library._guests or library._stopped:  # a build that stopped marks its models unavailable
             library._replay(self, args, wires, inputs, result, left)
+        for message in lost:
+            warnings.warn(ReadOnlyArgumentWarning(message), stacklevel=2)
         return value
 
     def _result(self, wire: Wire) -> Any:

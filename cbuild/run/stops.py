@@ -139,6 +139,12 @@ def machine_clocks(artifact: Artifact) -> dict[str, tuple[str, int | None]]:
     return out
 
 
+def _clock_metric(doc: object) -> str | None:
+    """The metric a model's clock gives, from its build metadata (``clock``: [number, metric])."""
+    clock = doc.get("clock") if isinstance(doc, dict) else None
+    return str(clock[1]) if isinstance(clock, list) and len(clock) == 2 else None
+
+
 def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> tuple[dict[int, int], dict[str, dict[int, int]]]:
     """Limits by metric (``ir_instructions`` or a model clock's metric) as the native runtime's
     clock numbers, and per RISC-V target as cut-offs by runtime index on its executing models'
@@ -147,9 +153,16 @@ def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> tuple[dict[in
     machine: dict[str, dict[int, int]] = {}
     if not limits:
         return native, machine
-    clocks = clock_numbers(artifact.models())
+    models = artifact.models()
+    clocks = clock_numbers(models)
     executed = machine_clocks(artifact)
     for metric, value in limits.items():
+        unchecked = [name for name, doc in models.items() if _clock_metric(doc) == metric and not doc.get("stops")]
+        if unchecked and metric not in executed:
+            raise CBuildError(
+                f"{artifact.name}: no limit can be set on {metric!r}: the {unchecked[0]} model's clock is read at "
+                "region markers only, not before each block (its dynamic phase asks for no block events)"
+            )
         if metric not in clocks and metric not in executed:
             raise CBuildError(
                 f"{artifact.name}: no limit can be set on {metric!r}; metrics with a cut-off here: "

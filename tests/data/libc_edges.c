@@ -48,6 +48,19 @@ int main(void) {
     char *word = NULL;
     cap = 0;
     printf("at the end: %zd\n", getdelim(&word, &cap, ' ', stdin));
+    /* records ended by a NUL (find -print0) and by a byte above 127 given as a (signed) char */
+    char records[] = "ab\0cd\0x\xe9y\xe9z";
+    FILE *f = fmemopen(records, sizeof records - 1, "r");
+    printf("NUL-ended:");
+    for (int i = 0; i < 2; i++) {
+        ssize_t got = getdelim(&word, &cap, '\0', f);
+        printf(" %zd [%s]", got, word);
+    }
+    char sep = '\xe9';
+    printf("\nbyte-ended:");
+    while ((n = getdelim(&word, &cap, sep, f)) != -1) printf(" %zd", n);
+    printf("\n");
+    fclose(f);
     free(word);
     return 0;
 }

@@ -205,18 +205,22 @@ int LIBC(__asprintf_chk)(char **s, int flag, const char *restrict fmt, ...)
 ssize_t LIBC(getdelim)(char **restrict line, size_t *restrict cap, int delim, HOST_FILE *restrict in)
 {
 	size_t n = 0;
-	int c = 0;
+	int c;
 	if (!line || !cap || !in) {
 		errno = EINVAL;
 		return -1;
 	}
 	if (!*line) *cap = 0;
-	while (c != delim) {
+	for (;;) {
 		c = __instrbudget_host_getc(in);
 		if (c == EOF) break;
 		if (n + 2 > *cap) { /* room for the character and the terminator */
 			size_t grown = *cap > 64 ? *cap * 2 : 128;
-			char *bigger = grown > SSIZE_MAX ? 0 : realloc(*line, grown);
+			if (n + 2 > SSIZE_MAX || grown > SSIZE_MAX) {
+				errno = EOVERFLOW;
+				return -1;
+			}
+			char *bigger = realloc(*line, grown);
 			if (!bigger) {
 				errno = ENOMEM;
 				return -1;
@@ -225,6 +229,7 @@ ssize_t LIBC(getdelim)(char **restrict line, size_t *restrict cap, int delim, HO
 			*cap = grown;
 		}
 		(*line)[n++] = (char)c;
+		if (c == (unsigned char)delim) break; /* as a char: a NUL or a byte above 127 ends a line too */
 	}
 	if (*line && (n || *cap)) (*line)[n] = 0;
 	return n ? (ssize_t)n : -1;
