@@ -218,6 +218,15 @@ def test_plugins_that_cannot_load_are_named(tmp_path: Path, monkeypatch: pytest.
         ModelRegistry()
 
 
+def _one_model(cls: type[CostModel], tmp_path: Path) -> tuple[CostModel, Path]:
+    """A model of class ``cls`` (registered beside the built-in ones) and a source to build with it."""
+    registry = ModelRegistry(entry_points=False)
+    registry.register(cls)
+    source = tmp_path / "work.c"
+    source.write_text(SUM_C)
+    return registry.create(cls.name), source
+
+
 def test_a_compile_error_in_a_models_run_time_code_names_the_model(builder: Builder, tmp_path: Path) -> None:
     # The error named a deleted temporary file (models.c) and a line of the joined source.
     class Broken(CostModel):
@@ -237,12 +246,9 @@ def test_a_compile_error_in_a_models_run_time_code_names_the_model(builder: Buil
         def evaluate(self, counts):  # type: ignore[no-untyped-def]
             return [Cost("broken_n", counts.results_of("broken")[0])]
 
-    registry = ModelRegistry(entry_points=False)
-    registry.register(Broken)
-    source = tmp_path / "work.c"
-    source.write_text(SUM_C)
+    model, source = _one_model(Broken, tmp_path)
     with pytest.raises(CBuildError, match=r"cost model broken:2:\d+: error: expected ';'"):
-        builder.build([source], kind="library", models=[registry.create("broken")])
+        builder.build([source], kind="library", models=[model])
 
 
 def test_an_analysis_json_cannot_hold_names_the_model(builder: Builder, tmp_path: Path) -> None:
@@ -257,14 +263,11 @@ def test_an_analysis_json_cannot_hold_names_the_model(builder: Builder, tmp_path
         def block_costs(self, table, analysis):  # type: ignore[no-untyped-def]
             return [0] * len(table)
 
-    registry = ModelRegistry(entry_points=False)
-    registry.register(Sets)
-    source = tmp_path / "work.c"
-    source.write_text(SUM_C)
+    model, source = _one_model(Sets, tmp_path)
     with pytest.raises(
         ModelError, match=r"cost model 'sets': analyse returned what JSON cannot hold \(Object of type set is not"
     ):
-        builder.build([source], kind="library", models=[registry.create("sets")])
+        builder.build([source], kind="library", models=[model])
 
 
 def test_a_models_run_time_code_from_an_analysis_json_changes_is_not_made_again(tmp_path: Path) -> None:
@@ -288,13 +291,10 @@ def test_a_models_run_time_code_from_an_analysis_json_changes_is_not_made_again(
         def evaluate(self, counts):  # type: ignore[no-untyped-def]
             return [Cost("tuples_n", counts.results_of("tuples")[0])]
 
-    registry = ModelRegistry(entry_points=False)
-    registry.register(Tuples)
-    source = tmp_path / "work.c"
-    source.write_text(SUM_C)
+    model, source = _one_model(Tuples, tmp_path)
     builder = Builder(cache_dir=tmp_path / "cache", progress=said.append)
     for _ in range(2):
-        builder.build([source], kind="library", models=[registry.create("tuples")])
+        builder.build([source], kind="library", models=[model])
     assert not [line for line in said if "rebuilding" in line], said
 
 

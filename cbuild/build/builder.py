@@ -403,7 +403,7 @@ class Builder:
         if not checked:
             return None
         try:
-            recorded = json.loads(sidecar.read_text()).get("models", {})
+            recorded = _read_sidecar(sidecar).get("models", {})  # read once per process, as the artifact reads it
         except (OSError, ValueError):  # gone (another process made it again) or damaged
             return "its cached build is gone or unreadable"
         for model in checked:

@@ -161,6 +161,16 @@ def clock_metrics(models: dict[str, object]) -> list[str]:
     return clocks
 
 
+def unstoppable_clocks(models: dict[str, object]) -> dict[str, str]:
+    """Metric -> model, for the clocks a build keeps that nothing looks at before each block (the
+    model's dynamic phase asks for no block events): a cut-off cannot stop code at them."""
+    return {
+        doc["clock"][1]: name
+        for name, doc in models.items()
+        if isinstance(doc, dict) and "clock" in doc and not doc.get("stops")
+    }
+
+
 def clock_numbers(models: dict[str, object]) -> dict[str, int]:
     """Metric -> the runtime's clock number, from an artifact's model metadata."""
     return {metric: n for n, metric in enumerate(clock_metrics(models)) if metric}

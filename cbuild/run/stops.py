@@ -25,7 +25,7 @@ from cbuild.build.places import Frame, symbols
 from cbuild.errors import CBuildError, ExecutionError
 from cbuild.models.base import CostModel
 from cbuild.models.costs import split_results
-from cbuild.models.profile import IR_METRIC, clock_metrics, clock_numbers
+from cbuild.models.profile import IR_METRIC, clock_metrics, clock_numbers, unstoppable_clocks
 from cbuild.riscv.executor import guest_frame, slot_results
 
 
@@ -139,12 +139,6 @@ def machine_clocks(artifact: Artifact) -> dict[str, tuple[str, int | None]]:
     return out
 
 
-def _clock_metric(doc: object) -> str | None:
-    """The metric a model's clock gives, from its build metadata (``clock``: [number, metric])."""
-    clock = doc.get("clock") if isinstance(doc, dict) else None
-    return str(clock[1]) if isinstance(clock, list) and len(clock) == 2 else None
-
-
 def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> tuple[dict[int, int], dict[str, dict[int, int]]]:
     """Limits by metric (``ir_instructions`` or a model clock's metric) as the native runtime's
     clock numbers, and per RISC-V target as cut-offs by runtime index on its executing models'
@@ -156,12 +150,12 @@ def clock_limits(artifact: Artifact, limits: Mapping[str, int]) -> tuple[dict[in
     models = artifact.models()
     clocks = clock_numbers(models)
     executed = machine_clocks(artifact)
+    unstoppable = unstoppable_clocks(models)
     for metric, value in limits.items():
-        unchecked = [name for name, doc in models.items() if _clock_metric(doc) == metric and not doc.get("stops")]
-        if unchecked and metric not in executed:
+        if metric in unstoppable and metric not in executed:
             raise CBuildError(
-                f"{artifact.name}: no limit can be set on {metric!r}: the {unchecked[0]} model's clock is read at "
-                "region markers only, not before each block (its dynamic phase asks for no block events)"
+                f"{artifact.name}: no limit can be set on {metric!r}: the {unstoppable[metric]} model's clock is read "
+                "at region markers only, not before each block (its dynamic phase asks for no block events)"
             )
         if metric not in clocks and metric not in executed:
             raise CBuildError(
