@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,7 +32,7 @@ from cbuild.build.toolchain import Toolchain, find_toolchain
 from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout
 from cbuild.run.host_server import Channel
 from cbuild.run.program import DEFAULT_ENV, signal_name, uncaught_exception
-from cbuild.run.program import _disable_aslr as disable_aslr
+from cbuild.run.spawn import aslr_off
 from cbuild.run.stops import STOP_STATUS
 
 HOST_SCRIPT = Path(__file__).with_name("host_server.py")
@@ -52,17 +50,6 @@ _PLACED = (*_FAULTS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP)
 _TRAPS = (signal.SIGTRAP, signal.SIGILL)
 #: Bytes past a function's end still said to be its end (the padding before the next function).
 _PADDING = 64
-
-
-@functools.cache
-def _setarch() -> list[str]:
-    """util-linux's ``setarch ARCH -R``, which starts a command with ASLR off (Linux; else empty)."""
-    found = shutil.which("setarch") if sys.platform.startswith("linux") else None
-    if found is None:
-        return []
-    command = [found, os.uname().machine, "-R"]
-    works = subprocess.run([*command, "true"], capture_output=True, check=False).returncode == 0
-    return command if works else []
 
 
 def guard_library(toolchain: Toolchain, cache: Cache) -> Path:
@@ -141,18 +128,11 @@ class HostProcess:
         fds = (request_box, requests_r, reply_box, replies_w)
         # Descriptor numbers zero-padded: the arguments have the same length every run.
         argv = [sys.executable, "-S", str(HOST_SCRIPT), *(f"{fd:06}" for fd in fds), str(guard or "")]
-        setarch = _setarch()
         try:
-            self.process = subprocess.Popen(
-                [*setarch, *argv] if setarch else argv,
-                stdin=subprocess.DEVNULL,
-                stdout=child_out,
-                stderr=child_err,
-                pass_fds=fds,
-                env=env,
-                # Python code between fork and exec makes the start several times slower (no vfork).
-                preexec_fn=disable_aslr if sys.platform.startswith("linux") and not setarch else None,
-            )
+            with aslr_off():
+                self.process = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=child_out, stderr=child_err, pass_fds=fds, env=env
+                )
         finally:
             os.close(requests_r)
             os.close(replies_w)

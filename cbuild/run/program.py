@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import os
 import re
@@ -27,6 +26,7 @@ from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import Profile, clock_metrics, read_profile, with_machine_regions
 from cbuild.riscv.executor import Execution, run_isolated, slot_results, slot_runtimes, slot_unavailable
 from cbuild.riscv.translated import checking_translation, translation_of
+from cbuild.run.spawn import aslr_off, own_group
 from cbuild.run.stops import CodeStopped, check_timeout, clock_limits, machine_stop, read_stop, requested
 
 COUNTS_ENV = "INSTRBUDGET_COUNTS"
@@ -34,22 +34,7 @@ COUNTS_ENV = "INSTRBUDGET_COUNTS"
 #: initial stack, so a fixed environment keeps address-dependent work the same
 #: whatever the caller's (or pytest-xdist's) variables are.
 DEFAULT_ENV = {"LC_ALL": "C", "PATH": "/usr/local/bin:/usr/bin:/bin"}
-_ADDR_NO_RANDOMIZE = 0x0040000
 _MAGIC = b"instrbudget-counts 2 "
-
-
-def _disable_aslr() -> None:  # pragma: no cover - runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    current = libc.personality(0xFFFFFFFF)
-    if current != -1:
-        libc.personality(current | _ADDR_NO_RANDOMIZE)
-
-
-def _start_program() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """The program leads a process group of its own (its leftover children go with it); ASLR off on Linux."""
-    os.setpgid(0, 0)
-    if sys.platform.startswith("linux"):
-        _disable_aslr()
 
 
 def read_counts(
@@ -502,7 +487,13 @@ def run_program(
         stdin_path, stdout_path, stderr_path = (Path(tmp) / name for name in ("stdin", "stdout", "stderr"))
         stdin_path.write_bytes(input)
         # Files, not pipes: a child the program leaves behind holding them cannot keep the run going.
-        with stdin_path.open("rb") as stdin, stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+        # The program leads a process group of its own: its leftover children go with it.
+        with (
+            stdin_path.open("rb") as stdin,
+            stdout_path.open("wb") as stdout,
+            stderr_path.open("wb") as stderr,
+            aslr_off(),
+        ):
             proc = subprocess.Popen(
                 argv,
                 executable=artifact.path,
@@ -511,7 +502,7 @@ def run_program(
                 stderr=stderr,
                 env=child_env,
                 cwd=cwd,
-                preexec_fn=_start_program,
+                **own_group(),
             )
         try:
             started = time.monotonic()
