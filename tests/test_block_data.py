@@ -12,8 +12,10 @@ from cbuild.errors import CBuildError
 from cbuild.models import default_registry
 from cbuild.models.base import CostModel, Metric
 from cbuild.models.costs import BlockCounts
+from cbuild.riscv import executor
 from cbuild.riscv.executor import ExecRuntime
 from cbuild.riscv.translated import CHECK_TRANSLATION
+from cbuild.run import program
 
 #: ``addi zero, zero, 1234``: a no-op word that only ``odd`` holds.
 ODD_WORD = 0x4D200013
@@ -203,3 +205,47 @@ def test_pipeline_cycles_equal_with_and_without_kept_block_data(builder: Builder
     cycles = cold.counts.results_of("pipeline")
     assert cycles == warm.counts.results_of("pipeline")
     assert cycles[0] > 0
+
+
+def test_a_later_run_is_given_the_kept_data_before_it_starts(
+    builder: Builder, write, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Kept blocks reach the machine before the run (no block callback, a Python call per block);
+    an entry whose words differ from the block's is not taken."""
+    monkeypatch.setenv(CHECK_TRANSLATION, "0")
+
+    def in_process(library, elf, runtimes, argv=(), *, timeout=None, **options):  # type: ignore[no-untyped-def]
+        return executor.run_program(library, elf, runtimes, argv, **options)
+
+    monkeypatch.setattr(program, "run_isolated", in_process)
+    called: list[int] = []
+    callback = executor.Executor._block_data
+
+    def counted(self, model, block, pc, n, words):  # type: ignore[no-untyped-def]
+        called.append(pc)
+        callback(self, model, block, pc, n, words)
+
+    monkeypatch.setattr(executor.Executor, "_block_data", counted)
+    probe = _probe(tmp_path / "log", None)
+    artifact, elf = _built_without_kept_data(builder, write, probe)
+    first = run_program(artifact, [27])
+    assert first.counts is not None
+    assert len(called) > 10
+    called.clear()
+
+    second = run_program(artifact, [27])
+    assert second.counts is not None
+    assert called == []
+    assert second.counts.results_of(probe.name) == first.counts.results_of(probe.name)
+
+    # The same addresses with other words (a file an earlier ELF at this path left): all computed.
+    (kept,) = elf.parent.glob(f"{elf.name}.blocks-*")
+    file = executor.BlockDataFile(elf, kept.name.rsplit("-", 1)[1])
+    blocks = len(file.data)
+    file.data = {(pc, (*words[:-1], words[-1] ^ 1)): [999] for (pc, words) in file.data}
+    file.added = 1
+    file.save()
+    third = run_program(artifact, [27])
+    assert third.counts is not None
+    assert len(called) == blocks
+    assert third.counts.results_of(probe.name) == first.counts.results_of(probe.name)

@@ -16,6 +16,7 @@ import base64
 import bisect
 import contextlib
 import ctypes
+import functools
 import hashlib
 import importlib.util
 import os
@@ -28,6 +29,8 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -545,11 +548,13 @@ class BlockDataFile:
         self.path = elf.with_name(f"{elf.name}.blocks-{producer_id}")
         self.data: dict[BlockKey, list[int]] = {}
         self.added = 0
+        #: The file's (size, mtime, inode) when its data was read; None if nothing was read.
+        self.signature: tuple[int, int, int] | None = None
         try:
             signature = file_signature(self.path)
             known = _KEPT.get(self.path)
             if known is not None and known[0] == signature:  # read by an earlier run of this process
-                self.data = known[1]
+                self.data, self.signature = known[1], signature
                 return
             raw = self.path.read_bytes()
         except OSError:
@@ -563,8 +568,18 @@ class BlockDataFile:
             return  # damaged or from another version: computed again and rewritten
         loaded = pickle.loads(payload)
         if isinstance(loaded, dict):
-            self.data = loaded
+            self.data, self.signature = loaded, signature
             _KEPT[self.path] = (signature, loaded)
+
+    def known(self) -> KnownBlocks | None:
+        """The data read from the file, packed for the executor (:class:`KnownBlocks`); made once
+        per content of the file in this process. None if nothing was read."""
+        if self.signature is None or not self.data:
+            return None
+        packed = _PACKED.get(self.path)
+        if packed is None or packed[0] != self.signature:
+            packed = _PACKED[self.path] = (self.signature, KnownBlocks(self.data))
+        return packed[1]
 
     def save(self) -> None:
         """Write the file if blocks were added since it was read."""
@@ -586,6 +601,35 @@ class BlockDataFile:
 _KEPT: dict[Path, tuple[tuple[int, int, int], dict[BlockKey, list[int]]]] = {}
 
 
+class KnownBlocks:
+    """A block-data file's entries as the executor takes them before a run
+    (``rvx_known_block_data``): a new block found there gets its data without a call of the block
+    callback, a Python function (about 40 us each, most of a small program's run in unicorn with
+    the pipeline model)."""
+
+    def __init__(self, data: Mapping[BlockKey, Sequence[int]]) -> None:
+        entries = sorted(data.items())
+        pcs, word_at, words, data_at, values = array("Q"), array("I", [0]), array("I"), array("I", [0]), array("i")
+        for (pc, block_words), block_data in entries:
+            pcs.append(pc)
+            words.extend(block_words)
+            word_at.append(len(words))
+            values.extend(block_data)
+            data_at.append(len(values))
+        self.count = len(entries)
+        # Never empty: the executor keeps pointers into them.
+        self.arrays = [a if len(a) else type(a)(a.typecode, [0]) for a in (pcs, word_at, words, data_at, values)]
+
+    def give(self, lib: Any, handle: Any, model: int) -> None:
+        """Hand the entries to executor ``handle`` for ``model``; they must outlive it (kept here)."""
+        pointers = [ctypes.c_void_p(a.buffer_info()[0]) for a in self.arrays]
+        lib.rvx_known_block_data(handle, model, self.count, *pointers)
+
+
+#: Packed block data by file, with the file's signature it was packed from.
+_PACKED: dict[Path, tuple[tuple[int, int, int], KnownBlocks]] = {}
+
+
 def file_signature(path: Path) -> tuple[int, int, int]:
     """A file's size, modification time and inode: while they stay, its content is the one read."""
     st = path.stat()
@@ -595,6 +639,60 @@ def file_signature(path: Path) -> tuple[int, int, int]:
 _BLOCK_CB = ctypes.CFUNCTYPE(
     None, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)
 )
+
+
+@functools.cache
+def _cdll(path: str) -> ctypes.CDLL:
+    return ctypes.CDLL(path)
+
+
+#: Libraries whose functions' C signatures are declared (:func:`_library`).
+_DECLARED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _library(library: Path | Any) -> Any:
+    """The executor's functions, from its shared library (a path) or a loaded translation, with their
+    C signatures declared: once per library in a process, not once per run."""
+    lib = _cdll(str(library)) if isinstance(library, (str, Path)) else library
+    if lib in _DECLARED:
+        return lib
+    u64, u32, ptr = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
+    lib.rvx_new.restype = ptr
+    lib.rvx_new.argtypes = [ctypes.c_int, u64, u64, u64, _BLOCK_CB, u32]
+    for name, args in {
+        "rvx_map": [ptr, u64, u64],
+        "rvx_write": [ptr, u64, ctypes.c_char_p, ctypes.c_size_t],
+        "rvx_read": [ptr, u64, ptr, ctypes.c_size_t],
+        "rvx_run": [ptr, u64, u64, u64],
+        "rvx_exit_code": [ptr],
+    }.items():
+        getattr(lib, name).argtypes = args
+        getattr(lib, name).restype = ctypes.c_int
+    lib.rvx_get_reg.argtypes, lib.rvx_get_reg.restype = [ptr, ctypes.c_int], u64
+    lib.rvx_set_reg.argtypes, lib.rvx_set_reg.restype = [ptr, ctypes.c_int, u64], None
+    lib.rvx_set_stdin.argtypes, lib.rvx_set_stdin.restype = [ptr, ctypes.c_char_p, ctypes.c_size_t], None
+    lib.rvx_output.argtypes = [ptr, ctypes.c_int, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8))]
+    lib.rvx_output.restype = ctypes.c_size_t
+    lib.rvx_error.argtypes, lib.rvx_error.restype = [ptr], ctypes.c_char_p
+    lib.rvx_executed.argtypes, lib.rvx_executed.restype = [ptr], u64
+    lib.rvx_block_count.argtypes, lib.rvx_block_count.restype = [ptr], u32
+    lib.rvx_blocks.argtypes, lib.rvx_blocks.restype = [ptr, ptr, ptr, ptr], None
+    lib.rvx_set_block_data.argtypes = [ptr, u32, u32, ctypes.POINTER(ctypes.c_int32), u32]
+    lib.rvx_set_block_data.restype = None
+    lib.rvx_known_block_data.argtypes = [ptr, u32, u32, ptr, ptr, ptr, ptr, ptr]
+    lib.rvx_known_block_data.restype = None
+    lib.rvx_set_markers.argtypes = [ptr, u32, ctypes.POINTER(u64), ctypes.POINTER(u32), ctypes.POINTER(u32)]
+    lib.rvx_set_markers.restype = None
+    lib.rvx_region_count.argtypes, lib.rvx_region_count.restype = [ptr], u32
+    lib.rvx_regions.argtypes, lib.rvx_regions.restype = [ptr, ptr, ptr, ptr, ptr], None
+    lib.rvx_set_cutoff.argtypes, lib.rvx_set_cutoff.restype = [ptr, u32, u64], None
+    lib.rvx_stopped.argtypes, lib.rvx_stopped.restype = [ptr, ptr, ptr], u32
+    for name in ("rvx_reset", "rvx_clear_output", "rvx_free"):
+        getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr], None
+    for name in ("rvx_finish", "rvx_now"):
+        getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr, ptr], None
+    _DECLARED.add(lib)
+    return lib
 
 
 class Executor:
@@ -615,47 +713,21 @@ class Executor:
             if elf is not None and r.block_data is not None and r.block_data_id
         }
         self.nresults = sum(r.results for r in runtimes)
-        lib = self.lib = ctypes.CDLL(str(library)) if isinstance(library, (str, Path)) else library
+        lib = self.lib = _library(library)
         #: What executes the code: "unicorn", or "translated" for a loaded translation.
         self.engine = "unicorn" if isinstance(library, (str, Path)) else "translated"
-        u64, u32, ptr = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
-        lib.rvx_new.restype = ptr
-        lib.rvx_new.argtypes = [ctypes.c_int, u64, u64, u64, _BLOCK_CB, u32]
-        for name, args in {
-            "rvx_map": [ptr, u64, u64],
-            "rvx_write": [ptr, u64, ctypes.c_char_p, ctypes.c_size_t],
-            "rvx_read": [ptr, u64, ptr, ctypes.c_size_t],
-            "rvx_run": [ptr, u64, u64, u64],
-            "rvx_exit_code": [ptr],
-        }.items():
-            getattr(lib, name).argtypes = args
-            getattr(lib, name).restype = ctypes.c_int
-        lib.rvx_get_reg.argtypes, lib.rvx_get_reg.restype = [ptr, ctypes.c_int], u64
-        lib.rvx_set_reg.argtypes, lib.rvx_set_reg.restype = [ptr, ctypes.c_int, u64], None
-        lib.rvx_set_stdin.argtypes, lib.rvx_set_stdin.restype = [ptr, ctypes.c_char_p, ctypes.c_size_t], None
-        lib.rvx_output.argtypes = [ptr, ctypes.c_int, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8))]
-        lib.rvx_output.restype = ctypes.c_size_t
-        lib.rvx_error.argtypes, lib.rvx_error.restype = [ptr], ctypes.c_char_p
-        lib.rvx_executed.argtypes, lib.rvx_executed.restype = [ptr], u64
-        lib.rvx_block_count.argtypes, lib.rvx_block_count.restype = [ptr], u32
-        lib.rvx_blocks.argtypes, lib.rvx_blocks.restype = [ptr, ptr, ptr, ptr], None
-        lib.rvx_set_block_data.argtypes = [ptr, u32, u32, ctypes.POINTER(ctypes.c_int32), u32]
-        lib.rvx_set_block_data.restype = None
-        lib.rvx_set_markers.argtypes = [ptr, u32, ctypes.POINTER(u64), ctypes.POINTER(u32), ctypes.POINTER(u32)]
-        lib.rvx_set_markers.restype = None
-        lib.rvx_region_count.argtypes, lib.rvx_region_count.restype = [ptr], u32
-        lib.rvx_regions.argtypes, lib.rvx_regions.restype = [ptr, ptr, ptr, ptr, ptr], None
-        lib.rvx_set_cutoff.argtypes, lib.rvx_set_cutoff.restype = [ptr, u32, u64], None
-        lib.rvx_stopped.argtypes, lib.rvx_stopped.restype = [ptr, ptr, ptr], u32
-        for name in ("rvx_reset", "rvx_clear_output", "rvx_free"):
-            getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr], None
-        for name in ("rvx_finish", "rvx_now"):
-            getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr, ptr], None
         self._callback = _BLOCK_CB(self._block_data)  # kept alive as long as the executor
         data_models = sum(1 << i for i, r in enumerate(runtimes) if r.block_data is not None)
         self.handle = lib.rvx_new(image.xlen, image.end, MMAP_BASE, 0x7000_0000, self._callback, data_models)
         if not self.handle:
             raise ExecutorError("unicorn could not start a RISC-V machine")
+        #: Block data handed to the machine before the run, kept alive as long as it.
+        self._known: dict[int, KnownBlocks] = {}
+        for model, file in self._data_files.items():
+            known = file.known()
+            if known is not None:
+                known.give(lib, self.handle, model)
+                self._known[model] = known
         self._failure: BaseException | None = None
         for seg in image.segments:
             self._check(lib.rvx_map(self.handle, seg.vaddr, seg.vaddr + seg.memsz), f"mapping {seg.vaddr:#x}")

@@ -93,12 +93,31 @@ def reached_path(elf: Path) -> Path:
     return elf.with_name(f"{elf.name}.reached")
 
 
+#: Records read before, by path and (size, mtime, inode): a server's later runs of a build do not
+#: parse its record again while it stays the same file.
+_RECORDS: dict[Path, tuple[tuple[int, int, int], Reached]] = {}
+
+
 def read_reached(elf: Path) -> Reached:
     """What earlier runs of ``elf`` executed (nothing if none are recorded or the file is damaged)."""
+    path = reached_path(elf)
     try:
-        lines = reached_path(elf).read_text().splitlines(keepends=True)
+        signature = file_signature(path)
+        kept = _RECORDS.get(path)
+        if kept is not None and kept[0] == signature:
+            return kept[1]
+        text = path.read_text()
     except (OSError, UnicodeDecodeError):
         return Reached()
+    # A record replaced between the stat and the read is kept under the old file's signature,
+    # which the next stat no longer matches: it is read again then.
+    reached = _parse_reached(text)
+    _RECORDS[path] = (signature, reached)
+    return reached
+
+
+def _parse_reached(text: str) -> Reached:
+    lines = text.splitlines(keepends=True)
     if len(lines) < 2 or lines[0] != _REACHED_MAGIC or not lines[-1].endswith("\n"):
         return Reached()
     try:
@@ -123,6 +142,10 @@ def add_reached(elf: Path, blocks: Iterable[tuple[int, int, int]], instructions:
     from cbuild.build.cache import atomic_write
 
     path = reached_path(elf)
+    blocks = list(blocks)
+    known = read_reached(elf)
+    if all(known.blocks.get(pc, -1) >= count for pc, _, count in blocks) and known.instructions >= instructions:
+        return known  # nothing to add (a record only grows): no lock, no write
     with _making(path.with_name(path.name + ".lock")):
         known = read_reached(elf)
         merged = dict(known.blocks)

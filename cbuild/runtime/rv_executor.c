@@ -78,7 +78,7 @@ typedef struct rvx_block {
     const int32_t *data[RVX_MAX_MODELS]; /* per-model data from the host (rvx_set_block_data), or in a
                                             translation the translation's (constants there), read-only */
     uint32_t data_len[RVX_MAX_MODELS];
-    uint32_t given; /* bit m: data[m] is the translation's (not freed with the block) */
+    uint32_t given; /* bit m: data[m] is the translation's or the host's known data (not freed with the block) */
     uint64_t scratch[RVX_MAX_MODELS][4]; /* each model's own (RVX_SCRATCH), zero in a new block */
 } rvx_block;
 
@@ -143,6 +143,14 @@ struct rvx {
     const int32_t *const *given_data; /* per model: the data of the block being made, if the translation has it */
     const uint32_t *given_len;
     uint32_t data_models; /* bit i: model i wants block data */
+    /* Per model: block data the host knew before the run (rvx_known_block_data), entries sorted by
+     * address; entry i has words[word_at[i] .. word_at[i+1]) and data[data_at[i] .. data_at[i+1]). */
+    struct rvx_known {
+        uint32_t count;
+        const uint64_t *pc;
+        const uint32_t *word_at, *words, *data_at;
+        const int32_t *data;
+    } known[RVX_MAX_MODELS];
     /* Region markers (instructions the models do not see): sorted addresses, kind, name id. */
     uint64_t *mark_at;
     uint32_t *mark_kind, *mark_name, nmarks;
@@ -463,9 +471,31 @@ static int rvx_is_marker(const rvx *x, uint64_t address, uint32_t *index) {
     return 0;
 }
 
+/* Model m's data for the block of n instructions ``words`` at ``pc``, if the host gave it before the
+ * run (NULL if not: then the block callback computes it). */
+static const int32_t *rvx_known_data(const rvx *x, uint32_t m, uint64_t pc, uint32_t n, const uint32_t *words,
+                                     uint32_t *len) {
+    const struct rvx_known *k = &x->known[m];
+    uint32_t lo = 0, hi = k->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (k->pc[mid] < pc) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < k->count && k->pc[lo] == pc; lo++) {
+        uint32_t at = k->word_at[lo];
+        if (k->word_at[lo + 1] - at == n && memcmp(k->words + at, words, 4 * (size_t)n) == 0) {
+            *len = k->data_at[lo + 1] - k->data_at[lo];
+            return k->data + k->data_at[lo];
+        }
+    }
+    return NULL;
+}
+
 static rvx_block *rvx_new_block(rvx *x, uint64_t pc, uint32_t size, uint64_t slot) {
     rvx_block *b = calloc(1, sizeof *b);
-    uint32_t *words = malloc(4 * (size_t)(size ? size : 1)), i, k = 0, m, n = size;
+    uint32_t *words = malloc(4 * (size_t)(size ? size : 1)), i, k = 0, m, n = size, known_len;
+    const int32_t *known;
     if (b == NULL || words == NULL) abort();
     /* A region marker is an illegal instruction, so it always ends its block: the models see the block without it. */
     if (n > 0 && rvx_is_marker(x, pc + 4u * (uint64_t)(n - 1), NULL)) n--;
@@ -495,6 +525,10 @@ static rvx_block *rvx_new_block(rvx *x, uint64_t pc, uint32_t size, uint64_t slo
             if (x->given_data != NULL && x->given_data[m] != NULL) {
                 b->data[m] = x->given_data[m];
                 b->data_len[m] = x->given_len[m];
+                b->given |= 1u << m;
+            } else if ((known = rvx_known_data(x, m, pc, n, words, &known_len)) != NULL) {
+                b->data[m] = known;
+                b->data_len[m] = known_len;
                 b->given |= 1u << m;
             } else if (x->block_cb != NULL) {
                 x->block_cb(m, b->id, pc, n, words);
@@ -1352,6 +1386,22 @@ RVX_API void rvx_blocks(rvx *x, uint64_t *pc, uint32_t *n, uint64_t *count) {
         n[i] = x->order[i]->n;
         count[i] = x->order[i]->count;
     }
+}
+
+/* Block data the host computed in earlier runs, for model ``model``: ``count`` entries sorted by
+ * ``pc``, entry i with instruction words ``words[word_at[i] .. word_at[i+1])`` and data
+ * ``data[data_at[i] .. data_at[i+1])``. A new block whose address and words match an entry takes
+ * its data without the block callback. The arrays are the caller's, and must outlive the executor. */
+RVX_API void rvx_known_block_data(rvx *x, uint32_t model, uint32_t count, const uint64_t *pc,
+                                  const uint32_t *word_at, const uint32_t *words, const uint32_t *data_at,
+                                  const int32_t *data) {
+    struct rvx_known *k = &x->known[model];
+    k->count = count;
+    k->pc = pc;
+    k->word_at = word_at;
+    k->words = words;
+    k->data_at = data_at;
+    k->data = data;
 }
 
 /* Host-computed data for a block (from within the block callback): kept until the executor ends. */
