@@ -1,9 +1,8 @@
 """Starting child processes as the runs need them: ASLR off, and a process group of their own.
 
 Both without Python code between fork and exec, which would make ``subprocess`` fork the
-whole interpreter instead of using ``vfork``: a run's start then took 11 ms in a small
-process and 55 ms in one holding 300 MB, against 1.3-1.9 ms this way
-(``benchmarks/spawn.py``).
+whole interpreter instead of using ``vfork``, at a cost that grows with what the process holds
+(docs/performance.md, "Starting a run").
 """
 
 from __future__ import annotations
