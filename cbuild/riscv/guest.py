@@ -16,6 +16,7 @@ library.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -25,6 +26,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -591,6 +593,57 @@ class _Engines:
         return run
 
 
+#: A worker process started ahead, for the next :class:`Guest`: its interpreter's start and
+#: imports (most of a guest's start) happen while the test before runs.
+_spare: subprocess.Popen[bytes] | None = None
+_SPARE_LOCK = threading.Lock()
+#: The environment variables a worker applies from its guest's process when it loads (the spare
+#: started before a test set them).
+_ENV_PREFIX = "INSTRBUDGET_"
+
+
+def _start_worker() -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cbuild.riscv.guest"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _take_worker() -> subprocess.Popen[bytes]:
+    """A worker process for a new guest (the one started ahead, if it is still there), and the next
+    one started ahead."""
+    global _spare
+    with _SPARE_LOCK:
+        worker, _spare = _spare, None
+        if worker is None or worker.poll() is not None:
+            if worker is not None:
+                _end_worker(worker)
+            worker = _start_worker()
+        _spare = _start_worker()
+    return worker
+
+
+def _end_worker(worker: subprocess.Popen[bytes]) -> None:
+    if worker.poll() is None:
+        worker.kill()
+    worker.wait()
+    for stream in (worker.stdin, worker.stdout, worker.stderr):
+        if stream is not None:
+            stream.close()
+
+
+@atexit.register
+def close_spare() -> None:
+    """End the worker started ahead (at exit, or when a caller wants no child left)."""
+    global _spare
+    with _SPARE_LOCK:
+        worker, _spare = _spare, None
+    if worker is not None:
+        _end_worker(worker)
+
+
 class Guest:
     """The RISC-V build of a library, in a worker process of its own."""
 
@@ -605,14 +658,10 @@ class Guest:
     ) -> None:
         """``translation`` and ``check``: as :func:`cbuild.riscv.executor.run_program` takes them."""
         self.elf = elf
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cbuild.riscv.guest"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        self.proc = _take_worker()
         where = None if translation is None else str(translation)
-        self._request("load", str(executor), str(elf), pack_runtimes(runtimes), where, check)
+        env = {name: value for name, value in os.environ.items() if name.startswith(_ENV_PREFIX)}
+        self._request("load", str(executor), str(elf), pack_runtimes(runtimes), where, check, env)
 
     def _request(self, *message: Any, timeout: float | None = None, what: str = "") -> Any:
         assert self.proc.stdin is not None
@@ -691,12 +740,7 @@ class Guest:
         return result
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        _end_worker(self.proc)
 
 
 def _main() -> None:  # pragma: no cover - the worker process
@@ -709,7 +753,10 @@ def _main() -> None:  # pragma: no cover - the worker process
             return
         try:
             if op == "load":
-                executor, elf, packed, translation, check = args
+                executor, elf, packed, translation, check, env = args
+                for name in [name for name in os.environ if name.startswith(_ENV_PREFIX)]:
+                    del os.environ[name]
+                os.environ.update(env)
                 translated = None if translation is None else Path(translation)
                 worker = _Engines(
                     Path(executor),
