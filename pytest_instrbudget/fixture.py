@@ -167,9 +167,14 @@ class CBuild:
         self._hosts = hosts
         self._host: HostProcess | None = None
         self._timeout = timeout
+        self._libraries: list[Library] = []
 
     def close(self) -> None:
-        """End this test's library process."""
+        """Free this test's libraries (their RISC-V builds' workers go to the next test) and end
+        its library process."""
+        for library in self._libraries:
+            library.close()
+        self._libraries = []
         if self._host is not None:
             self._host.close()
 
@@ -287,6 +292,7 @@ class CBuild:
             assertions=assertions, keep_main=keep_main,
         )  # fmt: skip
         library = Library(artifact, host=self._take_host(), timeout=self._call_timeout(timeout))
+        self._libraries.append(library)
         self._meter.add_library(library)
         return library
 

@@ -20,23 +20,57 @@ def _built(builder: Builder, write) -> Artifact:  # type: ignore[no-untyped-def]
     return builder.build([write("squares.c", SQUARES_C)], kind="library", models=[default_registry().create("zkvm")])
 
 
+def _measured(library: Library) -> tuple[int, dict[str, int], tuple[int, ...]]:
+    since = library.snapshot()
+    assert library.squares(1000) == 332833500
+    counts = library.counts(since)
+    assert "zkvm" not in counts.unavailable
+    run = counts.machine_run("riscv32")
+    return run.instructions, run.functions, counts.results_of("zkvm")
+
+
 def test_a_guest_takes_the_worker_started_ahead(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
-    artifact = builder.build(
-        [write("squares.c", SQUARES_C)], kind="library", models=[default_registry().create("zkvm")]
-    )
+    artifact = _built(builder, write)
     guest.close_spare()
-    with Library(artifact) as first:
-        assert first.squares(10) == 285
+    with Library(artifact) as first, Library(artifact) as second:  # two guests at once: two workers
+        ((one, _),) = first._guests.values()
+        ((other, _),) = second._guests.values()
+        assert one.proc.pid != other.proc.pid
         ahead = guest._spare
         assert ahead is not None
         assert ahead.poll() is None
-    with Library(artifact) as second:
-        ((taken, _),) = second._guests.values()
-        assert taken.proc.pid == ahead.pid
-        assert second.squares(10) == 285
+        assert other.proc.pid != ahead.pid
+        assert first.squares(10) == second.squares(10) == 285
+    with Library(artifact) as third, Library(artifact) as fourth:  # one given back, then the one ahead
+        pids = {g.proc.pid for library in (third, fourth) for g, _ in library._guests.values()}
+        assert ahead.pid in pids
     guest.close_spare()
     assert guest._spare is None
+    assert guest._idle is None
     assert ahead.poll() is not None
+
+
+def test_a_worker_given_back_measures_as_a_new_one(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    artifact = _built(builder, write)
+    guest.close_spare()
+    with Library(artifact) as first:
+        ((one, _),) = first._guests.values()
+        fresh = _measured(first)
+    assert guest._idle is not None
+    assert guest._idle.pid == one.proc.pid
+    for _ in range(2):
+        with Library(artifact) as again:
+            ((taken, _),) = again._guests.values()
+            assert taken.proc.pid == one.proc.pid
+            assert _measured(again) == fresh
+    # A worker whose guest failed is not given back.
+    with Library(artifact) as failing:
+        ((bad, _),) = failing._guests.values()
+        bad.proc.kill()
+        bad.proc.wait()
+        with pytest.raises(ExecutorError):
+            bad.call("squares", [], ("long", 64, False))
+    assert guest._idle is None
 
 
 def test_a_worker_started_ahead_takes_the_environment_of_its_guest(builder: Builder, write, monkeypatch) -> None:  # type: ignore[no-untyped-def]

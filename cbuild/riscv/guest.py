@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import json
 import os
 import re
@@ -527,6 +528,12 @@ class _Engines:
             raise
         return reply
 
+    def close(self) -> None:
+        """Free the machines."""
+        for machine in (self.worker, self.shadow):
+            if machine is not None:
+                machine.ex.close()
+
     def _compare_stops(self, mine: Execution, other: Execution) -> None:
         unicorn, fast = (mine, other) if mine.engine == "unicorn" else (other, mine)
         differences = compare_executions(unicorn, fast)
@@ -596,6 +603,8 @@ class _Engines:
 #: A worker process started ahead, for the next :class:`Guest`: its interpreter's start and
 #: imports (most of a guest's start) happen while the test before runs.
 _spare: subprocess.Popen[bytes] | None = None
+#: A worker a closed guest gave back (its machines freed), for the next guest to load its build in.
+_idle: subprocess.Popen[bytes] | None = None
 _SPARE_LOCK = threading.Lock()
 #: The environment variables a worker applies from its guest's process when it loads (the spare
 #: started before a test set them).
@@ -612,10 +621,15 @@ def _start_worker() -> subprocess.Popen[bytes]:
 
 
 def _take_worker() -> subprocess.Popen[bytes]:
-    """A worker process for a new guest (the one started ahead, if it is still there), and the next
-    one started ahead."""
-    global _spare
+    """A worker process for a new guest: one a closed guest gave back, else the one started ahead
+    (then the next is started ahead), else a new one."""
+    global _spare, _idle
     with _SPARE_LOCK:
+        worker, _idle = _idle, None
+        if worker is not None and worker.poll() is None:
+            return worker
+        if worker is not None:
+            _end_worker(worker)
         worker, _spare = _spare, None
         if worker is None or worker.poll() is not None:
             if worker is not None:
@@ -631,17 +645,32 @@ def _end_worker(worker: subprocess.Popen[bytes]) -> None:
     worker.wait()
     for stream in (worker.stdin, worker.stdout, worker.stderr):
         if stream is not None:
-            stream.close()
+            with contextlib.suppress(OSError):  # a request the worker never read: a broken pipe
+                stream.close()
+
+
+def _give_back(worker: subprocess.Popen[bytes]) -> None:
+    """Keep ``worker`` (idle, its machines freed) for the next guest, unless one is kept already."""
+    global _idle
+    assert worker.stderr is not None
+    while select.select([worker.stderr], [], [], 0)[0]:  # what it wrote is not the next guest's
+        if not os.read(worker.stderr.fileno(), 65536):
+            break
+    with _SPARE_LOCK:
+        kept, _idle = (worker, None) if _idle is not None else (None, worker)
+    if kept is not None:
+        _end_worker(kept)
 
 
 @atexit.register
 def close_spare() -> None:
-    """End the worker started ahead (at exit, or when a caller wants no child left)."""
-    global _spare
+    """End the workers kept for later guests (at exit, or when a caller wants no child left)."""
+    global _spare, _idle
     with _SPARE_LOCK:
-        worker, _spare = _spare, None
-    if worker is not None:
-        _end_worker(worker)
+        workers, _spare, _idle = (_spare, _idle), None, None
+    for worker in workers:
+        if worker is not None:
+            _end_worker(worker)
 
 
 class Guest:
@@ -658,6 +687,9 @@ class Guest:
     ) -> None:
         """``translation`` and ``check``: as :func:`cbuild.riscv.executor.run_program` takes them."""
         self.elf = elf
+        #: Whether the worker answered every request (so it can be given back when the guest closes).
+        self._answered = False
+        self._closed = False
         self.proc = _take_worker()
         where = None if translation is None else str(translation)
         env = {name: value for name, value in os.environ.items() if name.startswith(_ENV_PREFIX)}
@@ -666,6 +698,7 @@ class Guest:
     def _request(self, *message: Any, timeout: float | None = None, what: str = "") -> Any:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
+        self._answered = False
         try:
             send_message(self.proc.stdin, message)
             ok, value = receive_reply(self.proc.stdout.fileno(), timeout)
@@ -681,6 +714,7 @@ class Guest:
             raise ExecutorError(f"the RISC-V executor of {self.elf.name} ended:\n{err}") from None
         if not ok:
             raise value
+        self._answered = True
         return value
 
     def _where(self) -> str:
@@ -740,11 +774,32 @@ class Guest:
         return result
 
     def close(self) -> None:
+        """Free the guest. A worker that answered every request frees its machines and is kept for
+        the next guest (as an executor server is for the next run); any other ends."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._answered and self.proc.poll() is None:
+            with contextlib.suppress(ExecutorError):
+                self._request("unload", timeout=_UNLOAD_TIMEOUT, what="freeing the guest")
+                _give_back(self.proc)
+                return
         _end_worker(self.proc)
+
+
+#: Seconds a worker has to free a closed guest's machines before it is ended instead.
+_UNLOAD_TIMEOUT = 10.0
+
+#: Modules a load imports (the translation's loader; the built-in pipeline model's block data, which
+#: its runtime unpickles to): imported by a worker before its first request, which it usually waits
+#: for as the one started ahead.
+_LOAD_IMPORTS = ("cbuild.riscv.translated", "cbuild.models.pipeline_blocks")
 
 
 def _main() -> None:  # pragma: no cover - the worker process
     inp, out = sys.stdin.buffer, sys.stdout.buffer
+    for module in _LOAD_IMPORTS:
+        importlib.import_module(module)
     worker: _Engines | None = None
     while True:
         try:
@@ -754,6 +809,9 @@ def _main() -> None:  # pragma: no cover - the worker process
         try:
             if op == "load":
                 executor, elf, packed, translation, check, env = args
+                if worker is not None:
+                    worker.close()
+                    worker = None
                 for name in [name for name in os.environ if name.startswith(_ENV_PREFIX)]:
                     del os.environ[name]
                 os.environ.update(env)
@@ -767,6 +825,10 @@ def _main() -> None:  # pragma: no cover - the worker process
                     untimed=lambda: marked_untimed(out),
                 )
                 reply: Any = None
+            elif op == "unload":
+                if worker is not None:
+                    worker.close()
+                worker, reply = None, None
             elif worker is None:
                 raise ExecutorError("no RISC-V build loaded")
             elif op == "call":
