@@ -172,11 +172,13 @@ class CBuild:
     def close(self) -> None:
         """Free this test's libraries (their RISC-V builds' workers go to the next test) and end
         its library process."""
-        for library in self._libraries:
-            library.close()
-        self._libraries = []
-        if self._host is not None:
-            self._host.close()
+        libraries, self._libraries = self._libraries, []
+        try:
+            for library in libraries:
+                library.close()
+        finally:
+            if self._host is not None:
+                self._host.close()
 
     def _take_host(self) -> HostProcess:
         """This test's library process, started at its first library."""
@@ -351,5 +353,6 @@ class CBuild:
             adjust=lambda options: extension_options(options, limited_api=limited_api), assertions=assertions,
         )  # fmt: skip
         module = Extension(artifact, name, host=self._take_host(), timeout=self._call_timeout(timeout))
+        self._libraries.append(module._library)
         self._meter.add_library(module._library, since=module._origin)
         return module

@@ -249,3 +249,26 @@ def test_a_later_run_is_given_the_kept_data_before_it_starts(
     assert third.counts is not None
     assert len(called) == blocks
     assert third.counts.results_of(probe.name) == first.counts.results_of(probe.name)
+
+
+class WideProducer(LoggingProducer):
+    """Block data past 32 bits, which the executor holds as 32-bit two's complement."""
+
+    def __call__(self, words: Sequence[int], pc: int) -> list[int]:
+        super().__call__(words, pc)
+        return [2**32 - 1, -(2**31) - 1]
+
+
+def test_block_data_past_32_bits_is_kept_as_the_executor_holds_it(builder: Builder, write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    probe = BlockDataModel()
+    probe.producer = WideProducer(tmp_path / "log", None)
+    artifact, elf = _built_without_kept_data(builder, write, probe)
+    first = run_program(artifact, [27])
+    (kept,) = elf.parent.glob(f"{elf.name}.blocks-*")
+    assert {tuple(v) for v in executor.BlockDataFile(elf, kept.name.rsplit("-", 1)[1]).data.values()} == {
+        (-1, 2**31 - 1)
+    }
+    second = run_program(artifact, [27])  # given the kept data before it starts
+    assert first.counts is not None
+    assert second.counts is not None
+    assert second.counts.results_of(probe.name) == first.counts.results_of(probe.name)

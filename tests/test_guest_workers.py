@@ -63,7 +63,14 @@ def test_a_worker_given_back_measures_as_a_new_one(builder: Builder, write) -> N
             ((taken, _),) = again._guests.values()
             assert taken.proc.pid == one.proc.pid
             assert _measured(again) == fresh
-    # A worker whose guest failed is not given back.
+    # A worker that refused a request is not given back, nor one that died.
+    with Library(artifact) as refused:
+        ((bad, _),) = refused._guests.values()
+        with pytest.raises(ExecutorError):
+            bad.call("no_such_function", [], ("long", 64, False))
+        assert bad.proc.poll() is None
+    assert guest._idle is None
+    assert bad.proc.poll() is not None
     with Library(artifact) as failing:
         ((bad, _),) = failing._guests.values()
         bad.proc.kill()
@@ -73,16 +80,17 @@ def test_a_worker_given_back_measures_as_a_new_one(builder: Builder, write) -> N
     assert guest._idle is None
 
 
-def test_a_worker_started_ahead_takes_the_environment_of_its_guest(builder: Builder, write, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_worker_taken_takes_the_environment_of_its_guest(builder: Builder, write, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     artifact = builder.build(
         [write("squares.c", SQUARES_C)], kind="library", models=[default_registry().create("zkvm")]
     )
-    with Library(artifact) as first:  # records the code it reached; a worker is started ahead
+    with Library(artifact) as first:  # records the code it reached; its worker is given back, one started ahead
         since = first.snapshot()
         assert first.squares(1000) == 332833500
         assert "zkvm" not in first.counts(since).unavailable
     assert guest._spare is not None
-    # Read in the worker when it loads a build whose reached code is recorded.
+    # Both workers started before this; it is read in the worker when it loads a build whose reached
+    # code is recorded.
     monkeypatch.setenv(TRANSLATE_AT, "many")
     with pytest.raises(ExecutorError, match=f"{TRANSLATE_AT} must be a number of instructions, not 'many'"):
         Library(artifact)

@@ -614,7 +614,7 @@ class KnownBlocks:
             pcs.append(pc)
             words.extend(block_words)
             word_at.append(len(words))
-            values.extend(block_data)
+            values.extend(((v + 2**31) & 0xFFFF_FFFF) - 2**31 for v in block_data)  # a file written unwrapped
             data_at.append(len(values))
         self.count = len(entries)
         # Never empty: the executor keeps pointers into them.
@@ -716,18 +716,15 @@ class Executor:
         lib = self.lib = _library(library)
         #: What executes the code: "unicorn", or "translated" for a loaded translation.
         self.engine = "unicorn" if isinstance(library, (str, Path)) else "translated"
+        #: Block data handed to the machine before the run, kept alive as long as it.
+        self._known = {model: known for model, file in self._data_files.items() if (known := file.known()) is not None}
         self._callback = _BLOCK_CB(self._block_data)  # kept alive as long as the executor
         data_models = sum(1 << i for i, r in enumerate(runtimes) if r.block_data is not None)
         self.handle = lib.rvx_new(image.xlen, image.end, MMAP_BASE, 0x7000_0000, self._callback, data_models)
         if not self.handle:
             raise ExecutorError("unicorn could not start a RISC-V machine")
-        #: Block data handed to the machine before the run, kept alive as long as it.
-        self._known: dict[int, KnownBlocks] = {}
-        for model, file in self._data_files.items():
-            known = file.known()
-            if known is not None:
-                known.give(lib, self.handle, model)
-                self._known[model] = known
+        for model, known in self._known.items():
+            known.give(lib, self.handle, model)
         self._failure: BaseException | None = None
         for seg in image.segments:
             self._check(lib.rvx_map(self.handle, seg.vaddr, seg.vaddr + seg.memsz), f"mapping {seg.vaddr:#x}")
@@ -771,7 +768,8 @@ class Executor:
                 return found
         producer = self.runtimes[model].block_data
         assert producer is not None
-        data = [int(v) for v in producer(list(words), pc)]
+        # As the executor holds them: 32-bit two's complement (what a ctypes int32 array makes of any int).
+        data = [((int(v) + 2**31) & 0xFFFF_FFFF) - 2**31 for v in producer(list(words), pc)]
         if file is not None:
             file.data[(pc, words)] = data
             file.added += 1

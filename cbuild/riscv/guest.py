@@ -687,18 +687,26 @@ class Guest:
     ) -> None:
         """``translation`` and ``check``: as :func:`cbuild.riscv.executor.run_program` takes them."""
         self.elf = elf
-        #: Whether the worker answered every request (so it can be given back when the guest closes).
-        self._answered = False
+        #: Set once a request of this guest failed or was interrupted: the worker's state, or the
+        #: order of its replies, is not one the next guest may start from, so it ends with the guest.
+        self._failed = False
         self._closed = False
         self.proc = _take_worker()
-        where = None if translation is None else str(translation)
+        # Absolute: a worker started ahead or given back may have another working directory.
+        where = None if translation is None else str(translation.resolve())
         env = {name: value for name, value in os.environ.items() if name.startswith(_ENV_PREFIX)}
-        self._request("load", str(executor), str(elf), pack_runtimes(runtimes), where, check, env)
+        try:
+            self._request(
+                "load", str(executor.resolve()), str(elf.resolve()), pack_runtimes(runtimes), where, check, env
+            )
+        except BaseException:
+            self.close()
+            raise
 
     def _request(self, *message: Any, timeout: float | None = None, what: str = "") -> Any:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
-        self._answered = False
+        failed, self._failed = self._failed, True
         try:
             send_message(self.proc.stdin, message)
             ok, value = receive_reply(self.proc.stdout.fileno(), timeout)
@@ -712,9 +720,12 @@ class Guest:
         except (EOFError, BrokenPipeError, OSError):
             err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
             raise ExecutorError(f"the RISC-V executor of {self.elf.name} ended:\n{err}") from None
+        except BaseException:  # interrupted between request and reply: its reply would be the next one's
+            self.close()
+            raise
         if not ok:
             raise value
-        self._answered = True
+        self._failed = failed
         return value
 
     def _where(self) -> str:
@@ -779,7 +790,7 @@ class Guest:
         if self._closed:
             return
         self._closed = True
-        if self._answered and self.proc.poll() is None:
+        if not self._failed and self.proc.poll() is None:
             with contextlib.suppress(ExecutorError):
                 self._request("unload", timeout=_UNLOAD_TIMEOUT, what="freeing the guest")
                 _give_back(self.proc)
