@@ -643,6 +643,10 @@ _BLOCK_CB = ctypes.CFUNCTYPE(
 
 @functools.cache
 def _cdll(path: str) -> ctypes.CDLL:
+    """The executor's shared library, loaded after this environment's ``libunicorn.so.2``: the
+    executor's search path names the unicorn of the environment that built it, which a cached
+    build outlives (a virtual environment made again elsewhere, or removed)."""
+    ctypes.CDLL(str(unicorn_paths()[1]), mode=ctypes.RTLD_GLOBAL)
     return ctypes.CDLL(path)
 
 
