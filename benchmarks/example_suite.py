@@ -67,7 +67,7 @@ def main() -> int:
             trees[short] = tree
         trees[f"{_git('rev-parse', '--short', 'HEAD')} (this checkout)"] = ROOT
         try:
-            for name, tree in trees.items():
+            for tree in trees.values():
                 _suite(tree)  # builds what the warm runs reuse
             times: dict[str, list[float]] = {name: [] for name in trees}
             for round_ in range(1, args.rounds + 1):
@@ -79,7 +79,7 @@ def main() -> int:
             for name, samples in times.items():
                 say(f"median {name:24} {statistics.median(samples):7.2f} s")
         finally:
-            for name, tree in trees.items():
+            for tree in trees.values():
                 if tree != ROOT:
                     _git("worktree", "remove", "--force", str(tree))
     RESULTS_FILE.write_text("\n".join([*header_lines(), *lines]) + "\n")
