@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from provenance import header_lines
+from provenance import Results
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_FILE = ROOT / "benchmarks" / "results" / "example_suite.txt"
@@ -52,11 +52,8 @@ def main() -> int:
     parser.add_argument("commits", nargs="+", help="commits to compare with this checkout")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    lines: list[str] = []
-
-    def say(text: str) -> None:
-        print(text, flush=True)
-        lines.append(text)
+    results = Results()
+    say = results.say
 
     with tempfile.TemporaryDirectory(prefix="instrbudget-suites-") as tmp:
         trees: dict[str, Path] = {}
@@ -82,7 +79,7 @@ def main() -> int:
             for tree in trees.values():
                 if tree != ROOT:
                     _git("worktree", "remove", "--force", str(tree))
-    RESULTS_FILE.write_text("\n".join([*header_lines(), *lines]) + "\n")
+    results.write(RESULTS_FILE)
     return 0
 
 

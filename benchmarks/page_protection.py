@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import fetch_yyjson
-from provenance import header_lines
+from provenance import Results
 from riscv_models import quiet_builder, run_checked, workloads, zkvm_model
 
 from cbuild import BuildOptions
@@ -40,11 +40,8 @@ SHAPES = [(64, 800), (256, 200), (1024, 50)]
 
 
 def main() -> int:
-    lines: list[str] = []
-
-    def say(text: str) -> None:
-        print(text, flush=True)
-        lines.append(text)
+    results = Results()
+    say = results.say
 
     builder = quiet_builder(default_cache_dir())
     faults = builder.build([HERE / "workloads" / "page_faults.c"], options=BuildOptions(instrument=False))
@@ -69,7 +66,7 @@ def main() -> int:
             r = dict(zip(RESULTS, run.counts.results_of("zkvm"), strict=True))
             touches = r["page_ins"] + r["page_outs"]
             say(f"{program.label:14} {r['segments']:9,} {r['page_ins']:9,} {r['page_outs']:10,} {touches * cost:15.3f}")
-    RESULTS_FILE.write_text("\n".join([*header_lines(), *lines]) + "\n")
+    results.write(RESULTS_FILE)
     return 0
 
 

@@ -46,3 +46,17 @@ def header_lines() -> list[str]:
         f"commit: {_git('rev-parse', '--short', 'HEAD')}{dirty}",
         f"command: {command()}",
     ]
+
+
+class Results:
+    """What a benchmark prints as it goes, written to its results file after the header."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def say(self, text: str) -> None:
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def write(self, path: Path) -> None:
+        path.write_text("\n".join([*header_lines(), *self.lines]) + "\n")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from provenance import header_lines
+from provenance import Results
 from riscv_models import TINY_C, quiet_builder
 
 from cbuild import BuildOptions, run_program
@@ -45,11 +45,8 @@ def _in_child() -> None:  # the way runs started before: Python code between for
 
 
 def main() -> int:
-    lines: list[str] = []
-
-    def say(text: str) -> None:
-        print(text, flush=True)
-        lines.append(text)
+    results = Results()
+    say = results.say
 
     builder = quiet_builder(default_cache_dir())
     with tempfile.TemporaryDirectory(prefix="instrbudget-spawn-") as tmp:
@@ -74,7 +71,7 @@ def main() -> int:
         }
         say(f"median wall ms of {ROUNDS} interleaved rounds of {RUNS} runs each; the program loops 1,000 times")
         say(f"{'way of starting':26} {'as is':>8} {'+300 MB':>8}")
-        results: dict[str, list[float]] = {}
+        medians: dict[str, list[float]] = {}
         for held in (0, 300):
             ballast = [bytearray(1 << 20) for _ in range(held)]
             for ballast_page in ballast:  # touched, so the pages are the process's
@@ -87,11 +84,11 @@ def main() -> int:
                         way()
                     times[name].append((time.perf_counter() - start) / RUNS * 1000)
             for name, samples in times.items():
-                results.setdefault(name, []).append(statistics.median(samples))
+                medians.setdefault(name, []).append(statistics.median(samples))
             del ballast
-        for name, (as_is, heavy) in results.items():
+        for name, (as_is, heavy) in medians.items():
             say(f"{name:26} {as_is:8.2f} {heavy:8.2f}")
-    RESULTS_FILE.write_text("\n".join([*header_lines(), *lines]) + "\n")
+    results.write(RESULTS_FILE)
     return 0
 
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from cbuild.build.demangle import demangle
 from cbuild.build.places import Frame, symbols
@@ -634,6 +634,22 @@ def file_signature(path: Path) -> tuple[int, int, int]:
     """A file's size, modification time and inode: while they stay, its content is the one read."""
     st = path.stat()
     return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+_T = TypeVar("_T")
+
+
+def read_kept(kept: dict[Path, tuple[tuple[int, int, int], _T]], path: Path, read: Callable[[Path], _T]) -> _T:
+    """``read(path)``, kept in ``kept`` while the file keeps the signature it had before the read (a
+    file replaced between the two is kept under the old signature, which no later stat matches, so
+    it is read again then); OSError from the file passes on."""
+    signature = file_signature(path)
+    known = kept.get(path)
+    if known is not None and known[0] == signature:
+        return known[1]
+    value = read(path)
+    kept[path] = (signature, value)
+    return value
 
 
 _BLOCK_CB = ctypes.CFUNCTYPE(

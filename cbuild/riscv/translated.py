@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cbuild.errors import CBuildError
-from cbuild.riscv.executor import BlockDataFile, ExecRuntime, ExecutorError, Image, file_signature
+from cbuild.riscv.executor import BlockDataFile, ExecRuntime, ExecutorError, Image, read_kept
 from cbuild.riscv.translate import VERSION, blocks_at, translate
 
 #: Set (not "0"): every run of a RISC-V build also runs in the other engine (unicorn and the
@@ -100,24 +100,17 @@ _RECORDS: dict[Path, tuple[tuple[int, int, int], Reached]] = {}
 
 def read_reached(elf: Path) -> Reached:
     """What earlier runs of ``elf`` executed (nothing if none are recorded or the file is damaged)."""
-    path = reached_path(elf)
     try:
-        signature = file_signature(path)
-        kept = _RECORDS.get(path)
-        if kept is not None and kept[0] == signature:
-            return kept[1]
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
+        return read_kept(_RECORDS, reached_path(elf), _parse_reached)
+    except OSError:
         return Reached()
-    # A record replaced between the stat and the read is kept under the old file's signature,
-    # which the next stat no longer matches: it is read again then.
-    reached = _parse_reached(text)
-    _RECORDS[path] = (signature, reached)
-    return reached
 
 
-def _parse_reached(text: str) -> Reached:
-    lines = text.splitlines(keepends=True)
+def _parse_reached(path: Path) -> Reached:
+    try:
+        lines = path.read_text().splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return Reached()
     if len(lines) < 2 or lines[0] != _REACHED_MAGIC or not lines[-1].endswith("\n"):
         return Reached()
     try:
@@ -200,13 +193,7 @@ _DIGESTS: dict[Path, tuple[tuple[int, int, int], str]] = {}
 
 
 def _digest_file(path: Path) -> str:
-    signature = file_signature(path)
-    known = _DIGESTS.get(path)
-    if known is not None and known[0] == signature:
-        return known[1]
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    _DIGESTS[path] = (signature, digest)
-    return digest
+    return read_kept(_DIGESTS, path, lambda file: hashlib.sha256(file.read_bytes()).hexdigest())
 
 
 def _kept_object(path: Path, make: Callable[[], bytes], untimed: Callable[[], AbstractContextManager[object]]) -> bytes:
