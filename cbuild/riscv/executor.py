@@ -260,6 +260,8 @@ class Segment:
     vaddr: int
     memsz: int
     data: bytes
+    #: Its flags have PF_X: it holds code.
+    executable: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,38 @@ class Image:
 
 def _align(value: int) -> int:
     return (value + PAGE - 1) & -PAGE
+
+
+#: Memory a machine maps besides its image, zero at the start: the stack and the return page.
+_ZEROED = ((STACK_TOP - STACK_SIZE, STACK_TOP), (RETURN_ADDRESS, RETURN_ADDRESS + PAGE))
+
+
+def _loaded_memory(image: Image) -> tuple[tuple[tuple[int, bytes], ...], tuple[tuple[int, bytes], ...]]:
+    """Memory as a new machine holds it before its run, in two parts: the code (each executable
+    segment, as (address, contents)) and the rest of the pages the segments lie on."""
+    spans: list[list[int]] = []
+    for start, end in sorted((s.vaddr & -PAGE, _align(s.vaddr + s.memsz)) for s in image.segments):
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    code = sorted((s.vaddr, s.vaddr + s.memsz) for s in image.segments if s.executable)
+    executable, rest = [], []
+    for start, end in spans:
+        contents = bytearray(end - start)
+        for seg in image.segments:  # in the order a new machine writes them
+            if start <= seg.vaddr < end:
+                contents[seg.vaddr - start : seg.vaddr - start + len(seg.data)] = seg.data
+        at = start
+        for a, b in code:
+            if start <= a < end:
+                if at < a:
+                    rest.append((at, bytes(contents[at - start : a - start])))
+                executable.append((a, bytes(contents[a - start : b - start])))
+                at = b
+        if at < end:
+            rest.append((at, bytes(contents[at - start :])))
+    return tuple(executable), tuple(rest)
 
 
 #: Images read before, by path and file signature, least recently used first: an executor server
@@ -347,11 +381,11 @@ def _parse_image(data: bytes) -> Image:
     for i in range(phnum):
         at = phoff + i * phentsize
         if wide:
-            ptype, _, offset, vaddr, _, filesz, memsz, _ = struct.unpack_from("<IIQQQQQQ", data, at)
+            ptype, flags, offset, vaddr, _, filesz, memsz, _ = struct.unpack_from("<IIQQQQQQ", data, at)
         else:
-            ptype, offset, vaddr, _, filesz, memsz, _, _ = struct.unpack_from("<IIIIIIII", data, at)
+            ptype, offset, vaddr, _, filesz, memsz, flags, _ = struct.unpack_from("<IIIIIIII", data, at)
         if ptype == 1:
-            segments.append(Segment(vaddr, memsz, data[offset : offset + filesz]))
+            segments.append(Segment(vaddr, memsz, data[offset : offset + filesz], bool(flags & 1)))
         elif ptype == 6:
             phdr = vaddr
     sections, names = [], []
@@ -681,6 +715,7 @@ def _library(library: Path | Any) -> Any:
     lib.rvx_new.argtypes = [ctypes.c_int, u64, u64, u64, _BLOCK_CB, u32]
     for name, args in {
         "rvx_map": [ptr, u64, u64],
+        "rvx_map_zero": [ptr, u64, u64],
         "rvx_write": [ptr, u64, ctypes.c_char_p, ctypes.c_size_t],
         "rvx_read": [ptr, u64, ptr, ctypes.c_size_t],
         "rvx_run": [ptr, u64, u64, u64],
@@ -707,6 +742,9 @@ def _library(library: Path | Any) -> Any:
     lib.rvx_regions.argtypes, lib.rvx_regions.restype = [ptr, ptr, ptr, ptr, ptr], None
     lib.rvx_set_cutoff.argtypes, lib.rvx_set_cutoff.restype = [ptr, u32, u64], None
     lib.rvx_stopped.argtypes, lib.rvx_stopped.restype = [ptr, ptr, ptr], u32
+    if isinstance(library, (str, Path)):  # a machine kept for later runs: unicorn's only
+        for name in ("rvx_seal", "rvx_restart"):
+            getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr], ctypes.c_int
     for name in ("rvx_reset", "rvx_clear_output", "rvx_free"):
         getattr(lib, name).argtypes, getattr(lib, name).restype = [ptr], None
     for name in ("rvx_finish", "rvx_now"):
@@ -746,11 +784,13 @@ class Executor:
         for model, known in self._known.items():
             known.give(lib, self.handle, model)
         self._failure: BaseException | None = None
+        self._loaded: tuple[tuple[tuple[int, bytes], ...], tuple[tuple[int, bytes], ...]] | None = None
+        self._checked_blocks = 0  # blocks restart found in the program's code
         for seg in image.segments:
             self._check(lib.rvx_map(self.handle, seg.vaddr, seg.vaddr + seg.memsz), f"mapping {seg.vaddr:#x}")
             self.write(seg.vaddr, seg.data)
-        self._check(lib.rvx_map(self.handle, STACK_TOP - STACK_SIZE, STACK_TOP), "mapping the stack")
-        self._check(lib.rvx_map(self.handle, RETURN_ADDRESS, RETURN_ADDRESS + PAGE), "mapping the return page")
+        for start, end in _ZEROED:
+            self._check(lib.rvx_map_zero(self.handle, start, end), f"mapping {start:#x}")
         self._marker_names = sorted({name for _, _, name in image.markers})
         if image.markers:
             ids = {name: i for i, name in enumerate(self._marker_names)}
@@ -799,6 +839,33 @@ class Executor:
         """Keep the block data computed so far beside the ELF, for later runs."""
         for file in self._data_files.values():
             file.save()
+
+    def seal(self) -> None:
+        """Keep the machine's state now (the program loaded, before its first run) as where later
+        runs start (:meth:`restart`). unicorn only."""
+        self._check(self.lib.rvx_seal(self.handle), "keeping the machine's state")
+
+    def restart(self) -> bool:
+        """Back to the state :meth:`seal` kept, for another run of the same program, with
+        unicorn's translated blocks and the block table kept: False if the machine cannot go
+        back (a run changed the program's code, or ran code outside it), and is then unusable."""
+        seen = self.lib.rvx_block_count(self.handle)
+        if seen != self._checked_blocks:  # blocks are numbered as first seen: check the new ones
+            spans = [(seg.vaddr, seg.vaddr + seg.memsz) for seg in self.image.segments if seg.executable]
+            if not all(any(a <= pc < b for a, b in spans) for pc, _, _ in self.blocks()[self._checked_blocks :]):
+                return False  # the memory restarting makes zero again may hold code unicorn translated
+            self._checked_blocks = seen
+        if self.lib.rvx_restart(self.handle) != 0:
+            return False
+        if self._loaded is None:
+            self._loaded = _loaded_memory(self.image)
+        code, rest = self._loaded
+        if any(self.read(start, len(contents)) != contents for start, contents in code):
+            return False  # unicorn's translations of the code may be gone: a new machine is cheaper
+        for start, contents in rest:
+            if self.read(start, len(contents)) != contents:
+                self.write(start, contents)
+        return True
 
     def close(self) -> None:
         """Free the machine (unicorn's engine and the block tables); the executor is unusable after."""
@@ -923,7 +990,7 @@ class Executor:
 
     def execution(self, status: int) -> Execution:
         """What ran since the last reset, after a run that ended with ``status``."""
-        blocks = [b for b in self.blocks() if b[2]]
+        blocks = sorted(b for b in self.blocks() if b[2])  # a kept machine knows blocks of earlier runs
         return Execution(
             blocks=blocks,
             results=self.results(),
@@ -1045,6 +1112,56 @@ def compare_executions(reference: Execution, other: Execution) -> list[str]:
     return out
 
 
+class KeptMachines:
+    """unicorn machines kept after runs that exited, for later runs of the same program in this
+    process (at most :attr:`size`, the least recently used given up first). A kept machine has the
+    blocks unicorn translated in earlier runs, which a new machine translates again: most of a
+    short run's time. It starts the next run from the state it was sealed in after loading
+    (:meth:`Executor.restart`)."""
+
+    size = 4
+
+    def __init__(self) -> None:
+        self._machines: dict[tuple[Any, ...], Executor] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(library: Path | Any, elf: Path, runtimes: Sequence[ExecRuntime]) -> tuple[Any, ...] | None:
+        """What a kept machine must match, or None where none is kept: a translation (whose runs
+        keep their own state), or block data this process alone can name."""
+        if not isinstance(library, (str, Path)):
+            return None
+        if any(r.block_data is not None and not r.block_data_id for r in runtimes):
+            return None
+        shapes = tuple((r.results, r.memory, r.block_data_id) for r in runtimes)
+        return str(library), file_signature(Path(library)), str(elf.resolve()), file_signature(elf), shapes
+
+    def take(self, key: tuple[Any, ...]) -> Executor | None:
+        """A kept machine for ``key``, restarted, or None."""
+        with self._lock:
+            executor = self._machines.pop(key, None)
+        if executor is not None and not executor.restart():
+            executor.close()
+            return None
+        return executor
+
+    def give(self, key: tuple[Any, ...], executor: Executor) -> None:
+        with self._lock:
+            self._machines[key] = executor
+            while len(self._machines) > self.size:
+                self._machines.pop(next(iter(self._machines))).close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            machines, self._machines = list(self._machines.values()), {}
+        for executor in machines:
+            executor.close()
+
+
+#: This process's kept machines (:class:`KeptMachines`).
+KEPT = KeptMachines()
+
+
 def _run_once(
     library: Path | Any,
     image: Image,
@@ -1055,7 +1172,13 @@ def _run_once(
     limit: int,
     cutoffs: Mapping[int, int] | None,
 ) -> tuple[int, Execution]:
-    executor = Executor(library, image, runtimes, elf=elf)
+    key = KEPT.key(library, elf, runtimes)
+    executor = KEPT.take(key) if key is not None else None
+    if executor is None:
+        executor = Executor(library, image, runtimes, elf=elf)
+        if key is not None:
+            executor.seal()
+    kept = False
     try:
         if cutoffs:
             executor.set_cutoffs(cutoffs)
@@ -1063,9 +1186,14 @@ def _run_once(
         executor.lib.rvx_set_stdin(executor.handle, stdin, len(stdin))
         status = executor.run(image.entry, limit=limit)
         executor.save_block_data()
-        return status, executor.execution(status)
+        run = executor.execution(status)
+        if key is not None and status == EXITED and not executor.unavailable:
+            KEPT.give(key, executor)  # a run that stopped early may have left unicorn mid-block
+            kept = True
+        return status, run
     finally:
-        executor.close()
+        if not kept:
+            executor.close()
 
 
 def run_isolated(

@@ -24,9 +24,7 @@
  * same order. A guest pc without a translation, an access outside mapped memory, or the
  * instruction limit end the run with RVX_FALLBACK: the caller runs it again in unicorn.
  */
-#ifdef RVX_TRANSLATED
-#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS, MAP_NORESERVE */
-#endif
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS, MAP_NORESERVE, madvise */
 #include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
@@ -34,9 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef RVX_TRANSLATED
 #include <sys/mman.h>
-#else
+#ifndef RVX_TRANSLATED
 #include <unicorn/unicorn.h>
 #endif
 #include <unistd.h>
@@ -117,6 +114,18 @@ struct rvx {
     uint64_t (**recent)(struct rvx *, uint64_t);
 #else
     uc_engine *uc;
+    /* The state rvx_seal kept for later runs of the program (rvx_restart): the CPU, the mapped
+     * regions and the memory layout's pointers. */
+    uc_context *sealed_cpu;
+    uc_mem_region *sealed;
+    uint32_t nsealed;
+    uint64_t sealed_brk_mapped, sealed_mmap_next;
+    /* Memory rvx_map_zero mapped (the stack, the return page), in host memory of the executor's
+     * own that rvx_restart gives back to the kernel, so that it is zero again. */
+    struct rvx_zeroed {
+        uint8_t *host;
+        uint64_t len;
+    } zeroed[2];
 #endif
     int xlen;
     rvx_block **table; /* open addressing on (pc, n) */
@@ -313,6 +322,9 @@ static void rvx_set(rvx *x, int reg, uint64_t v) {
 }
 
 static void rvx_stop(rvx *x) { (void)x; /* the dispatcher sees x->stop_requested */ }
+
+/* Map [start, end) (page-aligned): what unicorn's machines map as memory a restart makes zero. */
+RVX_API int rvx_map_zero(rvx *x, uint64_t start, uint64_t end) { return rvx_map_range(x, start, end); }
 #else
 static int rvx_mem_read(rvx *x, uint64_t address, void *data, size_t len) {
     return uc_mem_read(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
@@ -1269,6 +1281,7 @@ RVX_API int rvx_run(rvx *x, uint64_t pc, uint64_t stop_pc, uint64_t limit) {
 }
 #else
 static void rvx_room_changed(void) {} /* unicorn's runs have no rvt_limit */
+RVX_API void rvx_reset(rvx *x);
 
 static void rvx_on_interrupt(uc_engine *uc, uint32_t intno, void *data) {
     rvx *x = data;
@@ -1305,9 +1318,85 @@ RVX_API rvx *rvx_new(int xlen, uint64_t brk_start, uint64_t mmap_start, uint64_t
 
 /* The machine and everything the executor allocated for it (a long-lived process runs many). */
 RVX_API void rvx_free(rvx *x) {
+    uint32_t i;
     if (x == NULL) return;
+    if (x->sealed_cpu != NULL) uc_context_free(x->sealed_cpu);
+    uc_free(x->sealed);
     uc_close(x->uc);
+    for (i = 0; i < 2; i++)
+        if (x->zeroed[i].host != NULL) munmap(x->zeroed[i].host, x->zeroed[i].len);
     rvx_release(x);
+}
+
+/* Map [start, end) (page-aligned, none of it mapped yet) as memory that rvx_restart makes zero
+ * again: the stack and the return page (twice at most). Code never runs there in a machine
+ * rvx_restart restarts: the host changes the memory behind unicorn's back. */
+RVX_API int rvx_map_zero(rvx *x, uint64_t start, uint64_t end) {
+    struct rvx_zeroed *z = x->zeroed[0].host == NULL ? &x->zeroed[0] : x->zeroed[1].host == NULL ? &x->zeroed[1] : NULL;
+    void *host;
+    if (z == NULL || start % PAGE || end % PAGE || end <= start) return -1;
+    host = mmap(NULL, end - start, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (host == MAP_FAILED) return -1;
+    if (uc_mem_map_ptr(x->uc, start, end - start, UC_PROT_ALL, host) != UC_ERR_OK) {
+        munmap(host, end - start);
+        return -1;
+    }
+    z->host = host;
+    z->len = end - start;
+    return 0;
+}
+
+/* Keep the machine's state now (its program loaded, before its first run) as the state every later
+ * run starts from (rvx_restart). 0, or -1 if unicorn cannot save it. */
+RVX_API int rvx_seal(rvx *x) {
+    if (x->sealed_cpu == NULL && uc_context_alloc(x->uc, &x->sealed_cpu) != UC_ERR_OK) return -1;
+    if (uc_context_save(x->uc, x->sealed_cpu) != UC_ERR_OK) return -1;
+    uc_free(x->sealed);
+    x->sealed = NULL;
+    if (uc_mem_regions(x->uc, &x->sealed, &x->nsealed) != UC_ERR_OK) return -1;
+    x->sealed_brk_mapped = x->brk_mapped;
+    x->sealed_mmap_next = x->mmap_next;
+    return 0;
+}
+
+/* Back to the state rvx_seal kept, for another run of the same program that finds unicorn's
+ * translated blocks and the block table as the last run left them: the CPU, memory mapped since
+ * unmapped, the heap and anonymous mappings, standard input, output, exit code, cut-offs, counts
+ * and the models' state. The contents of the regions mapped at the seal are the host's to write
+ * again. 0, or -1 (the machine is unusable). */
+RVX_API int rvx_restart(rvx *x) {
+    uc_mem_region *now = NULL;
+    uint32_t count = 0, i, j;
+    int rc = 0;
+    if (x->sealed_cpu == NULL) return -1;
+    if (uc_mem_regions(x->uc, &now, &count) != UC_ERR_OK) return -1;
+    for (i = 0; i < count && rc == 0; i++) { /* unicorn never merges or grows a region: new ones are new */
+        for (j = 0; j < x->nsealed; j++)
+            if (x->sealed[j].begin == now[i].begin && x->sealed[j].end == now[i].end) break;
+        if (j == x->nsealed && uc_mem_unmap(x->uc, now[i].begin, now[i].end - now[i].begin + 1) != UC_ERR_OK) rc = -1;
+    }
+    uc_free(now);
+    if (rc != 0 || uc_context_restore(x->uc, x->sealed_cpu) != UC_ERR_OK) return -1;
+    for (i = 0; i < 2; i++) /* the pages the run touched read as zero again */
+        if (x->zeroed[i].host != NULL && madvise(x->zeroed[i].host, x->zeroed[i].len, MADV_DONTNEED) != 0) return -1;
+    x->brk = x->brk_start;
+    x->brk_mapped = x->sealed_brk_mapped;
+    x->mmap_next = x->sealed_mmap_next;
+    x->in_len = x->in_pos = 0;
+    x->out_len[0] = x->out_len[1] = 0;
+    x->exit_code = 0;
+    x->status = -1;
+    x->stop_requested = 0;
+    x->error[0] = '\0';
+    x->stop_clock = x->stop_pc = 0;
+    x->stop_model = 0;
+    x->cutoffs = 0;
+    for (i = 0; i < RVX_MAX_MODELS; i++) x->cutoff[i] = 0;
+    x->cur = NULL;
+    x->access = 0;
+    x->limit = UINT64_MAX;
+    rvx_reset(x);
+    return 0;
 }
 
 /* Run from ``pc`` until the program exits, returns to ``stop_pc`` (nonzero), faults, or has

@@ -1,0 +1,203 @@
+"""A process keeps the unicorn machine of a program's run for the program's later runs
+(``executor.KeptMachines``): each later run starts from the state the machine was sealed in after
+loading, and reports exactly what a run on a new machine reports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cbuild import Builder
+from cbuild.models import default_registry
+from cbuild.riscv import executor
+from cbuild.riscv.executor import Execution, KeptMachines, compare_executions, slot_runtimes
+
+#: Changes its data, bss, heap (brk and an anonymous mapping), stack and output, reads standard
+#: input, exits with the code it is given, and with a fourth argument overwrites its own code.
+PROGRAM_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <instrbudget.h>
+static int table[1024];
+static int seeded[4] = {1, 2, 3, 4};
+__attribute__((noinline)) int spare(int x) { return x * 7 + 1; }
+__attribute__((noinline)) static long deep(int n) {
+    volatile char frame[4096];
+    long before = 0;
+    for (int i = 0; i < 4096; i++) before += (long)frame[i] * (i + 1);  /* what is on the stack */
+    for (int i = 0; i < 4096; i++) frame[i] = (char)(n + i);
+    return before;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10, code = argc > 2 ? atoi(argv[2]) : 0;
+    char buf[256];
+    size_t got = fread(buf, 1, sizeof buf, stdin);
+    long sum = deep(n);
+    for (size_t i = 0; i < got; i++) sum += buf[i];
+    INSTRBUDGET_REGION_START("fill");
+    for (int i = 0; i < n; i++) { table[i % 1024] += i; seeded[i % 4] += table[i % 1024]; }
+    INSTRBUDGET_REGION_STOP();
+    char *small = malloc((size_t)n * 16 + 1), *big = malloc((size_t)n * 4096 + 1);
+    memset(small, 'a', (size_t)n * 16);
+    memset(big, 'b', (size_t)n * 4096);
+    for (int i = 0; i < n; i++) sum += small[i] + big[i * 4095] + table[i % 1024] + seeded[i % 4];
+    if (argc > 3) *(volatile unsigned *)(void *)&spare = 0x00000013u;
+    printf("%d %ld %zu %d\n", n, sum, got, spare(n));
+    fprintf(stderr, "seeded %d\n", seeded[0]);
+    return code;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> dict[str, Any]:
+    source = tmp_path_factory.mktemp("kept") / "kept.c"
+    source.write_text(PROGRAM_C)
+    registry = default_registry()
+    models = [registry.create("zkvm", {"execute": True}), registry.create("pipeline", {"execute": True})]
+    artifact = Builder(cache_dir=shared_cache).build([source], models=models)
+    doc: dict[str, Any] = artifact.machines()["riscv32"]
+    return doc
+
+
+@pytest.fixture(autouse=True)
+def no_kept_machines() -> Iterator[None]:
+    executor.KEPT.close_all()
+    yield
+    executor.KEPT.close_all()
+
+
+@pytest.fixture
+def seals(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per machine made for keeping."""
+    made: list[int] = []
+    seal = executor.Executor.seal
+
+    def counted(self: executor.Executor) -> None:
+        made.append(1)
+        seal(self)
+
+    monkeypatch.setattr(executor.Executor, "seal", counted)
+    return made
+
+
+def run(doc: Mapping[str, Any], *argv: str, stdin: bytes = b"", **kw: Any) -> Execution:
+    return executor.run_program(
+        Path(doc["executor"]), Path(doc["elf"]), slot_runtimes(doc["slots"]), ["kept", *argv], stdin=stdin, **kw
+    )
+
+
+def fresh(doc: Mapping[str, Any], *argv: str, stdin: bytes = b"", **kw: Any) -> Execution:
+    """The run on a new machine."""
+    executor.KEPT.close_all()
+    try:
+        return run(doc, *argv, stdin=stdin, **kw)
+    finally:
+        executor.KEPT.close_all()
+
+
+def assert_same(kept: Execution, new: Execution) -> None:
+    assert compare_executions(new, kept) == []
+    assert kept == new  # every field, the blocks' order included
+
+
+CASES = [
+    (("12", "0"), b"some input"),
+    (("34", "0"), b""),
+    (("12", "0"), b"some input"),
+    (("900", "3"), b"x" * 300),
+    (("12", "0"), b"other input"),
+]
+
+
+def test_later_runs_take_the_kept_machine_and_report_what_a_new_machine_reports(
+    machine: dict[str, Any], seals: list[int]
+) -> None:
+    kept = [run(machine, *argv, stdin=stdin) for argv, stdin in CASES]
+    assert len(seals) == 1  # one machine made, four restarts
+    assert kept[3].exit_code == 3
+    assert kept[3].regions["fill"][0] == 1
+    assert kept[1].stdout != kept[0].stdout
+    assert kept[0].stdout.endswith(b" 85\n")  # spare(12) = 12 * 7 + 1: the code as built
+    # What one run leaves in data, bss, the heap and on the stack, a later one does not see.
+    assert kept[2] == kept[0]
+    for (argv, stdin), result in zip(CASES, kept, strict=True):
+        assert_same(result, fresh(machine, *argv, stdin=stdin))
+
+
+def test_a_run_that_does_not_exit_gives_its_machine_up(machine: dict[str, Any], seals: list[int]) -> None:
+    run(machine, "12", "0")
+    limited = run(machine, "12", "0", limit=1000)
+    assert limited.error == "more instructions than the limit"
+    assert len(seals) == 1  # the limited run took the kept machine
+    next_run = run(machine, "34", "0")
+    assert len(seals) == 2  # and did not give it back
+    assert_same(limited, fresh(machine, "12", "0", limit=1000))
+    assert_same(next_run, fresh(machine, "34", "0"))
+
+
+def test_a_cut_off_on_one_run_is_not_left_on_the_kept_machine(machine: dict[str, Any], seals: list[int]) -> None:
+    wide = run(machine, "12", "0", cutoffs={0: 10**12})  # exits before its cut-off: kept
+    assert wide.stopped is None
+    after = run(machine, "34", "0")
+    assert len(seals) == 1  # the machine was kept, its cut-off not
+    assert_same(after, fresh(machine, "34", "0"))
+    stopped = run(machine, "12", "0", cutoffs={0: 1000})
+    assert stopped.stopped is not None
+    seals.clear()
+    next_run = run(machine, "12", "0")
+    assert len(seals) == 1  # the stopped run's machine was given up
+    assert_same(stopped, fresh(machine, "12", "0", cutoffs={0: 1000}))
+    assert_same(next_run, fresh(machine, "12", "0"))
+
+
+def test_a_run_that_changed_its_code_gets_a_new_machine_for_the_next(machine: dict[str, Any], seals: list[int]) -> None:
+    run(machine, "12", "0", "patch")
+    seals.clear()
+    again = run(machine, "12", "0")
+    assert again.stdout.endswith(b" 85\n")
+    assert len(seals) == 1  # the changed machine could not restart
+    assert_same(again, fresh(machine, "12", "0"))
+
+
+def test_a_translation_or_block_data_only_this_process_names_keeps_no_machine(machine: dict[str, Any]) -> None:
+    runtimes = slot_runtimes(machine["slots"])
+    library, elf = Path(machine["executor"]), Path(machine["elf"])
+    assert KeptMachines.key(library, elf, runtimes) is not None
+    assert KeptMachines.key(object(), elf, runtimes) is None
+    unnamed = [executor.ExecRuntime("", results=1, block_data=lambda words, pc: [len(words)])]
+    assert KeptMachines.key(library, elf, unnamed) is None
+
+
+class _Machine:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_least_recently_used_machine_goes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = KeptMachines()
+    monkeypatch.setattr(KeptMachines, "size", 2)
+    machines = [_Machine() for _ in range(3)]
+    for i, m in enumerate(machines):
+        kept.give((i,), m)  # type: ignore[arg-type]
+    assert [m.closed for m in machines] == [True, False, False]
+    kept.close_all()
+    assert all(m.closed for m in machines)
+
+
+def test_runs_in_an_executor_server_match_a_new_machine(machine: dict[str, Any]) -> None:
+    """Through run_isolated, as the plugin runs programs: the server keeps the machine."""
+    args = (Path(machine["executor"]), Path(machine["elf"]), slot_runtimes(machine["slots"]))
+    first = executor.run_isolated(*args, ["kept", "12", "0"], stdin=b"in")
+    second = executor.run_isolated(*args, ["kept", "34", "0"])
+    third = executor.run_isolated(*args, ["kept", "12", "0"], stdin=b"in")
+    assert third == first
+    assert_same(second, fresh(machine, "34", "0"))
+    assert first.exit_code == 0
