@@ -74,6 +74,7 @@ from cbuild.build.builder import Artifact  # noqa: E402
 from cbuild.models import default_registry  # noqa: E402
 from cbuild.models.base import CostModel  # noqa: E402
 from cbuild.riscv import executor as rvx  # noqa: E402
+from cbuild.riscv.executor import KEEP_MACHINES  # noqa: E402
 from cbuild.riscv.translated import TRANSLATE_AT  # noqa: E402
 
 RESULTS = HERE / "results" / "riscv_models.txt"
@@ -805,21 +806,22 @@ def first_run(artifact: Artifact, program: Program, notes: list[str]) -> Any:
 
 
 @contextlib.contextmanager
-def translating_every_run() -> Iterator[None]:
-    """Runs of any length translated (``INSTRBUDGET_TRANSLATE_AT=0``), as a user who sets it gets."""
-    old = os.environ.get(TRANSLATE_AT)
-    os.environ[TRANSLATE_AT] = "0"
+def setting(name: str, value: str) -> Iterator[None]:
+    """An ``INSTRBUDGET_*`` setting in this process's environment (executor servers started
+    meanwhile take it), as a user who sets it gets."""
+    old = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if old is None:
-            os.environ.pop(TRANSLATE_AT, None)
+            os.environ.pop(name, None)
         else:
-            os.environ[TRANSLATE_AT] = old
+            os.environ[name] = old
 
 
 def translated_run(artifact: Artifact, program: Program, notes: list[str]) -> Any:
-    """run_program meant to run translated (inside :func:`translating_every_run`, in a server started
+    """run_program meant to run translated (with ``INSTRBUDGET_TRANSLATE_AT=0``, in a server started
     there); a run that was not is noted."""
     run = run_checked(artifact, program, notes)
     assert run.counts is not None
@@ -835,19 +837,21 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
     say(
         f"Median wall ms of {repeat} interleaved runs. 'first': the process's first RISC-V run (its executor server\n"
         "starts, the pipeline's block data is computed); 'again': later runs (a kept server, block data read back),\n"
-        "in unicorn (these runs are shorter than INSTRBUDGET_TRANSLATE_AT's default); 'translated': later runs with\n"
-        "INSTRBUDGET_TRANSLATE_AT=0 (translated; timed after the others, in a server started with that setting,\n"
-        "the translation compiled once before)."
+        "in unicorn (these runs are shorter than INSTRBUDGET_TRANSLATE_AT's default) on the machine the server kept;\n"
+        "'new': later runs with INSTRBUDGET_KEEP_MACHINES=0, on a new machine each; 'translated': later runs with\n"
+        "INSTRBUDGET_TRANSLATE_AT=0 (translated). 'new' and 'translated' are timed after the others, each in a\n"
+        "server started with its setting (the translation compiled once before)."
     )
     builder = quiet_builder(work / "cache-small")
     models = {"zkvm": zkvm_model(), "pipeline": pipeline_model("inorder5")}
     say(
-        f"{'program':22} {'plain':>7} {'ir-count':>8} {'zkvm first':>10} {'again':>7} {'translated':>10} "
-        f"{'pipeline first':>14} {'again':>7} {'translated':>10}  riscv32 instructions"
+        f"{'program':22} {'plain':>7} {'ir-count':>8} {'zkvm first':>10} {'again':>7} {'new':>7} {'translated':>10} "
+        f"{'pipeline first':>14} {'again':>7} {'new':>7} {'translated':>10}  riscv32 instructions"
     )
     for program in programs:
         plain, built = build_variants(builder, program, models)
-        names = ("plain", "ir-count", *models, *(f"{m} first" for m in models), *(f"{m} translated" for m in models))
+        kinds = ("first", "new", "translated")
+        names = ("plain", "ir-count", *models, *(f"{m} {kind}" for m in models for kind in kinds))
         times = {name: Timed() for name in names}
         instructions = 0
         for _ in range(repeat):
@@ -858,8 +862,15 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
                 run = times[name].measure(run_checked, built[name], program, notes)
                 assert run.counts is not None
                 instructions = run.counts.machine_run("riscv32").instructions
-        with translating_every_run():
+        with setting(KEEP_MACHINES, "0"):
             rvx.close_servers()  # the executor server reads the setting when it starts
+            for name in models:
+                run_checked(built[name], program, notes)  # the server's first run
+            for _ in range(repeat):
+                for name in models:
+                    times[f"{name} new"].measure(run_checked, built[name], program, notes)
+        with setting(TRANSLATE_AT, "0"):
+            rvx.close_servers()
             for name in models:  # records the reached code (if not yet), compiles the translation
                 run_checked(built[name], program, notes)
                 translated_run(built[name], program, notes)
@@ -870,8 +881,8 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
         ms = {name: 1000 * median(t.wall) for name, t in times.items()}
         say(
             f"{program.label:22} {ms['plain']:7.1f} {ms['ir-count']:8.1f} {ms['zkvm first']:10.1f} {ms['zkvm']:7.1f} "
-            f"{ms['zkvm translated']:10.1f} {ms['pipeline first']:14.1f} {ms['pipeline']:7.1f} "
-            f"{ms['pipeline translated']:10.1f}  {instructions:,}"
+            f"{ms['zkvm new']:7.1f} {ms['zkvm translated']:10.1f} {ms['pipeline first']:14.1f} {ms['pipeline']:7.1f} "
+            f"{ms['pipeline new']:7.1f} {ms['pipeline translated']:10.1f}  {instructions:,}"
         )
 
 

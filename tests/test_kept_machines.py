@@ -13,7 +13,14 @@ import pytest
 from cbuild import Builder
 from cbuild.models import default_registry
 from cbuild.riscv import executor
-from cbuild.riscv.executor import Execution, KeptMachines, compare_executions, slot_runtimes
+from cbuild.riscv.executor import (
+    KEEP_MACHINES,
+    Execution,
+    ExecutorError,
+    KeptMachines,
+    compare_executions,
+    slot_runtimes,
+)
 
 #: Changes its data, bss, heap (brk and an anonymous mapping), stack and output, reads standard
 #: input, exits with the code it is given, and with a fourth argument overwrites its own code.
@@ -183,7 +190,7 @@ class _Machine:
 
 def test_the_least_recently_used_machine_goes_first(monkeypatch: pytest.MonkeyPatch) -> None:
     kept = KeptMachines()
-    monkeypatch.setattr(KeptMachines, "size", 2)
+    monkeypatch.setenv(KEEP_MACHINES, "2")
     machines = [_Machine() for _ in range(3)]
     for i, m in enumerate(machines):
         kept.give((i,), m)  # type: ignore[arg-type]
@@ -201,3 +208,13 @@ def test_runs_in_an_executor_server_match_a_new_machine(machine: dict[str, Any])
     assert third == first
     assert_same(second, fresh(machine, "34", "0"))
     assert first.exit_code == 0
+
+
+def test_the_number_kept_comes_from_the_environment(machine: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEEP_MACHINES, "0")
+    run(machine, "12", "0")
+    assert executor.KEPT.size() == 0
+    assert not executor.KEPT._machines  # given up at once
+    monkeypatch.setenv(KEEP_MACHINES, "many")
+    with pytest.raises(ExecutorError, match=f"{KEEP_MACHINES} must be a number of machines, not 'many'"):
+        run(machine, "12", "0")

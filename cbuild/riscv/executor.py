@@ -1112,14 +1112,17 @@ def compare_executions(reference: Execution, other: Execution) -> list[str]:
     return out
 
 
+#: Environment variable: how many machines a process keeps for later runs (:class:`KeptMachines`).
+KEEP_MACHINES = "INSTRBUDGET_KEEP_MACHINES"
+
+
 class KeptMachines:
     """unicorn machines kept after runs that exited, for later runs of the same program in this
     process (at most :attr:`size`, the least recently used given up first). A kept machine has the
     blocks unicorn translated in earlier runs, which a new machine translates again: most of a
     short run's time. It starts the next run from the state it was sealed in after loading
-    (:meth:`Executor.restart`)."""
-
-    size = 4
+    (:meth:`Executor.restart`). :data:`KEEP_MACHINES` in the environment sets another number
+    (0: every run gets a new machine)."""
 
     def __init__(self) -> None:
         self._machines: dict[tuple[Any, ...], Executor] = {}
@@ -1145,10 +1148,20 @@ class KeptMachines:
             return None
         return executor
 
+    @staticmethod
+    def size() -> int:
+        """How many machines a process keeps: :data:`KEEP_MACHINES`, or 4."""
+        text = os.environ.get(KEEP_MACHINES, "")
+        try:
+            return max(int(text), 0) if text else 4
+        except ValueError:
+            raise ExecutorError(f"{KEEP_MACHINES} must be a number of machines, not {text!r}") from None
+
     def give(self, key: tuple[Any, ...], executor: Executor) -> None:
+        size = self.size()
         with self._lock:
             self._machines[key] = executor
-            while len(self._machines) > self.size:
+            while len(self._machines) > size:
                 self._machines.pop(next(iter(self._machines))).close()
 
     def close_all(self) -> None:
