@@ -13,7 +13,7 @@ from cbuild.models import default_registry
 from cbuild.models.base import CostModel, Metric
 from cbuild.models.costs import BlockCounts
 from cbuild.riscv import executor
-from cbuild.riscv.executor import ExecRuntime
+from cbuild.riscv.executor import KEEP_MACHINES, ExecRuntime
 from cbuild.riscv.translated import CHECK_TRANSLATION
 from cbuild.run import program
 
@@ -170,20 +170,25 @@ def test_block_data_that_cannot_be_written_only_costs_time(
     builder: Builder, write, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv(CHECK_TRANSLATION, "0")  # both engines in each run: the counts below are per run
+    monkeypatch.setenv(KEEP_MACHINES, "0")  # a new machine every run, given only what the file holds
     log = tmp_path / "log"
     probe = _probe(log, None)
     artifact, elf = _built_without_kept_data(builder, write, probe)
-    first = run_program(artifact, [27])
-    (kept,) = elf.parent.glob(f"{elf.name}.blocks-*")
-    kept.unlink()
-    kept.mkdir()  # neither readable as a file nor replaceable (as a read-only directory, also for root)
+    executor.close_servers()  # a server reads the setting when it starts
     try:
-        once = _computed(log)
-        second = run_program(artifact, [27])
-        third = run_program(artifact, [27])
-        assert _computed(log) == 3 * once  # computed in every run, without an error
+        first = run_program(artifact, [27])
+        (kept,) = elf.parent.glob(f"{elf.name}.blocks-*")
+        kept.unlink()
+        kept.mkdir()  # neither readable as a file nor replaceable (as a read-only directory, also for root)
+        try:
+            once = _computed(log)
+            second = run_program(artifact, [27])
+            third = run_program(artifact, [27])
+            assert _computed(log) == 3 * once  # computed in every run, without an error
+        finally:
+            kept.rmdir()
     finally:
-        kept.rmdir()
+        executor.close_servers()  # later tests get servers that keep machines
     assert first.counts is not None
     assert second.counts is not None
     assert third.counts is not None
@@ -218,6 +223,7 @@ def test_a_later_run_is_given_the_kept_data_before_it_starts(
         return executor.run_program(library, elf, runtimes, argv, **options)
 
     monkeypatch.setattr(program, "run_isolated", in_process)
+    monkeypatch.setenv(KEEP_MACHINES, "0")  # a new machine every run, given only what the file holds
     called: list[int] = []
     callback = executor.Executor._block_data
 

@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
-from cbuild import Builder
+from cbuild import Builder, Cost
 from cbuild.models import default_registry
+from cbuild.models.base import CostModel, Metric
+from cbuild.models.costs import BlockCounts
 from cbuild.riscv import executor
 from cbuild.riscv.executor import (
     KEEP_MACHINES,
+    ExecRuntime,
     Execution,
     ExecutorError,
     KeptMachines,
@@ -218,3 +221,42 @@ def test_the_number_kept_comes_from_the_environment(machine: dict[str, Any], mon
     monkeypatch.setenv(KEEP_MACHINES, "many")
     with pytest.raises(ExecutorError, match=f"{KEEP_MACHINES} must be a number of machines, not 'many'"):
         run(machine, "12", "0")
+
+
+#: A third-party model that counts the blocks whose scratch it finds zero (new to it).
+NEW_BLOCKS_SOURCE = """
+static uint64_t nb_new;
+static inline void model_block(const rvx_block *b) {
+    uint64_t *s = RVX_SCRATCH(b);
+    if (s[0] == 0) { nb_new++; s[0] = 1; }
+}
+static inline void model_access(uint64_t a, uint32_t s, uint32_t st, uint32_t i) {
+    (void)a; (void)s; (void)st; (void)i;
+}
+static void model_reset(void) { nb_new = 0; }
+static void model_finish(uint64_t *out) { out[0] = nb_new; }
+static inline uint64_t model_now(void) { return nb_new; }
+"""
+
+
+class NewBlocks(CostModel):
+    name = "new_blocks"
+    metrics = (Metric("new_blocks", "blocks", "max_new_blocks"),)
+
+    def executes(self) -> str | None:
+        return "riscv32"
+
+    def exec_runtime(self) -> ExecRuntime:
+        return ExecRuntime(NEW_BLOCKS_SOURCE, results=1)
+
+    def evaluate(self, counts: BlockCounts) -> list[Cost]:
+        (blocks,) = counts.results_of(self.name)
+        return [Cost("new_blocks", blocks)]
+
+
+def test_a_models_scratch_is_zero_in_every_block_of_a_later_run(builder: Builder, write, seals: list[int]) -> None:  # type: ignore[no-untyped-def]
+    artifact = builder.build([write("kept.c", PROGRAM_C)], models=[NewBlocks()])
+    doc = artifact.machines()["riscv32"]
+    first, second = run(doc, "12", "0"), run(doc, "12", "0")
+    assert len(seals) == 1
+    assert first.results == second.results == [sum(1 for _, n, _ in first.blocks if n)]  # models see no empty block

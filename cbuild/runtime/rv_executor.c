@@ -1363,7 +1363,7 @@ RVX_API int rvx_seal(rvx *x) {
  * translated blocks and the block table as the last run left them: the CPU, memory mapped since
  * unmapped, the heap and anonymous mappings, standard input, output, exit code, cut-offs, counts
  * and the models' state. The contents of the regions mapped at the seal are the host's to write
- * again. 0, or -1 (the machine is unusable). */
+ * again. The models' scratch of every block is zero again. 0, or -1 (the machine is unusable). */
 RVX_API int rvx_restart(rvx *x) {
     uc_mem_region *now = NULL;
     uint32_t count = 0, i, j;
@@ -1395,6 +1395,8 @@ RVX_API int rvx_restart(rvx *x) {
     x->cur = NULL;
     x->access = 0;
     x->limit = UINT64_MAX;
+    for (i = 0; i < x->nblocks; i++) /* to the models, every block is as new as on a new machine */
+        memset(x->order[i]->scratch, 0, sizeof x->order[i]->scratch);
     rvx_reset(x);
     return 0;
 }
