@@ -837,10 +837,10 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
     say(
         f"Median wall ms of {repeat} interleaved runs. 'first': the process's first RISC-V run (its executor server\n"
         "starts, the pipeline's block data is computed); 'again': later runs (a kept server, block data read back),\n"
-        "in unicorn (these runs are shorter than INSTRBUDGET_TRANSLATE_AT's default) on the machine the server kept;\n"
-        "'new': later runs with INSTRBUDGET_KEEP_MACHINES=0, on a new machine each; 'translated': later runs with\n"
-        "INSTRBUDGET_TRANSLATE_AT=0 (translated). 'new' and 'translated' are timed after the others, each in a\n"
-        "server started with its setting (the translation compiled once before)."
+        "in unicorn (these runs are shorter than INSTRBUDGET_TRANSLATE_AT's default): the server's second run, on the\n"
+        "machine it kept from its first; 'new': the same in a server started with INSTRBUDGET_KEEP_MACHINES=0, on a\n"
+        "new machine; 'translated': later runs with INSTRBUDGET_TRANSLATE_AT=0 (translated; timed after the others,\n"
+        "in a server started with that setting, the translation compiled once before)."
     )
     builder = quiet_builder(work / "cache-small")
     models = {"zkvm": zkvm_model(), "pipeline": pipeline_model("inorder5")}
@@ -862,12 +862,8 @@ def small_table(programs: Sequence[Program], work: Path, repeat: int, notes: lis
                 run = times[name].measure(run_checked, built[name], program, notes)
                 assert run.counts is not None
                 instructions = run.counts.machine_run("riscv32").instructions
-        with setting(KEEP_MACHINES, "0"):
-            rvx.close_servers()  # the executor server reads the setting when it starts
-            for name in models:
-                run_checked(built[name], program, notes)  # the server's first run
-            for _ in range(repeat):
-                for name in models:
+                with setting(KEEP_MACHINES, "0"):  # the executor server reads it when it starts
+                    first_run(built[name], program, notes)
                     times[f"{name} new"].measure(run_checked, built[name], program, notes)
         with setting(TRANSLATE_AT, "0"):
             rvx.close_servers()

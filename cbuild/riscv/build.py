@@ -48,7 +48,7 @@ from cbuild.build.signatures import exported_defines, split_top
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import Toolchain
 from cbuild.errors import CBuildError, CompileError
-from cbuild.riscv.executor import ABI_SECTION, MARKER_SECTION
+from cbuild.riscv.executor import ABI_SECTION, HEAP_SIZE, MARKER_SECTION, MMAP_BASE
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,6 @@ TARGETS = {
         "riscv64", "riscv64-linux-musl", ("-mcpu=generic_rv64+m+zalrsc", "-mno-relax", "-fomit-frame-pointer")
     ),
 }
-#: Bytes the counted C library's heap may hand out in a RISC-V build (the executor maps
-#: anonymous memory from 0x4000_0000 to 0x7000_0000).
-GUEST_HEAP_LIMIT = 256 << 20
 #: Part of the RISC-V builds' cache keys: change it when their making changes.
 VERSION = "4"
 #: Region markers (instrbudget.h) as the native build's IR has them.
@@ -312,8 +309,8 @@ def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> tuple[Pat
         "-S",
         "-emit-llvm",
         *LIBC_FLAGS,
-        "-DIB_HEAP_BASE=0x40000000u",
-        f"-DIB_DEFAULT_LIMIT={GUEST_HEAP_LIMIT}ull",
+        f"-DIB_HEAP_BASE={MMAP_BASE:#x}u",
+        f"-DIB_DEFAULT_LIMIT={HEAP_SIZE}ull",
         *tgt.flags,
     ]
     what = f"the counted C library for {tgt.name}"

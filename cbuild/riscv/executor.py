@@ -61,6 +61,9 @@ EXITED, RETURNED, FAULT, LIMIT, READY, FALLBACK, STOPPED = 0, 1, 2, 3, 4, 5, 6
 STACK_TOP = 0x8000_0000
 STACK_SIZE = 16 << 20
 MMAP_BASE = 0x4000_0000
+#: Bytes the counted C library's heap takes in a RISC-V build, from MMAP_BASE (unless
+#: ``INSTRBUDGET_HEAP_LIMIT`` sets another size).
+HEAP_SIZE = 256 << 20
 #: A mapped address no code lives at: called functions return to it.
 RETURN_ADDRESS = STACK_TOP - STACK_SIZE - 0x1000
 PAGE = 4096
@@ -299,8 +302,14 @@ def _align(value: int) -> int:
     return (value + PAGE - 1) & -PAGE
 
 
-#: Memory a machine maps besides its image, zero at the start: the stack and the return page.
-_ZEROED = ((STACK_TOP - STACK_SIZE, STACK_TOP), (RETURN_ADDRESS, RETURN_ADDRESS + PAGE))
+#: Memory a machine maps besides its image, zero at the start: the stack, the return page, and the
+#: first HEAP_SIZE bytes of the anonymous mappings, which the counted C library's heap takes
+#: (mapped from the start, so that a machine kept for later runs need not unmap them).
+_ZEROED = (
+    (STACK_TOP - STACK_SIZE, STACK_TOP),
+    (RETURN_ADDRESS, RETURN_ADDRESS + PAGE),
+    (MMAP_BASE, MMAP_BASE + HEAP_SIZE),
+)
 
 
 def _loaded_memory(image: Image) -> tuple[tuple[tuple[int, bytes], ...], tuple[tuple[int, bytes], ...]]:

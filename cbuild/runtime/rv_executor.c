@@ -90,6 +90,8 @@ typedef struct rvx rvx;
 
 #define RVX_MAX_DEPTH 64
 #define RVX_NO_REGION 0xffffffffu
+#define RVX_ZEROED 3                    /* ranges rvx_map_zero maps */
+#define RVX_RESTART_UNMAP ((uint64_t)32 << 20) /* bytes rvx_restart unmaps at most */
 typedef struct rvx_region {
     uint32_t parent, name;
     uint64_t count;
@@ -120,12 +122,12 @@ struct rvx {
     uc_mem_region *sealed;
     uint32_t nsealed;
     uint64_t sealed_brk_mapped, sealed_mmap_next;
-    /* Memory rvx_map_zero mapped (the stack, the return page), in host memory of the executor's
-     * own that rvx_restart gives back to the kernel, so that it is zero again. */
+    /* Memory rvx_map_zero mapped (the stack, the return page, the heap), in host memory of the
+     * executor's own that rvx_restart gives back to the kernel, so that it is zero again. */
     struct rvx_zeroed {
         uint8_t *host;
         uint64_t len;
-    } zeroed[2];
+    } zeroed[RVX_ZEROED];
 #endif
     int xlen;
     rvx_block **table; /* open addressing on (pc, n) */
@@ -771,7 +773,9 @@ static int64_t rvx_mmap(rvx *x, uint64_t address, uint64_t len, uint64_t flags, 
     }
     start = x->mmap_next;
     if (start + len > x->mmap_end) return -E_NOMEM;
-    if (rvx_mem_map(x, start, len) != 0) return -E_NOMEM;
+    /* Pages mapped already (the heap's, mapped with the machine) are zero unless the guest wrote
+     * there before it asked for them: the same in every run. */
+    if (rvx_map_range(x, start, start + len) != 0) return -E_NOMEM;
     x->mmap_next = start + len; /* never reused: runs stay deterministic */
     return (int64_t)start;
 }
@@ -1323,19 +1327,22 @@ RVX_API void rvx_free(rvx *x) {
     if (x->sealed_cpu != NULL) uc_context_free(x->sealed_cpu);
     uc_free(x->sealed);
     uc_close(x->uc);
-    for (i = 0; i < 2; i++)
+    for (i = 0; i < RVX_ZEROED; i++)
         if (x->zeroed[i].host != NULL) munmap(x->zeroed[i].host, x->zeroed[i].len);
     rvx_release(x);
 }
 
 /* Map [start, end) (page-aligned, none of it mapped yet) as memory that rvx_restart makes zero
- * again: the stack and the return page (twice at most). Code never runs there in a machine
- * rvx_restart restarts: the host changes the memory behind unicorn's back. */
+ * again: the stack, the return page and the heap (RVX_ZEROED times at most). Code never runs
+ * there in a machine rvx_restart restarts: the host changes the memory behind unicorn's back. */
 RVX_API int rvx_map_zero(rvx *x, uint64_t start, uint64_t end) {
-    struct rvx_zeroed *z = x->zeroed[0].host == NULL ? &x->zeroed[0] : x->zeroed[1].host == NULL ? &x->zeroed[1] : NULL;
+    struct rvx_zeroed *z = NULL;
     void *host;
+    uint32_t i;
+    for (i = 0; i < RVX_ZEROED && z == NULL; i++)
+        if (x->zeroed[i].host == NULL) z = &x->zeroed[i];
     if (z == NULL || start % PAGE || end % PAGE || end <= start) return -1;
-    host = mmap(NULL, end - start, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    host = mmap(NULL, end - start, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (host == MAP_FAILED) return -1;
     if (uc_mem_map_ptr(x->uc, start, end - start, UC_PROT_ALL, host) != UC_ERR_OK) {
         munmap(host, end - start);
@@ -1367,17 +1374,25 @@ RVX_API int rvx_seal(rvx *x) {
 RVX_API int rvx_restart(rvx *x) {
     uc_mem_region *now = NULL;
     uint32_t count = 0, i, j;
+    uint64_t added = 0;
     int rc = 0;
     if (x->sealed_cpu == NULL) return -1;
     if (uc_mem_regions(x->uc, &now, &count) != UC_ERR_OK) return -1;
-    for (i = 0; i < count && rc == 0; i++) { /* unicorn never merges or grows a region: new ones are new */
+    for (i = 0; i < count; i++) { /* unicorn never merges or grows a region: new ones are new */
+        for (j = 0; j < x->nsealed; j++)
+            if (x->sealed[j].begin == now[i].begin && x->sealed[j].end == now[i].end) break;
+        if (j == x->nsealed) added += now[i].end - now[i].begin + 1;
+    }
+    /* unicorn's unmapping costs about 40 us a MiB: past this, a new machine costs less. */
+    if (added > RVX_RESTART_UNMAP) rc = -1;
+    for (i = 0; i < count && rc == 0; i++) {
         for (j = 0; j < x->nsealed; j++)
             if (x->sealed[j].begin == now[i].begin && x->sealed[j].end == now[i].end) break;
         if (j == x->nsealed && uc_mem_unmap(x->uc, now[i].begin, now[i].end - now[i].begin + 1) != UC_ERR_OK) rc = -1;
     }
     uc_free(now);
     if (rc != 0 || uc_context_restore(x->uc, x->sealed_cpu) != UC_ERR_OK) return -1;
-    for (i = 0; i < 2; i++) /* the pages the run touched read as zero again */
+    for (i = 0; i < RVX_ZEROED; i++) /* the pages the run touched read as zero again */
         if (x->zeroed[i].host != NULL && madvise(x->zeroed[i].host, x->zeroed[i].len, MADV_DONTNEED) != 0) return -1;
     x->brk = x->brk_start;
     x->brk_mapped = x->sealed_brk_mapped;
