@@ -25,12 +25,16 @@ from cbuild.riscv.executor import (
     slot_runtimes,
 )
 
-#: Changes its data, bss, heap (brk and an anonymous mapping), stack and output, reads standard
-#: input, exits with the code it is given, and with a fourth argument overwrites its own code.
+#: Changes its data, bss, heap, stack and output (and reads what its heap held before), reads
+#: standard input, exits with the code it is given; a third argument asks it to overwrite its own
+#: code ("patch"), map memory of its own ("mmap"), read where "mmap" mapped ("peek": a fault on a
+#: new machine), or write a control and status register ("csr").
 PROGRAM_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <instrbudget.h>
 static int table[1024];
 static int seeded[4] = {1, 2, 3, 4};
@@ -52,10 +56,22 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) { table[i % 1024] += i; seeded[i % 4] += table[i % 1024]; }
     INSTRBUDGET_REGION_STOP();
     char *small = malloc((size_t)n * 16 + 1), *big = malloc((size_t)n * 4096 + 1);
+    for (int i = 0; i < n * 16; i++) sum += (long)small[i] * (i + 1);  /* what the heap held */
     memset(small, 'a', (size_t)n * 16);
     memset(big, 'b', (size_t)n * 4096);
     for (int i = 0; i < n; i++) sum += small[i] + big[i * 4095] + table[i % 1024] + seeded[i % 4];
-    if (argc > 3) *(volatile unsigned *)(void *)&spare = 0x00000013u;
+    const char *mode = argc > 3 ? argv[3] : "";
+    static volatile int *mapped;
+    if (!strcmp(mode, "patch")) *(volatile unsigned *)(void *)&spare = 0x00000013u;
+    if (!strcmp(mode, "mmap")) {
+        mapped = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mapped[5] = n;
+        printf("mapped at %p\n", (void *)mapped);
+    }
+    if (!strcmp(mode, "peek")) sum += *(volatile int *)(uintptr_t)strtoul(argv[4], 0, 16);
+#if defined(__riscv)
+    if (!strcmp(mode, "csr")) __asm__ volatile(".word 0x34001073"); /* csrw mscratch, zero */
+#endif
     printf("%d %ld %zu %d\n", n, sum, got, spare(n));
     fprintf(stderr, "seeded %d\n", seeded[0]);
     return code;
@@ -151,9 +167,13 @@ def test_a_run_that_does_not_exit_gives_its_machine_up(machine: dict[str, Any], 
 
 
 def test_a_cut_off_on_one_run_is_not_left_on_the_kept_machine(machine: dict[str, Any], seals: list[int]) -> None:
-    wide = run(machine, "12", "0", cutoffs={0: 10**12})  # exits before its cut-off: kept
+    clock = fresh(machine, "12", "0").clocks[0]
+    seals.clear()
+    wide = run(machine, "12", "0", cutoffs={0: clock + 1})  # exits before its cut-off: kept
     assert wide.stopped is None
-    after = run(machine, "34", "0")
+    after = run(machine, "34", "0")  # passes that clock
+    assert after.clocks[0] > clock + 1
+    assert after.stopped is None
     assert len(seals) == 1  # the machine was kept, its cut-off not
     assert_same(after, fresh(machine, "34", "0"))
     stopped = run(machine, "12", "0", cutoffs={0: 1000})
@@ -166,7 +186,10 @@ def test_a_cut_off_on_one_run_is_not_left_on_the_kept_machine(machine: dict[str,
 
 
 def test_a_run_that_changed_its_code_gets_a_new_machine_for_the_next(machine: dict[str, Any], seals: list[int]) -> None:
-    run(machine, "12", "0", "patch")
+    patched = run(machine, "12", "0", "patch")
+    assert patched.exit_code == 0
+    assert patched.error == ""
+    assert not patched.stdout.endswith(b" 85\n")  # spare's first instruction is gone
     seals.clear()
     again = run(machine, "12", "0")
     assert again.stdout.endswith(b" 85\n")
@@ -191,19 +214,23 @@ class _Machine:
         self.closed = True
 
 
-def test_the_least_recently_used_machine_goes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_least_recently_used_machine_goes_first() -> None:
     kept = KeptMachines()
-    monkeypatch.setenv(KEEP_MACHINES, "2")
-    machines = [_Machine() for _ in range(3)]
-    for i, m in enumerate(machines):
-        kept.give((i,), m)  # type: ignore[arg-type]
-    assert [m.closed for m in machines] == [True, False, False]
+    machines = [_Machine() for _ in range(4)]
+    kept.give((0,), machines[0], 2)  # type: ignore[arg-type]
+    kept.give((1,), machines[1], 2)  # type: ignore[arg-type]
+    assert kept.take((0,)) is machines[0]
+    kept.give((0,), machines[0], 2)  # type: ignore[arg-type]  # used last
+    kept.give((2,), machines[2], 2)  # type: ignore[arg-type]
+    assert [m.closed for m in machines[:3]] == [False, True, False]
+    kept.give((2,), machines[3], 2)  # type: ignore[arg-type]  # the same program's: replaces it
+    assert machines[2].closed
     kept.close_all()
     assert all(m.closed for m in machines)
 
 
 def test_runs_in_an_executor_server_match_a_new_machine(machine: dict[str, Any]) -> None:
-    """Through run_isolated, as the plugin runs programs: the server keeps the machine."""
+    """Through run_isolated, as the plugin runs programs (in a server that keeps machines)."""
     args = (Path(machine["executor"]), Path(machine["elf"]), slot_runtimes(machine["slots"]))
     first = executor.run_isolated(*args, ["kept", "12", "0"], stdin=b"in")
     second = executor.run_isolated(*args, ["kept", "34", "0"])
@@ -260,3 +287,20 @@ def test_a_models_scratch_is_zero_in_every_block_of_a_later_run(builder: Builder
     first, second = run(doc, "12", "0"), run(doc, "12", "0")
     assert len(seals) == 1
     assert first.results == second.results == [sum(1 for _, n, _ in first.blocks if n)]  # models see no empty block
+
+
+def test_memory_a_run_mapped_is_gone_in_the_next(machine: dict[str, Any], seals: list[int]) -> None:
+    mapping = run(machine, "12", "0", "mmap")
+    address = mapping.stdout.split(b"mapped at ")[1].split()[0].decode()
+    peek = run(machine, "12", "0", "peek", address)
+    assert len(seals) == 1  # the peek ran on the kept machine
+    assert "UNMAPPED" in peek.error
+    assert_same(peek, fresh(machine, "12", "0", "peek", address))
+    assert_same(mapping, fresh(machine, "12", "0", "mmap"))
+
+
+def test_a_run_that_wrote_a_status_register_gets_a_new_machine(machine: dict[str, Any], seals: list[int]) -> None:
+    first = run(machine, "12", "0", "csr")
+    assert first.exit_code == 0
+    run(machine, "12", "0")
+    assert len(seals) == 2

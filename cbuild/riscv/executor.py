@@ -94,10 +94,11 @@ class ExecRuntime:
 
     ``source`` defines ``model_block(const rvx_block *b)`` (before each executed block: ``b->pc``,
     ``b->n`` instructions, ``b->nmem`` accesses, ``b->page_events`` the most first touches of
-    1 KiB pages they can make, ``b->id``, ``b->data[RVX_MODEL]`` the model's block data,
+    1 KiB pages they can make, ``b->id`` its number in its machine (kept by a kept machine),
+    ``b->data[RVX_MODEL]`` the model's block data,
     read-only; all but ``page_events`` constants in translated code; ``RVX_EXECUTED`` the
     instructions executed in the measurement, this block's included; ``RVX_SCRATCH(b)`` four ``uint64_t`` of
-    the model's own per block, zero at first), ``model_access(uint64_t
+    the model's own per block, zero at first and when a kept machine restarts), ``model_access(uint64_t
     address, uint32_t size, uint32_t is_store, uint32_t index)`` (with ``memory``: each load and
     store, ``index`` the instruction's position in the block), optionally
     ``model_accesses_done(uint64_t first, uint64_t last, uint32_t is_store)`` with
@@ -310,6 +311,25 @@ _ZEROED = (
     (RETURN_ADDRESS, RETURN_ADDRESS + PAGE),
     (MMAP_BASE, MMAP_BASE + HEAP_SIZE),
 )
+
+
+#: Major opcodes of the F and D extensions' instructions (loads, stores, fused, the rest).
+_FLOAT_OPCODES = frozenset({0x07, 0x27, 0x43, 0x47, 0x4B, 0x4F, 0x53})
+_ECALL, _EBREAK = 0x0000_0073, 0x0010_0073
+
+
+def _restartable(code: Sequence[tuple[int, bytes]], pc: int, n: int) -> bool:
+    """Whether a block of ``n`` instructions at ``pc`` lies in the program's code and has no
+    instruction whose effect a restart does not set back (floating point, any system instruction
+    but ``ecall`` and ``ebreak``)."""
+    for start, contents in code:
+        if start <= pc and pc + 4 * n <= start + len(contents):
+            for at in range(pc - start, pc - start + 4 * n, 4):
+                word = int.from_bytes(contents[at : at + 4], "little")
+                if word & 0x7F in _FLOAT_OPCODES or (word & 0x7F == 0x73 and word not in (_ECALL, _EBREAK)):
+                    return False
+            return True
+    return False  # the memory restarting makes zero again may hold code unicorn translated
 
 
 def _loaded_memory(image: Image) -> tuple[tuple[tuple[int, bytes], ...], tuple[tuple[int, bytes], ...]]:
@@ -857,18 +877,20 @@ class Executor:
     def restart(self) -> bool:
         """Back to the state :meth:`seal` kept, for another run of the same program, with
         unicorn's translated blocks and the block table kept: False if the machine cannot go
-        back (a run changed the program's code, or ran code outside it), and is then unusable."""
-        seen = self.lib.rvx_block_count(self.handle)
-        if seen != self._checked_blocks:  # blocks are numbered as first seen: check the new ones
-            spans = [(seg.vaddr, seg.vaddr + seg.memsz) for seg in self.image.segments if seg.executable]
-            if not all(any(a <= pc < b for a, b in spans) for pc, _, _ in self.blocks()[self._checked_blocks :]):
-                return False  # the memory restarting makes zero again may hold code unicorn translated
-            self._checked_blocks = seen
-        if self.lib.rvx_restart(self.handle) != 0:
-            return False
+        back, and is then unusable. It cannot where a run changed the program's code or ran code
+        outside it, or ran an instruction that changes state a restart does not set back (the
+        floating-point flags, control and status registers: the programs built here have none)."""
         if self._loaded is None:
             self._loaded = _loaded_memory(self.image)
         code, rest = self._loaded
+        seen = self.lib.rvx_block_count(self.handle)
+        if seen != self._checked_blocks:  # blocks are numbered as first seen: check the new ones
+            new = self.blocks()[self._checked_blocks :]
+            if not all(_restartable(code, pc, n) for pc, n, _ in new):
+                return False
+            self._checked_blocks = seen
+        if self.lib.rvx_restart(self.handle) != 0:
+            return False
         if any(self.read(start, len(contents)) != contents for start, contents in code):
             return False  # unicorn's translations of the code may be gone: a new machine is cheaper
         for start, contents in rest:
@@ -1127,11 +1149,11 @@ KEEP_MACHINES = "INSTRBUDGET_KEEP_MACHINES"
 
 class KeptMachines:
     """unicorn machines kept after runs that exited, for later runs of the same program in this
-    process (at most :attr:`size`, the least recently used given up first). A kept machine has the
+    process (at most :meth:`size`, the least recently used given up first). A kept machine has the
     blocks unicorn translated in earlier runs, which a new machine translates again: most of a
-    short run's time. It starts the next run from the state it was sealed in after loading
-    (:meth:`Executor.restart`). :data:`KEEP_MACHINES` in the environment sets another number
-    (0: every run gets a new machine)."""
+    short run's time. It is restarted (:meth:`Executor.restart`) when its run ends, so that it
+    holds no memory of the run while kept and the next run starts from the state it was sealed in
+    after loading."""
 
     def __init__(self) -> None:
         self._machines: dict[tuple[Any, ...], Executor] = {}
@@ -1148,30 +1170,29 @@ class KeptMachines:
         shapes = tuple((r.results, r.memory, r.block_data_id) for r in runtimes)
         return str(library), file_signature(Path(library)), str(elf.resolve()), file_signature(elf), shapes
 
-    def take(self, key: tuple[Any, ...]) -> Executor | None:
-        """A kept machine for ``key``, restarted, or None."""
-        with self._lock:
-            executor = self._machines.pop(key, None)
-        if executor is not None and not executor.restart():
-            executor.close()
-            return None
-        return executor
-
     @staticmethod
     def size() -> int:
-        """How many machines a process keeps: :data:`KEEP_MACHINES`, or 4."""
+        """How many machines a process keeps: :data:`KEEP_MACHINES` in its environment, or 4."""
         text = os.environ.get(KEEP_MACHINES, "")
         try:
             return max(int(text), 0) if text else 4
         except ValueError:
             raise ExecutorError(f"{KEEP_MACHINES} must be a number of machines, not {text!r}") from None
 
-    def give(self, key: tuple[Any, ...], executor: Executor) -> None:
-        size = self.size()
+    def take(self, key: tuple[Any, ...]) -> Executor | None:
+        """The machine kept for ``key`` (restarted already), or None."""
         with self._lock:
+            return self._machines.pop(key, None)
+
+    def give(self, key: tuple[Any, ...], executor: Executor, size: int) -> None:
+        """Keep a restarted machine, and at most ``size`` in all."""
+        with self._lock:
+            replaced = self._machines.pop(key, None)  # another thread's run of the same program
             self._machines[key] = executor
-            while len(self._machines) > size:
-                self._machines.pop(next(iter(self._machines))).close()
+            given_up = [self._machines.pop(next(iter(self._machines))) for _ in range(len(self._machines) - size)]
+        for old in (replaced, *given_up):
+            if old is not None:
+                old.close()
 
     def close_all(self) -> None:
         with self._lock:
@@ -1194,14 +1215,15 @@ def _run_once(
     limit: int,
     cutoffs: Mapping[int, int] | None,
 ) -> tuple[int, Execution]:
-    key = KEPT.key(library, elf, runtimes)
+    size = KEPT.size()
+    key = KEPT.key(library, elf, runtimes) if size else None
     executor = KEPT.take(key) if key is not None else None
-    if executor is None:
-        executor = Executor(library, image, runtimes, elf=elf)
-        if key is not None:
-            executor.seal()
-    kept = False
+    keep = False
     try:
+        if executor is None:
+            executor = Executor(library, image, runtimes, elf=elf)
+            if key is not None:
+                executor.seal()
         if cutoffs:
             executor.set_cutoffs(cutoffs)
         executor.set_register(REG_SP, executor.setup_stack(argv))
@@ -1209,13 +1231,16 @@ def _run_once(
         status = executor.run(image.entry, limit=limit)
         executor.save_block_data()
         run = executor.execution(status)
-        if key is not None and status == EXITED and not executor.unavailable:
-            KEPT.give(key, executor)  # a run that stopped early may have left unicorn mid-block
-            kept = True
+        # A run that stopped early may have left unicorn mid-block; a model without data has no result.
+        keep = key is not None and status == EXITED and not executor.unavailable and executor.restart()
         return status, run
     finally:
-        if not kept:
-            executor.close()
+        if executor is not None:
+            if keep:
+                assert key is not None
+                KEPT.give(key, executor, size)
+            else:
+                executor.close()
 
 
 def run_isolated(
@@ -1234,8 +1259,9 @@ def run_isolated(
     """:func:`run_program` in a child process (block data producers must be picklable).
 
     The child is an executor server kept for later runs (its start-up, about 0.1 s, is paid once
-    per process): each run gets a new machine, and a server that crashes, or that a timeout
-    stops, ends and is replaced. Runs at the same time use servers of their own.
+    per process): it keeps the machines of the programs it ran for their later runs
+    (:class:`KeptMachines`), and a server that crashes, or that a timeout stops, ends and is
+    replaced. Runs at the same time use servers of their own.
     """
     translated = str(translation) if translation is not None else None
     request = (

@@ -325,8 +325,9 @@ static void rvx_set(rvx *x, int reg, uint64_t v) {
 
 static void rvx_stop(rvx *x) { (void)x; /* the dispatcher sees x->stop_requested */ }
 
-/* Map [start, end) (page-aligned): what unicorn's machines map as memory a restart makes zero. */
-RVX_API int rvx_map_zero(rvx *x, uint64_t start, uint64_t end) { return rvx_map_range(x, start, end); }
+/* Map [start, end) (page-aligned, none of it mapped yet): what unicorn's machines map as memory a
+ * restart makes zero. */
+RVX_API int rvx_map_zero(rvx *x, uint64_t start, uint64_t end) { return end < start ? -1 : rvx_mem_map(x, start, end - start); }
 #else
 static int rvx_mem_read(rvx *x, uint64_t address, void *data, size_t len) {
     return uc_mem_read(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
