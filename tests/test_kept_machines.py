@@ -21,6 +21,7 @@ from cbuild.riscv.executor import (
     Execution,
     ExecutorError,
     KeptMachines,
+    _restartable,
     compare_executions,
     slot_runtimes,
 )
@@ -230,7 +231,7 @@ def test_the_least_recently_used_machine_goes_first() -> None:
 
 
 def test_runs_in_an_executor_server_match_a_new_machine(machine: dict[str, Any]) -> None:
-    """Through run_isolated, as the plugin runs programs (in a server that keeps machines)."""
+    """Through run_isolated, as the plugin runs programs: the same runs as on new machines."""
     args = (Path(machine["executor"]), Path(machine["elf"]), slot_runtimes(machine["slots"]))
     first = executor.run_isolated(*args, ["kept", "12", "0"], stdin=b"in")
     second = executor.run_isolated(*args, ["kept", "34", "0"])
@@ -240,11 +241,14 @@ def test_runs_in_an_executor_server_match_a_new_machine(machine: dict[str, Any])
     assert first.exit_code == 0
 
 
-def test_the_number_kept_comes_from_the_environment(machine: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_number_kept_comes_from_the_environment(
+    machine: dict[str, Any], monkeypatch: pytest.MonkeyPatch, seals: list[int]
+) -> None:
     monkeypatch.setenv(KEEP_MACHINES, "0")
     run(machine, "12", "0")
     assert executor.KEPT.size() == 0
-    assert not executor.KEPT._machines  # given up at once
+    assert not seals  # no machine made for keeping
+    assert not executor.KEPT._machines
     monkeypatch.setenv(KEEP_MACHINES, "many")
     with pytest.raises(ExecutorError, match=f"{KEEP_MACHINES} must be a number of machines, not 'many'"):
         run(machine, "12", "0")
@@ -304,3 +308,53 @@ def test_a_run_that_wrote_a_status_register_gets_a_new_machine(machine: dict[str
     assert first.exit_code == 0
     run(machine, "12", "0")
     assert len(seals) == 2
+
+
+def test_a_kept_machine_holds_nothing_of_its_run(machine: dict[str, Any]) -> None:
+    run(machine, "12", "0", stdin=b"input")
+    (kept,) = executor.KEPT._machines.values()
+    assert kept.output(0) == b""
+    assert kept.output(1) == b""
+    assert kept.blocks()
+    assert all(count == 0 for _, _, count in kept.blocks())
+
+
+@pytest.mark.parametrize("outcome", ["refuses", "raises"])
+def test_a_machine_whose_restart_fails_is_closed(
+    machine: dict[str, Any], monkeypatch: pytest.MonkeyPatch, outcome: str
+) -> None:
+    made: list[executor.Executor] = []
+    seal = executor.Executor.seal
+
+    def kept(self: executor.Executor) -> None:
+        made.append(self)
+        seal(self)
+
+    def restart(self: executor.Executor) -> bool:
+        if outcome == "raises":
+            raise ExecutorError("restart failed")
+        return False
+
+    monkeypatch.setattr(executor.Executor, "seal", kept)
+    monkeypatch.setattr(executor.Executor, "restart", restart)
+    if outcome == "raises":
+        with pytest.raises(ExecutorError, match="restart failed"):
+            run(machine, "12", "0")
+    else:
+        assert run(machine, "12", "0").exit_code == 0
+    assert made[0].handle is None
+    assert not executor.KEPT._machines
+
+
+def _word(opcode: int, rest: int = 0) -> bytes:
+    return (rest << 7 | opcode).to_bytes(4, "little")
+
+
+def test_restartable_blocks_have_no_floating_point_or_system_instructions() -> None:
+    addi, ecall, ebreak = _word(0x13), (0x73).to_bytes(4, "little"), (0x0010_0073).to_bytes(4, "little")
+    code = [(0x1000, addi * 4 + ecall + ebreak)]
+    assert _restartable(code, 0x1000, 6)
+    for word in (_word(0x53), _word(0x07, 0x2 << 5), _word(0x27), _word(0x43), (0x3400_1073).to_bytes(4, "little")):
+        assert not _restartable([(0x1000, addi + word)], 0x1000, 2)
+    assert not _restartable(code, 0x1010, 4)  # past the end of the code
+    assert not _restartable(code, 0x2000, 1)  # outside it

@@ -807,14 +807,23 @@ class Executor:
         self._known = {model: known for model, file in self._data_files.items() if (known := file.known()) is not None}
         self._callback = _BLOCK_CB(self._block_data)  # kept alive as long as the executor
         data_models = sum(1 << i for i, r in enumerate(runtimes) if r.block_data is not None)
-        self.handle = lib.rvx_new(image.xlen, image.end, MMAP_BASE, 0x7000_0000, self._callback, data_models)
-        if not self.handle:
-            raise ExecutorError("unicorn could not start a RISC-V machine")
-        for model, known in self._known.items():
-            known.give(lib, self.handle, model)
         self._failure: BaseException | None = None
         self._loaded: tuple[tuple[tuple[int, bytes], ...], tuple[tuple[int, bytes], ...]] | None = None
         self._checked_blocks = 0  # blocks restart found in the program's code
+        self.handle = lib.rvx_new(image.xlen, image.end, MMAP_BASE, 0x7000_0000, self._callback, data_models)
+        if not self.handle:
+            raise ExecutorError("unicorn could not start a RISC-V machine")
+        try:
+            self._load(image)
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(self, image: Image) -> None:
+        """Block data known before, the image, the stack, the return page, the heap and markers."""
+        lib = self.lib
+        for model, known in self._known.items():
+            known.give(lib, self.handle, model)
         for seg in image.segments:
             self._check(lib.rvx_map(self.handle, seg.vaddr, seg.vaddr + seg.memsz), f"mapping {seg.vaddr:#x}")
             self.write(seg.vaddr, seg.data)
@@ -1217,9 +1226,11 @@ def _run_once(
 ) -> tuple[int, Execution]:
     size = KEPT.size()
     key = KEPT.key(library, elf, runtimes) if size else None
-    executor = KEPT.take(key) if key is not None else None
+    executor: Executor | None = None
     keep = False
     try:
+        if key is not None:
+            executor = KEPT.take(key)
         if executor is None:
             executor = Executor(library, image, runtimes, elf=elf)
             if key is not None:

@@ -79,8 +79,9 @@ typedef struct rvx_block {
     uint64_t scratch[RVX_MAX_MODELS][4]; /* each model's own (RVX_SCRATCH), zero in a new block */
 } rvx_block;
 
-/* Block ``b``'s four words of the model's own: zero when the machine first meets the block, kept
- * as long as the machine (a model that resets its state must not trust what it wrote before). */
+/* Block ``b``'s four words of the model's own: zero when the machine first meets the block and
+ * again when rvx_restart restarts the machine, kept across resets otherwise (a model that resets
+ * its state must not trust what it wrote before). */
 #define RVX_SCRATCH(b) ((uint64_t *)(b)->scratch[RVX_MODEL])
 
 /* Called once for each new block, for each model that asks for host-computed block data. */
@@ -327,7 +328,7 @@ static void rvx_stop(rvx *x) { (void)x; /* the dispatcher sees x->stop_requested
 
 /* Map [start, end) (page-aligned, none of it mapped yet): what unicorn's machines map as memory a
  * restart makes zero. */
-RVX_API int rvx_map_zero(rvx *x, uint64_t start, uint64_t end) { return end < start ? -1 : rvx_mem_map(x, start, end - start); }
+RVX_API int rvx_map_zero(rvx *x, uint64_t start, uint64_t end) { return end <= start ? -1 : rvx_mem_map(x, start, end - start); }
 #else
 static int rvx_mem_read(rvx *x, uint64_t address, void *data, size_t len) {
     return uc_mem_read(x->uc, address, data, len) == UC_ERR_OK ? 0 : -1;
