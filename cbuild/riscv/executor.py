@@ -677,7 +677,7 @@ class KnownBlocks:
             pcs.append(pc)
             words.extend(block_words)
             word_at.append(len(words))
-            values.extend(((v + 2**31) & 0xFFFF_FFFF) - 2**31 for v in block_data)  # a file written unwrapped
+            values.extend(map(_int32, block_data))  # a file written unwrapped
             data_at.append(len(values))
         self.count = len(entries)
         # Never empty: the executor keeps pointers into them.
@@ -700,6 +700,12 @@ def file_signature(path: Path) -> tuple[int, int, int]:
 
 
 _T = TypeVar("_T")
+
+
+def _int32(value: int) -> int:
+    """Block data as the executor holds it: 32-bit two's complement (what a ctypes int32 array
+    makes of any int)."""
+    return ((value + 2**31) & 0xFFFF_FFFF) - 2**31
 
 
 def read_kept(kept: dict[Path, tuple[tuple[int, int, int], _T]], path: Path, read: Callable[[Path], _T]) -> _T:
@@ -866,8 +872,7 @@ class Executor:
                 return found
         producer = self.runtimes[model].block_data
         assert producer is not None
-        # As the executor holds them: 32-bit two's complement (what a ctypes int32 array makes of any int).
-        data = [((int(v) + 2**31) & 0xFFFF_FFFF) - 2**31 for v in producer(list(words), pc)]
+        data = [_int32(int(v)) for v in producer(list(words), pc)]
         if file is not None:
             file.data[(pc, words)] = data
             file.added += 1

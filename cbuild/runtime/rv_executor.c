@@ -1373,25 +1373,27 @@ RVX_API int rvx_seal(rvx *x) {
  * unmapped, the heap and anonymous mappings, standard input, output, exit code, cut-offs, counts
  * and the models' state. The contents of the regions mapped at the seal are the host's to write
  * again. The models' scratch of every block is zero again. 0, or -1 (the machine is unusable). */
+/* Bytes of region ``r`` if rvx_seal did not see it mapped, else 0 (unicorn never merges or grows a
+ * region: a region mapped since is a new one). */
+static uint64_t rvx_mapped_since_seal(const rvx *x, const uc_mem_region *r) {
+    uint32_t j;
+    for (j = 0; j < x->nsealed; j++)
+        if (x->sealed[j].begin == r->begin && x->sealed[j].end == r->end) return 0;
+    return r->end - r->begin + 1;
+}
+
 RVX_API int rvx_restart(rvx *x) {
     uc_mem_region *now = NULL;
-    uint32_t count = 0, i, j;
-    uint64_t added = 0;
+    uint32_t count = 0, i;
+    uint64_t added = 0, len;
     int rc = 0;
     if (x->sealed_cpu == NULL) return -1;
     if (uc_mem_regions(x->uc, &now, &count) != UC_ERR_OK) return -1;
-    for (i = 0; i < count; i++) { /* unicorn never merges or grows a region: new ones are new */
-        for (j = 0; j < x->nsealed; j++)
-            if (x->sealed[j].begin == now[i].begin && x->sealed[j].end == now[i].end) break;
-        if (j == x->nsealed) added += now[i].end - now[i].begin + 1;
-    }
+    for (i = 0; i < count; i++) added += rvx_mapped_since_seal(x, &now[i]);
     /* unicorn's unmapping costs about 40 us a MiB: past this, a new machine costs less. */
     if (added > RVX_RESTART_UNMAP) rc = -1;
-    for (i = 0; i < count && rc == 0; i++) {
-        for (j = 0; j < x->nsealed; j++)
-            if (x->sealed[j].begin == now[i].begin && x->sealed[j].end == now[i].end) break;
-        if (j == x->nsealed && uc_mem_unmap(x->uc, now[i].begin, now[i].end - now[i].begin + 1) != UC_ERR_OK) rc = -1;
-    }
+    for (i = 0; i < count && rc == 0; i++)
+        if ((len = rvx_mapped_since_seal(x, &now[i])) != 0 && uc_mem_unmap(x->uc, now[i].begin, len) != UC_ERR_OK) rc = -1;
     uc_free(now);
     if (rc != 0 || uc_context_restore(x->uc, x->sealed_cpu) != UC_ERR_OK) return -1;
     for (i = 0; i < RVX_ZEROED; i++) /* the pages the run touched read as zero again */
