@@ -36,6 +36,11 @@ typedef struct { uint64_t low64; uint64_t high64; } hash128;
 hash128 mix(uint64_t a, uint64_t b) { hash128 h = { a ^ b, a + b }; return h; }
 uint64_t fold(hash128 h) { return h.low64 ^ (h.high64 * 31u); }
 
+typedef struct { int32_t x; int32_t y; } vec2;  /* reached only through const pointers */
+int32_t dot(const vec2 *a, const vec2 *b) { return a->x * b->x + a->y * b->y; }
+typedef enum { LOW, HIGH = 7 } level;
+int32_t level_of(const level *l) { return (int32_t)*l; }
+
 struct point { int32_t x; double y; };
 struct point shifted(struct point p, int32_t dx) { p.x += dx; p.y *= 2; return p; }
 
@@ -134,6 +139,18 @@ def test_struct_with_padding_by_value(lib: Library) -> None:
     assert point.y.offset == 8
     p = lib.shifted(point(x=1, y=1.5), 41)
     assert (p.x, p.y) == (42, 3.0)
+
+
+def test_types_reached_only_through_const_pointers_are_found_by_name(lib: Library) -> None:
+    vec2 = lib.c_type("vec2")
+    assert vec2.__name__ == "vec2"
+    assert [name for name, _ in vec2._fields_] == ["x", "y"]
+    a, b = vec2(x=2, y=3), vec2(x=5, y=7)
+    assert lib.dot(ctypes.byref(a), ctypes.byref(b)) == 2 * 5 + 3 * 7
+    level = lib.c_type("level")
+    assert level.__name__ == "level"
+    assert level.HIGH == 7
+    assert lib.level_of(ctypes.byref(ctypes.c_int(level.HIGH))) == 7
 
 
 def test_const_char_result_is_readable(lib: Library) -> None:

@@ -91,7 +91,17 @@ class TypeMap:
         return cls
 
 
+#: Qualifiers a type reached through a pointer to it carries in its name (``const vec2``).
+_QUALIFIERS = frozenset(("const", "volatile", "restrict", "_Atomic"))
+
+
+def without_qualifiers(name: str) -> str:
+    """A struct, union or enum type's name without its qualifiers: ``const vec2`` is ``vec2``."""
+    return " ".join(word for word in name.split() if word not in _QUALIFIERS)
+
+
 def _identifier(name: str) -> str:
+    name = without_qualifiers(name)
     for prefix in ("struct ", "union "):
         if name.startswith(prefix):
             name = name[len(prefix) :]

@@ -31,7 +31,7 @@ from cbuild.models.profile import clock_metrics, clock_numbers, read_profile, wi
 from cbuild.riscv.executor import Execution, ExecutorError, slot_results, slot_runtimes, slot_unavailable
 from cbuild.riscv.guest import Arg, CutoffReached, Guest, Unreplayable, fits, word_bits
 from cbuild.riscv.translated import checking_translation, translation_of
-from cbuild.run.ctypes_map import TypeMap, UnsupportedType
+from cbuild.run.ctypes_map import TypeMap, UnsupportedType, without_qualifiers
 from cbuild.run.hosts import HostProcess, default_pool
 from cbuild.run.program import read_raw_counts
 from cbuild.run.stops import CodeStopped, check_timeout, clock_limits, machine_stop, read_stop, requested
@@ -471,23 +471,28 @@ class Library:
         return sorted(self._signatures)
 
     def c_type(self, name: str) -> Any:
-        """A struct, union (a ctypes class with the C field names) or enum (an ``IntEnum``) by its C name."""
-        for tid, desc in self.type_map.descs.items():
-            if name in (desc.get("tag"), desc["name"]):
-                if desc["kind"] == "enum":
-                    return self.enum_type(tid)
-                if desc["kind"] in ("struct", "union"):
-                    try:
-                        return self.type_map.ctype(tid)
-                    except UnsupportedType as exc:
-                        raise CBuildError(f"{desc['name']}: {exc}") from None
+        """A struct, union (a ctypes class with the C field names) or enum (an ``IntEnum``) by its C name,
+        also where the functions reach it only through a qualified type (``const vec2 *``)."""
+        kinds = ("enum", "struct", "union")
+        found = [
+            (desc["name"] != name, tid, desc)
+            for tid, desc in self.type_map.descs.items()
+            if desc["kind"] in kinds and name in (desc.get("tag"), without_qualifiers(desc["name"]))
+        ]
+        for _, tid, desc in sorted(found, key=lambda match: match[0]):  # the unqualified type first
+            if desc["kind"] == "enum":
+                return self.enum_type(tid)
+            try:
+                return self.type_map.ctype(tid)
+            except UnsupportedType as exc:
+                raise CBuildError(f"{desc['name']}: {exc}") from None
         raise CBuildError(f"{self.artifact.name} declares no struct, union or enum {name!r} in its functions' types")
 
     def enum_type(self, tid: str) -> type[enum.IntEnum]:
         """The enum of type id ``tid`` as an ``IntEnum``."""
         if tid not in self._enums:
             desc = self.type_map.desc(tid)
-            name = desc.get("tag") or desc["name"].removeprefix("enum ") or "anonymous_enum"
+            name = desc.get("tag") or without_qualifiers(desc["name"]).removeprefix("enum ") or "anonymous_enum"
             members: type[enum.IntEnum] = enum.IntEnum(name, desc["values"])  # type: ignore[misc]
             self._enums[tid] = members
         return self._enums[tid]
