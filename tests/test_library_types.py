@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cbuild import Builder, CBuildError, Library, Pointer, SignatureError
+from cbuild.run.ctypes_map import without_qualifiers
 
 TYPES_C = r"""
 #include <stdbool.h>
@@ -30,6 +31,7 @@ bool     is_even(uint32_t x) { return (x & 1) == 0; }
 bool     negate(bool b) { return !b; }
 
 enum color { RED, GREEN = 5, BLUE };
+int32_t color_code(const enum color *c) { return (int32_t)*c; }  /* before the by-value uses */
 enum color next_color(enum color c) { return c == RED ? GREEN : c == GREEN ? BLUE : RED; }
 
 typedef struct { uint64_t low64; uint64_t high64; } hash128;
@@ -42,6 +44,7 @@ typedef enum { LOW, HIGH = 7 } level;
 int32_t level_of(const level *l) { return (int32_t)*l; }
 
 struct point { int32_t x; double y; };
+int32_t point_x(const struct point *p) { return p->x; }
 struct point shifted(struct point p, int32_t dx) { p.x += dx; p.y *= 2; return p; }
 
 const char *version(void) { return "v1.2.3"; }
@@ -139,6 +142,15 @@ def test_struct_with_padding_by_value(lib: Library) -> None:
     assert point.y.offset == 8
     p = lib.shifted(point(x=1, y=1.5), 41)
     assert (p.x, p.y) == (42, 3.0)
+    # The type itself, not the const one that point_x's parameter reaches first.
+    assert type(p) is point
+    assert lib.point_x(ctypes.byref(p)) == 42
+
+
+def test_enum_reached_through_const_pointer_first_is_the_same_enum(lib: Library) -> None:
+    color = lib.c_type("color")
+    assert lib.next_color(color.RED) is color.GREEN
+    assert lib.color_code(ctypes.byref(ctypes.c_int(color.BLUE))) == 6
 
 
 def test_types_reached_only_through_const_pointers_are_found_by_name(lib: Library) -> None:
@@ -148,9 +160,24 @@ def test_types_reached_only_through_const_pointers_are_found_by_name(lib: Librar
     a, b = vec2(x=2, y=3), vec2(x=5, y=7)
     assert lib.dot(ctypes.byref(a), ctypes.byref(b)) == 2 * 5 + 3 * 7
     level = lib.c_type("level")
+    assert lib.c_type("const level") is level
     assert level.__name__ == "level"
     assert level.HIGH == 7
     assert lib.level_of(ctypes.byref(ctypes.c_int(level.HIGH))) == 7
+
+
+@pytest.mark.parametrize(
+    ("spelled", "name"),
+    [
+        ("const vec2", "vec2"),
+        ("const volatile struct p", "struct p"),
+        ("const ns::Foo<const int>", "ns::Foo<const int>"),
+        ("ns::Foo<int, const char *>", "ns::Foo<int, const char *>"),
+        ("vec2", "vec2"),
+    ],
+)
+def test_qualifiers_are_dropped_only_where_a_type_name_starts(spelled: str, name: str) -> None:
+    assert without_qualifiers(spelled) == name
 
 
 def test_const_char_result_is_readable(lib: Library) -> None:

@@ -96,8 +96,12 @@ _QUALIFIERS = frozenset(("const", "volatile", "restrict", "_Atomic"))
 
 
 def without_qualifiers(name: str) -> str:
-    """A struct, union or enum type's name without its qualifiers: ``const vec2`` is ``vec2``."""
-    return " ".join(word for word in name.split() if word not in _QUALIFIERS)
+    """A struct, union or enum type's name without the qualifiers it starts with (where the type's
+    spelling puts them): ``const vec2`` is ``vec2``, ``Foo<const char *>`` stays as it is."""
+    words = name.split(" ")
+    while len(words) > 1 and words[0] in _QUALIFIERS:
+        del words[0]
+    return " ".join(words)
 
 
 def _identifier(name: str) -> str:

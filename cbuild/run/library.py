@@ -475,9 +475,9 @@ class Library:
         also where the functions reach it only through a qualified type (``const vec2 *``)."""
         kinds = ("enum", "struct", "union")
         found = [
-            (desc["name"] != name, tid, desc)
+            (without_qualifiers(desc["name"]) != desc["name"], tid, desc)
             for tid, desc in self.type_map.descs.items()
-            if desc["kind"] in kinds and name in (desc.get("tag"), without_qualifiers(desc["name"]))
+            if desc["kind"] in kinds and name in (desc.get("tag"), desc["name"], without_qualifiers(desc["name"]))
         ]
         for _, tid, desc in sorted(found, key=lambda match: match[0]):  # the unqualified type first
             if desc["kind"] == "enum":
