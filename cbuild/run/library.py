@@ -479,14 +479,16 @@ class Library:
             for tid, desc in self.type_map.descs.items()
             if desc["kind"] in kinds and name in (desc.get("tag"), desc["name"], without_qualifiers(desc["name"]))
         ]
-        for _, tid, desc in sorted(found, key=lambda match: match[0]):  # the unqualified type first
-            if desc["kind"] == "enum":
-                return self.enum_type(tid)
-            try:
-                return self.type_map.ctype(tid)
-            except UnsupportedType as exc:
-                raise CBuildError(f"{desc['name']}: {exc}") from None
-        raise CBuildError(f"{self.artifact.name} declares no struct, union or enum {name!r} in its functions' types")
+        if not found:
+            what = f"no struct, union or enum {name!r}"
+            raise CBuildError(f"{self.artifact.name} declares {what} in its functions' types")
+        _, tid, desc = min(found, key=lambda match: match[0])  # the unqualified type first
+        if desc["kind"] == "enum":
+            return self.enum_type(tid)
+        try:
+            return self.type_map.ctype(tid)
+        except UnsupportedType as exc:
+            raise CBuildError(f"{desc['name']}: {exc}") from None
 
     def enum_type(self, tid: str) -> type[enum.IntEnum]:
         """The enum of type id ``tid`` as an ``IntEnum``."""
