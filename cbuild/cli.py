@@ -80,7 +80,8 @@ def _add_build_flags(p: argparse.ArgumentParser) -> None:
         "--cache-dir",
         type=Path,
         default=None,
-        help="build cache (default $INSTRBUDGET_CACHE_DIR, else ~/.cache/instrbudget)",
+        help="build cache (default $INSTRBUDGET_CACHE_DIR, else $XDG_CACHE_HOME/instrbudget, "
+        "else ~/.cache/instrbudget)",
     )
 
 
@@ -202,7 +203,7 @@ def parser() -> argparse.ArgumentParser:
             type=Path,
             default=None,
             help="the cache (default: [tool.instrbudget] cache_dir of the nearest pyproject.toml, else "
-            "$INSTRBUDGET_CACHE_DIR, else ~/.cache/instrbudget)",
+            "$INSTRBUDGET_CACHE_DIR, else $XDG_CACHE_HOME/instrbudget, else ~/.cache/instrbudget)",
         )
         if name == "prune":
             p.add_argument(
@@ -217,8 +218,8 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="PATH",
-        help="baseline file (default: [tool.instrbudget] baseline of the nearest pyproject.toml, "
-        "else .instrbudget/baseline.json)",
+        help="baseline file (default: [tool.instrbudget] baseline of the nearest pyproject.toml that has "
+        "that table, else .instrbudget/baseline.json beside the nearest pyproject.toml)",
     )
     history.add_argument(
         "-k",
@@ -300,8 +301,8 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
         project = Path.cwd()
     if project is None:
         raise CBuildError(
-            f"no project in {Path.cwd()} or above (pyproject.toml, pytest.ini, tox.ini or setup.cfg): run this "
-            "in the project's checkout, whose baseline it updates, or name the baseline with --baseline PATH"
+            f"no project in {Path.cwd()} or above (pyproject.toml, pytest.ini, .pytest.ini, tox.ini or setup.cfg): "
+            "run this in the project's checkout, whose baseline it updates, or name the baseline with --baseline PATH"
         )
     done = shards.update_baseline(doc, project, path=args.baseline, prune=args.prune)
     result = done.result

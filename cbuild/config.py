@@ -60,7 +60,12 @@ def _defines(value: object) -> tuple[str, ...]:
                 raise ConfigError(f"[tool.instrbudget] defines.{name}: expected a string or number, got {v!r}")
             out.append(f"{name}={v}")
         return tuple(out)
-    return _strings(value, "defines")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"[tool.instrbudget] defines: expected a list of NAME or NAME=VALUE strings, or a table such as "
+            f'{{ NAME = "VALUE" }}, got {value!r}'
+        )
+    return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,12 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
     build: dict[str, Any] = {}
     params: dict[str, Mapping[str, Any]] = {}
     for key, value in table.items():
-        if key in known_models and isinstance(value, dict):
+        if key in known_models and (isinstance(value, dict) or key not in _KEYS):
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"[tool.instrbudget] {key}: the parameters of cost model {key!r} are a table of their own, "
+                    f"[tool.instrbudget.{key}], got {value!r}"
+                )
             params[key] = value
             continue
         if key not in _KEYS:
@@ -152,7 +162,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
         elif key in ("baseline", "cache_dir"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: expected a path string, got {value!r}")
-            kwargs[key] = root / value
+            kwargs[key] = root / Path(value).expanduser()  # "~/..." is the user's home, as in a shell
         elif key == "tolerance":
             kwargs[key] = parse_percent(value, where=where)
         elif key == "cache_max_size":
@@ -174,7 +184,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path, *, known_models: l
                 raise ConfigError(f"{where}: a cost model is listed twice in {list(names)}")
             kwargs[key] = names
         elif key == "cpu":
-            if value not in CPU_LEVELS:
+            if not isinstance(value, str) or value not in CPU_LEVELS:
                 raise ConfigError(f"{where}: expected one of {', '.join(CPU_LEVELS)}, got {value!r}")
             build[key] = value
         elif key in ("count_libraries", "assertions"):

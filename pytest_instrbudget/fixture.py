@@ -312,15 +312,18 @@ class CBuild:
         ldflags: Sequence[str] = (),
         opt_level: str | int | None = None,
         assertions: bool | None = None,
+        timeout: float | None = None,
         models: Sequence[str] | None = None,
     ) -> Program:
-        """Build an executable (sources and ``models`` as for :meth:`library`); run it with :meth:`Program.run`."""
+        """Build an executable (sources and ``models`` as for :meth:`library`); run it with :meth:`Program.run`.
+        ``timeout`` limits each of its runs, in seconds, where the run gives none (default: the
+        marker's, else the config's)."""
         chosen = self._build_models(models, "cbuild.program")
         artifact = self._build(
             _all(paths, sources, exclude), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=chosen, assertions=assertions,
         )  # fmt: skip
-        return Program(artifact, self._meter, chosen, self._timeout)
+        return Program(artifact, self._meter, chosen, self._call_timeout(timeout))
 
     def extension(
         self,

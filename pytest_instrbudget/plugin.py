@@ -104,18 +104,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _run_options(config: pytest.Config) -> RunOptions:
     tol = config.getoption("instrbudget_tolerance")
-    json_path = config.getoption("instrbudget_json")
+
+    def output(option: str) -> Path | None:
+        # Relative to where pytest was started, as pytest's own path options are: not to the
+        # directory a test may have changed to when its profile is written.
+        value = config.getoption(option)
+        return config.invocation_params.dir / value if value else None
+
     return RunOptions(
         update=config.getoption("instrbudget_update"),
         prune=config.getoption("instrbudget_prune"),
         disable=config.getoption("instrbudget_disable"),
         tolerance=None if tol is None else parse_percent(tol, where="--instrbudget-tolerance"),
-        json_path=Path(json_path) if json_path else None,
+        json_path=output("instrbudget_json"),
         models=tuple(config.getoption("instrbudget_model")),
         reports=_reports(config.getoption("instrbudget_report")),
-        markdown_path=Path(md) if (md := config.getoption("instrbudget_markdown")) else None,
-        profile_dir=Path(pd) if (pd := config.getoption("instrbudget_profile_dir")) else None,
-        html_path=Path(h) if (h := config.getoption("instrbudget_html")) else None,
+        markdown_path=output("instrbudget_markdown"),
+        profile_dir=output("instrbudget_profile_dir"),
+        html_path=output("instrbudget_html"),
         table=config.getoption("instrbudget_table") or ("all" if config.option.verbose > 0 else "changed"),
         baseline=config.getoption("instrbudget_baseline"),
     )
@@ -576,9 +582,13 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     budget = config.stash.get(SESSION, None)
-    if budget is None or budget.run.disable:
+    if budget is None:
         return
     outcome = config.stash.get(OUTCOME, Outcome())
+    if budget.run.disable:  # nothing measured; an output it could not write still says why the run failed
+        for error in outcome.errors:
+            terminalreporter.write_line(f"instrbudget: error: {error}")
+        return
     if budget.results:
         terminalreporter.ensure_newline()  # ends the progress line, so the section's lines follow its heading
         terminalreporter.section("instrbudget")

@@ -104,6 +104,28 @@ def test_example_profiles_open_in_speedscope(pytester: pytest.Pytester, tmp_path
     assert "main;fib;fib;leaf " in text
 
 
+def test_relative_output_paths_are_the_invocation_directorys_whatever_a_test_changes_to(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    # A test that changes directory (monkeypatch.chdir, os.chdir) is still running when its
+    # profile is written: a relative --instrbudget-profile-dir went under that directory.
+    pytester.makefile(".c", calls=(DATA / "calls.c").read_text())
+    away = tmp_path / "away"
+    away.mkdir()
+    pytester.makepyfile(
+        test_p=f"def test_calls(cbuild, monkeypatch):\n    prog = cbuild.program('calls.c')\n"
+        f"    monkeypatch.chdir({str(away)!r})\n    prog.run(['8'])\n"
+    )
+    args = ["--instrbudget-profile-dir=out/profiles", "--instrbudget-json=out/run.json"]
+    args.append("--instrbudget-markdown=out/s.md")
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "out" / "profiles" / "test_p.py__test_calls.ir_instructions.collapsed").is_file()
+    assert (pytester.path / "out" / "run.json").is_file()
+    assert (pytester.path / "out" / "s.md").is_file()
+    assert not list(away.iterdir())
+
+
 def test_diff_and_markdown(pytester: pytest.Pytester) -> None:
     pytester.makefile(".c", calls=(DATA / "calls.c").read_text())
     pytester.makepyfile(

@@ -169,6 +169,16 @@ def test_unwritable_outputs_are_errors_naming_the_path(project: pytest.Pytester)
     )
 
 
+def test_unwritable_output_of_a_disabled_run_says_why_the_run_failed(project: pytest.Pytester) -> None:
+    # --instrbudget-disable prints no table, but the exit status a report it could not write
+    # gives must come with its reason.
+    blocked = _blocked(project)
+    result = project.runpytest("--instrbudget-disable", f"--instrbudget-json={blocked / 'r.json'}")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"instrbudget: error: cannot write the JSON report {blocked / 'r.json'}: *"])
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="permissions do not stop root")
 def test_read_only_baseline_directory_is_an_error(project: pytest.Pytester) -> None:
     path = baseline_path(project)

@@ -52,6 +52,19 @@ def test_actionlint_accepts_the_workflow(tmp_path: Path) -> None:
     assert 'property "grop" is not defined' in bad.stdout
 
 
+def test_the_workflow_installs_the_plugin_from_its_repository() -> None:
+    # Not a bare name, which pip would look up on PyPI, where a package of that name is not
+    # this project's.
+    doc = workflow()
+    spec = doc["env"]["INSTRBUDGET_PLUGIN"]
+    assert spec.startswith("pytest-instrbudget @ git+https://"), spec
+    installs = [s["run"] for job in doc["jobs"].values() for s in job["steps"] if s.get("name") == "Install"]
+    assert len(installs) == len(doc["jobs"])
+    for run in installs:
+        assert '"$INSTRBUDGET_PLUGIN"' in run, run
+        assert "install pytest-instrbudget" not in run, run
+
+
 def commands(job: dict[str, Any], matrix: dict[str, str]) -> list[str]:
     """The job's shell commands (not the install step: this environment has the packages)."""
     out = []

@@ -424,6 +424,13 @@ def test_plugin_update_of_part_of_the_suite_with_other_models_names_what_differs
         ("models = ['pipline']", "models: unknown cost model 'pipline' (did you mean pipeline?); known models: heap"),
         ("timeout = -1", "timeout: expected a positive number of seconds, got -1"),
         ("timeout = nan", "timeout: expected a positive number of seconds, got nan"),
+        ("cpu = ['x86-64-v3']", "cpu: expected one of x86-64, x86-64-v2, x86-64-v3, x86-64-v4, got [[]'x86-64-v3']"),
+        ("cpu = { level = 3 }", "cpu: expected one of x86-64, *, got {'level': 3}"),
+        (
+            "zkvm = 5",
+            "zkvm: the parameters of cost model 'zkvm' are a table of their own, [[]tool.instrbudget.zkvm], got 5",
+        ),
+        ("defines = 'NDEBUG'", "defines: expected a list of NAME or NAME=VALUE strings, or a table such as*"),
     ],
 )
 def test_plugin_bad_config_is_a_usage_error_naming_the_key(pytester: pytest.Pytester, table: str, message: str) -> None:
@@ -432,6 +439,18 @@ def test_plugin_bad_config_is_a_usage_error_naming_the_key(pytester: pytest.Pyte
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*[[]tool.instrbudget] {message}*"])
+
+
+def test_config_paths_starting_with_a_tilde_are_in_the_home_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cbuild.config import settings_from_table
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    table = {"cache_dir": "~/caches/instrbudget", "baseline": "perf/baseline.json"}
+    settings = settings_from_table(table, tmp_path / "project", known_models=["ir-count"])
+    assert settings.cache_dir == tmp_path / "home" / "caches" / "instrbudget"
+    assert settings.baseline == tmp_path / "project" / "perf" / "baseline.json"
 
 
 def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Pytester) -> None:
@@ -632,6 +651,33 @@ def test_plugin_program_crash_fails_the_test_with_signal(pytester: pytest.Pytest
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*ProgramCrashed: program crash.c was killed by SIGABRT*"])
+
+
+def test_plugin_program_timeout_is_each_runs_default(pytester: pytest.Pytester) -> None:
+    # program(timeout=...) limits its runs as library(timeout=...) limits calls; a run's own
+    # timeout= still wins, and the marker's applies where neither gives one.
+    pytester.makefile(".c", spin="int main(void) { for (volatile int i = 0;; i++) {} }\n")
+    pytester.makepyfile(
+        test_x="""
+import pytest
+from cbuild.errors import ProgramTimeout
+
+@pytest.mark.budget(timeout=30)
+def test_own(cbuild):
+    prog = cbuild.program('spin.c', opt_level=0, timeout=0.5)
+    with pytest.raises(ProgramTimeout, match="ran past its 0.5 s timeout"):
+        prog.run()
+    with pytest.raises(ProgramTimeout, match="ran past its 0.25 s timeout"):
+        prog.run(timeout=0.25)
+
+@pytest.mark.budget(timeout=0.75)
+def test_marker(cbuild):
+    with pytest.raises(ProgramTimeout, match="ran past its 0.75 s timeout"):
+        cbuild.program('spin.c', opt_level=0).run()
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
 
 
 CRASH_AFTER_WORK_C = """\

@@ -218,3 +218,30 @@ def test_plugin_region_budgets_and_unbalanced_markers(pytester: pytest.Pytester)
         ]
     )
     result.stdout.fnmatch_lines(["*instrbudget regions*", "test_marked.py::test_fine", "  ir_instructions  (total *"])
+
+
+def test_plugin_region_budgets_combine_region_by_region_across_markers(pytester: pytest.Pytester) -> None:
+    # A module's region budget stays when a test budgets another region; a region both name
+    # takes the closest marker's limit (docs/configuration.md).
+    pytester.makefile(".c", regions=(DATA / "regions.c").read_text())
+    pytester.makepyfile(
+        test_combined=textwrap.dedent(
+            """
+            import pytest
+
+            pytestmark = pytest.mark.budget(regions={"setup": 10})
+
+            @pytest.mark.budget(regions={"work": 10_000_000})
+            def test_both(cbuild):
+                cbuild.program("regions.c").run(["100"])
+
+            @pytest.mark.budget(regions={"setup": 10_000_000})
+            def test_closest(cbuild):
+                cbuild.program("regions.c").run(["100"])
+            """
+        )
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_both*", "*region 'setup': ir_instructions * exceeds its budget 10*"])
+    assert "FAILED test_combined.py::test_closest" not in result.stdout.str()

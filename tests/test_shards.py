@@ -189,9 +189,9 @@ def test_baseline_update_writes_the_baseline_of_the_checkout_it_runs_in(
     outside.mkdir()
     monkeypatch.chdir(outside)
     assert main(["baseline", "update", str(run)]) == 2
-    assert f"cbuild: no project in {outside} or above (pyproject.toml, pytest.ini, tox.ini or setup.cfg)" in (
-        capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    markers = "pyproject.toml, pytest.ini, .pytest.ini, tox.ini or setup.cfg"
+    assert f"cbuild: no project in {outside} or above ({markers})" in err
     assert main(["baseline", "update", str(run), "--baseline", "b.json"]) == 0
     assert json.loads((outside / "b.json").read_text())["tests"]["t.py::a"]["ir_instructions"]["total"] == 7
 
