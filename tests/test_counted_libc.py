@@ -13,6 +13,7 @@ import pytest
 
 from cbuild import Builder, BuildOptions, IrCountModel, Library, run_program
 from cbuild.build.libc import PREFIX, aliases, functions, point_at_libc
+from cbuild.errors import CBuildError
 from cbuild.models import default_registry
 from cbuild.models.costs import outside_calls
 
@@ -302,6 +303,10 @@ int main(int argc, char **argv) {
     int *z = calloc(1000, sizeof *z);
     for (int i = 0; i < 1000; i++) if (z[i]) return 5;
     free(z);
+    if (argc > 1 && argv[1][0] == 'm') {  /* 100 MiB: within the default limit, past 64 MiB */
+        char *volatile mid = malloc((size_t)100 << 20);
+        return mid ? 7 : 0;
+    }
     if (argc > 1) {  /* past the heap limit: NULL and ENOMEM, not a crash */
         char *volatile big = malloc((size_t)1 << 32);
         if (big) {
@@ -351,6 +356,14 @@ def test_counted_libc_realloc_aligned_calloc_and_the_heap_limit(builder: Builder
     assert run_program(program).returncode == 0
     limited = run_program(program, ["limit"], env={"PATH": "/usr/bin:/bin", "INSTRBUDGET_HEAP_LIMIT": str(64 << 20)})
     assert limited.returncode == 0, limited.stderr
+    # 100 MiB fits the default 4 GiB, not a limit of 64 MiB.
+    assert run_program(program, ["mid"]).returncode == 7
+    assert run_program(program, ["mid"], env={"INSTRBUDGET_HEAP_LIMIT": str(64 << 20)}).returncode == 0
+    assert run_program(program, ["mid"], env={"INSTRBUDGET_HEAP_LIMIT": str(1 << 30)}).returncode == 7
+    # The C library reads the digits a value starts with: "1G" was a limit of 64 KiB.
+    for bad in ("1G", "64M", "lots", "-5", "0", " 64"):
+        with pytest.raises(CBuildError, match=f"INSTRBUDGET_HEAP_LIMIT: expected a number of bytes.*got '{bad}'"):
+            run_program(program, ["mid"], env={"INSTRBUDGET_HEAP_LIMIT": bad})
 
 
 def test_counted_libc_names_in_reports(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]

@@ -385,6 +385,29 @@ def test_plugin_a_model_added_to_the_session_leaves_the_other_models_costs_check
     assert "not comparable" not in result.stdout.str()
 
 
+def test_plugin_prune_alone_under_another_configuration_removes_only_tests_that_are_gone(
+    project: pytest.Pytester,
+) -> None:
+    """--instrbudget-prune without --instrbudget-update in a session whose models differ from the
+    baseline's wrote an empty baseline: every entry was dropped as "not measured" and nothing was
+    added back. It removes the entries of tests that no longer exist, and keeps the rest and the
+    configuration they were measured with."""
+    results(project, "--instrbudget-update")
+    path = baseline_path(project)
+    before = json.loads(path.read_text())
+    project.makepyfile(test_budget=TESTS.replace("def test_helper(lib)", "def helper_gone(lib)"))
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "--instrbudget-model=ir-count", "--instrbudget-model=heap", "--instrbudget-prune"
+    )
+    result.assert_outcomes(passed=2)
+    after = json.loads(path.read_text())
+    assert after["fingerprint"] == before["fingerprint"]
+    assert set(after["tests"]) == set(before["tests"]) - {"test_budget.py::test_helper"}
+    for nodeid, entry in after["tests"].items():
+        assert entry == before["tests"][nodeid]
+    result.stdout.fnmatch_lines(["*instrbudget: baseline*1 pruned*"])
+
+
 def test_plugin_update_of_part_of_the_suite_with_other_models_names_what_differs(project: pytest.Pytester) -> None:
     """A one-off model on part of the suite cannot rewrite the baseline's fingerprint under the
     tests it did not run: the refusal names what differs, not the whole fingerprint, and where

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -331,3 +332,38 @@ def test_outputs_put_negative_parameters_in_numeric_order() -> None:
         "t.py::x[2]",
         "t.py::x[2997]",
     ]
+
+
+def test_html_report_rows_are_tests_that_build_or_have_a_budget(pytester: pytest.Pytester) -> None:
+    # A plain Python test (no cbuild fixture, no marker) has no row: every collected test holds a
+    # budget entry (None without a marker), which once counted as having one.
+    pytester.makefile(".c", one="int one(void) { return 1; }\n")
+    pytester.makepyfile(
+        test_mixed="""
+import pytest
+
+def test_plain_python():
+    assert 1 + 1 == 2
+
+@pytest.mark.budget(max_instr=1000)
+def test_budget_only():  # fails: a limit on what it never measures
+    pass
+
+def test_builds(cbuild):
+    assert cbuild.library("one.c").one() == 1
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-html=report.html")
+    result.assert_outcomes(passed=2, failed=1)
+    text = (pytester.path / "report.html").read_text()
+    assert "test_mixed.py::test_builds" in text
+    assert "test_mixed.py::test_budget_only" in text
+    assert "test_plain_python" not in text
+
+
+def test_stale_entries_are_listed_in_the_order_of_the_other_outputs(tmp_path: Path) -> None:
+    from cbuild.report.update import stale
+
+    entries = ["gone.py::test_copy[10000]", "gone.py::test_copy[1000]", "gone.py::test_copy[100]"]
+    found = stale(entries, collected=set(), measured=set(), partial=set(), root=tmp_path)
+    assert found == ["gone.py::test_copy[100]", "gone.py::test_copy[1000]", "gone.py::test_copy[10000]"]

@@ -25,6 +25,7 @@ from pathlib import Path
 from cbuild.build import cpu
 from cbuild.errors import CBuildError
 from cbuild.models.costs import Cost
+from cbuild.report.order import display_order
 from cbuild.report.snapshot import Snapshot, differing_keys
 
 #: Fingerprint key prefix describing a model that tests chose (marker ``models=``) beyond the session's.
@@ -149,7 +150,7 @@ def stale(
         file_part = nodeid.split("::", 1)[0]
         if not (root / file_part).exists() or (file_part not in partial and file_part in files):
             out.append(nodeid)
-    return sorted(out)
+    return sorted(out, key=display_order)
 
 
 def apply(
@@ -172,6 +173,15 @@ def apply(
     old_tests = base.tests if base is not None else {}
     tests = dict(old_tests)
     kept = {k: v for k, v in base.fingerprint.items() if k.startswith(MODEL_KEY)} if base is not None else {}
+    if base is not None and not matches(base.fingerprint, session) and not update:
+        # Pruning alone writes nothing this run measured: the entries stay with the configuration
+        # they were measured with, less those of tests that no longer exist.
+        for nodeid in stale_entries:
+            if tests.pop(nodeid, None) is not None:
+                out.pruned.append(nodeid)
+        out.tests, out.fingerprint = dict(sorted(tests.items())), dict(base.fingerprint)
+        out.write = tests != old_tests
+        return out
     if base is not None and not matches(base.fingerprint, session):
         kept = {}
         missing = sorted(set(tests) - set(results))
@@ -186,7 +196,7 @@ def apply(
             return out
         tests = {}
     if update:
-        for nodeid, result in sorted(results.items()):
+        for nodeid, result in sorted(results.items(), key=lambda item: display_order(item[0])):
             if not result.completed:
                 out.not_written.append(nodeid)
                 continue

@@ -61,8 +61,8 @@ EXITED, RETURNED, FAULT, LIMIT, READY, FALLBACK, STOPPED = 0, 1, 2, 3, 4, 5, 6
 STACK_TOP = 0x8000_0000
 STACK_SIZE = 16 << 20
 MMAP_BASE = 0x4000_0000
-#: Bytes the counted C library's heap takes in a RISC-V build, from MMAP_BASE (unless
-#: ``INSTRBUDGET_HEAP_LIMIT`` sets another size).
+#: Bytes the counted C library's heap takes in a RISC-V build, from MMAP_BASE (built in as its
+#: limit: the guest's environment is empty, so ``INSTRBUDGET_HEAP_LIMIT`` does not reach it).
 HEAP_SIZE = 256 << 20
 #: A mapped address no code lives at: called functions return to it.
 RETURN_ADDRESS = STACK_TOP - STACK_SIZE - 0x1000

@@ -437,6 +437,18 @@ def _output_tail(out: bytes, err: bytes) -> str:
     return "".join(parts) or "\n(it wrote nothing to stdout or stderr)"
 
 
+#: The counted C library's heap limit, in bytes (cbuild/runtime/heap_map.c).
+HEAP_LIMIT_ENV = "INSTRBUDGET_HEAP_LIMIT"
+
+
+def check_heap_limit(env: Mapping[str, str]) -> None:
+    """A heap limit the measured process would not understand is an error here, not a limit of
+    another size there (the C library reads the digits it can)."""
+    value = env.get(HEAP_LIMIT_ENV)
+    if value is not None and not (value.isascii() and value.isdigit() and int(value) > 0):
+        raise CBuildError(f"{HEAP_LIMIT_ENV}: expected a number of bytes, such as 67108864 for 64 MiB, got {value!r}")
+
+
 def run_program(
     artifact: Artifact,
     args: Sequence[object] = (),
@@ -483,6 +495,7 @@ def run_program(
         if clocks:
             counts_path.with_name("counts.limits").write_text("".join(f"{c} {v}\n" for c, v in clocks.items()))
         child_env = dict(DEFAULT_ENV if env is None else env)
+        check_heap_limit(child_env)
         child_env[COUNTS_ENV] = str(counts_path)
         stdin_path, stdout_path, stderr_path = (Path(tmp) / name for name in ("stdin", "stdout", "stderr"))
         stdin_path.write_bytes(input)
