@@ -274,11 +274,19 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     lines.extend(unavailable_lines(results))
     improved = [r.nodeid for r in in_display_order(results) if r.improved]
     if improved and not session.run.update:
-        lines.append(
-            f"{len(improved)} test(s) improved on the baseline; record it with --instrbudget-update: "
-            + ", ".join(improved[:5])
-            + (" ..." if len(improved) > 5 else "")
-        )
+        named = ", ".join(improved[:5]) + (" ..." if len(improved) > 5 else "")
+        # --instrbudget-update records every completed test's costs, a failing one's too.
+        failing = sum(1 for r in results if r.completed and r.failure is not None)
+        if failing:
+            lines.append(
+                f"{len(improved)} test(s) improved on the baseline: {named}; --instrbudget-update would also "
+                f"record the costs of the {failing} test(s) that failed their budget here: run it on the improved "
+                "tests alone"
+            )
+        else:
+            lines.append(
+                f"{len(improved)} test(s) improved on the baseline; record it with --instrbudget-update: {named}"
+            )
     if session.baseline_note:  # why the baseline is rewritten, before what was written
         lines.append(session.baseline_note)
     if outcome.refused:

@@ -187,8 +187,12 @@ def test_library_wrong_argument_types_are_clear(sigs: Library) -> None:
         sigs.count_a("banana", 6)
     with pytest.raises(SignatureError, match=r"add64\(\) argument 2 \(int64_t\): expected int, got float 1.5"):
         sigs.add64(1, 1.5)
-    with pytest.raises(SignatureError, match=r"add64\(\) takes 2 arguments, 1 given"):
+    with pytest.raises(SignatureError, match=r"add64\(\) takes 2 arguments, 1 given: int64_t add64\(int64_t"):
         sigs.add64(1)
+    with pytest.raises(SignatureError, match=r"low_byte\(\) takes 1 argument, 2 given"):
+        sigs.low_byte(1, 2)
+    with pytest.raises(SignatureError, match=r"add64\(\) takes its arguments by position, as C does: .*; got b="):
+        sigs.add64(1, b=2)
     out_of_range = r"low_byte\(\) argument 1 \(unsigned int\): 4294967296 is out of range \[0, 4294967295\]"
     with pytest.raises(SignatureError, match=out_of_range):
         sigs.low_byte(2**32)

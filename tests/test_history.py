@@ -281,13 +281,13 @@ def test_unreadable_versions_are_skipped_and_reported(tmp_path: Path, capsys: py
         (other, "future format"),
     ]
     assert history.unreadable[0].reason.startswith("is not valid JSON (line 1, column 26")
-    assert history.unreadable[1].reason == "does not have the expected layout (ValueError: version 7, expected 1)"
+    assert history.unreadable[1].reason == "does not have the expected layout (version 7, expected 1)"
     assert [u["short"] for u in history.to_json()["unreadable"]] == [broken, other]
 
     out = run_cli(capsys, "--baseline", str(repo.root / BASELINE), "--width", "300")
     assert out.splitlines()[1].split()[2] == "▁▅█"
     assert f"2 versions could not be read: {broken}: is not valid JSON (line 1, column 26" in out
-    assert f"; {other}: does not have the expected layout (ValueError: version 7, expected 1)" in out
+    assert f"; {other}: does not have the expected layout (version 7, expected 1)" in out
 
 
 def test_shallow_clone_says_how_much_it_saw(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -509,3 +509,24 @@ def test_numbered_tests_come_with_numbers_compared_as_numbers(tmp_path: Path) ->
     repo.commit(snap({name: {"ir_instructions": 6} for name in names}), "two")
     history = read_history(repo.root / BASELINE)
     assert [s.test for s in history.series] == sorted(names, key=len)  # [10], [100], [1000]
+
+
+@pytest.mark.parametrize(
+    ("doc", "why"),
+    [
+        ({"version": 1, "tests": {}}, "'fingerprint' is missing"),
+        ({"version": 1, "fingerprint": {}, "tests": 5}, "'tests' is not an object"),
+        ({"version": 1, "fingerprint": {}, "tests": {"t.py::x": 3}}, "t.py::x: its entry is not an object of metrics"),
+        (
+            {"version": 1, "fingerprint": {}, "tests": {"t.py::x": {"ir_instructions": {}}}},
+            "t.py::x ir_instructions: no total",
+        ),
+    ],
+)
+def test_a_damaged_layout_says_what_is_wrong_in_the_documents_terms(doc: dict, why: str) -> None:  # type: ignore[type-arg]
+    # Not Python's (KeyError: 'total', AttributeError: 'int' object has no attribute 'items').
+    from cbuild.report.snapshot import SnapshotError, decode
+
+    with pytest.raises(SnapshotError) as caught:
+        decode(json.dumps(doc).encode())
+    assert str(caught.value) == f"does not have the expected layout ({why})"

@@ -100,7 +100,8 @@ def decode(data: bytes) -> Snapshot:
     try:
         return _from_doc(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise SnapshotError(f"does not have the expected layout ({type(exc).__name__}: {exc})") from None
+        why = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        raise SnapshotError(f"does not have the expected layout ({why})") from None
 
 
 def _conflict_marker(data: bytes) -> int | None:
@@ -116,11 +117,18 @@ def _from_doc(doc: Any) -> Snapshot:
         raise TypeError("top level is not an object")
     if doc.get("version") != VERSION:
         raise ValueError(f"version {doc.get('version')!r}, expected {VERSION}")
+    for key in ("fingerprint", "tests"):
+        if not isinstance(doc.get(key), dict):
+            raise ValueError(f"{key!r} is {'missing' if key not in doc else 'not an object'}")
     fingerprint = {str(k): str(v) for k, v in doc["fingerprint"].items()}
     tests: dict[str, dict[str, Cost]] = {}
     for nodeid, metrics in doc["tests"].items():
+        if not isinstance(metrics, dict):
+            raise ValueError(f"{nodeid}: its entry is not an object of metrics")
         entry: dict[str, Cost] = {}
         for metric, value in metrics.items():
+            if not isinstance(value, dict) or "total" not in value:
+                raise ValueError(f"{nodeid} {metric}: no total")
             total = value["total"]
             functions = value.get("functions", {})
             regions = value.get("regions", {})

@@ -301,15 +301,21 @@ class Function:
 
         return pointer
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **named: Any) -> Any:
         __tracebackhide__ = True
+        if named:
+            raise SignatureError(
+                f"{self.name}() takes its arguments by position, as C does: {self.c_declaration}; "
+                f"got {', '.join(f'{k}=' for k in named)}"
+            )
         if self._unsupported:
             raise SignatureError(f"{self.c_declaration}: cannot be called from Python: {self._unsupported}")
         if self.signature["vararg"]:
             raise SignatureError(f"{self.c_declaration} is variadic; wrap it in a C function with fixed arguments")
         params = self.signature["params"]
         if len(args) != len(params):
-            raise SignatureError(f"{self.name}() takes {len(params)} arguments, {len(args)} given")
+            noun = "argument" if len(params) == 1 else "arguments"
+            raise SignatureError(f"{self.name}() takes {len(params)} {noun}, {len(args)} given: {self.c_declaration}")
         wires = [convert(a) for convert, a in zip(self._converters, args, strict=True)]
         blobs: list[Any] = []
         for i, wire in enumerate(wires):
