@@ -198,6 +198,19 @@ def test_diff_at_80_columns_names_each_test_once() -> None:
         "tests/test_sort.py::test_sort  ir_instructions: 800 -> 900 +12.50%",
     ]
     assert diff_text(found, 200).splitlines()[0] == f"{CMARK}  ir_instructions: 61,000,000 -> 61,916,003 +1.50%"
+    # A test whose first metric fits beside its name and second does not: named once, above both.
+    short = "tests/test_a.py::test_a_name_that_leaves_room_for_one_metric_________"
+    mixed = [Change(short, "zk_segments", 6, 8, [], []), Change(short, "zk_paging_cycles", 271_683, 292_641, [], [])]
+    assert (
+        len(f"{short}  zk_segments: 6 -> 8 +33.33%")
+        <= 100
+        < len(f"{short}  zk_paging_cycles: 271,683 -> 292,641 +7.71%")
+    )
+    assert diff_text(mixed, 100).splitlines() == [
+        short,
+        "  zk_segments: 6 -> 8 +33.33%",
+        "  zk_paging_cycles: 271,683 -> 292,641 +7.71%",
+    ]
 
 
 LAMBDA = (

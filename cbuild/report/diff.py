@@ -172,21 +172,27 @@ def _pct(change: Change) -> str:
 def render_text(found: list[Change], width: int | None = None) -> str:
     """Plain text for a terminal: a line per changed metric, then the functions and regions
     that moved most. Names are never cut: within ``width`` a test's name goes on a line of its
-    own (once for its metrics), and so does a function name too long to share its line."""
+    own, once above all its metrics, where one of them does not fit beside it, and so does a
+    function name too long to share its line."""
     if not found:
         return "no differences\n"
     lines: list[str] = []
+    heads = [f"{c.metric}: {_num(c.old)} -> {_num(c.new)} {_pct(c)}".rstrip() for c in found]
+    # Each metric's line starts with its test's name (a line per metric, for grep) where every
+    # one of the test's lines fits; else the name stands once on a line of its own above them all.
+    apart = {
+        c.test for c, head in zip(found, heads, strict=True)
+        if width is not None and len(c.test) + 2 + len(head) > width
+    }  # fmt: skip
     named = None
-    for c in found:
-        head = f"{c.metric}: {_num(c.old)} -> {_num(c.new)} {_pct(c)}".rstrip()
-        if width is None or len(c.test) + 2 + len(head) <= width:
+    for c, head in zip(found, heads, strict=True):
+        if c.test not in apart:
             lines.append(f"{c.test}  {head}")
-            named = None
         else:
             if c.test != named:
                 lines.append(c.test)
             lines.append(f"  {head}")
-            named = c.test
+        named = c.test
         shown = readable_names(name for name, _, _ in c.functions)
         moved = [(shown[name], a, b) for name, a, b in c.functions]
         moved += [(f"region {name}", a, b) for name, a, b in c.regions]
