@@ -218,10 +218,10 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     state = "disabled" if session.run.disable else ", ".join(m.name for m in session.models)
     entries = f"{len(session.baseline.tests)} entries" if session.baseline.exists else "none yet"
-    return (
-        f"instrbudget: models {state}; {session.builder.toolchain.fingerprint_text}; "
-        f"baseline {session.baseline.path} ({entries})"
-    )
+    path = session.baseline.path
+    if path.is_relative_to(config.rootpath):  # the project's own file, as a CI log shows it
+        path = path.relative_to(config.rootpath)
+    return f"instrbudget: models {state}; {session.builder.toolchain.fingerprint_text}; baseline {path} ({entries})"
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: deselected tests still exist

@@ -92,7 +92,7 @@ def test_plugin_summary_table_and_new_entries(project: pytest.Pytester) -> None:
 def test_plugin_header_names_models_and_toolchain(project: pytest.Pytester) -> None:
     result = project.runpytest()
     result.stdout.fnmatch_lines(
-        ["instrbudget: models ir-count; clang 22.*, llvm 22.*; baseline *baseline.json (none yet)"]
+        ["instrbudget: models ir-count; clang 22.*, llvm 22.*; baseline .instrbudget/baseline.json (none yet)"]
     )
 
 
