@@ -280,7 +280,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         if failing:
             lines.append(
                 f"{len(improved)} test(s) improved on the baseline: {named}; --instrbudget-update would also "
-                f"record the costs of the {failing} test(s) that failed their budget here: run it on the improved "
+                f"record the costs of the {failing} test(s) instrbudget failed here: run it on the improved "
                 "tests alone"
             )
         else:

@@ -361,8 +361,10 @@ def test_counted_libc_realloc_aligned_calloc_and_the_heap_limit(builder: Builder
     assert run_program(program, ["mid"], env={"INSTRBUDGET_HEAP_LIMIT": str(64 << 20)}).returncode == 0
     assert run_program(program, ["mid"], env={"INSTRBUDGET_HEAP_LIMIT": str(1 << 30)}).returncode == 7
     # The C library reads the digits a value starts with: "1G" was a limit of 64 KiB.
-    for bad in ("1G", "64M", "lots", "-5", "0", " 64"):
-        with pytest.raises(CBuildError, match=f"INSTRBUDGET_HEAP_LIMIT: expected a number of bytes.*got '{bad}'"):
+    for bad in ("1G", "64M", "lots", "-5", "0", " 64", "1000", str(2**70)):
+        with pytest.raises(
+            CBuildError, match=f"INSTRBUDGET_HEAP_LIMIT: expected a number of bytes from 65536.*'{bad}'"
+        ):
             run_program(program, ["mid"], env={"INSTRBUDGET_HEAP_LIMIT": bad})
 
 

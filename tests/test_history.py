@@ -446,6 +446,17 @@ def test_default_baseline_from_pyproject(
     assert "1 commit changed ../budgets/base.json" in out
 
 
+def test_default_baseline_under_the_home_directory_as_the_plugin_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cbuild.report.history import default_baseline
+
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "pyproject.toml").write_text('[tool.instrbudget]\nbaseline = "~/perf/b.json"\n')
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_baseline(tmp_path / "p") == tmp_path / "home" / "perf" / "b.json"
+
+
 def test_command_line_exit_status(tmp_path: Path) -> None:
     repo = Repo(tmp_path / "r")
     repo.commit(ir(test_x=1), "one")
@@ -514,7 +525,12 @@ def test_numbered_tests_come_with_numbers_compared_as_numbers(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("doc", "why"),
     [
+        ([1, 2], "top level is not an object"),
         ({"version": 1, "tests": {}}, "'fingerprint' is missing"),
+        (
+            {"version": 1, "fingerprint": {}, "tests": {"t.py::x": {"ir_instructions": {"total": 1, "regions": 5}}}},
+            "t.py::x ir_instructions: its regions are not an object",
+        ),
         ({"version": 1, "fingerprint": {}, "tests": 5}, "'tests' is not an object"),
         ({"version": 1, "fingerprint": {}, "tests": {"t.py::x": 3}}, "t.py::x: its entry is not an object of metrics"),
         (
@@ -523,7 +539,7 @@ def test_numbered_tests_come_with_numbers_compared_as_numbers(tmp_path: Path) ->
         ),
     ],
 )
-def test_a_damaged_layout_says_what_is_wrong_in_the_documents_terms(doc: dict, why: str) -> None:  # type: ignore[type-arg]
+def test_a_damaged_layout_says_what_is_wrong_in_the_documents_terms(doc: object, why: str) -> None:
     # Not Python's (KeyError: 'total', AttributeError: 'int' object has no attribute 'items').
     from cbuild.report.snapshot import SnapshotError, decode
 

@@ -54,7 +54,7 @@ def test_a_failed_test_is_never_listed_as_improved(project: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(
         [
             "instrbudget: 1 test(s) improved on the baseline: test_budget.py::test_passes; --instrbudget-update would "
-            "also record the costs of the 1 test(s) that failed their budget here: run it on the improved tests alone"
+            "also record the costs of the 1 test(s) instrbudget failed here: run it on the improved tests alone"
         ]
     )
 

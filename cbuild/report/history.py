@@ -252,7 +252,7 @@ def default_baseline(start: Path | None = None) -> Path:
             value = table.get("baseline", str(DEFAULT_PATH))
             if not isinstance(value, str) or not value:
                 raise CBuildError(f"{path}: [tool.instrbudget] baseline: expected a path string, got {value!r}")
-            return directory / value
+            return directory / Path(value).expanduser()  # as [tool.instrbudget] reads it
     return (nearest or start) / DEFAULT_PATH
 
 

@@ -114,7 +114,7 @@ def _conflict_marker(data: bytes) -> int | None:
 
 def _from_doc(doc: Any) -> Snapshot:
     if not isinstance(doc, dict):
-        raise TypeError("top level is not an object")
+        raise ValueError("top level is not an object")
     if doc.get("version") != VERSION:
         raise ValueError(f"version {doc.get('version')!r}, expected {VERSION}")
     for key in ("fingerprint", "tests"):
@@ -132,6 +132,9 @@ def _from_doc(doc: Any) -> Snapshot:
             total = value["total"]
             functions = value.get("functions", {})
             regions = value.get("regions", {})
+            for kind, costs in (("functions", functions), ("regions", regions)):
+                if not isinstance(costs, dict):
+                    raise ValueError(f"{nodeid} {metric}: its {kind} are not an object")
             if not _count(total):
                 raise ValueError(f"{nodeid} {metric}: total {total!r} is not a non-negative integer")
             for kind, costs in (("function", functions), ("region", regions)):

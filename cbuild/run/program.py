@@ -445,8 +445,12 @@ def check_heap_limit(env: Mapping[str, str]) -> None:
     """A heap limit the measured process would not understand is an error here, not a limit of
     another size there (the C library reads the digits it can)."""
     value = env.get(HEAP_LIMIT_ENV)
-    if value is not None and not (value.isascii() and value.isdigit() and int(value) > 0):
-        raise CBuildError(f"{HEAP_LIMIT_ENV}: expected a number of bytes, such as 67108864 for 64 MiB, got {value!r}")
+    if value is None or value == "":  # unset, as the C library takes an empty value
+        return
+    if not (isinstance(value, str) and value.isascii() and value.isdigit() and 65536 <= int(value) < 2**63):
+        raise CBuildError(
+            f"{HEAP_LIMIT_ENV}: expected a number of bytes from 65536 up, such as 67108864 for 64 MiB, got {value!r}"
+        )
 
 
 def run_program(
@@ -482,6 +486,7 @@ def run_program(
         raise CBuildError(f"input is the program's stdin as bytes, got {type(input).__name__}")
     input = bytes(input)  # the executing models' runs take it to another process
     check_timeout(timeout)
+    check_heap_limit(DEFAULT_ENV if env is None else env)  # before any run starts, the RISC-V ones included
     argv = [Path(artifact.name).stem, *map(str, args)]
     what = f"{artifact.name} ({' '.join(argv[1:]) or 'no arguments'})"
     clocks, cutoffs = clock_limits(artifact, requested(max_instr, limits))
@@ -495,7 +500,6 @@ def run_program(
         if clocks:
             counts_path.with_name("counts.limits").write_text("".join(f"{c} {v}\n" for c, v in clocks.items()))
         child_env = dict(DEFAULT_ENV if env is None else env)
-        check_heap_limit(child_env)
         child_env[COUNTS_ENV] = str(counts_path)
         stdin_path, stdout_path, stderr_path = (Path(tmp) / name for name in ("stdin", "stdout", "stderr"))
         stdin_path.write_bytes(input)
