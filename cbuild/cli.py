@@ -57,8 +57,10 @@ def _count(text: str) -> int:
 def _add_build_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", type=Path, help="C (.c), C++ (.cc, .cpp, .cxx) and LLVM IR (.ll) sources")
     p.add_argument("-O", dest="opt_level", default="2", choices=OPT_LEVELS, help="optimisation level (default 2)")
-    p.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR")
-    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
+    p.add_argument(
+        "-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR", help="an include directory"
+    )
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]", help="a macro to define")
     p.add_argument("--cflags", default="", metavar="'FLAGS'", help="extra C flags, e.g. --cflags='-std=c11 -Wall'")
     p.add_argument("--cxxflags", default="", metavar="'FLAGS'", help="extra C++ flags")
     p.add_argument("--ldflags", default="", metavar="'FLAGS'", help="extra link flags, e.g. --ldflags=-lpthread")
@@ -121,8 +123,8 @@ def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     # As the user started it: the installed script, or the module.
     prog = "cbuild" if Path(sys.argv[0]).stem == "cbuild" else "python -m cbuild"
-    top = argparse.ArgumentParser(prog=prog, description=__doc__)
-    sub = top.add_subparsers(dest="command", required=True)
+    top = argparse.ArgumentParser(prog=prog, description="Build, run and measure C/C++ programs without pytest.")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     build = sub.add_parser("build", help="build an instrumented executable or shared library")
     _add_build_flags(build)
     build.add_argument("-o", dest="output", type=Path, required=True, help="output file")
@@ -150,9 +152,14 @@ def parser() -> argparse.ArgumentParser:
     pipe.add_argument("file", type=Path, help="RISC-V assembly (.s), read as one straight-line block")
     pipe.add_argument("--machine", default="inorder5", help=f"{', '.join(builtin_machines())} or a .toml description")
     pipe.add_argument("--timeline", action="store_true", help="show when each instruction issues and completes")
-    diff = sub.add_parser("diff", help="compare two runs: baselines or --instrbudget-json documents")
-    diff.add_argument("old", type=Path)
-    diff.add_argument("new", type=Path)
+    diff = sub.add_parser(
+        "diff",
+        help="compare two runs: baselines or --instrbudget-json documents",
+        description="What changed from OLD to NEW (baselines or --instrbudget-json documents); exit status 1 when "
+        "a metric of a test in both changed.",
+    )
+    diff.add_argument("old", type=Path, help="the earlier run's baseline or JSON document")
+    diff.add_argument("new", type=Path, help="the later run's baseline or JSON document")
     diff.add_argument("--markdown", action="store_true", help="a markdown table (e.g. for $GITHUB_STEP_SUMMARY)")
     diff.add_argument(
         "--top", type=_count, default=5, help="functions and regions to list per change (default 5; 0: none)"
