@@ -46,9 +46,9 @@ def parse_percent(value: object, *, where: str) -> float:
     return float(value)
 
 
-def _strings(value: object, key: str) -> tuple[str, ...]:
+def _strings(value: object, key: str, expected: str = "a list of strings") -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"[tool.instrbudget] {key}: expected a list of strings, got {value!r}")
+        raise ConfigError(f"[tool.instrbudget] {key}: expected {expected}, got {value!r}")
     return tuple(value)
 
 
@@ -60,12 +60,7 @@ def _defines(value: object) -> tuple[str, ...]:
                 raise ConfigError(f"[tool.instrbudget] defines.{name}: expected a string or number, got {v!r}")
             out.append(f"{name}={v}")
         return tuple(out)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(
-            f"[tool.instrbudget] defines: expected a list of NAME or NAME=VALUE strings, or a table such as "
-            f'{{ NAME = "VALUE" }}, got {value!r}'
-        )
-    return tuple(value)
+    return _strings(value, "defines", 'a list of NAME or NAME=VALUE strings, or a table such as { NAME = "VALUE" }')
 
 
 @dataclass(frozen=True)

@@ -132,12 +132,11 @@ def _from_doc(doc: Any) -> Snapshot:
             total = value["total"]
             functions = value.get("functions", {})
             regions = value.get("regions", {})
-            for kind, costs in (("functions", functions), ("regions", regions)):
-                if not isinstance(costs, dict):
-                    raise ValueError(f"{nodeid} {metric}: its {kind} are not an object")
             if not _count(total):
                 raise ValueError(f"{nodeid} {metric}: total {total!r} is not a non-negative integer")
             for kind, costs in (("function", functions), ("region", regions)):
+                if not isinstance(costs, dict):
+                    raise ValueError(f"{nodeid} {metric}: its {kind}s are not an object")
                 bad = next((f"{k} = {v!r}" for k, v in costs.items() if not _count(v)), None)
                 if bad is not None:
                     raise ValueError(f"{nodeid} {metric}: {kind} cost {bad} is not a non-negative integer")

@@ -173,16 +173,16 @@ def apply(
     old_tests = base.tests if base is not None else {}
     tests = dict(old_tests)
     kept = {k: v for k, v in base.fingerprint.items() if k.startswith(MODEL_KEY)} if base is not None else {}
-    if base is not None and not matches(base.fingerprint, session) and not update:
-        # Pruning alone writes nothing this run measured: the entries stay with the configuration
-        # they were measured with, less those of tests that no longer exist.
-        for nodeid in stale_entries:
-            if tests.pop(nodeid, None) is not None:
-                out.pruned.append(nodeid)
-        out.tests, out.fingerprint = dict(sorted(tests.items())), dict(base.fingerprint)
-        out.write = tests != old_tests
-        return out
     if base is not None and not matches(base.fingerprint, session):
+        if not update:
+            # Pruning alone writes nothing this run measured: the entries stay with the configuration
+            # they were measured with, less those of tests that no longer exist.
+            for nodeid in stale_entries:
+                if tests.pop(nodeid, None) is not None:
+                    out.pruned.append(nodeid)
+            out.tests, out.fingerprint = dict(sorted(tests.items())), dict(base.fingerprint)
+            out.write = tests != old_tests
+            return out
         kept = {}
         missing = sorted(set(tests) - set(results))
         if missing and not prune:
