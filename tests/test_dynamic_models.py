@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import Builder, BuildOptions, Library, run_program
+from cbuild import Builder, BuildOptions, IrCountModel, Library, run_program
 from cbuild.models import default_registry
 from cbuild.models.costs import BlockCounts
 from cbuild.models.zkvm import RESULTS
@@ -427,3 +427,38 @@ def test_zkvm_segments_and_paging_equal_a_per_instruction_reference(
         assert run.engine == engine, run.note
         assert run.exit_code == emulation.exit_code
         assert dict(zip(RESULTS, run.results, strict=True)) == reference
+
+
+NAMES_C = """
+#include <stdlib.h>
+#include <string.h>
+struct big { char bytes[600]; };
+__attribute__((noinline)) void copy(struct big *to, const struct big *from) { *to = *from; }
+int main(int argc, char **argv) {
+    struct big *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    memset(a, argc, sizeof *a);
+    copy(b, a);
+    int r = b->bytes[599] + (int)strlen(argv[0]);
+    free(a);
+    free(b);
+    return r == 0;
+}
+"""
+
+
+def test_a_riscv_builds_functions_are_named_as_the_native_builds(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """The counted C library's static functions in a RISC-V build (the allocator's ``ib_alloc``, the
+    heap's mapping) carry its mark as in the native build (``ib_alloc [libc]`` in every table), and
+    the copy the RISC-V backend lowers a 600-byte struct assignment to, compiler-rt's ``memcpy``, is
+    named apart from the counted ``memcpy [libc]``."""
+    model = default_registry().create("zkvm", {"execute": True})
+    artifact = builder.build([write("names.c", NAMES_C)], options=BuildOptions(opt_level="1"), models=[model])
+    run = run_program(artifact)
+    assert run.counts is not None
+    zk = {c.metric: c for c in model.evaluate(run.counts)}["zk_user_cycles"].functions
+    native = IrCountModel().evaluate(run.counts)[0].functions
+    assert native["__instrbudget_libc_ib_alloc"] > 0
+    assert zk["__instrbudget_libc_ib_alloc"] > 0
+    assert zk["__instrbudget_libc_heap_get"] > 0
+    assert zk["memcpy (compiler_rt)"] > 0
+    assert not {"ib_alloc", "__instrbudget_heap_get", "memcpy"} & set(zk)

@@ -48,7 +48,7 @@ from cbuild.build.signatures import exported_defines, split_top
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import Toolchain
 from cbuild.errors import CBuildError, CompileError
-from cbuild.riscv.executor import ABI_SECTION, HEAP_SIZE, MARKER_SECTION, MMAP_BASE
+from cbuild.riscv.executor import ABI_SECTION, COUNTED_LIBC_FILE, HEAP_SIZE, MARKER_SECTION, MMAP_BASE
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,9 @@ TARGETS = {
     ),
 }
 #: Part of the RISC-V builds' cache keys: change it when their making changes.
-VERSION = "4"
+VERSION = "5"
+#: The module's source file name in textual IR.
+_SOURCE_FILENAME = re.compile(r'^source_filename = ".*"$', re.M)
 #: Region markers (instrbudget.h) as the native build's IR has them.
 _MARKER = re.compile(r'call void asm sideeffect "# instrbudget-region (start|next|stop)", "')
 _KINDS = {"start": 0, "next": 1, "stop": 2}
@@ -325,7 +327,10 @@ def _counted_libc_objects(tc: Toolchain, cache: Cache, tgt: Target) -> tuple[Pat
         with tempfile.TemporaryDirectory(prefix="instrbudget-rv-") as tmp:
             for n, (ir, file) in enumerate(zip([own_ir, *musl], files, strict=True)):
                 aligned, local = Path(tmp) / f"{n}.ll", Path(tmp) / f"{n}.o"
-                aligned.write_text(aligned_data(ir.read_text()))
+                text = aligned_data(ir.read_text())
+                if ir == own_ir:  # its file symbol, which names its static functions apart (read_image)
+                    text = _SOURCE_FILENAME.sub(f'source_filename = "{COUNTED_LIBC_FILE}"', text, count=1)
+                aligned.write_text(text)
                 passes = ["-Xclang", "-disable-llvm-passes"] if ir == own_ir else []
                 _run([*codegen, *passes, str(aligned), "-o", str(local)], tgt.name)
                 atomic_write(file, local.read_bytes())

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from cbuild.build.demangle import demangle
+from cbuild.build.demangle import LIBC_PREFIX, demangle
 from cbuild.build.places import Frame, symbols
 from cbuild.errors import CBuildError
 from cbuild.riscv.messages import (
@@ -76,6 +76,12 @@ REG_SP, REG_RA, REG_A0 = REG_X0 + 2, REG_X0 + 1, REG_X0 + 10
 _HOOKS = ("block", "access", "accesses_done", "reset", "finish", "now", "clock_step", "block_slack", "room")
 #: Section of the RISC-V builds listing region markers (written by :mod:`cbuild.riscv.build`).
 MARKER_SECTION = ".instrbudget_marks"
+#: The source file name (an ELF ``STT_FILE`` symbol) of the counted C library's own object in a
+#: RISC-V build: its static functions (``ib_alloc``) are named as the native build names them.
+COUNTED_LIBC_FILE = "instrbudget-libc.c"
+#: The file of the copies the RISC-V backend calls for long constant-length copies (compiler-rt's
+#: ``memcpy``, ``memset``), which are not the counted library's.
+_COMPILER_RT_FILE = b"compiler_rt"
 #: Non-allocated section of a library's build: how its code takes each exported function's
 #: arguments and result (:func:`cbuild.riscv.build.abi_table`, JSON; read by :mod:`cbuild.riscv.guest`).
 ABI_SECTION = ".instrbudget.abi"
@@ -368,6 +374,17 @@ _KEEP_IMAGES = 8
 _IMAGES_LOCK = threading.Lock()  # run_program's RISC-V runs go on in threads of their own
 
 
+def _local_name(name: str, file: bytes) -> str:
+    """A static function's name as reports give it: the counted C library's as its native build
+    names them (``ib_alloc [libc]``, ``heap_get [libc]``), compiler-rt's copies apart from the
+    counted ones (``memcpy (compiler_rt)``)."""
+    if file == COUNTED_LIBC_FILE.encode() and not name.startswith(LIBC_PREFIX):
+        return LIBC_PREFIX + name.removeprefix("__instrbudget_")
+    if file == _COMPILER_RT_FILE:
+        return f"{name} (compiler_rt)"
+    return name
+
+
 def read_image(path: Path) -> Image:
     """Segments, entry point and function symbols of a static RISC-V ELF (ELF32 or ELF64, little-endian)."""
     path = Path(path)
@@ -445,15 +462,22 @@ def _parse_image(data: bytes) -> Image:
         if stype != 2 or not entsize:  # SHT_SYMTAB
             continue
         strtab = sections[link]
+        file = b""  # the source file (STT_FILE) of the local symbols that follow
         for at in range(offset, offset + size, entsize):
             if wide:
                 name, info, _, shndx, value, symsize = struct.unpack_from("<IBBHQQ", data, at)
             else:
                 name, value, symsize, info, _, shndx = struct.unpack_from("<IIIBBH", data, at)
+            if info & 0xF == 4:  # STT_FILE
+                file = data[strtab[1] + name : data.index(b"\0", strtab[1] + name)]
+                continue
             if info & 0xF != 2 or shndx == 0 or not name:  # functions defined here
                 continue
             end = data.index(b"\0", strtab[1] + name)
-            symbols.append((value, symsize, info >> 4, data[strtab[1] + name : end].decode(errors="replace")))
+            text = data[strtab[1] + name : end].decode(errors="replace")
+            if info >> 4 == 0:  # STB_LOCAL
+                text = _local_name(text, file)
+            symbols.append((value, symsize, info >> 4, text))
     # Aliases of one address: the global name wins, then the shorter one. A function without a size
     # reaches to the next one.
     best: dict[int, tuple[int, int, int, str]] = {}
