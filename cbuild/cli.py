@@ -431,7 +431,7 @@ def _cmd_warm(args: argparse.Namespace) -> int:
     builder = Builder(cache_dir=settings.cache_dir, clang=settings.clang, progress=say)
     options = settings.build_options(instrument=True)
     options = dataclasses.replace(options, model_params=tuple(p for m in models for p in m.key_params()))
-    say(f"warming the build cache {builder.cache.root} for {root} ({builder.toolchain.fingerprint_text})")
+    say(f"warming the build cache {builder.cache.root} for {root} ({builder.toolchain.summary})")
     cxx = args.cxx if args.cxx is not None else _has_cxx_sources(root)
     seconds = warm(builder, options, models, cxx=cxx, say=lambda line: say(f"  {line}"))
     say(f"warm in {seconds:.1f} s")
@@ -492,6 +492,18 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
     models = _models(args.model)
+    for model in models:
+        target = model.executes()
+        if target is not None:  # its costs come from a run of a build that is not the one written
+            raise CBuildError(
+                f"--model {model.name} measures a {target} build of its own, which `build` does not write: "
+                f"run it with `python -m cbuild run --model {model.name} ...`"
+                + (
+                    f", or build its estimate into the program with --model {model.name}:execute=false"
+                    if "execute" in model.params
+                    else ""
+                )
+            )
     kind = "library" if args.shared else "program"
     artifact = builder.build(args.sources, options=_options(args), kind=kind, models=models)
     args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -570,11 +582,11 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         print(json.dumps(doc, indent=2))
         return result.returncode
     for cost in costs:
-        print(f"\n{cost.metric}: {cost.total}", file=sys.stderr)
+        print(f"\n{cost.metric}: {cost.total:,}", file=sys.stderr)
         listed = cost.top_functions(args.top)
         shown = readable_names(name for name, _ in listed)
         cells = [
-            [shown[name], str(value), f"{100.0 * value / cost.total if cost.total else 0.0:5.1f}%"]
+            [shown[name], f"{value:,}", f"{100.0 * value / cost.total if cost.total else 0.0:5.1f}%"]
             for name, value in listed
         ]
         # Within the terminal's width: a name too long for its column goes on a line of its own.

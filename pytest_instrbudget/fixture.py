@@ -8,16 +8,29 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from cbuild import errors
 from cbuild.build import compiledb
 from cbuild.build.builder import Artifact, Builder
 from cbuild.build.options import BuildOptions
 from cbuild.build.sources import Source, expand
-from cbuild.errors import BuildDescriptionError, ProgramCrashed
+from cbuild.errors import (
+    BuildDescriptionError,
+    CBuildError,
+    CompileError,
+    ExecutionError,
+    LibraryCrashed,
+    LibraryTimeout,
+    LinkError,
+    ProgramCrashed,
+    ProgramTimeout,
+    SignatureError,
+    UnknownFunction,
+)
 from cbuild.models import CostModel, ModelError, ModelRegistry
 from cbuild.models.costs import Cost
-from cbuild.run.extension import Extension, extension_options
+from cbuild.run.extension import Extension, ExtensionError, extension_options
 from cbuild.run.hosts import HostPool, HostProcess
-from cbuild.run.library import Library
+from cbuild.run.library import Library, Pointer
 from cbuild.run.program import run_program
 from cbuild.run.stops import checked_limits, machine_clock_usage
 from pytest_instrbudget.marker import model_names
@@ -56,8 +69,11 @@ class ProgramRun:
 class Program:
     """A built program; each :meth:`run` is measured when it happens during the test."""
 
-    def __init__(self, artifact: Artifact, meter: Meter, models: list[CostModel], timeout: float) -> None:
+    def __init__(
+        self, artifact: Artifact, meter: Meter, models: list[CostModel], timeout: float, base_dir: Path
+    ) -> None:
         self.artifact = artifact
+        self._base = base_dir
         self.path = artifact.path
         self._meter = meter
         self._models = models
@@ -71,9 +87,10 @@ class Program:
         input: bytes | str = b"",
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
+        cwd: str | Path | None = None,
     ) -> ProgramRun:
-        """Run with ``args`` and ``input`` on stdin; a crash or timeout raises with stderr."""
+        """Run with ``args`` and ``input`` on stdin, in ``cwd`` (relative to the test file, as the
+        sources are; None: pytest's working directory); a crash or timeout raises with stderr."""
         data = input.encode() if isinstance(input, str) else input
         self._meter.add_artifact(self.artifact)
         # The engine's warnings (a RISC-V run that differs from the native one) point at the test's line.
@@ -88,7 +105,7 @@ class Program:
                         input=data,
                         timeout=timeout if timeout is not None else self._timeout,
                         env=env,
-                        cwd=cwd,
+                        cwd=self._base / cwd if cwd is not None else None,
                         table=self._table,
                         limits=checked_limits(self.artifact, self._meter.program_limits()),
                     )
@@ -145,6 +162,22 @@ def _warn_again(caught: list[warnings.WarningMessage], *, quietly: bool = False)
 
 class CBuild:
     """Builds sources (paths relative to the test file) with the project's settings."""
+
+    # In a test's body the fixture's name hides the ``cbuild`` package: the package's errors and
+    # types a test catches or checks are reached through the fixture as well.
+    errors = errors
+    CBuildError = CBuildError
+    CompileError = CompileError
+    LinkError = LinkError
+    ExecutionError = ExecutionError
+    ProgramCrashed = ProgramCrashed
+    ProgramTimeout = ProgramTimeout
+    LibraryCrashed = LibraryCrashed
+    LibraryTimeout = LibraryTimeout
+    SignatureError = SignatureError
+    UnknownFunction = UnknownFunction
+    ExtensionError = ExtensionError
+    Pointer = Pointer
 
     def __init__(
         self,
@@ -323,7 +356,7 @@ class CBuild:
             _all(paths, sources, exclude), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=chosen, assertions=assertions,
         )  # fmt: skip
-        return Program(artifact, self._meter, chosen, self._call_timeout(timeout))
+        return Program(artifact, self._meter, chosen, self._call_timeout(timeout), self._base)
 
     def extension(
         self,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -29,6 +31,19 @@ MODELS = "models"
 UNAVAILABLE = "unavailable"
 #: Model names -> the session's instances of them (an unknown name raises ModelError naming the known ones).
 ChooseModels = Callable[[Sequence[str]], list[CostModel]]
+
+
+def misspelt_marker(item: pytest.Item) -> str | None:
+    """An error for a marker of ``item`` that is not registered and reads like ``budget``
+    (``@pytest.mark.budgte``): pytest would only warn, and the test would run without its limits."""
+    registered = {m.group() for line in item.config.getini("markers") if (m := re.match(r"\w+", line))}
+    for mark in item.iter_markers():
+        if mark.name not in registered and difflib.get_close_matches(mark.name, ["budget"], n=1, cutoff=0.75):
+            return (
+                f"{item.nodeid}: @pytest.mark.{mark.name} is not a marker pytest knows (did you mean "
+                "@pytest.mark.budget?): the test would run without its limits"
+            )
+    return None
 
 
 def stop_keyword(metric_keyword: str) -> str:

@@ -79,6 +79,9 @@ class Meter:
     def __init__(self) -> None:
         self.active = False
         self.used = False
+        #: The cbuild fixture was set up for the test (before its call, or by
+        #: ``request.getfixturevalue`` during it).
+        self.fixture = False
         self._libraries: list[tuple[Library, tuple[int, ...] | None]] = []
         self._runs: list[BlockCounts] = []
         #: Crashed program runs' partial counts: part of the measurement only if the test raised.
@@ -92,6 +95,15 @@ class Meter:
         #: The builds whose code ran for the test (libraries and programs), to tell which cut-offs
         #: any of them could check.
         self._artifacts: dict[str, Artifact] = {}
+
+    def set_limits(self, limits: dict[str, int], labels: dict[str, str]) -> None:
+        """The test's cut-offs (metric -> count for the whole call phase, and how each was given),
+        as the fixture finds them; in force at once where the call has begun (a fixture set up by
+        ``request.getfixturevalue``)."""
+        self.limits, self.limit_labels = limits, labels
+        if self.active:
+            self._remaining = dict(limits) if limits else None
+            self._push()
 
     def attach_host(self, host: HostProcess) -> None:
         """The test's library process: it keeps the remaining cut-off while library code runs."""
@@ -128,7 +140,6 @@ class Meter:
         """Register a library loaded for this test; it counts from ``since`` (a snapshot), else from its load."""
         if library.artifact.instrumented:
             self._libraries.append((library, since))
-            self.used = self.used or self.active
             self.add_artifact(library.artifact)
 
     def add_artifact(self, artifact: Artifact) -> None:
@@ -162,7 +173,6 @@ class Meter:
         self.active = True
         self._remaining = dict(self.limits) if self.limits else None
         self._push()
-        self.used = self.used or bool(self._libraries)
 
     def stop(self, completed: bool = True) -> tuple[list[BlockCounts], list[str]]:
         """The call phase ended (``completed``: without raising): counts executed during it, per
@@ -182,6 +192,9 @@ class Meter:
             if partial is not None:
                 out.append(partial)
             lost.append(f"{lib.artifact.name}: {lib.host.ended}")
+        # Measured: a program ran, a library's code ran during the call (a library only built or
+        # loaded, or called before it, measured nothing), or a library's process ended in a call.
+        self.used = self.used or bool(lost) or any(any(c.counts) for c in out)
         if completed:
             return out + self._runs, lost
         self.used = self.used or bool(self._crashed)

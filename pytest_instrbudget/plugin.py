@@ -24,7 +24,7 @@ from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.fixture import CBuild
-from pytest_instrbudget.marker import MARKER_HELP, Budget
+from pytest_instrbudget.marker import MARKER_HELP, Budget, misspelt_marker
 from pytest_instrbudget.measure import Meter, measure
 from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
@@ -212,7 +212,7 @@ def _partial_files(config: pytest.Config) -> set[str]:
     return out
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
     session = config.stash.get(SESSION, None)
     if session is None or session.builder is None:
         return None
@@ -221,7 +221,12 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     path = session.baseline.path
     if path.is_relative_to(config.rootpath):  # the project's own file, as a CI log shows it
         path = path.relative_to(config.rootpath)
-    return f"instrbudget: models {state}; {session.builder.toolchain.fingerprint_text}; baseline {path} ({entries})"
+    # A line each, so that a CI log's 80 columns hold them where the baseline's path is short.
+    return [
+        f"instrbudget: models {state}",
+        f"instrbudget: {session.builder.toolchain.summary}",
+        f"instrbudget: baseline {path} ({entries})",
+    ]
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: deselected tests still exist
@@ -229,6 +234,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session = config.stash[SESSION]
     session.collected.update(item.nodeid for item in items)
     for item in items:
+        misspelt = misspelt_marker(item)
+        if misspelt is not None:
+            item.stash[BUDGET_ERROR] = misspelt
+            continue
         try:
             budget = item.stash[BUDGET] = Budget.from_item(
                 item, session.models, session.all_keywords, choose=session.choose
@@ -271,9 +280,10 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
     session = request.config.stash[SESSION]
     assert session.builder is not None
     meter = request.node.stash.setdefault(METER, Meter())
+    meter.fixture = True
     budget = request.node.stash.get(BUDGET, None)
     models = _test_models(request.node, session)
-    meter.limits, meter.limit_labels = session.cutoffs(request.node.nodeid, budget)
+    meter.set_limits(*session.cutoffs(request.node.nodeid, budget))
     builds = CBuild(
         builder=session.builder,
         options=session.settings.build_options(
@@ -296,14 +306,12 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    meter = item.stash.get(METER, None)
     session = item.config.stash[SESSION]
     if session.run.disable:
         return (yield)
-    if meter is None:
-        outcome = yield
-        _fail_unmeasured(item, "does not use the cbuild fixture")
-        return outcome
+    # Set up already where the test names the fixture; here for one that may ask for it while it
+    # runs (``request.getfixturevalue("cbuild")``), which then measures from its set-up.
+    meter = item.stash.setdefault(METER, Meter())
     meter.start()
     completed = False
     stopped: Stop | None = None  # the test's code stopped at its cut-off (and the test did not catch it)
@@ -354,7 +362,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                     )
     if unchecked:
         pytest.fail(
-            f"instrbudget: {item.nodeid}: the cut-off on {', '.join(unchecked)} was not checked: no build of the "
+            f"instrbudget: the cut-off on {', '.join(unchecked)} was not checked: no build of the "
             "test keeps a clock of it for code to stop at (cut-offs stop at the IR instruction total or at the "
             "clock of a model whose dynamic phase keeps one)"
             + (f"\n{result.failure}" if result is not None and result.failure else ""),
@@ -363,7 +371,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
     if not meter.used:
-        _fail_unmeasured(item, "ran no measured code (no library call or program run through the cbuild fixture)")
+        if meter.fixture:
+            _fail_unmeasured(item, "ran no measured code (no library call or program run through the cbuild fixture)")
+        else:
+            _fail_unmeasured(item, "does not use the cbuild fixture")
     return outcome
 
 
@@ -376,8 +387,8 @@ def _fail_unmeasured(item: pytest.Item, why: str) -> None:
     limited = sorted({*budget.limits, *budget.stops, *(m for per in budget.regions.values() for m in per)})
     if limited:
         pytest.fail(
-            f"instrbudget: {item.nodeid}: @pytest.mark.budget sets limits on {', '.join(limited)}, but the test {why}: "
-            "nothing was measured, so they were not checked",
+            f"instrbudget: nothing measured: the test {why}, so the limits @pytest.mark.budget sets on "
+            f"{', '.join(limited)} were not checked",
             pytrace=False,
         )
 
@@ -414,7 +425,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         said is not None
         and session is not None
         # A test that builds, or has a budget (every collected test has BUDGET, None without a marker).
-        and ("cbuild" in getattr(item, "fixturenames", ()) or item.stash.get(BUDGET, None) is not None)
+        and (_builds(item) or item.stash.get(BUDGET, None) is not None)
     ):
         session.outcomes[item.nodeid] = said
         if hasattr(item.config, "workerinput"):
@@ -425,6 +436,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         shown = "".join(text for title, text in rep.sections if title.startswith("Captured stderr"))
         rep.longrepr = _short_failure(item, call.excinfo, shown if _stderr_reported(item.config) else "")
     return rep
+
+
+def _builds(item: pytest.Item) -> bool:
+    """Whether the test names the cbuild fixture or had it set up while it ran."""
+    meter = item.stash.get(METER, None)
+    return "cbuild" in getattr(item, "fixturenames", ()) or (meter is not None and meter.fixture)
 
 
 def outcome_of(rep: pytest.TestReport) -> tuple[str, str] | None:

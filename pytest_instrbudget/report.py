@@ -384,7 +384,7 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
                 if (outside := m.outside_line()) is not None:
                     block.extend(texttable.wrap(outside, width, indent="    ", subsequent="      "))
                 continue
-            title = [f"  {m.metric}  (total {m.value})"]
+            title = [f"  {m.metric}  (total {m.value:,})"]
             if kind == "lines":
                 picked = m.lines[:top]
                 labels = [line_label(where) for _, where, _ in picked]
@@ -399,7 +399,7 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
             if not rows:
                 continue
             block += title
-            cells = [[name, str(value), f"{100.0 * value / m.value if m.value else 0.0:5.1f}%"] for name, value in rows]
+            cells = [[name, f"{v:,}", f"{100.0 * v / m.value if m.value else 0.0:5.1f}%"] for name, v in rows]
             block += texttable.render(None, cells, right={1, 2}, width=width, indent="    ")
         if block:
             out.append(result.nodeid)
@@ -568,15 +568,15 @@ def _function_rows(
     rows = [
         [
             shown[f],
-            str(exclusive.get(f, 0)) if exclusive else "-",
-            str(inclusive[f]) if f in inclusive else "-",
-            str(calls[f]) if f in calls else "-",
+            f"{exclusive.get(f, 0):,}" if exclusive else "-",
+            f"{inclusive[f]:,}" if f in inclusive else "-",
+            f"{calls[f]:,}" if f in calls else "-",
         ]
         for f in names
     ]
     header = ["function", "exclusive", "inclusive", "calls"]
     table = texttable.render(header, rows, right={1, 2, 3}, width=width, indent="    ", rule=False)
-    return [f"  {metric}  (total {total})", *table]
+    return [f"  {metric}  (total {total:,})", *table]
 
 
 def html_report(session: BudgetSession) -> str:

@@ -307,18 +307,29 @@ class BudgetSession:
         )
         entry = self.baseline.tests.get(nodeid, {}) if self.comparable else {}
         keywords = {m.name: m.keyword for model in models for m in model.metrics}
-        if budget is not None:  # a cut-off without a limit is the limit: named as the marker gave it
-            keywords.update({n: stop_keyword(keywords[n]) for n in budget.stops if n not in budget.limits})
+        # A cut-off without a limit is one where the metric's total is the clock it watches: code
+        # that finished past it (after the last check) fails too, named as the marker gave it.
+        implied = (
+            {
+                n: v
+                for n, v in budget.stops.items()
+                if n not in budget.limits and any(m.clock_is_total and m.metrics[0].name == n for m in models)
+            }
+            if budget is not None
+            else {}
+        )
+        keywords.update({n: stop_keyword(keywords[n]) for n in implied})
         metrics: list[MetricResult] = []
         failures: list[str] = []
         failed_models: set[str] = set()
+        said: list[str] = []  # the headline's short phrases: limits passed, metrics not measured
+        grew: list[str] = []  # and metrics that grew past their baseline's tolerance
         missing = dict(unavailable or {})
         # In the order of the test's models' metrics; an unavailable one where its value would be.
         order = [m.name for model in models for m in model.metrics if m.name in costs or m.name in missing]
         order += [name for name in [*costs, *missing] if name not in order]
         for name in order:
-            # A cut-off without a limit is one: code that finished past it (after the last check) fails too.
-            limit = budget.limits.get(name, budget.stops.get(name)) if budget is not None else None
+            limit = budget.limits.get(name, implied.get(name)) if budget is not None else None
             old = entry.get(name)
             region_limits = {
                 path: per[name] for path, per in (budget.regions if budget is not None else {}).items() if name in per
@@ -344,8 +355,10 @@ class BudgetSession:
                     if why.model not in failed_models:  # said once for all of the model's metrics
                         failed_models.add(why.model)
                         failures.append(f"  {why.reason}")
+                        said.append(f"cost model {why.model!r} failed")
                 elif (limit is not None or region_limits) and self._unavailable_policy(budget) == "fail":
                     failures.append(_unchecked_text(unchecked))
+                    said.append(f"{name} not measured")
                 continue
             cost = costs[name]
             if old is not None and not self.metric_comparable(name):
@@ -393,10 +406,23 @@ class BudgetSession:
             metrics.append(metric_result)
             if failing:
                 failures.append(_failure_text(metric_result, self.settings.root))
+                over = _headline(metric_result)
+                if over:
+                    said += over
+                else:
+                    change = metric_result.change
+                    grew.append(f"{metric_result.metric} {f'{change:+.2f}%' if change is not None else 'new cost'}")
         failure = None
         if failures:
-            over = any(m.status in (OVER_LIMIT, REGRESSED) for m in metrics)
-            failure = f"instrbudget: {nodeid} is {'over budget' if over else 'not measured'}\n" + "\n".join(failures)
+            # What failed, in a line for pytest's short summary (which names the test before it) and
+            # a CI log's width: the first metric that grew, the others in the lines below.
+            if grew:
+                others = len(grew) - 1
+                said.append(
+                    f"{grew[0]} on the baseline"
+                    + (f" (and {others} other metric{'s' * (others > 1)})" if others else "")
+                )
+            failure = f"instrbudget: {'; '.join(said)}\n" + "\n".join(failures)
             if any(m.status == REGRESSED for m in metrics):
                 failure += f"\n  if the new cost is intended, accept it with: {self.run.update_command()}"
         result = TestResult(nodeid, budget is not None, metrics, failure, completed, list(region_problems or []))
@@ -534,12 +560,32 @@ def _unchecked_text(m: MetricResult) -> str:
     )
 
 
+def _regressed(m: MetricResult) -> bool:
+    return m.baseline is not None and m.value > m.baseline * (1 + m.tolerance / 100.0)
+
+
+def _headline(m: MetricResult) -> list[str]:
+    """Short phrases for the limits ``m`` passed (its own, its regions'); none where it failed
+    only by growing past its baseline."""
+    out = []
+    if m.limit is not None and m.value > m.limit:
+        out.append(f"{m.metric} {m.value:,} > {m.keyword}={m.limit:,}")
+    for path, limit in sorted(m.region_limits.items()):
+        if path not in m.regions:
+            out.append(f"region {path!r} never ran")
+        elif m.regions[path] > limit:
+            out.append(f"region {path!r} {m.metric} {m.regions[path]:,} > {limit:,}")
+    if not out and not _regressed(m):  # stopped at its cut-off
+        out.append(f"{m.metric} over budget")
+    return out
+
+
 def _failure_text(m: MetricResult, root: Path) -> str:
     lines = []
     if m.status == OVER_LIMIT and m.limit is not None and m.value > m.limit:
         over = m.value - m.limit
         pct = f" (+{100.0 * over / m.limit:.2f}%)" if m.limit else ""
-        lines.append(f"  {m.metric}: {m.value} exceeds {m.keyword}={m.limit} by {over}{pct}")
+        lines.append(f"  {m.metric}: {m.value:,} exceeds {m.keyword}={m.limit:,} by {over:,}{pct}")
     for path, limit in sorted(m.region_limits.items()):
         if not m.regions:  # the marker's check let through only metrics that measure regions
             lines.append(
@@ -552,12 +598,12 @@ def _failure_text(m: MetricResult, root: Path) -> str:
                 f"{', '.join(sorted(m.regions)) or 'none'})"
             )
         elif m.regions[path] > limit:
-            lines.append(f"  region {path!r}: {m.metric} {m.regions[path]} exceeds its budget {limit}")
-    regressed = m.baseline is not None and m.value > m.baseline * (1 + m.tolerance / 100.0)
+            lines.append(f"  region {path!r}: {m.metric} {m.regions[path]:,} exceeds its budget {limit:,}")
+    regressed = _regressed(m)
     if regressed:
         change = f"{m.change:+.2f}%" if m.change is not None else "new cost"
         lines.append(
-            f"  {m.metric}: {m.baseline} -> {m.value} ({change}; tolerance {m.tolerance:g}%) against the baseline"
+            f"  {m.metric}: {m.baseline:,} -> {m.value:,} ({change}; tolerance {m.tolerance:g}%) against the baseline"
         )
     # A regression is explained by the functions that grew; a cost over its limit that did not grow
     # past the tolerance (no baseline, or a baseline that already held it) by where the cost is.
@@ -567,11 +613,11 @@ def _failure_text(m: MetricResult, root: Path) -> str:
         # Told apart from every function of either run: a new instantiation of a template the
         # baseline has (0 -> n) must not read as that one.
         shown = readable_names([*(name for name, _, _ in deltas), *m.functions, *m.baseline_functions])
-        lines += _rows([(shown[name], f"{new - old:+d}  ({old} -> {new})") for name, old, new in deltas])
+        lines += _rows([(shown[name], f"{new - old:+,d}  ({old:,} -> {new:,})") for name, old, new in deltas])
     changed = m.region_deltas() if m.baseline is not None else []
     if changed:
         lines.append("  regions whose cost changed most:")
-        lines += _rows([(name, f"{new - old:+d}  ({old} -> {new})") for name, old, new in changed])
+        lines += _rows([(name, f"{new - old:+,d}  ({old:,} -> {new:,})") for name, old, new in changed])
     shown_function: str | None
     if deltas:
         shown_function = deltas[0][0]
@@ -580,7 +626,7 @@ def _failure_text(m: MetricResult, root: Path) -> str:
         if top:
             lines.append("  costliest functions:")
             names = readable_names(name for name, _ in top)
-            lines += _rows([(names[name], str(value)) for name, value in top])
+            lines += _rows([(names[name], f"{value:,}") for name, value in top])
         shown_function = top[0][0] if top else None
     lines.extend(_hot_lines(m, shown_function))
     lines.extend(_project_lines(m, shown_function, root))
@@ -618,7 +664,7 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
         return []
     return [
         f"  hottest lines of {readable(function)}:",
-        *_rows([(line_label(where), str(value)) for where, value in rows]),
+        *_rows([(line_label(where), f"{value:,}") for where, value in rows]),
     ]
 
 
@@ -640,8 +686,8 @@ def _project_lines(m: MetricResult, function: str | None, root: Path) -> list[st
         return []
     shown = [(line_label(where), f, value) for f, where, value in m.project_lines]
     names = readable_names(f for _, f, _ in shown)
-    digits = max(len(str(value)) for _, _, value in shown)
+    digits = max(len(f"{value:,}") for _, _, value in shown)
     return [
         "  hottest lines of the project's own code:",
-        *_rows([(label, f"{value:>{digits}}  {names[f]}") for label, f, value in shown]),
+        *_rows([(label, f"{value:>{digits},}  {names[f]}") for label, f, value in shown]),
     ]

@@ -155,6 +155,16 @@ def test_zig_without_a_home_names_home_and_zig_global_cache_dir(monkeypatch: pyt
     assert "ZIG_GLOBAL_CACHE_DIR" in message
 
 
+def test_a_host_other_than_linux_is_told_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Programs, libraries and the counted heap need Linux (pidfd_open, memfd_create, fixed
+    mappings): another system gets one sentence when the toolchain is looked for, not an
+    AttributeError from the first program run."""
+    monkeypatch.setattr(toolchain_mod.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(toolchain_mod.platform, "machine", lambda: "arm64")
+    with pytest.raises(ToolchainError, match=r"^pytest-instrbudget runs on Linux hosts; this is Darwin \(arm64\)$"):
+        toolchain_mod.host_target()
+
+
 def test_zig_with_an_unusable_home_says_so(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]
     blocker = write("not-a-dir", "")
     src = write("ok.c", "int main(void) { return 0; }\n")

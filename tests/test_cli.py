@@ -182,6 +182,18 @@ def test_cli_build_with_a_model_builds_its_run_time_part_in(tmp_path: Path) -> N
     bad = cli("build", "prog.c", "-o", "prog", "--model", "zkvm:po2=16,po2=17", cwd=tmp_path)
     assert bad.returncode == 2
     assert b"--model zkvm:po2=16,po2=17: po2 is given twice" in bad.stderr
+    # An executing model's costs come from a RISC-V build `build` does not write: refused, not a
+    # binary whose counts file lacks the metrics asked for.
+    for spec, target in (("zkvm", "riscv32"), ("pipeline:machine=rocket", "riscv64")):
+        bad = cli("build", "prog.c", "-o", "exec", "--model", spec, cwd=tmp_path)
+        assert bad.returncode == 2
+        name = spec.split(":")[0]
+        assert (
+            f"--model {name} measures a {target} build of its own, which `build` does not write: run it with "
+            f"`python -m cbuild run --model {name} ...`, or build its estimate into the program with "
+            f"--model {name}:execute=false"
+        ) in bad.stderr.decode()
+        assert not (tmp_path / "exec").exists()
 
 
 def test_cli_build_without_instrumentation_runs_plainly(tmp_path: Path) -> None:

@@ -288,6 +288,20 @@ def test_flags_kept_dropped_and_said(tmp_path: Path) -> None:
         db.select(["src/x.c"], base=tmp_path)
 
 
+def test_sources_and_databases_take_what_a_user_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Source("x.c", ["-DA=1"], "dir")`` as docs/fixture.md writes it is the Source of Paths and a
+    tuple (a list of flags made it unhashable, a str path failed in the builder); a str path to
+    ``compiledb.load``, and ``select()`` without ``base``, work from the current directory."""
+    assert Source("x.c", ["-DA=1"], "dir") == Source(Path("x.c"), ("-DA=1",), Path("dir"))
+    hash(Source("x.c", ["-DA=1"]))
+    with pytest.raises(BuildDescriptionError, match="flags is a list of flags, not the string '-DA=1'"):
+        Source("x.c", "-DA=1")  # type: ignore[arg-type]
+    write_db(tmp_path / "cc.json", [{"directory": str(tmp_path), "arguments": ["cc", "-c", "x.c"], "file": "x.c"}])
+    monkeypatch.chdir(tmp_path)
+    (source,) = compiledb.load("cc.json").select()
+    assert source.path == tmp_path / "x.c"
+
+
 def test_arguments_entries_and_response_files(tmp_path: Path) -> None:
     (tmp_path / "flags.rsp").write_text("-DFROM_RSP=1 -I include")
     args = ["clang", "-DA=1", f"@{tmp_path / 'flags.rsp'}", "-c", "x.c"]

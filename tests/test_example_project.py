@@ -40,12 +40,13 @@ def test_example_project_regression_names_function_and_update_accepts(pytester: 
     result.assert_outcomes(failed=8)
     result.stdout.fnmatch_lines(
         [
-            "*instrbudget: tests/test_sort.py::test_sort_random_1000 is over budget",
-            "  ir_instructions: 133882 -> 136374 (+1.86%; tolerance 0%) against the baseline",
+            "*_ test_sort_random_1000 _*",
+            "instrbudget: ir_instructions +1.86% on the baseline (and 2 other metrics)",
+            "  ir_instructions: 133,882 -> 136,374 (+1.86%; tolerance 0%) against the baseline",
             "  functions whose cost grew most:",
-            "    mk_sort_ints  +2492  (39976 -> 42468)",  # insertion_sort is inlined into it
+            "    mk_sort_ints  +2,492  (39,976 -> 42,468)",  # insertion_sort is inlined into it
             "  hottest lines of mk_sort_ints:",
-            "    src/sort.c:34  26531",  # the inner loop of the insertion sort
+            "    src/sort.c:34  26,531",  # the inner loop of the insertion sort
         ]
     )
     assert baseline.read_text() == committed

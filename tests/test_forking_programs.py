@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cbuild import Builder, BuildOptions, IrCountModel, ProgramTimeout, run_program
+from cbuild import Builder, BuildOptions, ExecutionError, IrCountModel, ProgramTimeout, run_program
 
 MODEL = IrCountModel()
 
@@ -91,3 +91,35 @@ def test_forked_child_that_outlives_the_timeout_is_killed(builder: Builder, writ
     )
     with pytest.raises(ProgramTimeout, match="ran past its 1 s timeout"):
         run_program(builder.build([source]), [], timeout=1)
+
+
+EXEC_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* argv[1]: c: a child execs a shell command (as system() does), p: the program's own process execs */
+int main(int argc, char **argv) {
+    volatile long s = 0;
+    for (long i = 0; i < 100; i++) s += i;
+    if (argv[1][0] == 'p') execl("/bin/sh", "sh", "-c", "echo replaced", (char *)0);
+    pid_t pid = fork();
+    if (pid == 0) { execl("/bin/sh", "sh", "-c", "echo from the child", (char *)0); _exit(127); }
+    waitpid(pid, NULL, 0);
+    return 0;
+}
+"""
+
+
+def test_a_process_that_execs_another_program(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """A child that replaces itself with another program (``exec``, as ``system`` does) adds nothing
+    of its own and the run goes on; the program's own process doing so leaves no counts, and the
+    run fails saying why (fixture.md), not with the count of nothing."""
+    artifact = builder.build([write("exec.c", EXEC_C)], options=BuildOptions(opt_level="1"))
+    run = run_program(artifact, ["c"])
+    assert run.stdout == b"from the child\n"
+    assert run.processes == 1
+    assert _total(run) > 100
+    with pytest.raises(ExecutionError, match=r"replaced itself with another program \(exec\)"):
+        run_program(artifact, ["p"])

@@ -11,6 +11,7 @@ stops in the same place, with the same counts, in unicorn and in translated code
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import time
 from pathlib import Path
@@ -285,3 +286,39 @@ def test_calls_after_a_library_stop_leave_the_model_unavailable(builder: Builder
         lib.work(10)
         counts = lib.counts()
     assert "was not replayed in the riscv32 build: it stopped at a cut-off" in counts.unavailable["zkvm"]
+
+
+SMALL_MAIN_C = """
+#include <stdlib.h>
+int main(int argc, char **argv) { volatile int s = 0; for (int i = 0; i < atoi(argv[1]); i++) s += i; return 0; }
+"""
+
+
+def test_a_zk_cutoff_without_a_limit_fails_only_code_it_stopped(pytester: pytest.Pytester) -> None:
+    """``stop_at_zkcycles`` watches user + paging cycles (7,572 for this program), where zk_cycles is
+    padded to a power of two per segment (16,384): a program the cut-off did not stop passes, not
+    "zk_cycles: 16,384 exceeds stop_at_zkcycles=10,000"; one it stopped fails saying where."""
+    pytester.makefile(".c", small=SMALL_MAIN_C)
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "zkvm"]\n')
+    pytester.makepyfile(
+        test_cut="""
+import pytest
+
+@pytest.mark.budget(stop_at_zkcycles=10_000)
+def test_within(cbuild):
+    assert cbuild.program("small.c").run(["10"]).returncode == 0
+
+@pytest.mark.budget(stop_at_zkcycles=5_000)
+def test_stopped(cbuild):
+    cbuild.program("small.c").run(["10"])
+"""
+    )
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--instrbudget-json={out}")
+    result.assert_outcomes(passed=1, failed=1)
+    within = json.loads(out.read_text())["tests"]["test_cut.py::test_within"]["metrics"]
+    assert within["zk_cycles"]["value"] == 16_384
+    assert within["zk_user_cycles"]["value"] + within["zk_paging_cycles"]["value"] < 10_000
+    result.stdout.fnmatch_lines(
+        ["*_ test_stopped _*", "*stopped after * cycles (zk_cycles) (cut-off 5,000, stop_at_zkcycles=5,000) in *"]
+    )

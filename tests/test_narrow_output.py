@@ -152,22 +152,22 @@ def test_line_breakdown_keeps_files_and_line_numbers(width: int) -> None:
     for where in ("houdini_html_e.c:41", "inlines.c:1288", "html.c:203", "compress_fragment_two_pass.c:312"):
         assert re.search(rf"(^|[ /]){re.escape(where)} \(", text, re.M), where
     if width == 200:
-        assert f"    {SRC}houdini_html_e.c:41 (houdini_escape_html0)  9100000   14.7%" in lines
+        assert f"    {SRC}houdini_html_e.c:41 (houdini_escape_html0)  9,100,000   14.7%" in lines
     else:  # the directory they share is named once
-        assert lines[lines.index("  ir_instructions  (total 61916003)") + 1] == f"    in {SRC}"
-        assert lines[lines.index("  ir_instructions  (total 9369746)") + 1] == f"    in {ENC}"
+        assert lines[lines.index("  ir_instructions  (total 61,916,003)") + 1] == f"    in {SRC}"
+        assert lines[lines.index("  ir_instructions  (total 9,369,746)") + 1] == f"    in {ENC}"
 
 
 def test_line_breakdown_at_60_columns_snapshot() -> None:
     lines = report.breakdown_lines(RESULTS[1:2], "lines", width=60)
     assert lines == [
         BROTLI,
-        "  ir_instructions  (total 9369746)",
+        "  ir_instructions  (total 9,369,746)",
         f"    in {ENC}",
         "    compress_fragment_two_pass.c:312 (BrotliCompressFragmentTwoPassImpl)",
-        "                                             4000000   42.7%",
+        "                                           4,000,000   42.7%",
         "    backward_references_inc.h:87 (BrotliCreateBackwardReferences)",
-        "                                             3000000   32.0%",
+        "                                           3,000,000   32.0%",
     ]
 
 
@@ -260,8 +260,8 @@ def test_a_new_instantiation_that_grew_is_told_apart_from_the_baselines() -> Non
         "    void std::__introsort<…>(int*, int*, f(std::vector<…>&)::$_1&, "
         "std::iterator_traits<…>::difference_type, bool)"
     )
-    assert grown[1].strip() == "+145255  (0 -> 145255)"
-    assert grown[2].startswith("    f  +5000  (5000 -> 10000)")
+    assert grown[1].strip() == "+145,255  (0 -> 145,255)"
+    assert grown[2].startswith("    f  +5,000  (5,000 -> 10,000)")
 
 
 SENTRY = "_ZNSt3__113basic_ostreamIcNS_11char_traitsIcEEE6sentryC1ERS3_"

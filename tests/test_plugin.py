@@ -92,7 +92,11 @@ def test_plugin_summary_table_and_new_entries(project: pytest.Pytester) -> None:
 def test_plugin_header_names_models_and_toolchain(project: pytest.Pytester) -> None:
     result = project.runpytest()
     result.stdout.fnmatch_lines(
-        ["instrbudget: models ir-count; clang 22.*, llvm 22.*; baseline .instrbudget/baseline.json (none yet)"]
+        [
+            "instrbudget: models ir-count",
+            "instrbudget: clang 22.*, llvm 22.*, *-linux-*, engine v2",
+            "instrbudget: baseline .instrbudget/baseline.json (none yet)",
+        ]
     )
 
 
@@ -133,7 +137,8 @@ def test_tight(cbuild):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*instrbudget: test_budget.py::test_tight is over budget",
+            "*_ test_tight _*",
+            "instrbudget: ir_instructions * > max_instr=50",
             "*ir_instructions: * exceeds max_instr=50 by *",
             "*costliest functions:",
             "*work*",
@@ -158,7 +163,8 @@ def test_upper(cbuild):
 """
     )
     expected = [
-        "*ir_instructions: * exceeds max_instr=5000 by *",
+        "instrbudget: ir_instructions * > max_instr=5,000",
+        "*ir_instructions: * exceeds max_instr=5,000 by *",
         "*costliest functions:",
         "*strlen ?libc?*",
         "*hottest lines of strlen ?libc?:",
@@ -208,6 +214,7 @@ def test_plugin_baseline_workflow_regression_then_update(project: pytest.Pyteste
     result.assert_outcomes(failed=2, passed=1)
     result.stdout.fnmatch_lines(
         [
+            "instrbudget: ir_instructions +*% on the baseline",
             "*ir_instructions: * -> * (+*%; tolerance 0%) against the baseline",
             "*functions whose cost grew most:",
             "*work  +*",
@@ -529,6 +536,27 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
             "accepted: max_instr, models, regions, stop_at, timeout, tolerance, unavailable"
         ]
     )
+
+
+def test_plugin_a_misspelt_budget_marker_is_an_error_not_a_test_without_limits(pytester: pytest.Pytester) -> None:
+    """``@pytest.mark.budgte(max_instr=10)`` is only a warning to pytest, and its test ran without
+    the limit; a registered marker of the project with a name like it is left alone."""
+    pytester.makeini("[pytest]\nmarkers =\n    bucket: a marker of the project's own\n")
+    pytester.makepyfile(
+        test_x="import pytest\n\n@pytest.mark.budgte(max_instr=10)\ndef test_x():\n    pass\n\n"
+        "@pytest.mark.bucket\ndef test_y():\n    pass\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*test_x.py::test_x: @pytest.mark.budgte is not a marker pytest knows (did you mean "
+            "@pytest.mark.budget?): the test would run without its limits"
+        ]
+    )
+    assert "bucket" not in result.stderr.str()
+    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.bucket\ndef test_y():\n    pass\n")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_plugin_json_to_stdout_starts_on_a_line_of_its_own(project: pytest.Pytester) -> None:
@@ -873,7 +901,7 @@ def test_plugin_xdist_counts_equal_serial_counts(project: pytest.Pytester) -> No
 def test_plugin_model_option_selects_and_rejects_unknown(project: pytest.Pytester) -> None:
     result = project.runpytest("--instrbudget-model=ir-count")
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["instrbudget: models ir-count; *"])
+    result.stdout.fnmatch_lines(["instrbudget: models ir-count"])
     result = project.runpytest("--instrbudget-model=wallclock")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -1093,6 +1121,20 @@ def test_without_the_fixture():
 def test_with_the_fixture_unused(cbuild):
     assert True
 
+@pytest.mark.budget(max_instr=10)
+def test_builds_a_library_it_never_calls(cbuild):
+    cbuild.library("work.c")
+
+@pytest.fixture
+def called(cbuild):
+    lib = cbuild.library("work.c")
+    lib.work(10)
+    return lib
+
+@pytest.mark.budget(max_instr=10)
+def test_whose_fixture_made_the_only_call(called):
+    assert called is not None
+
 @pytest.mark.budget(timeout=30)
 def test_without_limits(cbuild):
     assert True
@@ -1105,21 +1147,111 @@ def test_that_fails_on_its_own():
 
 def test_plugin_a_budget_whose_test_measured_nothing_fails(pytester: pytest.Pytester) -> None:
     """Limits on a test that ran no measured code were never checked: the test fails saying so
-    (a budget without limits, and a test that failed on its own, are left as they are)."""
+    (a budget without limits, and a test that failed on its own, are left as they are). A library
+    built and never called, or called only by a fixture before the test, measured nothing: not a
+    pass at a cost of 0."""
+    pytester.makefile(".c", work=WORK_C)
     pytester.makepyfile(test_x=UNMEASURED_TESTS)
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=3)
+    result.assert_outcomes(passed=1, failed=5)
+    unmeasured = (
+        "instrbudget: nothing measured: the test ran no measured code (no library call or program run "
+        "through the cbuild fixture), so the limits @pytest.mark.budget sets on ir_instructions were not checked"
+    )
     result.stdout.fnmatch_lines(
         [
-            "*test_x.py::test_without_the_fixture: @pytest.mark.budget sets limits on ir_instructions, but the "
-            "test does not use the cbuild fixture: nothing was measured, so they were not checked",
-            "*test_x.py::test_with_the_fixture_unused: @pytest.mark.budget sets limits on ir_instructions, but the "
-            "test ran no measured code (no library call or program run through the cbuild fixture): nothing was "
-            "measured, so they were not checked",
+            "*_ test_without_the_fixture _*",
+            "instrbudget: nothing measured: the test does not use the cbuild fixture, so the limits "
+            "@pytest.mark.budget sets on ir_instructions were not checked",
+            "*_ test_with_the_fixture_unused _*",
+            unmeasured,
+            "*_ test_builds_a_library_it_never_calls _*",
+            unmeasured,
+            "*_ test_whose_fixture_made_the_only_call _*",
+            unmeasured,
             "*AssertionError: its own failure*",
         ],
         consecutive=False,
     )
+
+
+DYNAMIC_FIXTURE_TESTS = """
+import pytest
+
+def test_named(cbuild):
+    cbuild.library("work.c").work(100)
+
+def test_asked(request):
+    request.getfixturevalue("cbuild").library("work.c").work(100)
+
+@pytest.mark.budget(max_instr=10)
+def test_asked_over(request):
+    request.getfixturevalue("cbuild").library("work.c").work(100)
+
+@pytest.mark.budget(stop_at=50)
+def test_asked_stops(request):
+    request.getfixturevalue("cbuild").library("work.c").work(10**9)
+"""
+
+
+def test_plugin_measures_a_test_that_asks_for_the_fixture_while_it_runs(pytester: pytest.Pytester) -> None:
+    """``request.getfixturevalue("cbuild")`` in the test's body measures as naming the fixture does:
+    the same count, its limits checked and its cut-off in force (not "does not use the cbuild
+    fixture", nor an unmeasured pass)."""
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(test_dyn=DYNAMIC_FIXTURE_TESTS)
+    result, doc = results(pytester)
+    result.assert_outcomes(passed=2, failed=2)
+    tests = doc["tests"]
+    named = tests["test_dyn.py::test_named"]["metrics"]["ir_instructions"]["value"]
+    assert named > 100
+    assert tests["test_dyn.py::test_asked"]["metrics"]["ir_instructions"]["value"] == named
+    assert tests["test_dyn.py::test_asked_over"]["metrics"]["ir_instructions"]["value"] == named
+    result.stdout.fnmatch_lines(["*_ test_asked_over _*", f"instrbudget: ir_instructions {named:,} > max_instr=10"])
+    result.stdout.fnmatch_lines(
+        ["*_ test_asked_stops _*", "test_dyn.py:15: work(): stopped after * IR instructions (cut-off 50, stop_at=50)*"]
+    )
+    assert "does not use the cbuild fixture" not in result.stdout.str()
+
+
+def test_plugin_the_fixture_carries_the_packages_errors_a_test_catches(pytester: pytest.Pytester) -> None:
+    """In a test's body the fixture hides the ``cbuild`` package: the errors and types the docs
+    name as ``cbuild.UnknownFunction`` and the like are the fixture's attributes too."""
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(
+        test_names="""
+import pytest
+import cbuild as package
+
+def test_names(cbuild):
+    lib = cbuild.library("work.c")
+    with pytest.raises(cbuild.UnknownFunction, match="wrok"):
+        lib.wrok(1)
+    with pytest.raises(cbuild.SignatureError):
+        lib.work("x")
+    assert issubclass(cbuild.errors.CompilerWarning, Warning)
+    for name in ("Pointer", "ExtensionError", "ProgramCrashed", "LibraryCrashed", "CBuildError"):
+        assert getattr(cbuild, name) is getattr(package, name)
+"""
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_plugin_a_runs_relative_cwd_is_the_test_files(pytester: pytest.Pytester) -> None:
+    """``prog.run(cwd="data")`` is ``data`` beside the test file, as the sources are, whatever
+    directory pytest runs from (here the project's root, above the test's directory)."""
+    (pytester.path / "tests" / "data").mkdir(parents=True)
+    (pytester.path / "tests" / "data" / "input.txt").write_text("beside the test\n")
+    (pytester.path / "tests" / "cat.c").write_text(
+        '#include <stdio.h>\nint main(void) { char b[64]; FILE *f = fopen("input.txt", "r");\n'
+        "  if (!f) return 3; fputs(fgets(b, sizeof b, f), stdout); return 0; }\n"
+    )
+    (pytester.path / "tests" / "test_cwd.py").write_text(
+        "def test_cwd(cbuild):\n"
+        '    run = cbuild.program("cat.c").run(cwd="data")\n'
+        '    assert (run.returncode, run.text) == (0, "beside the test\\n")\n'
+    )
+    pytester.runpytest("-p", "no:cacheprovider", "tests").assert_outcomes(passed=1)
 
 
 def test_plugin_build_progress_lines_keep_the_file_name_before_its_tests_letters(

@@ -171,15 +171,21 @@ class CompilationDatabase:
         return f"{self.path}: flags of this compilation database were left out: {parts}"
 
     def select(
-        self, patterns: Sequence[str | Path], *, base: Path, targets: Sequence[str] = (), stacklevel: int = 2
+        self,
+        patterns: Sequence[str | Path] = (),
+        *,
+        base: Path | str | None = None,
+        targets: Sequence[str] = (),
+        stacklevel: int = 2,
     ) -> list[Source]:
         """The sources named by ``patterns`` (paths or globs relative to ``base``; none: every
-        source, sorted; ``!pattern`` entries leave out what they match), of the given ``targets``
-        only when some are named. The flags their
+        source, sorted; ``!pattern`` entries leave out what they match; ``base`` None: the current
+        directory), of the given ``targets`` only when some are named. The flags their
         entries leave out are said once per database (a :class:`BuildDescriptionWarning`;
         ``stacklevel`` means what it would for ``warnings.warn`` called by the caller)."""
         if not self._items:
             raise BuildDescriptionError(f"the compilation database {self.path} lists no compile commands")
+        base = Path(base) if base is not None else Path.cwd()
         patterns, exclusions = split_exclusions(patterns)
         numbers = range(len(self._items)) if targets or not patterns else self._candidates(patterns, base)
         entries = [(n, self._parse(n)) for n in numbers]
@@ -291,9 +297,9 @@ _INDEX_LAYOUT = "compiledb-index-1"
 _INDEX_FILES = (".spans", ".keys")
 
 
-def load(path: Path, *, cache: Cache | None = None, progress: Notify | None = None) -> CompilationDatabase:
+def load(path: Path | str, *, cache: Cache | None = None, progress: Notify | None = None) -> CompilationDatabase:
     """Read the database at ``path`` (once per content per process), as :func:`read` does."""
-    path = path.resolve()
+    path = Path(path).resolve()
     try:
         st = path.stat()
     except FileNotFoundError:

@@ -307,7 +307,8 @@ def musl_flags(triple: str) -> list[str]:
         lib / "include" / f"{headers}-linux-musl",
         lib / "include" / "generic-musl",
     ]
-    paths = [f"-ffile-prefix-map={musl}=musl", "-fdebug-compilation-dir=."]  # named alike wherever installed
+    # Named alike wherever installed: zig's musl as musl/..., the bridge as the counted library's files.
+    paths = [f"-ffile-prefix-map={musl}=musl", f"-ffile-prefix-map={LIBC_DIR}=cbuild/libc", "-fdebug-compilation-dir=."]
     return ["-nostdinc", *(f"-I{path}" for path in includes), *paths, *MUSL_FLAGS]
 
 

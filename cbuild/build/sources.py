@@ -29,6 +29,15 @@ class Source:
     #: Directory clang runs in; None: the current one.
     cwd: Path | None = None
 
+    def __post_init__(self) -> None:
+        # As a user writes them: a str path, a list of flags (a tuple is part of cache keys).
+        object.__setattr__(self, "path", Path(self.path))
+        if isinstance(self.flags, str):
+            raise BuildDescriptionError(f"Source({self.path}): flags is a list of flags, not the string {self.flags!r}")
+        object.__setattr__(self, "flags", tuple(self.flags))
+        if self.cwd is not None:
+            object.__setattr__(self, "cwd", Path(self.cwd))
+
     @classmethod
     def of(cls, source: Source | Path | str) -> Source:
         """``source`` itself, or a path as a source with no settings of its own."""

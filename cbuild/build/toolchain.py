@@ -66,6 +66,14 @@ class Toolchain:
         fp = self.fingerprint
         return f"clang {fp['clang']}, llvm {fp['llvm']}, {fp['target']}, pipeline {fp['pipeline']}"
 
+    @property
+    def summary(self) -> str:
+        """The fingerprint as a header shows it: ``clang 22.1.8, llvm 22.1.0, x86_64-linux-gnu,
+        engine v2`` (:attr:`fingerprint_text`, which cache keys hold, says ``pipeline 2``, which
+        reads like the cost model of that name)."""
+        fp = self.fingerprint
+        return f"clang {fp['clang']}, llvm {fp['llvm']}, {fp['target']}, engine v{fp['pipeline']}"
+
 
 def host_target() -> str:
     """The target triple for this machine, without the kernel or libc versions.
@@ -78,9 +86,9 @@ def host_target() -> str:
     system = platform.system()
     if system == "Linux":
         return f"{arch}-linux-gnu"
-    if system == "Darwin":
-        return f"{arch}-macos"
-    raise ToolchainError(f"pytest-instrbudget supports Linux and macOS hosts; this is {system} ({machine})")
+    # Programs are waited for through pidfd_open, libraries loaded from memfd_create's files, and
+    # the counted C library's heap and main's stack mapped at fixed addresses: Linux's.
+    raise ToolchainError(f"pytest-instrbudget runs on Linux hosts; this is {system} ({machine})")
 
 
 def zig_lib() -> Path:

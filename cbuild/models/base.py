@@ -257,6 +257,11 @@ class CostModel:
     events: ClassVar[frozenset[str]] = frozenset()
     #: clang flags the measured build needs (for C and C++), e.g. to compile as for the modelled machine.
     compile_flags: ClassVar[tuple[str, ...]] = ()
+    #: Whether the headline metric's total is the last value of the clock a cut-off on it watches,
+    #: so that a cut-off given without a limit also fails a test whose code finished past it (after
+    #: the last check). False where the total adds to the clock (zkvm's padding, pipeline's last
+    #: instruction's latency): such a cut-off fails a test only where it stopped its code.
+    clock_is_total: ClassVar[bool] = True
 
     def __init__(self, params: Mapping[str, Any] | None = None, *, root: Path | None = None) -> None:
         #: The project directory, for parameters that name files.

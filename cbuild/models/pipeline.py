@@ -51,6 +51,8 @@ class PipelineModel(CostModel):
     compile_flags = ("-fno-vectorize", "-fno-slp-vectorize")
     events = frozenset({BLOCKS})
     metrics = (Metric("pipeline_cycles", "cycles", "max_cycles"),)
+    #: pipeline_cycles ends when the last instruction finishes; the cut-offs' clock is its issue slot.
+    clock_is_total: ClassVar[bool] = False
     params: ClassVar[Mapping[str, Param]] = {
         "machine": Param(
             "inorder5", "a shipped machine (inorder5, rocket) or the path of a TOML description", _machine_name

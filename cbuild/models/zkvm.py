@@ -59,6 +59,8 @@ class ZkvmModel(CostModel):
         Metric("zk_paging_cycles", "cycles", "max_zkpaging_cycles"),
         Metric("zk_segments", "segments", "max_zksegments"),
     )
+    #: zk_cycles is padded to a power of two per segment; the cut-offs' clock is user + paging cycles.
+    clock_is_total: ClassVar[bool] = False
     params: ClassVar[Mapping[str, Param]] = {
         "po2": Param(20, "log2 of the segment size in cycles", integer(15, 24)),
         "page_cycles": Param(322, "cycles to hash one 1 KiB page, on page-in and on page-out", integer(0)),

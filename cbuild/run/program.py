@@ -555,7 +555,8 @@ def run_program(
             if not counts_path.exists():
                 raise ExecutionError(
                     f"{artifact.name} exited with status {proc.returncode} without writing its "
-                    f"counts (it may have called _exit or exec){_output_tail(out, err)}"
+                    "counts: it replaced itself with another program (exec), which counts nothing, or ended "
+                    f"through a raw exit system call{_output_tail(out, err)}"
                 )
             counts, processes, threads = _native_counts(artifact, counts_path, table or artifact.table())
             if machines:
