@@ -492,14 +492,19 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
     models = _models(args.model)
-    for model in models:
+    for spec, model in zip(args.model or (), models, strict=False):
         target = model.executes()
         if target is not None:  # its costs come from a run of a build that is not the one written
+            where = (
+                "in a test, cbuild.library(...)" if args.shared else f"with `python -m cbuild run --model {spec} ...`"
+            )
+            kept = [p for p in spec.partition(":")[2].split(",") if p and not p.startswith("execute=")]
+            estimate = f"{model.name}:{','.join([*kept, 'execute=false'])}"
             raise CBuildError(
                 f"--model {model.name} measures a {target} build of its own, which `build` does not write: "
-                f"run it with `python -m cbuild run --model {model.name} ...`"
+                f"measure it {where}"
                 + (
-                    f", or build its estimate into the program with --model {model.name}:execute=false"
+                    f", or build its estimate into the binary with --model {estimate}"
                     if "execute" in model.params
                     else ""
                 )

@@ -372,7 +372,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         pytest.fail(result.failure, pytrace=False)
     if not meter.used:
         if meter.fixture:
-            _fail_unmeasured(item, "ran no measured code (no library call or program run through the cbuild fixture)")
+            _fail_unmeasured(
+                item, "ran no measured code (no library call or program run through the cbuild fixture while it ran)"
+            )
         else:
             _fail_unmeasured(item, "does not use the cbuild fixture")
     return outcome

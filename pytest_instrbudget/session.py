@@ -409,9 +409,11 @@ class BudgetSession:
                 over = _headline(metric_result)
                 if over:
                     said += over
-                else:
+                elif status == REGRESSED:
                     change = metric_result.change
                     grew.append(f"{metric_result.metric} {f'{change:+.2f}%' if change is not None else 'new cost'}")
+                else:  # over its cut-off, which it did not stop at (a library's call ended past it)
+                    said.append(f"{name} past its cut-off")
         failure = None
         if failures:
             # What failed, in a line for pytest's short summary (which names the test before it) and
@@ -565,8 +567,7 @@ def _regressed(m: MetricResult) -> bool:
 
 
 def _headline(m: MetricResult) -> list[str]:
-    """Short phrases for the limits ``m`` passed (its own, its regions'); none where it failed
-    only by growing past its baseline."""
+    """Short phrases for the limits ``m`` passed (its own, its regions')."""
     out = []
     if m.limit is not None and m.value > m.limit:
         out.append(f"{m.metric} {m.value:,} > {m.keyword}={m.limit:,}")
@@ -575,8 +576,6 @@ def _headline(m: MetricResult) -> list[str]:
             out.append(f"region {path!r} never ran")
         elif m.regions[path] > limit:
             out.append(f"region {path!r} {m.metric} {m.regions[path]:,} > {limit:,}")
-    if not out and not _regressed(m):  # stopped at its cut-off
-        out.append(f"{m.metric} over budget")
     return out
 
 

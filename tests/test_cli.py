@@ -188,10 +188,11 @@ def test_cli_build_with_a_model_builds_its_run_time_part_in(tmp_path: Path) -> N
         bad = cli("build", "prog.c", "-o", "exec", "--model", spec, cwd=tmp_path)
         assert bad.returncode == 2
         name = spec.split(":")[0]
+        sep = "," if ":" in spec else ":"
         assert (
-            f"--model {name} measures a {target} build of its own, which `build` does not write: run it with "
-            f"`python -m cbuild run --model {name} ...`, or build its estimate into the program with "
-            f"--model {name}:execute=false"
+            f"--model {name} measures a {target} build of its own, which `build` does not write: measure it "
+            f"with `python -m cbuild run --model {spec} ...`, or build its estimate into the binary with "
+            f"--model {spec}{sep}execute=false"
         ) in bad.stderr.decode()
         assert not (tmp_path / "exec").exists()
 

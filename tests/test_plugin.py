@@ -540,11 +540,11 @@ def test_plugin_unknown_marker_keyword_lists_accepted(pytester: pytest.Pytester)
 
 def test_plugin_a_misspelt_budget_marker_is_an_error_not_a_test_without_limits(pytester: pytest.Pytester) -> None:
     """``@pytest.mark.budgte(max_instr=10)`` is only a warning to pytest, and its test ran without
-    the limit; a registered marker of the project with a name like it is left alone."""
-    pytester.makeini("[pytest]\nmarkers =\n    bucket: a marker of the project's own\n")
+    the limit; a registered marker of the project with a name like it (``budgets``) is left alone."""
+    pytester.makeini("[pytest]\nmarkers =\n    budgets: a marker of the project's own\n")
     pytester.makepyfile(
         test_x="import pytest\n\n@pytest.mark.budgte(max_instr=10)\ndef test_x():\n    pass\n\n"
-        "@pytest.mark.bucket\ndef test_y():\n    pass\n"
+        "@pytest.mark.budgets\ndef test_y():\n    pass\n"
     )
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -554,8 +554,8 @@ def test_plugin_a_misspelt_budget_marker_is_an_error_not_a_test_without_limits(p
             "@pytest.mark.budget?): the test would run without its limits"
         ]
     )
-    assert "bucket" not in result.stderr.str()
-    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.bucket\ndef test_y():\n    pass\n")
+    assert "budgets" not in result.stderr.str()
+    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.budgets\ndef test_y():\n    pass\n")
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
@@ -1156,7 +1156,8 @@ def test_plugin_a_budget_whose_test_measured_nothing_fails(pytester: pytest.Pyte
     result.assert_outcomes(passed=1, failed=5)
     unmeasured = (
         "instrbudget: nothing measured: the test ran no measured code (no library call or program run "
-        "through the cbuild fixture), so the limits @pytest.mark.budget sets on ir_instructions were not checked"
+        "through the cbuild fixture while it ran), so the limits @pytest.mark.budget sets on ir_instructions were "
+        "not checked"
     )
     result.stdout.fnmatch_lines(
         [

@@ -93,3 +93,18 @@ def test_a_copied_project_builds_nothing_and_counts_the_same(pytester: pytest.Py
     changed, builds = session(pytester, moved, cache)
     assert builds["tu"] >= 2
     assert changed != costs
+
+
+def test_the_counted_c_librarys_musl_key_does_not_depend_on_where_the_package_lies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The musl part's debug paths name the package's own sources (``-ffile-prefix-map`` of
+    cbuild/libc), whose absolute path must not reach its cache key: a moved checkout, or another
+    CI workspace restoring the cache, would build the counted C library again."""
+    from cbuild.build import libc
+
+    here = libc._musl_key("toolchain", tuple(libc.musl_flags("x86_64-linux-gnu")))
+    monkeypatch.setattr(libc, "LIBC_DIR", Path("/elsewhere/cbuild/libc"))
+    moved = tuple(libc.musl_flags("x86_64-linux-gnu"))
+    assert "-ffile-prefix-map=/elsewhere/cbuild/libc=cbuild/libc" in moved
+    assert libc._musl_key("toolchain", moved) == here

@@ -360,8 +360,10 @@ def _musl_key(identity: str, flags: tuple[str, ...]) -> str:
     names are routed (:func:`routing_key`). Once per process: its sources do not change under it."""
     from cbuild.build.cache import digest, file_digest
 
-    lib = str(zig_lib())  # where the wheel is installed is not part of it: another venv hits the cache
-    portable = (f.replace(lib, "<zig>") for f in flags)
+    # Where the wheel and this package are installed is not part of it: another venv or a moved
+    # checkout hits the cache.
+    lib, own = str(zig_lib()), str(LIBC_DIR)
+    portable = (f.replace(own, "<libc>").replace(lib, "<zig>") for f in flags)
     return digest(identity, routing_key(), *map(file_digest, _musl_sources()), *portable)
 
 
