@@ -78,7 +78,10 @@ class Meter:
 
     def __init__(self) -> None:
         self.active = False
+        #: A build of the test's was loaded or run during the call: the test has a result (a row).
         self.used = False
+        #: Code of those builds ran during the call (decided when it stops): something was measured.
+        self.ran = False
         #: The cbuild fixture was set up for the test (before its call, or by
         #: ``request.getfixturevalue`` during it).
         self.fixture = False
@@ -140,6 +143,7 @@ class Meter:
         """Register a library loaded for this test; it counts from ``since`` (a snapshot), else from its load."""
         if library.artifact.instrumented:
             self._libraries.append((library, since))
+            self.used = self.used or self.active
             self.add_artifact(library.artifact)
 
     def add_artifact(self, artifact: Artifact) -> None:
@@ -173,6 +177,7 @@ class Meter:
         self.active = True
         self._remaining = dict(self.limits) if self.limits else None
         self._push()
+        self.used = self.used or bool(self._libraries)
 
     def stop(self, completed: bool = True) -> tuple[list[BlockCounts], list[str]]:
         """The call phase ended (``completed``: without raising): counts executed during it, per
@@ -192,10 +197,11 @@ class Meter:
             if partial is not None:
                 out.append(partial)
             lost.append(f"{lib.artifact.name}: {lib.host.ended}")
-        # Measured: a program ran, a library's code ran during the call (a library only built or
-        # loaded, or called before it, measured nothing), or a library's process ended in a call.
-        self.used = self.used or bool(lost) or any(any(c.counts) for c in out)
+        # A program ran, a library's code ran during the call (a library only built or loaded, or
+        # called before it, ran nothing), or a library's process ended in a call.
+        self.ran = bool(self._runs) or bool(lost) or any(any(c.counts) for c in out)
         if completed:
             return out + self._runs, lost
         self.used = self.used or bool(self._crashed)
+        self.ran = self.ran or bool(self._crashed)
         return out + self._runs + self._crashed, lost
