@@ -33,10 +33,14 @@ UNAVAILABLE = "unavailable"
 ChooseModels = Callable[[Sequence[str]], list[CostModel]]
 
 
-def misspelt_marker(item: pytest.Item) -> str | None:
-    """An error for a marker of ``item`` that is not registered and reads like ``budget``
+def registered_markers(config: pytest.Config) -> frozenset[str]:
+    """The names of the markers registered with pytest (``markers`` lines, the plugins' own)."""
+    return frozenset(m.group() for line in config.getini("markers") if (m := re.match(r"\w+", line)))
+
+
+def misspelt_marker(item: pytest.Item, registered: frozenset[str]) -> str | None:
+    """An error for a marker of ``item`` that is not ``registered`` and reads like ``budget``
     (``@pytest.mark.budgte``): pytest would only warn, and the test would run without its limits."""
-    registered = {m.group() for line in item.config.getini("markers") if (m := re.match(r"\w+", line))}
     for mark in item.iter_markers():
         if mark.name not in registered and difflib.get_close_matches(mark.name, ["budget"], n=1, cutoff=0.75):
             return (

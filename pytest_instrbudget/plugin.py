@@ -24,7 +24,7 @@ from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.fixture import CBuild
-from pytest_instrbudget.marker import MARKER_HELP, Budget, misspelt_marker
+from pytest_instrbudget.marker import MARKER_HELP, Budget, misspelt_marker, registered_markers
 from pytest_instrbudget.measure import Meter, measure
 from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
@@ -233,8 +233,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     session = config.stash[SESSION]
     session.collected.update(item.nodeid for item in items)
+    registered = registered_markers(config)
     for item in items:
-        misspelt = misspelt_marker(item)
+        misspelt = misspelt_marker(item, registered)
         if misspelt is not None:
             item.stash[BUDGET_ERROR] = misspelt
             continue

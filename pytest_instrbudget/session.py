@@ -410,8 +410,7 @@ class BudgetSession:
                 if over:
                     said += over
                 elif status == REGRESSED:
-                    change = metric_result.change
-                    grew.append(f"{metric_result.metric} {f'{change:+.2f}%' if change is not None else 'new cost'}")
+                    grew.append(f"{metric_result.metric} {_change(metric_result)}")
                 else:  # over its cut-off, which it did not stop at (a library's call ended past it)
                     said.append(f"{name} past its cut-off")
         failure = None
@@ -566,6 +565,11 @@ def _regressed(m: MetricResult) -> bool:
     return m.baseline is not None and m.value > m.baseline * (1 + m.tolerance / 100.0)
 
 
+def _change(m: MetricResult) -> str:
+    """``+1.86%`` against the baseline, or ``new cost`` from a baseline of 0."""
+    return f"{m.change:+.2f}%" if m.change is not None else "new cost"
+
+
 def _headline(m: MetricResult) -> list[str]:
     """Short phrases for the limits ``m`` passed (its own, its regions')."""
     out = []
@@ -600,9 +604,9 @@ def _failure_text(m: MetricResult, root: Path) -> str:
             lines.append(f"  region {path!r}: {m.metric} {m.regions[path]:,} exceeds its budget {limit:,}")
     regressed = _regressed(m)
     if regressed:
-        change = f"{m.change:+.2f}%" if m.change is not None else "new cost"
         lines.append(
-            f"  {m.metric}: {m.baseline:,} -> {m.value:,} ({change}; tolerance {m.tolerance:g}%) against the baseline"
+            f"  {m.metric}: {m.baseline:,} -> {m.value:,} ({_change(m)}; tolerance {m.tolerance:g}%) "
+            "against the baseline"
         )
     # A regression is explained by the functions that grew; a cost over its limit that did not grow
     # past the tolerance (no baseline, or a baseline that already held it) by where the cost is.

@@ -79,6 +79,7 @@ MARKER_SECTION = ".instrbudget_marks"
 #: The source file name (an ELF ``STT_FILE`` symbol) of the counted C library's own object in a
 #: RISC-V build: its static functions (``ib_alloc``) are named as the native build names them.
 COUNTED_LIBC_FILE = "instrbudget-libc.c"
+_COUNTED_LIBC = COUNTED_LIBC_FILE.encode()  # as the symbol table holds it
 #: The file of the copies the RISC-V backend calls for long constant-length copies (compiler-rt's
 #: ``memcpy``, ``memset``), which are not the counted library's.
 _COMPILER_RT_FILE = b"compiler_rt"
@@ -378,7 +379,7 @@ def _local_name(name: str, file: bytes) -> str:
     """A static function's name as reports give it: the counted C library's as its native build
     names them (``ib_alloc [libc]``, ``heap_get [libc]``), compiler-rt's copies apart from the
     counted ones (``memcpy (compiler_rt)``)."""
-    if file == COUNTED_LIBC_FILE.encode() and not name.startswith(LIBC_PREFIX):
+    if file == _COUNTED_LIBC and not name.startswith(LIBC_PREFIX):
         return LIBC_PREFIX + name.removeprefix("__instrbudget_")
     if file == _COMPILER_RT_FILE:
         return f"{name} (compiler_rt)"
