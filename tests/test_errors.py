@@ -84,7 +84,9 @@ def test_errors_segfault_reports_signal_stdout_and_stderr(builder: Builder, writ
     with pytest.raises(ProgramCrashed) as info:
         run_program(builder.build([src]), [])
     message = str(info.value)
-    assert "was killed by SIGSEGV (exit status -11)" in message
+    # The function and line come from the fault's record (runtime/instrbudget_rt.c), as a crashed
+    # library's do from its host's guard.
+    assert "was killed by SIGSEGV in main (crash.c:3) at address 0x0 (exit status -11)" in message
     assert message.endswith("\n--- stdout ---\nhello 4\n--- stderr ---\nabout to crash"), message
     assert info.value.counts is not None  # it crashed in the block of its last call: counted whole
 
@@ -104,10 +106,30 @@ def test_errors_a_crash_whose_counts_are_unknown_says_so(builder: Builder, write
         run_program(builder.build([src]), [])
     assert info.value.counts is None
     assert str(info.value) == (
-        "program crash_loop.c was killed by SIGSEGV (exit status -11); its counts are unknown: the counters and "
+        "program crash_loop.c was killed by SIGSEGV in main (crash_loop.c:4) at address 0x0 (exit status -11); "
+        "its counts are unknown: the counters and "
         "the running total disagree (it crashed between two calls, where they are not exact, or while another "
         "thread was counting)\n(it wrote nothing to stdout or stderr)"
     )
+
+
+def test_errors_a_crashed_program_names_the_function_and_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # A fault in a function of another file, one with no memory access (no address), and one in the
+    # system's C library, which this does not name (the program's own binary has no such code).
+    src = write(
+        "main_fpe.c", "int divide(int a, int b);\nint main(int argc, char **argv) { return divide(argc, argc - 1); }\n"
+    )
+    lib = write("divide.c", "__attribute__((noinline)) int divide(int a, int b) {\n    return a / b;\n}\n")
+    with pytest.raises(ProgramCrashed) as info:
+        run_program(builder.build([src, lib]), [])
+    assert str(info.value).startswith("program main_fpe.c was killed by SIGFPE in divide (divide.c:2) (exit status -8)")
+    outside = write(
+        "outside.c",
+        "#include <string.h>\nint main(void) { const char *volatile p = 0; return (int)strlen(p); }\n",
+    )
+    with pytest.raises(ProgramCrashed) as info:
+        run_program(builder.build([outside], options=BuildOptions(count_libraries=False)), [])
+    assert str(info.value).startswith("program outside.c was killed by SIGSEGV (exit status -11)")
 
 
 def test_errors_abort_reports_sigabrt(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,14 +21,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-
 from cbuild.build.cache import Cache, default_cache_dir
 from cbuild.build.compile import compile_own
-from cbuild.build.demangle import demangle
-from cbuild.build.places import Frame, symbols
 from cbuild.build.toolchain import Toolchain, find_toolchain
 from cbuild.errors import ExecutionError, LibraryCrashed, LibraryTimeout
+from cbuild.run.faults import FAULTS, PLACED, TRAPS, fault_place
 from cbuild.run.host_server import Channel
 from cbuild.run.program import DEFAULT_ENV, signal_name, uncaught_exception
 from cbuild.run.spawn import aslr_off
@@ -42,14 +38,6 @@ _EXIT_MARKER = b"\ninstrbudget-host: exit called\n"
 #: Where a fault happened (runtime/host_guard.c): the loaded file, the offset from its load address
 #: and, for a memory fault, the address the instruction touched.
 _FAULT_MARKER = re.compile(rb"\ninstrbudget-host: fault at (/[^\n]*)\+0x([0-9a-f]+)(?: address 0x([0-9a-f]+))?\n")
-#: Signals a memory access causes (one may be a stack overflow).
-_FAULTS = (signal.SIGSEGV, signal.SIGBUS)
-#: Signals an instruction causes, whose place the guard reports.
-_PLACED = (*_FAULTS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP)
-#: Signals of an instruction that traps: what padding after a function holds (x86-64: int3).
-_TRAPS = (signal.SIGTRAP, signal.SIGILL)
-#: Bytes past a function's end still said to be its end (the padding before the next function).
-_PADDING = 64
 
 
 def guard_library(toolchain: Toolchain, cache: Cache) -> Path:
@@ -72,39 +60,15 @@ def _without_markers(stderr: bytes) -> bytes:
 
 
 def _fault_place(stderr: bytes, loaded: dict[str, Path], *, ran_off: bool = False) -> str:
-    """`` in f (lib.c:12) at address 0x0``: where the host's last fault was, from the line its guard
-    wrote (the function and source line from the file's symbols and line tables where it has them;
-    ``loaded`` names the files behind the host's memory files; the address touched for a memory
-    fault), or nothing if it wrote none. With ``ran_off`` (a trap), code in the padding after a
-    function is said to have run off that function's end."""
+    """Where the host's last fault was, from the line its guard wrote (``loaded`` names the files
+    behind the host's memory files), or nothing if it wrote none: see :func:`fault_place`."""
     found = list(_FAULT_MARKER.finditer(stderr))
     if not found:
         return ""
     file, offset, address = found[-1].groups()
     name = file.decode(errors="replace")
-    path, at = loaded.get(name, Path(name)), int(offset, 16)
-    where, why = f"in {path.name}+{at:#x}", ""
-    binary = None
-    if not str(path).startswith("/proc/"):  # a memory file of the host's not named here: no file to read
-        with contextlib.suppress(OSError, ELFError):
-            binary = symbols(path, path.stat().st_mtime_ns)
-    if binary is not None:
-        at += binary.link_base
-        function = binary.function(at)
-        before = binary.before(at, within=_PADDING) if function is None and ran_off else None
-        if function is not None:
-            source, line = binary.place(at) or ("", 0)
-            where = f"in {Frame(demangle(function), source, line)}"
-        elif before is not None:
-            function, end = before
-            source, line = binary.place(end - 1) or ("", 0)
-            where = f"past the end of {Frame(demangle(function), source, line)}"
-            why = (
-                ": its code ran off its end, as code does after undefined behaviour the compiler"
-                " saw (a null pointer read, a missing return value)"
-            )
-    touched = f" at address {int(address, 16):#x}" if address is not None else ""
-    return f" {where}{touched}{why}"
+    touched = int(address, 16) if address is not None else None
+    return fault_place(loaded.get(name, Path(name)), int(offset, 16), touched, ran_off=ran_off)
 
 
 class HostProcess:
@@ -199,10 +163,10 @@ class HostProcess:
             summary = "was stopped at its cut-off"
         elif status < 0:
             name = signal_name(-status)
-            if -status in _FAULTS and _STACK_MARKER in self._stderr_text:
+            if -status in FAULTS and _STACK_MARKER in self._stderr_text:
                 cause = " (stack overflow)"
-            elif -status in _PLACED:
-                cause = _fault_place(self._stderr_text, self.loaded, ran_off=-status in _TRAPS)
+            elif -status in PLACED:
+                cause = _fault_place(self._stderr_text, self.loaded, ran_off=-status in TRAPS)
             else:
                 cause = uncaught_exception(-status, self._stderr_text)
             summary = f"crashed: killed by {name}{cause}"

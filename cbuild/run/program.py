@@ -26,6 +26,7 @@ from cbuild.models.costs import BlockCounts, split_results, warn_if_interleaved
 from cbuild.models.profile import Profile, clock_metrics, read_profile, with_machine_regions
 from cbuild.riscv.executor import Execution, run_isolated, slot_results, slot_runtimes, slot_unavailable
 from cbuild.riscv.translated import checking_translation, translation_of
+from cbuild.run.faults import program_fault
 from cbuild.run.spawn import aslr_off, own_group
 from cbuild.run.stops import CodeStopped, check_timeout, clock_limits, machine_stop, read_stop, requested
 
@@ -545,8 +546,9 @@ def run_program(
             status = proc.returncode
             why = uncaught_exception(-status, err)
             crashed, unread = _crashed_counts(artifact, counts_path, table, killed)
+            place = program_fault(counts_path.with_name("counts.fault"), artifact.path, -status)
             raise ProgramCrashed(
-                f"program {artifact.name} was killed by {killed} (exit status {status}){why}{unread}{tail}",
+                f"program {artifact.name} was killed by {killed}{place} (exit status {status}){why}{unread}{tail}",
                 counts=crashed,
             )
         counts = None

@@ -38,6 +38,7 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #endif
 
 extern uint64_t __instrbudget_counters[]; /* NCOUNTERS counters, then the running total */
@@ -834,7 +835,51 @@ static void ib_read_limits(void) {
  * host's guard calls when a call ends the host's process (async-signal-safe, once). */
 EXPORT void instrbudget_dump(void) { dump(); }
 
-static void on_fatal(int sig) {
+/* Where a program's fatal fault was, for the engine to name the function and line (run/faults.py):
+ * $INSTRBUDGET_COUNTS.fault, text, one field per line: "instrbudget-fault 1", "pc HEX" (the
+ * instruction), "base HEX" (where the binary's ELF header is loaded) and, for a memory fault,
+ * "address HEX" (the address it touched). Only for a signal an instruction caused, and only in
+ * the process the counts file is for. */
+static char ib_fault_path[4096];
+
+static uintptr_t ib_fault_pc(const void *context) {
+#if defined(__linux__) && defined(__x86_64__)
+    return (uintptr_t)((const ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__linux__) && defined(__aarch64__)
+    return (uintptr_t)((const ucontext_t *)context)->uc_mcontext.pc;
+#else
+    (void)context;
+    return 0;
+#endif
+}
+
+/* Only async-signal-safe calls. */
+static void ib_write_fault(int sig, const siginfo_t *info, const void *context) {
+    char buf[160];
+    size_t at = 0, cap = sizeof buf;
+    uintptr_t pc = ib_fault_pc(context);
+    int fd;
+    if (ib_fault_path[0] == '\0' || pc == 0 || info->si_code <= 0 || getpid() != ib_pid) return;
+#if defined(__x86_64__)
+    if (sig == SIGTRAP) pc -= 1; /* a breakpoint reports the address after it */
+#endif
+    at = ib_put(buf, at, cap, "instrbudget-fault 1\npc ");
+    at = ib_put_hex(buf, at, cap, pc);
+    at = ib_put(buf, at, cap, "\nbase ");
+    at = ib_put_hex(buf, at, cap, (uintptr_t)__ehdr_start);
+    if (sig == SIGSEGV || sig == SIGBUS) {
+        at = ib_put(buf, at, cap, "\naddress ");
+        at = ib_put_hex(buf, at, cap, (uintptr_t)info->si_addr);
+    }
+    at = ib_put(buf, at, cap, "\n");
+    fd = open(ib_fault_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return;
+    (void)write_all(fd, buf, at);
+    close(fd);
+}
+
+static void on_fatal(int sig, siginfo_t *info, void *context) {
+    ib_write_fault(sig, info, context);
     dump();
     signal(sig, SIG_DFL);
     raise(sig);
@@ -863,14 +908,15 @@ __attribute__((constructor(101))) static void instrbudget_init(int argc, char **
     ib_pid = getpid();
     if (ib_join(ib_stop_path, sizeof ib_stop_path, dump_path, ".stop", NULL)) ib_read_limits();
     else ib_stop_path[0] = '\0';
+    if (!ib_join(ib_fault_path, sizeof ib_fault_path, dump_path, ".fault", NULL)) ib_fault_path[0] = '\0';
     pthread_atfork(NULL, NULL, ib_child_after_fork);
     atexit(dump);
     for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
         struct sigaction sa;
         struct sigaction old;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_fatal;
-        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+        sa.sa_sigaction = on_fatal;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
         sigemptyset(&sa.sa_mask);
         if (sigaction(fatal[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
             sigaction(fatal[i], &sa, NULL);
