@@ -228,7 +228,7 @@ def load_settings(rootdir: Path, *, known_models: list[str]) -> Settings:
     path = rootdir / "pyproject.toml"
     table = _table(path)
     if not path.is_file():  # a pyproject.toml of its own makes the rootdir a project: what is above is not read
-        above = next((p for d in rootdir.parents if _table_above(p := d / "pyproject.toml")), None)
+        above = _table_above(rootdir)
         if above is not None:
             raise ConfigError(
                 f"[tool.instrbudget] is in {above}, but the project's directory is {rootdir} (pytest's "
@@ -242,13 +242,36 @@ def load_settings(rootdir: Path, *, known_models: list[str]) -> Settings:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def _table_above(path: Path) -> bool:
-    """Whether a pyproject.toml above the rootdir has ``[tool.instrbudget]`` (one that cannot be read
-    belongs to no run of this project's, and is left alone)."""
-    try:
-        return _table(path) is not None
-    except (ConfigError, OSError, UnicodeDecodeError):
-        return False
+def unread_table(rootdir: Path) -> str | None:
+    """Where ``rootdir`` has a pyproject.toml without ``[tool.instrbudget]`` and one above it has
+    the table: what to say if a test of this run builds C code or has a budget (then the settings
+    and the baseline above would be left out without a word); else None. A project of its own
+    beneath another, with no such tests, runs as it is."""
+    path = rootdir / "pyproject.toml"
+    if not path.is_file() or _table(path) is not None:
+        return None
+    above = _table_above(rootdir)
+    if above is None:
+        return None
+    return (
+        f"[tool.instrbudget] is in {above}, but pytest's rootdir is {rootdir}, whose pyproject.toml has "
+        f"no [tool.instrbudget]: this run would read neither those settings nor the baseline they name, "
+        f"and would report every test new. Run pytest with --rootdir={above.parent}, or, if {rootdir.name} "
+        f"is a project of its own, give {path} a [tool.instrbudget] table (an empty one takes the defaults)"
+    )
+
+
+def _table_above(rootdir: Path) -> Path | None:
+    """The nearest pyproject.toml above ``rootdir`` with ``[tool.instrbudget]`` (one that cannot be
+    read belongs to no run of this project's, and is left alone)."""
+    for directory in rootdir.parents:
+        path = directory / "pyproject.toml"
+        try:
+            if _table(path) is not None:
+                return path
+        except (ConfigError, OSError, UnicodeDecodeError):
+            continue
+    return None
 
 
 def _table(path: Path) -> Mapping[str, Any] | None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cbuild.build.builder import Builder
-from cbuild.config import ConfigError, load_settings, parse_percent
+from cbuild.config import ConfigError, load_settings, parse_percent, unread_table
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, default_registry
 from cbuild.models.costs import Cost
@@ -187,6 +187,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ConfigError, BaselineError, CBuildError) as exc:
         raise pytest.UsageError(f"instrbudget: {exc}") from None
     session.baseline_note = note
+    session.unread_table = unread_table(config.rootpath)
     session.partial_files = _partial_files(config)
     config.stash[SESSION] = session
     config.stash[HOSTS] = HostPool(lambda: guard_library(builder.toolchain, builder.cache))
@@ -253,6 +254,11 @@ def pytest_collection_modifyitems_selected(config: pytest.Config, items: list[py
     """A marker that is not valid in this run is an error where its test is to run: a test that
     ``-k`` or ``-m`` leaves out (a marker of a model this run's ``--instrbudget-model`` leaves out,
     say) does not stop the others. All of them are said at once, so one run shows what to fix."""
+    session = config.stash[SESSION]
+    if session.unread_table is not None and any(
+        "cbuild" in getattr(item, "fixturenames", ()) or item.get_closest_marker("budget") is not None for item in items
+    ):
+        raise pytest.UsageError(f"instrbudget: {session.unread_table}")
     errors = [error for item in items if (error := item.stash.get(BUDGET_ERROR, None)) is not None]
     if len(errors) == 1:
         raise pytest.UsageError(f"instrbudget: {errors[0]}")

@@ -130,6 +130,8 @@ class BudgetSession:
         self._fingerprint: dict[str, str] | None = None
         #: Said in the summary, e.g. that a damaged baseline is being rewritten.
         self.baseline_note: str | None = None
+        #: What to say if a test of the run uses the plugin (config.unread_table), or None.
+        self.unread_table: str | None = None
         self.results: dict[str, TestResult] = {}
         #: What pytest said of each test that builds or has a budget (measured or not): its outcome
         #: (``passed``, ``xfailed``, ``skipped``, ...) and the reason of a skip or xfail.

@@ -507,7 +507,27 @@ def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Py
     (tests / "pytest.ini").unlink()
     (tests / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
     assert pytester.runpytest("qa").ret == pytest.ExitCode.OK
-    (tests / "pyproject.toml").unlink()
+    # But where one of its tests has a budget, or builds C code, the table above would be left out
+    # as silently (found by an audit: every test "new", the run green): an error, unless the
+    # package's own pyproject.toml has a table.
+    (tests / "test_budget.py").write_text("import pytest\n@pytest.mark.budget(max_instr=10)\ndef test_b():\n    pass\n")
+    (tests / "test_builds.py").write_text("def test_c(cbuild):\n    pass\n")
+    for selected in ("qa/test_budget.py", "qa/test_builds.py"):
+        result = pytester.runpytest(selected)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, selected
+        result.stderr.fnmatch_lines(
+            [
+                f"*instrbudget: [[]tool.instrbudget] is in {pytester.path / 'pyproject.toml'}, but pytest's rootdir "
+                f"is {tests}, whose pyproject.toml has no [[]tool.instrbudget]: *report every test new. Run pytest "
+                f"with --rootdir={pytester.path}, or, if qa is a project of its own, give {tests / 'pyproject.toml'} "
+                "a [[]tool.instrbudget] table (an empty one takes the defaults)"
+            ]
+        )
+    assert pytester.runpytest("qa", "-k", "test_x").ret == pytest.ExitCode.OK  # the others deselected
+    (tests / "pyproject.toml").write_text("[tool.pytest.ini_options]\n[tool.instrbudget]\n")
+    assert pytester.runpytest("qa/test_builds.py").ret == pytest.ExitCode.OK
+    for name in ("test_budget.py", "test_builds.py", "pyproject.toml"):
+        (tests / name).unlink()
     (tests / "pytest.ini").write_text("[pytest]\n")
     (pytester.path / "pyproject.toml").write_text("[tool.instrbudget\n")
     assert pytester.runpytest("qa").ret == pytest.ExitCode.OK
