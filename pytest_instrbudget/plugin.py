@@ -111,6 +111,13 @@ def _run_options(config: pytest.Config) -> RunOptions:
         value = config.getoption(option)
         return config.invocation_params.dir / value if value else None
 
+    disabled = config.getoption("instrbudget_disable")
+    for option in ("update", "prune"):
+        if disabled and config.getoption(f"instrbudget_{option}"):
+            raise ConfigError(
+                f"--instrbudget-disable measures nothing, so --instrbudget-{option} would leave the baseline as it "
+                "is: give one of them"
+            )
     return RunOptions(
         update=config.getoption("instrbudget_update"),
         prune=config.getoption("instrbudget_prune"),
@@ -336,6 +343,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         # A test that finished having run none of its builds' code measured nothing: its limits
         # were not checked (its row, as one that raised keeps, says what it counted).
         anything = meter.used and (meter.ran or not completed)
+        # Such a test with limits fails (below): its cost of nothing is not written to the baseline.
+        completed = completed and (anything or not _unmeasured_limits(item))
         result = None
         unchecked: list[str] = []
         if meter.used or stopped is not None:
@@ -390,13 +399,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return outcome
 
 
+def _unmeasured_limits(item: pytest.Item) -> list[str]:
+    """The metrics the test's budget limits (or cuts off, in a region or in all)."""
+    budget = item.stash.get(BUDGET, None)
+    if budget is None:
+        return []
+    return sorted({*budget.limits, *budget.stops, *(m for per in budget.regions.values() for m in per)})
+
+
 def _fail_unmeasured(item: pytest.Item, why: str) -> None:
     """A test that passed with limits in its budget but nothing measured fails: its limits were
     not checked."""
-    budget = item.stash.get(BUDGET, None)
-    if budget is None:
-        return
-    limited = sorted({*budget.limits, *budget.stops, *(m for per in budget.regions.values() for m in per)})
+    limited = _unmeasured_limits(item)
     if limited:
         pytest.fail(
             f"instrbudget: nothing measured: the test {why}, so the limits @pytest.mark.budget sets on "
@@ -551,7 +565,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         # Appended: $GITHUB_STEP_SUMMARY collects what every command of a CI step writes.
         markdown = report.markdown(budget)
         _write_output(outcome, "the markdown summary", budget.run.markdown_path, markdown, append=True, config=config)
-    if outcome.errors and session.exitstatus == pytest.ExitCode.OK:
+    # An update or prune the baseline refused failed: a CI job that asked for it must not go green.
+    if (outcome.errors or outcome.refused) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -434,6 +434,19 @@ def test_plugin_update_of_part_of_the_suite_with_other_models_names_what_differs
     )
     assert "clang" not in result.stdout.str().split("baseline not written")[1].split("\n")[0]
     assert path.read_text() == before
+    # The update asked for did not happen: the run fails, as `cbuild baseline update` does.
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize("option", ["--instrbudget-update", "--instrbudget-prune"])
+def test_plugin_disable_with_update_or_prune_is_a_usage_error(project: pytest.Pytester, option: str) -> None:
+    # --instrbudget-disable measures nothing: the run left the baseline as it was, said nothing
+    # and exited 0.
+    result = project.runpytest("-p", "no:cacheprovider", "--instrbudget-disable", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*instrbudget: --instrbudget-disable measures nothing, so {option} would leave the baseline as it is*"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -1194,6 +1207,12 @@ def test_plugin_a_budget_whose_test_measured_nothing_fails(pytester: pytest.Pyte
         ],
         consecutive=False,
     )
+    # An update writes no entry of a cost of nothing for them (found by an audit: a zero entry, from
+    # which the test's first real call would be a regression).
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update")
+    result.assert_outcomes(passed=1, failed=5)
+    assert not (pytester.path / ".instrbudget" / "baseline.json").exists()  # no test had a cost to write
+    result.stdout.fnmatch_lines(["*failing test(s) not written to the baseline:*test_builds_a_library_it_never_calls*"])
 
 
 DYNAMIC_FIXTURE_TESTS = """
