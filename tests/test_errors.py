@@ -303,6 +303,22 @@ def test_library_unknown_function_lists_exports(sigs: Library) -> None:
     assert not hasattr(sigs, "nope")  # still an AttributeError
 
 
+def test_library_a_static_function_is_said_to_be_static(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # It said "exports no function 'twice' (did you mean quad?)", as of a name nowhere in the code.
+    src = write("statics.c", "static int twice(int x) { return 2 * x; }\nint quad(int x) { return twice(twice(x)); }\n")
+    with Library(builder.build([src], kind="library")) as lib:
+        with pytest.raises(UnknownFunction) as info:
+            lib.twice(1)
+        assert str(info.value) == (
+            "the library built from statics.c exports no function 'twice': statics.c defines it, but not as a "
+            "function the library exports (static or inline functions are not); remove static, or test it "
+            "through an exported function that calls it"
+        )
+        # The counted C library's own functions are not the user's to be told about.
+        with pytest.raises(UnknownFunction, match=r"exports no function '__instrbudget_heap_get'; it has: quad$"):
+            lib.function("__instrbudget_heap_get")
+
+
 MANGLED_CC = """\
 int plain_cpp(int x) { return x * 2; }
 namespace ns { int in_ns(int x) { return x + 1; } }

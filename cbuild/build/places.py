@@ -87,6 +87,20 @@ class Symbols:
         end, name = self.functions[i]
         return name, end
 
+    def defining_unit(self, name: str) -> str | None:
+        """The source file (its compilation unit's name) whose debug information has a function
+        ``name``: one the binary may not export (static, inline), or that was inlined away."""
+        if self.dwarf is None:
+            return None
+        wanted = name.encode()
+        for cu in self.dwarf.iter_CUs():
+            for die in cu.iter_DIEs():
+                attribute = die.attributes.get("DW_AT_name") if die.tag == "DW_TAG_subprogram" else None
+                if attribute is not None and attribute.value == wanted:
+                    unit = cu.get_top_DIE().attributes.get("DW_AT_name")
+                    return unit.value.decode(errors="replace") if unit is not None else "?"
+        return None
+
     def place(self, address: int) -> tuple[str, int] | None:
         if self.dwarf is None:
             return None

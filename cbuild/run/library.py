@@ -16,8 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from elftools.common.exceptions import ELFError
+
 from cbuild.build.builder import Artifact
 from cbuild.build.demangle import demangle, unqualified
+from cbuild.build.places import symbols
 from cbuild.errors import (
     CBuildError,
     LibraryCrashed,
@@ -46,6 +49,14 @@ Wire = tuple[Any, ...]
 def _describe(value: object) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:40] + '...' if len(text) > 40 else text}"
+
+
+def _defining_unit(binary: Path, name: str) -> str | None:
+    """The source file of ``binary`` whose debug information has a function ``name``, if any."""
+    try:
+        return symbols(binary, binary.stat().st_mtime_ns).defining_unit(name)
+    except (OSError, ELFError):
+        return None
 
 
 class Pointer:
@@ -588,6 +599,13 @@ class Library:
             parts.append(
                 f'it has the C++ function {shown}: declare it extern "C" to call it by its name, or '
                 f"call it by its symbol, lib.function({cxx[0]!r})(...)"
+            )
+            return "; ".join(parts)
+        unit = _defining_unit(self.artifact.path, name)
+        if unit is not None and Path(unit).name in {Path(source).name for source in self.artifact.sources}:
+            parts[0] += (
+                f": {Path(unit).name} defines it, but not as a function the library exports (static or inline "
+                "functions are not); remove static, or test it through an exported function that calls it"
             )
             return "; ".join(parts)
         parts[0] += did_you_mean(name, names)
