@@ -93,7 +93,8 @@ def _add_model_flag(p: argparse.ArgumentParser, what: str) -> None:
         action="append",
         default=[],
         metavar="NAME[:KEY=VALUE,...]",
-        help=f"{what} (repeatable; default ir-count), e.g. --model pipeline:machine=rocket",
+        help=f"{what} (repeatable; default ir-count, which models given replace: add --model ir-count to keep "
+        "it), e.g. --model pipeline:machine=rocket",
     )
 
 
