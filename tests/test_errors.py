@@ -276,8 +276,18 @@ def test_library_typed_arrays_must_hold_the_pointees_type(sigs: Library) -> None
         r"const int16_t \(2 bytes each\)",
     ):
         sigs.sum16(array.array("i", [1, 2, 3]), 3)
-    with pytest.raises(SignatureError, match=r"holds 8-byte items"):
+    with pytest.raises(SignatureError) as info:
         sigs.sum16((ctypes.c_int64 * 3)(1, 2, 3), 3)
+    assert str(info.value) == (  # not the array's repr, "<...c_long_Array_3 object at 0x7f...>"
+        "sum16() argument 1 (const int16_t *): a ctypes array of 3 c_long holds 8-byte items, and the function "
+        "reads const int16_t (2 bytes each)"
+    )
+    # One item is checked too: a pointer to a double was read as an int16_t without a word.
+    with pytest.raises(SignatureError, match=r"a ctypes pointer to c_double holds 8-byte items"):
+        sigs.sum16(ctypes.pointer(ctypes.c_double(1.0)), 1)
+    with pytest.raises(SignatureError, match=r"byref\(\) of c_double\(1.0\) holds 8-byte items"):
+        sigs.sum16(ctypes.byref(ctypes.c_double(1.0)), 1)
+    assert sigs.sum16(ctypes.byref(ctypes.c_int16(7)), 1) == 7
     assert sigs.sum16(array.array("h", [1, 2, 3]), 3) == 6
     assert sigs.sum16(((ctypes.c_int16 * 2) * 2)((1, 2), (3, 4)), 4) == 10  # a 2-D array's items
     assert sigs.sum16(bytes([1, 0, 2, 0]), 2) == 3  # bytes are memory of any type

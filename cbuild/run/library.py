@@ -47,7 +47,19 @@ Wire = tuple[Any, ...]
 
 
 def _describe(value: object) -> str:
+    """A value as a message names it: its type and what it holds, without a repr that names only
+    its type and address (``<c_double_Array_2 object at 0x...>``)."""
+    if isinstance(value, ctypes.Array):
+        return f"a ctypes array of {len(value)} {value._type_.__name__}"
+    if isinstance(value, ctypes._Pointer):
+        return f"a ctypes pointer to {value._type_.__name__}"
+    if isinstance(value, _BYREF):
+        return f"byref() of {_describe(value._obj)}"  # type: ignore[attr-defined]
+    if isinstance(value, ctypes._SimpleCData):
+        return repr(value)  # c_double(1.0)
     text = repr(value)
+    if text.startswith("<") and " at 0x" in text:
+        return type(value).__name__
     return f"{type(value).__name__} {text[:40] + '...' if len(text) > 40 else text}"
 
 
@@ -293,6 +305,8 @@ class Function:
                     while issubclass(element, ctypes.Array):  # rows of a 2-D array: their items
                         element = element._type_
                     check_items(value, ctypes.sizeof(element))
+                elif isinstance(obj, ctypes._SimpleCData):  # one item: pointer(c_double(x)) for an int *
+                    check_items(value, ctypes.sizeof(obj))
                 _check_shareable(self.name, index, type(obj))
                 return ("m", ctypes.addressof(obj), memoryview(obj).cast("B"), back)
             try:
