@@ -344,7 +344,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         # were not checked (its row, as one that raised keeps, says what it counted).
         anything = meter.used and (meter.ran or not completed)
         # Such a test with limits fails (below): its cost of nothing is not written to the baseline.
-        completed = completed and (anything or not _unmeasured_limits(item))
+        completed = completed and (anything or not _limited_metrics(item))
         result = None
         unchecked: list[str] = []
         if meter.used or stopped is not None:
@@ -399,7 +399,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return outcome
 
 
-def _unmeasured_limits(item: pytest.Item) -> list[str]:
+def _limited_metrics(item: pytest.Item) -> list[str]:
     """The metrics the test's budget limits (or cuts off, in a region or in all)."""
     budget = item.stash.get(BUDGET, None)
     if budget is None:
@@ -410,7 +410,7 @@ def _unmeasured_limits(item: pytest.Item) -> list[str]:
 def _fail_unmeasured(item: pytest.Item, why: str) -> None:
     """A test that passed with limits in its budget but nothing measured fails: its limits were
     not checked."""
-    limited = _unmeasured_limits(item)
+    limited = _limited_metrics(item)
     if limited:
         pytest.fail(
             f"instrbudget: nothing measured: the test {why}, so the limits @pytest.mark.budget sets on "
