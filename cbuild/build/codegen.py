@@ -17,6 +17,7 @@ from llvmlite import binding as llvm
 from cbuild.build import libc as libc_mod
 from cbuild.build import libcxx as libcxx_mod
 from cbuild.build.blocks import UNCOUNTED_INTRINSIC, BlockTable, region_marker
+from cbuild.build.startup import place_structors
 from cbuild.errors import InstrumentedIRRejected, InstrumentError, LinkError
 
 
@@ -227,7 +228,7 @@ def compile_module(text: str, models: str | None, *, triple: str, speed_level: i
     :class:`InstrumentedIRRejected`.
     """
     context = llvm.create_context()
-    text = line_tables_only(text)
+    text = place_structors(line_tables_only(text))
     try:
         module = parse(text, name="instrumented", context=context)
     except InstrumentError as exc:

@@ -465,6 +465,11 @@ class Library:
             what=f"loading {artifact.path.name}",
         )
         self.host.loaded[str(loaded_as)] = artifact.path
+        # Its constructors ran as it loaded (C++ globals' initialisers): counted from here, as an
+        # extension module's initialisation is not counted either.
+        self._loaded = self._raw(
+            self.host.request("snapshot", self.id, what=f"reading the counters of {artifact.name}")
+        )
         if wanted:
             self.host.request("limits", wanted, what="setting the cut-off")
         #: RISC-V target -> (its build in a worker, the models' result slots), and models that cannot measure.
@@ -544,7 +549,8 @@ class Library:
         return self._raw(self.host.request("snapshot", self.id, what=f"reading the counters of {self.artifact.name}"))
 
     def counts(self, since: tuple[int, ...] | None = None) -> BlockCounts:
-        """Block counts since load, or since a :meth:`snapshot` (dynamic results likewise)."""
+        """Block counts since load (its constructors' work not included), or since a :meth:`snapshot`
+        (dynamic results likewise)."""
         path = self.host.scratch / f"profile-{self.id}"
         try:
             counters, results, rc, threads = self.host.request(
@@ -555,7 +561,7 @@ class Library:
             profile = read_profile(path, clock_metrics(self._models), self.table.functions)
         finally:
             path.unlink(missing_ok=True)
-        raw = _since(self._raw(counters), since)
+        raw = _since(self._raw(counters), self._loaded if since is None else since)
         analyses, dynamic = split_results(self._models, memoryview(results).cast("Q").tolist())
         if profile is not None and not (profile.regions or profile.problems or profile.functions):
             profile = None
@@ -582,7 +588,7 @@ class Library:
             counters, results, _, _ = read_raw_counts(self._counts_file, build_id=self.artifact.key, table=self.table)
         except (CBuildError, OSError, ValueError):
             return None
-        raw = _since(tuple(counters), since)
+        raw = _since(tuple(counters), self._loaded if since is None else since)
         analyses, dynamic = split_results(self._models, results.tolist())
         why = f"{self.host.ended}: its {{}} build's replay of the calls lacks that one"
         unavailable = dict(self._unavailable)
