@@ -11,6 +11,7 @@ import pytest
 
 from cbuild import Builder
 from cbuild.build.eviction import prune
+from cbuild.build.toolchain import ZIG_CACHE_VARIABLE, own_zig_cache, zig_binary
 from cbuild.riscv.translated import CHECK_TRANSLATION
 
 pytest_plugins = ["pytester"]
@@ -41,8 +42,9 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     cache.mkdir(parents=True, exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("INSTRBUDGET_CACHE_DIR", str(cache))
-        # pytester points HOME at a fresh directory; keep zig's own cache (libc, libc++) in one place.
-        mp.setenv("ZIG_GLOBAL_CACHE_DIR", os.environ.get("ZIG_GLOBAL_CACHE_DIR", str(Path.home() / ".cache" / "zig")))
+        # pytester points HOME at a fresh directory; keep zig's own cache (libc, libc++) in one place,
+        # the one a session of this installation's outside the tests uses.
+        mp.setenv(ZIG_CACHE_VARIABLE, own_zig_cache(zig_binary()) or str(Path.home() / ".cache" / "zig"))
         # Every run of a RISC-V build runs translated and in unicorn, and fails if they differ
         # (INSTRBUDGET_CHECK_TRANSLATION=0 leaves the check out).
         mp.setenv(CHECK_TRANSLATION, os.environ.get(CHECK_TRANSLATION, "1"))

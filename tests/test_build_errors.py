@@ -155,6 +155,29 @@ def test_zig_without_a_home_names_home_and_zig_global_cache_dir(monkeypatch: pyt
     assert "ZIG_GLOBAL_CACHE_DIR" in message
 
 
+def test_each_zig_installation_gets_a_zig_cache_of_its_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Two virtual environments with the same ziglang wheel shared ~/.cache/zig and rebuilt each
+    # other's libc++ (about 90 s) whenever they took turns (found by a new user's walkthrough).
+    monkeypatch.delenv("ZIG_GLOBAL_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    zig_a, zig_b = "/venv-a/site-packages/ziglang/zig", "/venv-b/site-packages/ziglang/zig"
+    one, two = toolchain_mod.own_zig_cache(zig_a), toolchain_mod.own_zig_cache(zig_b)
+    assert one is not None
+    assert two is not None
+    assert Path(one).parent == Path(two).parent == tmp_path / ".cache" / "zig"  # where CI caches it
+    assert one != two
+    assert Path(one).name.startswith("instrbudget-")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert toolchain_mod.own_zig_cache(zig_a) == str(tmp_path / "xdg" / "zig" / Path(one).name)
+    monkeypatch.setenv("ZIG_GLOBAL_CACHE_DIR", str(tmp_path / "chosen"))  # the user's choice stands
+    assert toolchain_mod.own_zig_cache(zig_a) == str(tmp_path / "chosen")
+    monkeypatch.delenv("ZIG_GLOBAL_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("HOME")
+    assert toolchain_mod.own_zig_cache(zig_a) is None  # zig says what is missing
+
+
 def test_a_host_other_than_linux_is_told_so(monkeypatch: pytest.MonkeyPatch) -> None:
     """Programs, libraries and the counted heap need Linux (pidfd_open, memfd_create, fixed
     mappings): another system gets one sentence when the toolchain is looked for, not an

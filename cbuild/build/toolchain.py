@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import platform
 import re
@@ -106,7 +107,8 @@ def _llvmlite_version() -> str:
     return ".".join(str(part) for part in binding.llvm_version_info)
 
 
-def _zig_binary() -> str:
+def zig_binary() -> str:
+    """The ziglang wheel's zig."""
     try:
         import ziglang
     except ImportError as exc:
@@ -118,6 +120,25 @@ def _zig_binary() -> str:
     if not zig.exists():
         raise ToolchainError(f"the ziglang wheel has no zig binary at {zig}")
     return str(zig)
+
+
+#: The environment variable naming zig's global cache.
+ZIG_CACHE_VARIABLE = "ZIG_GLOBAL_CACHE_DIR"
+
+
+def own_zig_cache(zig: str) -> str | None:
+    """The global cache of its own a zig installation gets, within zig's default one, where the user
+    chose none (None where zig finds no default either, and says so: :func:`zig_cache_problem`). Two
+    installations of the same ziglang wheel (two virtual environments, tox's) sharing one rebuilt
+    each other's libc++ whenever they took turns, about 90 s each time."""
+    if ZIG_CACHE_VARIABLE in os.environ:
+        return os.environ[ZIG_CACHE_VARIABLE]
+    home = os.environ.get("HOME")
+    base = os.environ.get("XDG_CACHE_HOME") or (os.path.join(home, ".cache") if home else "")
+    if not base:
+        return None
+    where = hashlib.sha256(str(Path(zig).resolve().parent).encode()).hexdigest()[:12]
+    return os.path.join(base, "zig", f"instrbudget-{where}")
 
 
 _ZIG_CACHE_ERRORS = (
@@ -169,7 +190,10 @@ def find_toolchain(clang: str | None = None) -> Toolchain:
     llvm_version = _llvmlite_version()
     triple = host_target()
     if clang is None:
-        zig = _zig_binary()
+        zig = zig_binary()
+        cache = own_zig_cache(zig)
+        if cache is not None:  # for every zig this process runs
+            os.environ[ZIG_CACHE_VARIABLE] = cache
         version = _zig_clang_version(zig, metadata.version("ziglang"))
         cc: tuple[str, ...] = (zig, "cc")
         cxx: tuple[str, ...] = (zig, "c++")
