@@ -566,7 +566,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         markdown = report.markdown(budget)
         _write_output(outcome, "the markdown summary", budget.run.markdown_path, markdown, append=True, config=config)
     # An update or prune the baseline refused failed: a CI job that asked for it must not go green.
-    if (outcome.errors or outcome.refused) and session.exitstatus == pytest.ExitCode.OK:
+    # So did a budgeted test's comparison with a baseline of another toolchain or other models.
+    uncompared = not budget.run.update and any(r.uncompared for r in budget.results.values())
+    if (outcome.errors or outcome.refused or uncompared) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -271,6 +271,13 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
         lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
     lines.extend(baseline_notes(session))
+    uncompared = [r.nodeid for r in in_display_order(results) if r.uncompared]
+    if uncompared and not session.run.update:
+        lines.append(
+            f"{len(uncompared)} budgeted test(s) were not compared with the baseline, so the run fails: "
+            + ", ".join(uncompared[:5])
+            + (" ..." if len(uncompared) > 5 else "")
+        )
     lines.extend(unavailable_lines(results))
     improved = [r.nodeid for r in in_display_order(results) if r.improved]
     if improved and not session.run.update:

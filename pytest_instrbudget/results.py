@@ -136,6 +136,11 @@ class TestResult:
         return [m for m in self.metrics if m.status != UNAVAILABLE]
 
     @property
+    def uncompared(self) -> bool:
+        """Whether the test has a budget and a metric the baseline could not be compared on."""
+        return self.budgeted and any(m.status == NOT_COMPARABLE for m in self.metrics)
+
+    @property
     def unavailable(self) -> list[MetricResult]:
         """The metrics whose model could not measure the test's code."""
         return [m for m in self.metrics if m.status == UNAVAILABLE]

@@ -372,8 +372,19 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
     result.assert_outcomes(passed=3)
     assert {t["status"] for t in out["tests"].values()} == {"not comparable"}
     result.stdout.fnmatch_lines(
-        ["*made with another toolchain or other build settings (differs in: clang); costs are not*"]
+        [
+            "*made with another toolchain or other build settings (differs in: clang); costs are not*",
+            # The budgeted tests' comparisons did not happen: the run fails (it exited 0, found by an
+            # audit of the CI docs: a runner with another clang went green with no baseline check).
+            "*2 budgeted test(s) were not compared with the baseline, so the run fails: "
+            "test_budget.py::test_helper, test_budget.py::test_work",
+        ]
     )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # The unbudgeted test alone never fails on cost; an update rewrites the baseline and passes.
+    assert project.runpytest("-p", "no:cacheprovider", "-k", "unbudgeted").ret == pytest.ExitCode.OK
+    assert project.runpytest("-p", "no:cacheprovider", "--instrbudget-update").ret == pytest.ExitCode.OK
+    assert project.runpytest("-p", "no:cacheprovider").ret == pytest.ExitCode.OK
 
 
 def test_plugin_a_model_added_to_the_session_leaves_the_other_models_costs_checked(
