@@ -179,6 +179,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise ConfigError("--instrbudget-baseline: expected a file path, got an empty one")
             # Relative to where pytest was started, as pytest's own path options are.
             settings = dataclasses.replace(settings, baseline=config.invocation_params.dir / chosen)
+            if not run.update and not settings.baseline.exists():  # a misspelt path compared nothing
+                raise ConfigError(
+                    f"--instrbudget-baseline={chosen}: no such file ({settings.baseline}); "
+                    "--instrbudget-update records one there"
+                )
         for name in run.models:
             registry.model_class(name)
         note = None

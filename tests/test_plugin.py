@@ -1083,6 +1083,15 @@ def test_plugin_second_baseline_file_from_the_command_line(project: pytest.Pytes
     result, _ = results(project, "--instrbudget-baseline=")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--instrbudget-baseline: expected a file path, got an empty one*"])
+    # A misspelt file compared nothing: every test "new", the run green. Only an update creates one.
+    result, _ = results(project, "--instrbudget-baseline=configs/slwo.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"*--instrbudget-baseline=configs/slwo.json: no such file ({project.path / 'configs' / 'slwo.json'}); "
+            "--instrbudget-update records one there"
+        ]
+    )
 
 
 @pytest.mark.parametrize(
