@@ -109,6 +109,12 @@ def _run_options(config: pytest.Config) -> RunOptions:
         # Relative to where pytest was started, as pytest's own path options are: not to the
         # directory a test may have changed to when its profile is written.
         value = config.getoption(option)
+        if value is not None and not value.strip():  # --instrbudget-markdown=$GITHUB_STEP_SUMMARY, unset
+            flag = "--" + option.replace("_", "-")
+            raise ConfigError(
+                f"{flag}: expected a file path, got an empty one (an unset variable, such as $GITHUB_STEP_SUMMARY "
+                "outside GitHub Actions?); nothing would be written"
+            )
         return config.invocation_params.dir / value if value else None
 
     disabled = config.getoption("instrbudget_disable")

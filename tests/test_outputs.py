@@ -105,3 +105,11 @@ def test_outputs_directory_as_path_is_an_error_naming_it(project: pytest.Pyteste
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([f"instrbudget: error: cannot write the JSON report {target}: *"])
     assert target.is_dir()
+
+
+@pytest.mark.parametrize("option", ["json", "markdown", "html", "profile-dir"])
+def test_outputs_an_empty_path_is_an_error_not_nothing_written(project: pytest.Pytester, option: str) -> None:
+    # `--instrbudget-markdown=$GITHUB_STEP_SUMMARY` where the variable is unset wrote nothing, without a word.
+    result = project.runpytest("-p", "no:cacheprovider", f"--instrbudget-{option}=")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*instrbudget: --instrbudget-{option}: expected a file path, got an empty one*"])
