@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import sys
 import warnings
 
@@ -26,8 +27,9 @@ from cbuild.build.cache import atomic_write, default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
 from cbuild.build.demangle import demangle, demangled_keys, readable_names
 from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions, optimisation_flag
+from cbuild.build.toolchain import own_zig_cache, zig_binary
 from cbuild.config import Settings, load_settings
-from cbuild.errors import CBuildError, CompilerWarning, describe_os_error
+from cbuild.errors import CBuildError, CompilerWarning, ToolchainError, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.base import evaluated
 from cbuild.models.costs import outside_calls
@@ -37,7 +39,7 @@ from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
 from cbuild.report.html import render as render_page
 from cbuild.report.outputs import write_output
-from cbuild.riscv.isa import parse_assembly
+from cbuild.riscv.isa import check_operands, parse_assembly
 from cbuild.riscv.machine import builtin_machines, load_machine
 from cbuild.run.program import run_program
 from cbuild.run.warm import warm
@@ -349,10 +351,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         print(f"build cache {root}: no such directory (nothing was built there yet), nothing removed")
         return 0
     if args.cache_command == "info":
-        zig = Path(
-            os.environ.get("ZIG_GLOBAL_CACHE_DIR")
-            or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zig"
-        )
+        try:  # the zig cache this installation's builds use (toolchain.own_zig_cache)
+            own = own_zig_cache(zig_binary())
+        except ToolchainError:
+            own = None
+        zig = Path(own or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zig")
         for line in eviction.render_summary(eviction.summary(root, zig if zig.is_dir() else None)):
             print(line)
         return 0
@@ -468,7 +471,9 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
         raise CBuildError(f"cannot read {args.file}: {exc.strerror}") from None
     instrs = parse_assembly(text)
     if not instrs:
-        print(f"cbuild: {args.file} has no instructions", file=sys.stderr)
+        raise CBuildError(f"{args.file} has no instructions")
+    for instr in instrs:
+        check_operands(instr)
     unlisted = [instr for instr in instrs if machine.named_class(instr) is None]
     if unlisted and machine.default_class is not None:
         shown = ", ".join(f"{instr.mnemonic} (line {instr.line})" for instr in unlisted[:8])
@@ -512,11 +517,15 @@ def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
             )
     kind = "library" if args.shared else "program"
     artifact = builder.build(args.sources, options=_options(args), kind=kind, models=models)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(artifact.path, args.output)
-    shutil.copymode(artifact.path, args.output)
     sidecar = args.output.with_name(args.output.name + ".instrbudget.json")
-    shutil.copyfile(artifact.table_path, sidecar)
+    try:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(artifact.path, args.output)
+        shutil.copymode(artifact.path, args.output)
+        shutil.copyfile(artifact.table_path, sidecar)
+    except OSError as exc:
+        target = sidecar if exc.filename == str(sidecar) else args.output
+        raise CBuildError(f"cannot write {target}: {describe_os_error(exc)}") from None
     print(
         f"built {args.output} ({'instrumented' if artifact.instrumented else 'not instrumented'}; "
         f"models {', '.join(model.name for model in models)}); block table {sidecar}",
@@ -552,6 +561,8 @@ def _models(specs: list[str]) -> list[CostModel]:
 
 
 def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]) -> int:
+    if args.json and args.no_instrument:  # it printed the program's output where the document was expected
+        raise CBuildError("--json prints the costs, which --no-instrument does not measure: give one of them")
     models = _models(args.model)
     artifact = builder.build(args.sources, options=_options(args), kind="program", models=models)
     result = run_program(
@@ -655,9 +666,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (a CI step's time limit, ``kill``): leave through the ``finally`` blocks, which end
+    the program's process group, instead of dying at once and leaving the program running."""
+    raise SystemExit(128 + signum)
+
+
 def entry() -> int:
     """The ``cbuild`` script and ``python -m cbuild``: :func:`main`, and a reader that went away
     (``| head``) ends the command quietly, as it does other tools, with the status of SIGPIPE."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         status = main()
         sys.stdout.flush()

@@ -239,3 +239,63 @@ def test_the_installed_script_names_itself_in_its_usage(tmp_path: Path) -> None:
     proc = subprocess.run([str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert proc.stdout.startswith("usage: cbuild ")
     assert cli("--help", cwd=tmp_path).stdout.startswith(b"usage: python -m cbuild ")
+
+
+def test_cli_build_output_that_cannot_be_written_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    (tmp_path / "sub").mkdir()
+    into_directory = cli("build", "prog.c", "-o", "sub", cwd=tmp_path)
+    assert (into_directory.returncode, into_directory.stderr) == (2, b"cbuild: cannot write sub: Is a directory\n")
+    through_a_file = cli("build", "prog.c", "-o", "prog.c/x", cwd=tmp_path)
+    assert through_a_file.returncode == 2
+    assert through_a_file.stderr == b"cbuild: cannot write prog.c/x: prog.c is not a directory\n"
+
+
+def test_cli_run_json_without_instrumentation_is_refused(tmp_path: Path) -> None:
+    # It printed the program's output where a script expected the JSON document.
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    out = cli("run", "prog.c", "--no-instrument", "--json", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (2, b"")
+    assert out.stderr == b"cbuild: --json prints the costs, which --no-instrument does not measure: give one of them\n"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_cli_run_terminated_ends_its_program(tmp_path: Path) -> None:
+    # SIGTERM (a CI step's time limit) ended cbuild at once and left the program running, orphaned.
+    import signal
+    import time
+
+    (tmp_path / "spin.c").write_text("int main(void) { volatile unsigned long x = 0; for (;;) x++; }\n")
+    assert cli("build", "spin.c", "-o", "spin", cwd=tmp_path).returncode == 0  # built (cached) before
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cbuild", "run", "spin.c"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not (programs := _children(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert programs, "the program did not start"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    time.sleep(0.2)
+    assert not [pid for pid in programs if Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -912,7 +912,32 @@ def test_cli_pipeline_names_what_its_machine_does_not_list(tmp_path: Path) -> No
     (tmp_path / "block.s").write_text(PROGRAM)
     assert cbuild("pipeline", "block.s", "--machine", "inorder5", cwd=tmp_path).stderr == ""
     (tmp_path / "empty.s").write_text("# nothing\n")
-    assert cbuild("pipeline", "empty.s", cwd=tmp_path).stderr == "cbuild: empty.s has no instructions\n"
+    empty = cbuild("pipeline", "empty.s", cwd=tmp_path)
+    assert empty.stderr == "cbuild: empty.s has no instructions\n"
+    assert empty.returncode == 2  # it printed "0 cycles" and exited 0
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # Each was timed as something else without a word: the load's base register read as its
+        # destination (the add then issued at once), x99 and foo as no register at all.
+        ("lw a0 0(a1)", "line 1: lw a0 0(a1): operands are separated by commas ('a0 0(a1)')"),
+        ("add x99, a0, a0", "line 1: add x99, a0, a0: x99 is not a register"),
+        ("add a0, a1", "line 1: add a0, a1: add takes a register, a register, a register"),
+        ("add foo, bar, baz", "line 1: add foo, bar, baz: add takes a register, a register, a register"),
+        ("addi a0, a1, a2", "line 1: addi a0, a1, a2: addi takes a register, a register, an immediate or label"),
+        ("sw a0, 8", "line 1: sw a0, 8: sw takes a register, offset(register)"),
+        ("beq a0, 1f", "line 1: beq a0, 1f: beq takes a register, a register, an immediate or label"),
+    ],
+)
+def test_cli_pipeline_refuses_a_line_it_would_misread(tmp_path: Path, line: str, message: str) -> None:
+    (tmp_path / "block.s").write_text(f"{line}\nadd a3, a0, a0\n")
+    result = cbuild("pipeline", "block.s", cwd=tmp_path)
+    assert (result.returncode, result.stderr, result.stdout) == (2, f"cbuild: {message}\n", "")
+    # Relocations, offsets with them and labels still read as LLVM writes them.
+    (tmp_path / "block.s").write_text("addi a0, a1, %lo(sym)\nlw a0, %lo(x)(a1)\nbeqz a0, 1f\nret\n")
+    assert cbuild("pipeline", "block.s", cwd=tmp_path).returncode == 0
 
 
 def test_cli_pipeline_unknown_machine(tmp_path: Path) -> None:

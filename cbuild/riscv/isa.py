@@ -147,6 +147,56 @@ def parse_line(text: str, number: int = 0) -> Instruction | None:
     return instruction(mnemonic, split_operands(rest.strip()), line=number)
 
 
+#: Mnemonics whose operands are all registers (three), those with two registers and an immediate,
+#: loads and stores (a register and ``offset(base)``) and branches (two registers, or one, and a
+#: target): what :func:`check_operands` holds a hand-written line to.
+_REGISTER_OPS = frozenset((
+    "add", "sub", "and", "or", "xor", "sll", "srl", "sra", "slt", "sltu", "mul", "mulh", "mulhsu", "mulhu",
+    "div", "divu", "rem", "remu", "addw", "subw", "sllw", "srlw", "sraw", "mulw", "divw", "divuw", "remw", "remuw",
+))  # fmt: skip
+_IMMEDIATE_OPS = frozenset((
+    "addi", "andi", "ori", "xori", "slli", "srli", "srai", "slti", "sltiu", "addiw", "slliw", "srliw", "sraiw",
+))  # fmt: skip
+_LOADS = frozenset(("lb", "lh", "lw", "ld", "lbu", "lhu", "lwu", "flw", "fld"))
+_TWO_REGISTER_BRANCHES = frozenset(("beq", "bne", "blt", "bge", "bltu", "bgeu", "bgt", "ble", "bgtu", "bleu"))
+_ONE_REGISTER_BRANCHES = frozenset(("beqz", "bnez", "blez", "bgez", "bltz", "bgtz"))
+#: What reads as a register number but may not be one (``x32``, ``f40``).
+_NUMBERED = re.compile(r"^[xf]\d+$")
+
+
+def _kind(operand: str) -> str:
+    """``register``, ``memory`` (``offset(register)``) or ``other`` (an immediate or a label)."""
+    if _register(operand) is not None:
+        return "register"
+    inner = _MEMORY.match(operand)
+    return "memory" if inner is not None and _register(inner.group(2)) is not None else "other"
+
+
+def check_operands(instr: Instruction) -> None:
+    """Raise :class:`AssemblyError` where a hand-written line would be timed on other registers
+    than it names: operands not separated by commas, a register number out of range, or an
+    instruction of a common format with the wrong number or kind of operands. (LLVM's own
+    assembly, which :mod:`cbuild.riscv.lowering` reads, needs no such check.)"""
+    where = f"line {instr.line}: {instr.mnemonic} {', '.join(instr.operands)}".rstrip()
+    for operand in instr.operands:
+        inner = _MEMORY.match(operand)
+        if len((inner.group(1) if inner else operand).split()) > 1:
+            raise AssemblyError(f"{where}: operands are separated by commas ({operand!r})")
+        token = inner.group(2) if inner else operand
+        if _NUMBERED.match(token.lower()) and _register(token) is None:
+            raise AssemblyError(f"{where}: {token} is not a register")
+    expected = {
+        **dict.fromkeys(_REGISTER_OPS, ("register",) * 3),
+        **dict.fromkeys(_IMMEDIATE_OPS, ("register", "register", "other")),
+        **dict.fromkeys(_LOADS | _STORES, ("register", "memory")),
+        **dict.fromkeys(_TWO_REGISTER_BRANCHES, ("register", "register", "other")),
+        **dict.fromkeys(_ONE_REGISTER_BRANCHES, ("register", "other")),
+    }.get(instr.mnemonic)
+    if expected is not None and tuple(map(_kind, instr.operands)) != expected:
+        names = {"register": "a register", "memory": "offset(register)", "other": "an immediate or label"}
+        raise AssemblyError(f"{where}: {instr.mnemonic} takes {', '.join(names[k] for k in expected)}")
+
+
 def parse_assembly(text: str) -> list[Instruction]:
     """All instructions of an assembly text, in order."""
     out = []
