@@ -89,3 +89,20 @@ def test_place_structors_keeps_order_priority_groups_and_used_globals() -> None:
     ]
     assert out.count("@llvm.compiler.used") == 1
     assert place_structors("@x = global i32 0\n") == "@x = global i32 0\n"  # nothing to place
+
+
+def test_a_librarys_constructor_that_crashes_or_hangs_fails_its_load_saying_so(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # Constructors run now: one that hangs would have held the test for ever (the load had no time
+    # limit), one that crashes was named as a memory file ("in 6+0x349d").
+    from cbuild import LibraryCrashed, LibraryTimeout
+
+    boom = write("boom.c", "static int *volatile p;\n__attribute__((constructor)) static void boom(void) { *p = 1; }\n")
+    with pytest.raises(LibraryCrashed) as crashed:
+        Library(builder.build([boom], kind="library"))
+    assert str(crashed.value).startswith(
+        "loading the library built from boom.c (its constructors) crashed: killed by SIGSEGV in boom (boom.c:2) "
+        "at address 0x0"
+    )
+    spin = write("spin.c", "__attribute__((constructor)) static void spin(void) { for (volatile int i = 1; i;) {} }\n")
+    with pytest.raises(LibraryTimeout, match=r"^loading the library built from spin\.c \(its constructors\) ran past"):
+        Library(builder.build([spin], kind="library"), timeout=1)

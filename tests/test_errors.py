@@ -132,6 +132,19 @@ def test_errors_a_crashed_program_names_the_function_and_line(builder: Builder, 
     assert str(info.value).startswith("program outside.c was killed by SIGSEGV (exit status -11)")
 
 
+def test_errors_a_forked_childs_fault_is_not_the_programs(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    # The child's fault record named its null read as the place of the parent's later abort().
+    src = write(
+        "fork_abort.c",
+        "#include <stdlib.h>\n#include <sys/wait.h>\n#include <unistd.h>\n"
+        "int main(void) {\n    if (fork() == 0) { int *volatile p = 0; return *p; }\n"
+        "    int status; wait(&status);\n    abort();\n}\n",
+    )
+    with pytest.raises(ProgramCrashed) as info:
+        run_program(builder.build([src]), [])
+    assert str(info.value).startswith("program fork_abort.c was killed by SIGABRT (exit status -6)")
+
+
 def test_errors_abort_reports_sigabrt(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
     src = write("abort.c", "#include <stdlib.h>\nint main(void) { abort(); }\n")
     with pytest.raises(ProgramCrashed, match="SIGABRT") as info:
@@ -283,11 +296,15 @@ def test_library_typed_arrays_must_hold_the_pointees_type(sigs: Library) -> None
         "reads const int16_t (2 bytes each)"
     )
     # One item is checked too: a pointer to a double was read as an int16_t without a word.
-    with pytest.raises(SignatureError, match=r"a ctypes pointer to c_double holds 8-byte items"):
+    with pytest.raises(SignatureError, match=r"a ctypes pointer to c_double is an item of 8 bytes, and the function"):
         sigs.sum16(ctypes.pointer(ctypes.c_double(1.0)), 1)
-    with pytest.raises(SignatureError, match=r"byref\(\) of c_double\(1.0\) holds 8-byte items"):
+    with pytest.raises(SignatureError, match=r"byref\(\) of c_double\(1.0\) is an item of 8 bytes"):
         sigs.sum16(ctypes.byref(ctypes.c_double(1.0)), 1)
+    # A narrower one too: a call would read past it (a 1-byte item for an int16_t *).
+    with pytest.raises(SignatureError, match=r"byref\(\) of c_bool\(True\) is an item of 1 byte, and"):
+        sigs.sum16(ctypes.byref(ctypes.c_bool(True)), 1)
     assert sigs.sum16(ctypes.byref(ctypes.c_int16(7)), 1) == 7
+    assert sigs.count_a(ctypes.byref(ctypes.c_uint32(0x61616161)), 4) == 4  # a char pointer reads any item
     assert sigs.sum16(array.array("h", [1, 2, 3]), 3) == 6
     assert sigs.sum16(((ctypes.c_int16 * 2) * 2)((1, 2), (3, 4)), 4) == 10  # a 2-D array's items
     assert sigs.sum16(bytes([1, 0, 2, 0]), 2) == 3  # bytes are memory of any type

@@ -29,7 +29,7 @@ _DEFAULT = 65535
 
 def _comdat(text: str, name: str) -> str | None:
     """The comdat group of the global ``name`` defined in ``text``, if it has one."""
-    found = re.search(rf"^{re.escape(name)} = [^\n]*?\bcomdat(?:\((\$(?:[-\w.$]+|\"[^\"]*\"))\))?", text, re.M)
+    found = re.search(rf"^{re.escape(name)} = [^\n]*?, comdat(?:\((\$(?:[-\w.$]+|\"[^\"]*\"))\))?", text, re.M)
     if found is None:
         return None
     return found.group(1) or "$" + name[1:]
@@ -52,9 +52,11 @@ def place_structors(text: str) -> str:
             where = f", comdat({group})" if group is not None else ""
             lines.append(f'{name} = private global ptr {function}, section "{section}{suffix}"{where}')
             added.append(name)
+    text = _LIST.sub("", text)
+    if "@llvm.global_ctors = " in text or "@llvm.global_dtors = " in text:  # left in .ctors: never run
+        raise InstrumentError("cannot read the module's @llvm.global_ctors or @llvm.global_dtors")
     if not added:
         return text
-    text = _LIST.sub("", text)
     used = _USED.search(text)
     if used is None:
         values = ", ".join(f"ptr {name}" for name in added)

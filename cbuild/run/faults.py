@@ -72,10 +72,11 @@ def program_fault(path: Path, binary: Path, signum: int) -> str:
         return ""
     fields = {key: value for key, _, value in (line.partition(" ") for line in lines[1:])}
     try:
-        pc, base = int(fields["pc"], 16), int(fields["base"], 16)
+        recorded, pc, base = int(fields["signal"], 16), int(fields["pc"], 16), int(fields["base"], 16)
         address = int(fields["address"], 16) if "address" in fields else None
     except (KeyError, ValueError):
         return ""
-    if pc < base:  # in another binary (a shared C library): not one this names
+    if recorded != signum or pc < base:  # not the fault that ended it; not in the program's own code
         return ""
+    # A pc in another binary (a shared C library) lies in none of this one's functions: nothing said.
     return fault_place(binary, pc - base, address, ran_off=signum in TRAPS, named_only=True)

@@ -59,16 +59,18 @@ def _without_markers(stderr: bytes) -> bytes:
     return _FAULT_MARKER.sub(b"", stderr.replace(_STACK_MARKER, b"").replace(_EXIT_MARKER, b""))
 
 
-def _fault_place(stderr: bytes, loaded: dict[str, Path], *, ran_off: bool = False) -> str:
+def _fault_place(stderr: bytes, loaded: dict[str, Path], *, ran_off: bool = False, loading: Path | None = None) -> str:
     """Where the host's last fault was, from the line its guard wrote (``loaded`` names the files
-    behind the host's memory files), or nothing if it wrote none: see :func:`fault_place`."""
+    behind the host's memory files; a memory file it does not name is the library ``loading``,
+    whose constructors crashed), or nothing if it wrote none: see :func:`fault_place`."""
     found = list(_FAULT_MARKER.finditer(stderr))
     if not found:
         return ""
     file, offset, address = found[-1].groups()
     name = file.decode(errors="replace")
+    binary = loaded.get(name) or (loading if loading is not None and name.startswith("/proc/") else Path(name))
     touched = int(address, 16) if address is not None else None
-    return fault_place(loaded.get(name, Path(name)), int(offset, 16), touched, ran_off=ran_off)
+    return fault_place(binary, int(offset, 16), touched, ran_off=ran_off)
 
 
 class HostProcess:
@@ -88,6 +90,8 @@ class HostProcess:
         self._stderr_text = b""
         #: The names libraries are loaded under in the host (memory files) -> their files here.
         self.loaded: dict[str, Path] = {}
+        #: The library being loaded (its constructors run), until its load returns.
+        self.loading: Path | None = None
         env = {**DEFAULT_ENV, "PYTHONHASHSEED": "0"}
         fds = (request_box, requests_r, reply_box, replies_w)
         # Descriptor numbers zero-padded: the arguments have the same length every run.
@@ -166,7 +170,7 @@ class HostProcess:
             if -status in FAULTS and _STACK_MARKER in self._stderr_text:
                 cause = " (stack overflow)"
             elif -status in PLACED:
-                cause = _fault_place(self._stderr_text, self.loaded, ran_off=-status in TRAPS)
+                cause = _fault_place(self._stderr_text, self.loaded, ran_off=-status in TRAPS, loading=self.loading)
             else:
                 cause = uncaught_exception(-status, self._stderr_text)
             summary = f"crashed: killed by {name}{cause}"

@@ -305,8 +305,14 @@ class Function:
                     while issubclass(element, ctypes.Array):  # rows of a 2-D array: their items
                         element = element._type_
                     check_items(value, ctypes.sizeof(element))
-                elif isinstance(obj, ctypes._SimpleCData):  # one item: pointer(c_double(x)) for an int *
-                    check_items(value, ctypes.sizeof(obj))
+                elif isinstance(obj, ctypes._SimpleCData) and item is not None and ctypes.sizeof(obj) != item[1] != 1:
+                    # One item, of the pointee's size: pointer(c_double(x)) for an int16_t *, byref(c_bool())
+                    # for an int * (a call would read or write past it).
+                    raise SignatureError(
+                        f"{where}: {_describe(value)} is an item of {ctypes.sizeof(obj)} byte"
+                        f"{'s' if ctypes.sizeof(obj) != 1 else ''}, and the function "
+                        f"reads {item[0]} ({item[1]} bytes)"
+                    )
                 _check_shareable(self.name, index, type(obj))
                 return ("m", ctypes.addressof(obj), memoryview(obj).cast("B"), back)
             try:
@@ -453,6 +459,8 @@ class Library:
         clocks = clock_numbers(self._models) if artifact.cutoff else {}
         #: Where the library's runtime writes its counters if a call ends the host's process.
         self._counts_file = self.host.scratch / f"counts-{self.id}"
+        # Its constructors run as it loads (C++ globals' initialisers): within the calls' time limit.
+        self.host.loading = artifact.path
         loaded_as = self.host.request(
             "load",
             self.id,
@@ -462,8 +470,10 @@ class Library:
             clocks,
             str(self.host.stop_file),
             str(self._counts_file),
-            what=f"loading {artifact.path.name}",
+            what=f"loading the library built from {artifact.name} (its constructors)",
+            timeout=timeout,
         )
+        self.host.loading = None
         self.host.loaded[str(loaded_as)] = artifact.path
         # Its constructors ran as it loaded (C++ globals' initialisers): counted from here, as an
         # extension module's initialisation is not counted either.

@@ -836,8 +836,8 @@ static void ib_read_limits(void) {
 EXPORT void instrbudget_dump(void) { dump(); }
 
 /* Where a program's fatal fault was, for the engine to name the function and line (run/faults.py):
- * $INSTRBUDGET_COUNTS.fault, text, one field per line: "instrbudget-fault 1", "pc HEX" (the
- * instruction), "base HEX" (where the binary's ELF header is loaded) and, for a memory fault,
+ * $INSTRBUDGET_COUNTS.fault, text, one field per line: "instrbudget-fault 1", "signal HEX", "pc HEX"
+ * (the instruction), "base HEX" (where the binary's ELF header is loaded) and, for a memory fault,
  * "address HEX" (the address it touched). Only for a signal an instruction caused, and only in
  * the process the counts file is for. */
 static char ib_fault_path[4096];
@@ -859,11 +859,13 @@ static void ib_write_fault(int sig, const siginfo_t *info, const void *context) 
     size_t at = 0, cap = sizeof buf;
     uintptr_t pc = ib_fault_pc(context);
     int fd;
-    if (ib_fault_path[0] == '\0' || pc == 0 || info->si_code <= 0 || getpid() != ib_pid) return;
+    if (ib_fault_path[0] == '\0' || pc == 0 || info->si_code <= 0 || ib_forked || getpid() != ib_pid) return;
 #if defined(__x86_64__)
     if (sig == SIGTRAP) pc -= 1; /* a breakpoint reports the address after it */
 #endif
-    at = ib_put(buf, at, cap, "instrbudget-fault 1\npc ");
+    at = ib_put(buf, at, cap, "instrbudget-fault 1\nsignal ");
+    at = ib_put_hex(buf, at, cap, (uint64_t)sig);
+    at = ib_put(buf, at, cap, "\npc ");
     at = ib_put_hex(buf, at, cap, pc);
     at = ib_put(buf, at, cap, "\nbase ");
     at = ib_put_hex(buf, at, cap, (uintptr_t)__ehdr_start);
