@@ -272,11 +272,6 @@ def pytest_collection_modifyitems_selected(config: pytest.Config, items: list[py
     """A marker that is not valid in this run is an error where its test is to run: a test that
     ``-k`` or ``-m`` leaves out (a marker of a model this run's ``--instrbudget-model`` leaves out,
     say) does not stop the others. All of them are said at once, so one run shows what to fix."""
-    session = config.stash[SESSION]
-    if session.unread_table is not None and any(
-        "cbuild" in getattr(item, "fixturenames", ()) or item.get_closest_marker("budget") is not None for item in items
-    ):
-        raise pytest.UsageError(f"instrbudget: {session.unread_table}")
     errors = [error for item in items if (error := item.stash.get(BUDGET_ERROR, None)) is not None]
     if len(errors) == 1:
         raise pytest.UsageError(f"instrbudget: {errors[0]}")
@@ -299,11 +294,25 @@ def _test_models(item: pytest.Item, session: BudgetSession) -> list[CostModel]:
     return session.test_models(item.stash.get(BUDGET, None))
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test with a budget, or one that builds C code, under a rootdir whose pyproject.toml leaves
+    the project's settings and baseline out (config.unread_table) fails saying so (a usage error
+    would be lost under pytest-xdist, whose workers collect)."""
+    session = item.config.stash.get(SESSION, None)
+    unread = session.unread_table if session is not None else None
+    if unread is not None and (
+        item.get_closest_marker("budget") is not None or "cbuild" in getattr(item, "fixturenames", ())
+    ):
+        pytest.fail(f"instrbudget: {unread}", pytrace=False)
+
+
 @pytest.fixture
 def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
     """Build C/C++ sources (relative to the test file) into measured libraries and programs."""
     session = request.config.stash[SESSION]
     assert session.builder is not None
+    if session.unread_table is not None:  # asked for while the test runs (request.getfixturevalue)
+        pytest.fail(f"instrbudget: {session.unread_table}", pytrace=False)
     meter = request.node.stash.setdefault(METER, Meter())
     meter.fixture = True
     budget = request.node.stash.get(BUDGET, None)

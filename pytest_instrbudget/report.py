@@ -234,7 +234,7 @@ def baseline_notes(session: BudgetSession) -> list[str]:
         lines.append(
             f"baseline {session.baseline.path} was made with another toolchain or other build settings "
             f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update, or keep "
-            "another configuration's costs apart with --instrbudget-baseline=PATH)"
+            "another configuration's costs apart with --instrbudget-update --instrbudget-baseline=PATH)"
         )
         if "libraries" in session.fingerprint_differences():
             recorded = session.baseline.fingerprint.get("libraries", "")
@@ -273,11 +273,10 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     lines.extend(baseline_notes(session))
     uncompared = [r.nodeid for r in in_display_order(results) if r.uncompared]
     if uncompared and not session.run.update:
-        lines.append(
-            f"{len(uncompared)} budgeted test(s) were not compared with the baseline, so the run fails: "
-            + ", ".join(uncompared[:5])
-            + (" ..." if len(uncompared) > 5 else "")
-        )
+        lines.append(f"{len(uncompared)} budgeted test(s) were not compared with the baseline, so the run fails:")
+        lines.extend(f"  {nodeid}" for nodeid in uncompared[:5])
+        if len(uncompared) > 5:
+            lines.append(f"  and {len(uncompared) - 5} more")
     lines.extend(unavailable_lines(results))
     improved = [r.nodeid for r in in_display_order(results) if r.improved]
     if improved and not session.run.update:

@@ -376,8 +376,9 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
             "*made with another toolchain or other build settings (differs in: clang); costs are not*",
             # The budgeted tests' comparisons did not happen: the run fails (it exited 0, found by an
             # audit of the CI docs: a runner with another clang went green with no baseline check).
-            "*2 budgeted test(s) were not compared with the baseline, so the run fails: "
-            "test_budget.py::test_helper, test_budget.py::test_work",
+            "*2 budgeted test(s) were not compared with the baseline, so the run fails:",
+            "instrbudget:   test_budget.py::test_helper",
+            "instrbudget:   test_budget.py::test_work",
         ]
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -536,10 +537,12 @@ def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Py
     # package's own pyproject.toml has a table.
     (tests / "test_budget.py").write_text("import pytest\n@pytest.mark.budget(max_instr=10)\ndef test_b():\n    pass\n")
     (tests / "test_builds.py").write_text("def test_c(cbuild):\n    pass\n")
-    for selected in ("qa/test_budget.py", "qa/test_builds.py"):
-        result = pytester.runpytest(selected)
-        assert result.ret == pytest.ExitCode.USAGE_ERROR, selected
-        result.stderr.fnmatch_lines(
+    (tests / "test_asks.py").write_text("def test_d(request):\n    request.getfixturevalue('cbuild')\n")
+    # Each such test fails saying so (a usage error would be lost under pytest-xdist, whose workers collect).
+    for args in ([], ["-p", "xdist", "-n", "2"]):
+        result = pytester.runpytest("qa", *args)
+        result.assert_outcomes(passed=1, failed=1, errors=2)  # set-up fails those that name the fixture
+        result.stdout.fnmatch_lines(
             [
                 f"*instrbudget: [[]tool.instrbudget] is in {pytester.path / 'pyproject.toml'}, but pytest's rootdir "
                 f"is {tests}, whose pyproject.toml has no [[]tool.instrbudget]: *report every test new. Run pytest "
@@ -550,7 +553,7 @@ def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Py
     assert pytester.runpytest("qa", "-k", "test_x").ret == pytest.ExitCode.OK  # the others deselected
     (tests / "pyproject.toml").write_text("[tool.pytest.ini_options]\n[tool.instrbudget]\n")
     assert pytester.runpytest("qa/test_builds.py").ret == pytest.ExitCode.OK
-    for name in ("test_budget.py", "test_builds.py", "pyproject.toml"):
+    for name in ("test_budget.py", "test_builds.py", "test_asks.py", "pyproject.toml"):
         (tests / name).unlink()
     (tests / "pytest.ini").write_text("[pytest]\n")
     (pytester.path / "pyproject.toml").write_text("[tool.instrbudget\n")
