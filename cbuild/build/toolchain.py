@@ -15,8 +15,9 @@ from pathlib import Path
 
 from cbuild.errors import ToolchainError
 
-#: Bumped whenever the engine changes in a way that changes built artifacts or counts.
-PIPELINE_VERSION = "2"
+#: Bumped whenever the engine changes in a way that changes built artifacts or counts (3: static
+#: constructors run, in .init_array, where they had been left in .ctors).
+PIPELINE_VERSION = "3"
 
 
 @dataclass(frozen=True)
