@@ -587,8 +587,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         _write_output(outcome, "the markdown summary", budget.run.markdown_path, markdown, append=True, config=config)
     # An update or prune the baseline refused failed: a CI job that asked for it must not go green.
     # So did a budgeted test's comparison with a baseline of another toolchain or other models.
-    uncompared = not budget.run.update and any(r.uncompared for r in budget.results.values())
-    if (outcome.errors or outcome.refused or uncompared) and session.exitstatus == pytest.ExitCode.OK:
+    if (outcome.errors or outcome.refused or report.not_compared(budget)) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

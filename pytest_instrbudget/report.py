@@ -262,6 +262,13 @@ def baseline_notes(session: BudgetSession) -> list[str]:
     return lines
 
 
+def not_compared(session: BudgetSession) -> list[str]:
+    """The budgeted tests the baseline could not be compared on, which fail the run (not in an update)."""
+    if session.run.update:
+        return []
+    return [r.nodeid for r in in_display_order(list(session.results.values())) if r.uncompared]
+
+
 def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     """Everything the terminal summary prints after the table."""
     lines: list[str] = []
@@ -271,8 +278,8 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
         lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
     lines.extend(baseline_notes(session))
-    uncompared = [r.nodeid for r in in_display_order(results) if r.uncompared]
-    if uncompared and not session.run.update:
+    uncompared = not_compared(session)
+    if uncompared:
         lines.append(f"{len(uncompared)} budgeted test(s) were not compared with the baseline, so the run fails:")
         lines.extend(f"  {nodeid}" for nodeid in uncompared[:5])
         if len(uncompared) > 5:
@@ -426,8 +433,16 @@ def markdown(session: BudgetSession, limit: int = MARKDOWN_LIMIT) -> str:
         limit,
         session.outcomes,
         order=session.metric_order,
-        notes=baseline_notes(session),
+        notes=[*baseline_notes(session), *_not_compared_note(session)],
     )
+
+
+def _not_compared_note(session: BudgetSession) -> list[str]:
+    uncompared = not_compared(session)
+    if not uncompared:
+        return []
+    named = ", ".join(code_span(nodeid) for nodeid in uncompared[:5]) + (" ..." if len(uncompared) > 5 else "")
+    return [f"{len(uncompared)} budgeted test(s) were not compared with the baseline, so the run fails: {named}"]
 
 
 def markdown_text(

@@ -382,6 +382,12 @@ def test_plugin_other_toolchain_baseline_is_not_comparable(project: pytest.Pytes
         ]
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    summary = project.path / "summary.md"  # a CI job page says so too
+    project.runpytest("-p", "no:cacheprovider", f"--instrbudget-markdown={summary}")
+    assert (
+        "> 2 budgeted test(s) were not compared with the baseline, so the run fails: "
+        "`test_budget.py::test_helper`, `test_budget.py::test_work`"
+    ) in summary.read_text()
     # The unbudgeted test alone never fails on cost; an update rewrites the baseline and passes.
     assert project.runpytest("-p", "no:cacheprovider", "-k", "unbudgeted").ret == pytest.ExitCode.OK
     assert project.runpytest("-p", "no:cacheprovider", "--instrbudget-update").ret == pytest.ExitCode.OK
