@@ -390,13 +390,14 @@ class Host:
         clocks: dict[str, int],
         stop_file: str,
         counts_file: str,
-    ) -> str:
-        """Load the library at ``path``; returns the name it is loaded under. Its counters go to
+    ) -> tuple[str, bytes]:
+        """Load the library at ``path``; returns the name it is loaded under and its counters after
+        its constructors ran (a :meth:`snapshot`, in the same reply). Its counters go to
         ``counts_file`` if a call ends this process."""
         self.libraries[lib_id] = _Loaded(
             path, types, functions, self.type_map, clocks, stop_file, counts_file, self.guard
         )
-        return self.libraries[lib_id].file
+        return self.libraries[lib_id].file, self.snapshot(lib_id)
 
     def limits(self, left: dict[str, int]) -> None:
         self.left = dict(left) if left else None

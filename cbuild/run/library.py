@@ -459,27 +459,27 @@ class Library:
         clocks = clock_numbers(self._models) if artifact.cutoff else {}
         #: Where the library's runtime writes its counters if a call ends the host's process.
         self._counts_file = self.host.scratch / f"counts-{self.id}"
-        # Its constructors run as it loads (C++ globals' initialisers): within the calls' time limit.
+        # Its constructors run as it loads (C++ globals' initialisers), within the calls' time limit; the
+        # counters after them come back with the load: counted from there, as an extension module's
+        # initialisation is not counted either.
         self.host.loading = artifact.path
-        loaded_as = self.host.request(
-            "load",
-            self.id,
-            str(artifact.path),
-            doc["types"],
-            self._signatures,
-            clocks,
-            str(self.host.stop_file),
-            str(self._counts_file),
-            what=f"loading the library built from {artifact.name} (its constructors)",
-            timeout=timeout,
-        )
-        self.host.loading = None
+        try:
+            loaded_as, loaded = self.host.request(
+                "load",
+                self.id,
+                str(artifact.path),
+                doc["types"],
+                self._signatures,
+                clocks,
+                str(self.host.stop_file),
+                str(self._counts_file),
+                what=f"loading the library built from {artifact.name} (its constructors)",
+                timeout=timeout,
+            )
+        finally:
+            self.host.loading = None
         self.host.loaded[str(loaded_as)] = artifact.path
-        # Its constructors ran as it loaded (C++ globals' initialisers): counted from here, as an
-        # extension module's initialisation is not counted either.
-        self._loaded = self._raw(
-            self.host.request("snapshot", self.id, what=f"reading the counters of {artifact.name}")
-        )
+        self._loaded = self._raw(loaded)
         if wanted:
             self.host.request("limits", wanted, what="setting the cut-off")
         #: RISC-V target -> (its build in a worker, the models' result slots), and models that cannot measure.
