@@ -27,17 +27,19 @@ _USED = re.compile(
 _DEFAULT = 65535
 
 
-def _comdat(text: str, name: str) -> str | None:
-    """The comdat group of the global ``name`` defined in ``text``, if it has one."""
-    found = re.search(rf"^{re.escape(name)} = [^\n]*?, comdat(?:\((\$(?:[-\w.$]+|\"[^\"]*\"))\))?", text, re.M)
-    if found is None:
-        return None
-    return found.group(1) or "$" + name[1:]
+#: A global in a comdat: its name, and the group's where it names one (else the group is its own).
+_GROUPED = re.compile(rf"^({_NAME}) = [^\n]*?, comdat(?:\((\$(?:[-\w.$]+|\"[^\"]*\"))\))?", re.M)
+
+
+def _comdats(text: str) -> dict[str, str]:
+    """The comdat group of each global of ``text`` that has one, read in one pass."""
+    return {m.group(1): m.group(2) or "$" + m.group(1)[1:] for m in _GROUPED.finditer(text)}
 
 
 def place_structors(text: str) -> str:
     """``text`` (a module's IR) with its constructor and destructor lists as section entries."""
     added: list[str] = []
+    groups: dict[str, str] | None = None  # read once, where an entry names a variable
     lines: list[str] = []
     for found in _LIST.finditer(text):
         kind, body = found.groups()
@@ -48,7 +50,9 @@ def place_structors(text: str) -> str:
         for i, (priority, function, key) in enumerate(entries):
             name = f"@__instrbudget.{kind}.{i}"
             suffix = "" if int(priority) == _DEFAULT else f".{int(priority)}"
-            group = _comdat(text, key) if key != "null" else None
+            if key != "null" and groups is None:
+                groups = _comdats(text)
+            group = groups.get(key) if key != "null" and groups is not None else None
             where = f", comdat({group})" if group is not None else ""
             lines.append(f'{name} = private global ptr {function}, section "{section}{suffix}"{where}')
             added.append(name)
