@@ -34,7 +34,7 @@ from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.base import evaluated
 from cbuild.models.costs import outside_calls
 from cbuild.report import shards, texttable
-from cbuild.report.diff import changes, incomparable, load_run, only_in, render_markdown, render_text
+from cbuild.report.diff import changes, compared, incomparable, load_run, only_in, render_markdown, render_text
 from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
 from cbuild.report.html import render as render_page
@@ -280,6 +280,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         tests = [t for t in tests if t not in unfinished[args.new if label == "only in" else args.old]]
         if tests:
             print(f"{len(tests)} test(s) {label} {where}: {listed(tests)}", file=sys.stderr)
+    if not compared(old, new):  # "no differences" would pass a CI step that compared nothing
+        print(
+            f"cbuild: no metric of any test is in both {args.old} and {args.new}: nothing was compared",
+            file=sys.stderr,
+        )
+        return 2
     return 1 if found else 0
 
 

@@ -336,3 +336,36 @@ def test_diff_leaves_out_metrics_of_a_model_configured_otherwise(
     assert main(["diff", str(old), str(other)]) == 1
     err = capsys.readouterr().err
     assert f"cbuild: {old} and {other} were measured with other toolchains or build settings (differs in: clang)" in err
+
+
+def test_diff_that_compared_nothing_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A diff against a document of no tests, or of other tests only, said "no differences" and exited
+    0: a CI step gating on it passed without comparing anything."""
+    from cbuild.cli import main
+
+    def document(path: Path, tests: dict[str, dict[str, int]]) -> Path:
+        path.write_text(
+            json.dumps(
+                {
+                    "tests": {
+                        name: {"completed": True, "metrics": {m: {"value": v} for m, v in metrics.items()}}
+                        for name, metrics in tests.items()
+                    }
+                }
+            )
+        )
+        return path
+
+    full = document(tmp_path / "full.json", {"t.py::a": {"ir_instructions": 5}, "t.py::b": {"ir_instructions": 7}})
+    empty = document(tmp_path / "empty.json", {})
+    other = document(tmp_path / "other.json", {"t.py::c": {"ir_instructions": 5}})
+    zk_only = document(tmp_path / "zk.json", {"t.py::a": {"zk_cycles": 9}})
+    for pair in ([full, empty], [empty, full], [full, other], [full, zk_only], [empty, empty]):
+        assert main(["diff", *map(str, pair)]) == 2
+        err = capsys.readouterr().err
+        assert f"cbuild: no metric of any test is in both {pair[0]} and {pair[1]}: nothing was compared" in err
+    same = document(tmp_path / "same.json", {"t.py::a": {"ir_instructions": 5}})
+    assert main(["diff", str(full), str(same)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "no differences\n"
+    assert "1 test(s) only in" in err

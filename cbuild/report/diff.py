@@ -138,6 +138,11 @@ def only_in(a: Run, b: Run) -> list[str]:
     return sorted(set(a) - set(b), key=display_order)
 
 
+def compared(old: Run, new: Run) -> int:
+    """How many tests both runs measured with a metric in common."""
+    return sum(1 for test in set(old) & set(new) if set(old[test]) & set(new[test]))
+
+
 def changes(old: Run, new: Run, *, top: int = 5) -> list[Change]:
     """Every changed metric of the tests both runs measured, by test and metric."""
     out = []
