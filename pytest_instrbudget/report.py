@@ -9,6 +9,7 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
       "models": [str, ...],
       "baseline": str,                      # path of the baseline file
       "root": str,                          # the project's directory (rootdir)
+      "commit": str | null,                 # the git commit checked out there (null outside git)
       "collected": [str, ...],              # node ids of every test collected (before -k, -m, shards)
       "selected": [str, ...],               # those this run ran: a shard's part (python -m cbuild merge)
       "partial_files": [str, ...],          # files named with a node id on the command line
@@ -65,6 +66,7 @@ from cbuild.report.flamegraph import flame_tree
 from cbuild.report.html import render
 from cbuild.report.markdown import code_span, table_code
 from cbuild.report.order import display_order
+from cbuild.report.shards import checkout_commit
 from cbuild.report.update import changed_parameters
 from pytest_instrbudget.results import (
     ERROR,
@@ -372,6 +374,7 @@ def json_document(session: BudgetSession) -> dict[str, Any]:
         "models": [m.name for m in session.models],
         "baseline": str(session.baseline.path),
         "root": str(session.settings.root),
+        "commit": checkout_commit(session.settings.root),
         "collected": collected,
         "selected": [n for n in collected if n not in session.deselected],
         "partial_files": sorted(session.partial_files),

@@ -5,6 +5,7 @@ different runs apart."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -75,6 +76,12 @@ def test_merge_refuses_shards_of_different_runs_naming_the_file(tmp_path: Path) 
         CBuildError, match=r"compares with the baseline budgets.json, .* with .instrbudget/baseline.json"
     ):
         shards.merge([base, (tmp_path / "b.json", other_baseline)])
+    other_code = doc(tmp_path, ["t.py::b"], {"t.py::b": 1})
+    other_code["commit"] = "1" * 40
+    with pytest.raises(
+        CBuildError, match=rf"b.json was measured at commit 1{{40}}, .*a.json at \(none recorded\): shards of one run"
+    ):
+        shards.merge([base, (tmp_path / "b.json", other_code)])
     committed = write(tmp_path / "baseline.json", {"fingerprint": {}, "tests": {"t.py::a": {}}, "version": 1})
     with pytest.raises(CBuildError, match=r"baseline.json is a baseline, not a --instrbudget-json document"):
         shards.load(committed)
@@ -202,3 +209,27 @@ def test_baseline_update_writes_the_baseline_of_the_checkout_it_runs_in(
     monkeypatch.chdir(ran_in)
     assert main(["baseline", "update", str(run)]) == 0
     assert json.loads((ran_in / ".instrbudget" / "baseline.json").read_text())["tests"]["t.py::a"]
+
+
+def test_a_shard_records_the_commit_it_measured(tmp_path: Path) -> None:
+    """Shards of two commits (a job re-run after a push) merged into one run of code nobody wrote:
+    each document records the commit checked out in the project, and merge compares them."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    assert shards.checkout_commit(tmp_path) is None
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@b",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@b",
+    }
+    for command in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", *command], cwd=tmp_path, env=env, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert shards.checkout_commit(tmp_path) == head.stdout.strip()
+    (tmp_path / "pyproject.toml").write_text("[tool.instrbudget]\n")
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    done = _pytest(tmp_path, "--instrbudget-json=a.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((tmp_path / "a.json").read_text())["commit"] == head.stdout.strip()

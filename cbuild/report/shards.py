@@ -2,7 +2,7 @@
 writing the merged results into the baseline.
 
 ``python -m cbuild merge shard-*.json -o all.json`` checks that the documents belong to one
-run (the same toolchain, models and baseline, the same collected tests), reports tests that
+run (the same toolchain, models and baseline, the same commit and collected tests), reports tests that
 ran in two shards or in none, and writes one document as a single run of the whole suite
 would have. ``python -m cbuild baseline update all.json`` then writes the baseline with the
 rules of ``--instrbudget-update`` (:mod:`cbuild.report.update`); ``--prune`` only from a
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,19 @@ def load(path: Path) -> dict[str, Any]:
     return doc
 
 
+def checkout_commit(root: Path) -> str | None:
+    """The git commit checked out in ``root``, recorded in a run's document so that shards of other
+    code are not merged; None outside a git checkout, or where git is missing or refuses."""
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", "HEAD"], cwd=root, capture_output=True, check=False, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    commit = proc.stdout.decode(errors="replace").strip()
+    return commit if proc.returncode == 0 and commit else None
+
+
 def _baseline_in_project(doc: dict[str, Any]) -> str:
     """The baseline's path relative to the project's directory (shards may run in other checkouts)."""
     return os.path.relpath(str(doc["baseline"]), str(doc["root"]))
@@ -91,6 +105,11 @@ def merge(documents: Sequence[tuple[Path, dict[str, Any]]]) -> Merged:
             )
         if doc["models"] != first["models"]:
             raise CBuildError(f"{path} measured the models {doc['models']}, {first_path} {first['models']}")
+        if doc.get("commit") != first.get("commit"):
+            raise CBuildError(
+                f"{path} was measured at commit {doc.get('commit') or '(none recorded)'}, {first_path} at "
+                f"{first.get('commit') or '(none recorded)'}: shards of one run measure the same code"
+            )
         if _baseline_in_project(doc) != _baseline_in_project(first):
             raise CBuildError(
                 f"{path} compares with the baseline {_baseline_in_project(doc)}, {first_path} with "
