@@ -132,6 +132,11 @@ def parser() -> argparse.ArgumentParser:
     _add_build_flags(build)
     build.add_argument("-o", dest="output", type=Path, required=True, help="output file")
     build.add_argument("--shared", action="store_true", help="build a shared library")
+    build.add_argument(
+        "--keep-main",
+        action="store_true",
+        help="with --shared: keep a source that defines main in the library (refused otherwise)",
+    )
     _add_model_flag(build, "cost model whose run-time part to build in")
     run = sub.add_parser(
         "run",
@@ -521,8 +526,10 @@ def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
                     else ""
                 )
             )
+    if args.keep_main and not args.shared:
+        raise CBuildError("--keep-main is for a library (--shared): a program's main is always kept")
     kind = "library" if args.shared else "program"
-    artifact = builder.build(args.sources, options=_options(args), kind=kind, models=models)
+    artifact = builder.build(args.sources, options=_options(args), kind=kind, models=models, keep_main=args.keep_main)
     sidecar = args.output.with_name(args.output.name + ".instrbudget.json")
     try:
         args.output.parent.mkdir(parents=True, exist_ok=True)

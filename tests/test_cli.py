@@ -232,6 +232,21 @@ def test_cli_build_prints_compiler_warnings_and_stops_on_them_with_w_error(tmp_p
     assert b"Traceback" not in stopped.stderr
 
 
+def test_cli_build_shared_keeps_main_only_when_asked(tmp_path: Path) -> None:
+    """The refusal of a library source defining main named keep_main=, which the command line did not
+    have."""
+    (tmp_path / "lib.c").write_text("int twice(int a) { return 2 * a; }\nint main(void) { return twice(0); }\n")
+    refused = cli("build", "lib.c", "--shared", "-o", "lib.so", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert b"or pass keep_main=True (cbuild build --keep-main) if it belongs in the library" in refused.stderr
+    kept = cli("build", "lib.c", "--shared", "--keep-main", "-o", "lib.so", cwd=tmp_path)
+    assert kept.returncode == 0, kept.stderr.decode()
+    assert (tmp_path / "lib.so").exists()
+    program = cli("build", "lib.c", "--keep-main", "-o", "prog", cwd=tmp_path)
+    assert program.returncode == 2
+    assert b"--keep-main is for a library (--shared)" in program.stderr
+
+
 def test_the_installed_script_names_itself_in_its_usage(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "cbuild"  # pip's console script beside the interpreter
     if not script.exists():

@@ -231,8 +231,8 @@ class Builder:
                 raise CBuildError(
                     f"{unit.source} defines main, and this is a library: its functions are called, main never "
                     f"runs (and the RISC-V models run a library under a main of their own). Leave {unit.source.name} "
-                    "out (exclude=, or a '!pattern' among the sources), or pass keep_main=True if it belongs in the "
-                    "library"
+                    "out (exclude=, or a '!pattern' among the sources), or pass keep_main=True (cbuild build "
+                    "--keep-main) if it belongs in the library"
                 )
 
     def build(
