@@ -84,9 +84,14 @@ def test_sizes_parse_and_bad_ones_name_the_key() -> None:
     assert eviction.parse_size("5GiB", where="x") == 5 * 1024**3
     assert eviction.parse_size("500 MB", where="x") == 500 * 1000**2
     assert eviction.parse_size(4096, where="x") == 4096
-    for bad in ("five gigs", "0", -1, True, "5 parsecs"):
+    for bad in ("five gigs", True, "5 parsecs"):
         with pytest.raises(CBuildError, match=r'cache_max_size: expected a size such as "5GiB"'):
             eviction.parse_size(bad, where="[tool.instrbudget] cache_max_size")
+    for zero in ("0", "0 GiB", 0, -1):  # a size, but none: said so, with the way to empty the cache
+        with pytest.raises(
+            CBuildError, match=r"cache_max_size: expected a size above 0 such as .* \(python -m cbuild cache clear"
+        ):
+            eviction.parse_size(zero, where="[tool.instrbudget] cache_max_size")
 
 
 def test_cli_info_prune_clear(

@@ -48,7 +48,11 @@ def parse_size(value: object, *, where: str) -> int:
     m = _SIZE.match(value) if isinstance(value, str) else None
     unit = m.group(2).lower() if m else ""
     if m is None or unit not in _UNITS or float(m.group(1)) <= 0:
-        raise CBuildError(f'{where}: expected a size such as "5GiB", "500MB" or a number of bytes, got {value!r}')
+        zero = (isinstance(value, int) and not isinstance(value, bool)) or (m is not None and unit in _UNITS)
+        raise CBuildError(
+            f'{where}: expected a size{" above 0" if zero else ""} such as "5GiB", "500MB" or a number of bytes, '
+            f"got {value!r}" + (" (python -m cbuild cache clear empties the cache)" if zero else "")
+        )
     return int(float(m.group(1)) * _UNITS[unit])
 
 
