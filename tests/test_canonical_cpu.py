@@ -28,6 +28,13 @@ static void plain_cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
     __asm__ __volatile__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "0"(leaf), "2"(sub));
 }
 static unsigned max_leaf(void) { unsigned n; __asm__("cpuid" : "=a"(n) : "a"(0) : "ebx", "ecx", "edx"); return n; }
+/* 64-bit operands: the instruction reads the low halves and zero-extends what it writes. */
+static void wide_cpuid(unsigned long long leaf, unsigned long long r[4]) {
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(0ull));
+}
+static unsigned long long wide_max_leaf(void) {
+    unsigned long long a; __asm__("cpuid" : "=a"(a) : "a"(0) : "ebx", "ecx", "edx"); return a;
+}
 static unsigned leaf7_ebx(void) {
     unsigned a, b, c;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c) : "a"(7), "c"(0) : "edx");
@@ -49,6 +56,9 @@ int main(void) {
     plain_cpuid(0, 0, r);
     printf("vendor %.4s%.4s%.4s max %u\n", (char *)&r[1], (char *)&r[3], (char *)&r[2], max_leaf());
     printf("asm leaf7 ebx %08x\n", leaf7_ebx());
+    unsigned long long w[4];
+    wide_cpuid(1, w);
+    printf("wide leaf1 ecx %016llx edx %016llx max %llu\n", w[2], w[3], wide_max_leaf());
     plain_cpuid(0x80000001, 0, r);
     printf("leaf 80000001 ecx %08x\n", r[2]);
     unsigned lo, hi;
@@ -113,6 +123,7 @@ def test_every_way_of_asking_gets_the_canonical_answer(builder: Builder, probe: 
     assert f"asm leaf7 ebx {want['leaf7']:08x}" in out
     assert f"cpuid.h leaf1 ecx {want['leaf1_ecx']:08x} edx 07888111" in out
     assert "vendor GenuineIntel max 13" in out
+    assert f"wide leaf1 ecx {want['leaf1_ecx']:016x} edx 0000000007888111 max 13" in out
     assert f"leaf 80000001 ecx {want['ext_ecx']:08x}" in out
     assert f"xcr0 {want['xcr0']:x} {want['xcr0']:x}" in out
     flags = [int(v) for v in re.findall(r"=(\d)", out.split("builtin ")[1].splitlines()[0])]
@@ -167,7 +178,7 @@ def test_a_cpuid_statement_the_rewrite_cannot_answer_is_named(builder: Builder, 
     src = tmp_path / "odd.c"
     src.write_text(
         "unsigned long long odd(void) {\n"
-        '    unsigned long long a; __asm__("cpuid" : "=a"(a) : "a"(0) : "ebx", "ecx", "edx"); return a;\n'
+        '    unsigned a; __asm__("cpuid" : "=r"(a) : "a"(0) : "ebx", "ecx", "edx"); return a;\n'
         "}\nint main(void) { return (int)odd(); }\n"
     )
     with pytest.raises(CBuildError, match=r"odd: inline assembly with `cpuid` in a form the canonical CPU cannot"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import re
 import warnings
 from pathlib import Path
 
@@ -369,6 +370,26 @@ def test_a_cxx_function_without_extern_c_is_named_with_its_symbol(builder: Build
             _ = lib.in_ns
         assert lib._Z9plain_cppi(5) == 10
         assert lib.function("_ZN2ns5in_nsEi")(5) == 6
+
+
+def test_library_names_of_its_own_are_few_and_documented(builder: Builder, tmp_path: Path) -> None:
+    """C functions named like the library object's attributes: ``type_map`` and ``enum_type`` were
+    public attributes the docs did not list, so ``lib.type_map(1)`` raised a TypeError; now they are
+    functions as any other, and each name the docs list is reached through ``function()``."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "fixture.md").read_text()
+    listed = re.search(r"is one of the library object's\s+own \(([^)]*)\)", docs)
+    assert listed is not None
+    own = re.findall(r"`(\w+)`", listed.group(1))
+    source = tmp_path / "names.c"
+    names = ["type_map", "enum_type", *own]
+    source.write_text("".join(f"int {name}(int a) {{ return a + {n}; }}\n" for n, name in enumerate(names)))
+    with Library(builder.build([source], kind="library")) as lib:
+        public = {name for name in dir(lib) if not name.startswith("_")}
+        assert public == set(own)  # every name of its own is listed
+        assert lib.type_map(1) == 1
+        assert lib.enum_type(1) == 2
+        for n, name in enumerate(names):
+            assert lib.function(name)(1) == 1 + n
 
 
 THROWS_CC = """\

@@ -21,6 +21,7 @@ the host at start-up.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from cbuild.errors import CBuildError, InstrumentError
 
@@ -29,7 +30,7 @@ CPU_LEVELS = {"x86-64": 1, "x86-64-v2": 2, "x86-64-v3": 3, "x86-64-v4": 4}
 DEFAULT_CPU = "x86-64-v2"
 
 _ASM_CALL = re.compile(
-    r"(?P<head>(?:(?:tail|musttail|notail) )?call (?P<ret>\{[ i32,]*\}|[^ ]+) )"
+    r"(?P<head>(?:(?:tail|musttail|notail) )?call (?P<ret>\{[^}]*\}|[^ ]+) )"
     r"asm (?:sideeffect )?(?:alignstack )?(?:inteldialect )?(?:unwind )?"
     r'"(?P<asm>(?:[^"\\]|\\.)*)", "(?P<constraints>(?:[^"\\]|\\.)*)"\((?P<args>[^()]*)\)'
 )
@@ -45,6 +46,9 @@ _RENAMES = (
 #: What each instruction reads (registers) and writes, in the order ``canonical_cpu.c`` fills them.
 _INPUTS = {"cpuid": ("a", "c"), "xgetbv": ("c",)}
 _OUTPUTS = {"cpuid": "abcd", "xgetbv": "ad"}
+#: The operand types a statement may use: 64-bit registers are read and written as their low 32 bits,
+#: and the instructions zero-extend what they write.
+_WIDTHS = {"i32", "i64"}
 
 
 def applies(triple: str) -> bool:
@@ -78,25 +82,43 @@ def _registers(asm: str, constraints: str) -> tuple[list[str], list[str]]:
     return out_regs, in_regs
 
 
-def _glue(kind: str, regs: str, ret: str) -> str:
-    """A function returning the registers ``regs`` of ``kind`` as the asm statement did."""
+def _types(ret: str) -> list[str]:
+    """The types of an asm statement's results: ``{ i32, i64 }`` gives two, ``i32`` one."""
+    if ret.startswith("{"):
+        return [t.strip() for t in ret.strip("{} ").split(",") if t.strip()]
+    return [ret]
+
+
+def _glue(name: str, kind: str, regs: str, ret: str, params: Sequence[str]) -> str:
+    """A function returning the registers ``regs`` of ``kind`` as the asm statement did (as ``ret``:
+    each an ``i32``, or an ``i64`` that the instruction zero-extends), from ``params``: the level and
+    the registers it reads, each ``i32`` or ``i64`` (of which it reads the low 32 bits)."""
     size = len(_OUTPUTS[kind])
-    # The parameters, passed on as they are.
-    params = ", ".join(f"i32 %{r}" for r in ("level", *_INPUTS[kind]))
+    names = ("level", *_INPUTS[kind])
     lines = [
-        f"define internal {ret} @__instrbudget_{kind}_{regs}({params}) nounwind alwaysinline {{",
+        f"define internal {ret} @{name}({', '.join(f'{t} %{n}' for t, n in zip(params, names, strict=True))}) "
+        "nounwind alwaysinline {",
         f"  %out = alloca [{size} x i32], align 4",
-        f"  call void @__instrbudget_{kind}_into({params}, ptr %out)",
     ]
-    for n, reg in enumerate(regs):
+    passed = []
+    for t, param in zip(params, names, strict=True):
+        if t == "i64":
+            lines.append(f"  %{param}.32 = trunc i64 %{param} to i32")
+        passed.append(f"i32 %{param}.32" if t == "i64" else f"i32 %{param}")
+    lines.append(f"  call void @__instrbudget_{kind}_into({', '.join(passed)}, ptr %out)")
+    types = _types(ret)
+    for n, (reg, t) in enumerate(zip(regs, types, strict=True)):
         lines.append(f"  %p{n} = getelementptr inbounds i32, ptr %out, i64 {_OUTPUTS[kind].index(reg)}")
         lines.append(f"  %v{n} = load i32, ptr %p{n}, align 4")
-    if ret == "i32":
-        lines.append("  ret i32 %v0")
+        if t == "i64":
+            lines.append(f"  %v{n}.64 = zext i32 %v{n} to i64")
+    values = [f"%v{n}.64" if t == "i64" else f"%v{n}" for n, t in enumerate(types)]
+    if not ret.startswith("{"):
+        lines.append(f"  ret {ret} {values[0]}")
     else:
         previous = "poison"
-        for n in range(len(regs)):
-            lines.append(f"  %r{n} = insertvalue {ret} {previous}, i32 %v{n}, {n}")
+        for n, (t, value) in enumerate(zip(types, values, strict=True)):
+            lines.append(f"  %r{n} = insertvalue {ret} {previous}, {t} {value}, {n}")
             previous = f"%r{n}"
         lines.append(f"  ret {ret} {previous}")
     lines.append("}")
@@ -127,20 +149,33 @@ def canonical_cpu(text: str, cpu: str) -> str:
         out_regs, in_regs = _registers(asm, m.group("constraints"))
         regs = "".join(out_regs)
         ret = m.group("ret")
-        expected = "i32" if len(regs) == 1 else "{ " + ", ".join(["i32"] * len(regs)) + " }"
-        if not regs or "?" in regs or len(set(regs)) != len(regs) or set(regs) - set(_OUTPUTS[kind]) or ret != expected:
+        types = _types(ret)
+        if (
+            not regs
+            or "?" in regs
+            or len(set(regs)) != len(regs)
+            or set(regs) - set(_OUTPUTS[kind])
+            or len(types) != len(regs)
+            or (len(regs) > 1) != ret.startswith("{")
+            or set(types) - _WIDTHS
+        ):
             raise InstrumentError(
                 f"{function}: inline assembly with `{kind}` in a form the canonical CPU cannot answer "
                 f"(result {ret}, outputs in registers {','.join(out_regs) or 'none'}); use <cpuid.h>'s "
-                f"__cpuid_count / __get_cpuid, or `{kind}` asm with 32-bit outputs in fixed registers"
+                f"__cpuid_count / __get_cpuid, or `{kind}` asm with 32- or 64-bit outputs in fixed registers"
             )
         args = [a.strip() for a in m.group("args").split(",")] if m.group("args").strip() else []
         given = dict(zip(in_regs, args, strict=False))
         call_args = [f"i32 {level}", *(given.get(r, "i32 0") for r in _INPUTS[kind])]
-        if any(not a.startswith("i32 ") for a in call_args):
-            raise InstrumentError(f"{function}: `{kind}` inline assembly with operands other than i32: {m.group(0)}")
-        shapes.setdefault((kind, regs), _glue(kind, regs, ret))
-        call = f"{m.group('head')}@__instrbudget_{kind}_{regs}({', '.join(call_args)})"
+        params = [a.split(" ", 1)[0] for a in call_args]
+        if set(params) - _WIDTHS:
+            raise InstrumentError(
+                f"{function}: `{kind}` inline assembly with operands other than i32 or i64: {m.group(0)}"
+            )
+        suffix = "".join("q" if t == "i64" else "d" for t in (*types, *params[1:]))
+        name = f"__instrbudget_{kind}_{regs}_{suffix}"
+        shapes.setdefault((kind, name), _glue(name, kind, regs, ret, params))
+        call = f"{m.group('head')}@{name}({', '.join(call_args)})"
         lines[i] = line[: m.start()] + call + line[m.end() :]
     text = "\n".join(lines)
     if _XGETBV_CALL.search(text):

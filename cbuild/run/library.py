@@ -166,7 +166,7 @@ class Function:
         self.name = name
         self.signature = signature
         self._library = library
-        types = library.type_map
+        types = library._type_map
         self._converters: list[Callable[[Any], Wire]] = []
         self._unsupported = ""
         for i, param in enumerate(signature["params"], start=1):
@@ -185,7 +185,7 @@ class Function:
 
     def _param_type(self, n: int) -> str:
         """The C type of parameter ``n`` (from 0)."""
-        return str(self._library.type_map.desc(self.signature["params"][n]["type"])["name"])
+        return str(self._library._type_map.desc(self.signature["params"][n]["type"])["name"])
 
     @property
     def c_declaration(self) -> str:
@@ -223,7 +223,7 @@ class Function:
 
             return floating
         if kind in ("struct", "union"):
-            cls = self._library.type_map.ctype(tid)
+            cls = self._library._type_map.ctype(tid)
             size = ctypes.sizeof(cls)
 
             fields = [name for name, *_ in cls._fields_]
@@ -245,7 +245,7 @@ class Function:
 
             return record
         if kind == "pointer":
-            to = self._library.type_map.desc(desc.get("to"))
+            to = self._library._type_map.desc(desc.get("to"))
             const = str(to.get("name", "")).startswith("const ")
             sized = to.get("kind") in ("int", "enum", "float", "pointer", "struct", "union")
             item = (to["name"], int(to["size"])) if sized and isinstance(to.get("size"), int) else None
@@ -402,7 +402,7 @@ class Function:
         if tag == "s":
             return self._ret_type.from_buffer_copy(value)
         if ret["kind"] == "enum":
-            members = self._library.enum_type(self.signature["ret"])
+            members = self._library._enum_type(self.signature["ret"])
             try:
                 return members(value)
             except ValueError:
@@ -449,7 +449,7 @@ class Library:
         self.timeout = timeout
         doc = artifact.metadata()["signatures"]
         self._signatures: dict[str, dict[str, Any]] = doc["functions"]
-        self.type_map = TypeMap(doc["types"])
+        self._type_map = TypeMap(doc["types"])
         self._own_host = host is None
         self.host = host if host is not None else default_pool().take()
         self.id = next(_ids)
@@ -522,7 +522,7 @@ class Library:
         kinds = ("enum", "struct", "union")
         found = [
             (without_qualifiers(desc["name"]) != desc["name"], tid, desc)
-            for tid, desc in self.type_map.descs.items()
+            for tid, desc in self._type_map.descs.items()
             if desc["kind"] in kinds and name in (desc.get("tag"), desc["name"], without_qualifiers(desc["name"]))
         ]
         if not found:
@@ -530,16 +530,16 @@ class Library:
             raise CBuildError(f"{self.artifact.name} declares {what} in its functions' types")
         _, tid, desc = min(found, key=lambda match: match[0])  # the unqualified type first
         if desc["kind"] == "enum":
-            return self.enum_type(tid)
+            return self._enum_type(tid)
         try:
-            return self.type_map.ctype(tid)
+            return self._type_map.ctype(tid)
         except UnsupportedType as exc:
             raise CBuildError(f"{desc['name']}: {exc}") from None
 
-    def enum_type(self, tid: str) -> type[enum.IntEnum]:
+    def _enum_type(self, tid: str) -> type[enum.IntEnum]:
         """The enum of type id ``tid`` as an ``IntEnum``."""
         if tid not in self._enums:
-            desc = self.type_map.desc(tid)
+            desc = self._type_map.desc(tid)
             name = desc.get("tag") or without_qualifiers(desc["name"]).removeprefix("enum ") or "anonymous_enum"
             members: type[enum.IntEnum] = enum.IntEnum(name, desc["values"])  # type: ignore[misc]
             self._enums[tid] = members
@@ -774,7 +774,7 @@ def _guest_call(
     """The call's arguments and result type as the RISC-V build gets them (``blobs``: the buffers'
     contents before the native call), and what makes the guest's call differ ("" if nothing): an
     array element the target's width cannot hold."""
-    types = fn._library.type_map
+    types = fn._library._type_map
     out: list[Arg] = []
     narrowed = ""  # the first array element the target's width cannot hold
     for n, (param, wire) in enumerate(zip(fn.signature["params"], wires, strict=True), start=1):
