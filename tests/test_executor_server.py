@@ -20,6 +20,7 @@ from cbuild.riscv.executor import (
     run_isolated,
     slot_runtimes,
 )
+from cbuild.riscv.translated import RISCV_ENGINE
 
 PROGRAM_C = r"""
 #include <stdio.h>
@@ -162,3 +163,28 @@ def test_an_elf_read_again_is_parsed_again_only_once_it_changed(
     again = read_image(elf)
     assert again is not image
     assert again == read_image(Path(other.machines()["riscv32"]["elf"]))
+
+
+SLOW_IN_RISCV_C = r"""
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    volatile unsigned s = 0;
+    long n = atol(argv[1]);
+    for (long i = 0; i < n; i++) s += (unsigned)i;  /* the loop */
+    return s == 7;
+}
+"""
+
+
+def test_a_riscv_run_past_the_timeout_names_the_program(
+    builder: Builder, write, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The message named the cached ELF by its hash (``f6e4c69f...elf``), not the user's program."""
+    monkeypatch.setenv(RISCV_ENGINE, "unicorn")  # slower than the native run, whatever ran before
+    artifact = builder.build([write("slow.c", SLOW_IN_RISCV_C)], models=[default_registry().create("zkvm")])
+    line = _line_of(SLOW_IN_RISCV_C, "the loop")
+    with pytest.raises(
+        ExecutorError,
+        match=rf"^the RISC-V run of slow\.c took longer than 2 s; the program was in main \(slow\.c:{line}\)",
+    ):
+        run_program(artifact, [100_000_000], timeout=2)

@@ -599,12 +599,13 @@ class Builder:
         return out
 
     def _runtime_objects(self) -> list[Path]:
-        objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime")]
+        # -fno-builtin: its copy loops stay loops, never calls of a memcpy the program may define.
+        objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime", extra=("-fno-builtin",))]
         if cpu.applies(self.toolchain.triple):
             objects.append(self._compile_c(CPU_SOURCE.read_text(), "canonical-cpu"))
         return objects
 
-    def _compile_c(self, code: str, what: str, *, ir: bool = False) -> Path:
+    def _compile_c(self, code: str, what: str, *, ir: bool = False, extra: Sequence[str] = ()) -> Path:
         """An object file (or LLVM IR) for C source of the plugin's own (cached by content)."""
         flags = [
             *(["-S", "-emit-llvm", "-g0"] if ir else ["-c"]),
@@ -612,6 +613,7 @@ class Builder:
             "-fPIC",
             "-std=c11",
             "-D_POSIX_C_SOURCE=200809L",
+            *extra,
         ]
         return compile_own(
             self.toolchain,

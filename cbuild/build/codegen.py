@@ -194,6 +194,7 @@ def link_units(
         counted.update(fn.name for fn in library.functions if not fn.is_declaration)
         modules.append(library)
     module = link(modules)
+    _bind_own_libc_names(module, own)
     if not counted:
         return str(module)
     _keep_used(module, counted)
@@ -205,6 +206,21 @@ def link_units(
 _INTERNAL_COMDAT = re.compile(
     r'^(define (?:internal|private) [^\n]*?) comdat(?:\(\$(?:[-\w.$]+|"[^"]*")\))?', re.MULTILINE
 )
+
+
+def _bind_own_libc_names(module: llvm.ModuleRef, own: set[str]) -> None:
+    """A C library function the build defines itself (its own ``strlen``) called as that definition.
+
+    In a shared library, a call of a function of default visibility binds to the first definition
+    the process has of its name, which for ``strlen`` is the host's C library, loaded first: the
+    user's function would never run, and the host's would run uncounted in its place. Protected
+    visibility keeps the name exported (``lib.strlen`` finds it) and binds the build's own calls to
+    it, as a program's are."""
+    names = own & libc_mod.functions()
+    for fn in module.functions:
+        local = fn.linkage in (llvm.Linkage.internal, llvm.Linkage.private)  # bound to it already
+        if fn.name in names and not fn.is_declaration and not local and fn.visibility == llvm.Visibility.default:
+            fn.visibility = llvm.Visibility.protected
 
 
 def _keep_used(module: llvm.ModuleRef, counted: set[str]) -> None:

@@ -431,6 +431,8 @@ def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
             return m.group(0)  # volatile: its stores must stay as they are, never a library call's
         length = args[2].split()[-1]
         op = m.group("op")
+        if op in own:
+            return m.group(0)  # the code generator calls the build's own definition, as a static link would
         if re.fullmatch(r"-?\d+", length) and int(length) & ((1 << size_bits) - 1) <= INLINED_LENGTH[op]:
             return m.group(0)  # a few moves: code generation expands it
         if op == "memset":

@@ -1296,8 +1296,10 @@ def run_isolated(
     translation: Path | None = None,
     check: bool = False,
     cutoffs: Mapping[int, int] | None = None,
+    name: str | None = None,
 ) -> Execution:
-    """:func:`run_program` in a child process (block data producers must be picklable).
+    """:func:`run_program` in a child process (block data producers must be picklable); errors
+    name the program ``name`` (the source it was built from), else the ELF.
 
     The child is an executor server kept for later runs (its start-up, about 0.1 s, is paid once
     per process): it keeps the machines of the programs it ran for their later runs
@@ -1316,19 +1318,20 @@ def run_isolated(
         check,
         dict(cutoffs or {}),
     )
+    label = name or elf.name
     server = _Server.take()
     try:
         result = server.request(request, timeout)
     except UntimedLimitPassed as passed:
         server.close()
-        raise ExecutorError(passed.describe(elf.name)) from None
+        raise ExecutorError(passed.describe(label)) from None
     except TimeLimitPassed:
         where = server.guest_where(elf)
         server.close()
-        raise ExecutorError(f"the RISC-V run of {elf.name} took longer than {timeout} s{where}") from None
+        raise ExecutorError(f"the RISC-V run of {label} took longer than {timeout} s{where}") from None
     except EOFError:
         returncode, errors = server.close()
-        raise ExecutorError(f"the RISC-V executor failed on {elf.name} (exit {returncode}):\n{errors}") from None
+        raise ExecutorError(f"the RISC-V executor failed on {label} (exit {returncode}):\n{errors}") from None
     except BaseException:  # interrupted mid-request: the server's state is unknown
         server.close()
         raise

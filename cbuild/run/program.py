@@ -220,8 +220,10 @@ class _MachineRuns:
         stdin: bytes,
         timeout: float | None,
         cutoffs: Mapping[str, Mapping[int, int]] | None = None,
+        name: str | None = None,
     ) -> None:
         self._runs: dict[str, Execution] = {}
+        self.name = name
         self._error: BaseException | None = None
         self.cutoffs = dict(cutoffs or {})
         self.done: int | None = None
@@ -258,6 +260,7 @@ class _MachineRuns:
                     translation=translation,
                     check=check,
                     cutoffs=self.cutoffs.get(target),
+                    name=self.name,
                 )
                 if self._runs[target].stopped is not None:
                     break  # the program stopped: its other builds need not run
@@ -495,7 +498,7 @@ def run_program(
     # The RISC-V runs go on beside the native one, unless a cut-off may stop that one early (a
     # program stopped there may run on in the RISC-V build until its timeout). One stopped at a
     # cut-off on its own clock ends the native run.
-    early = _MachineRuns(machines, argv, input, timeout, cutoffs) if machines and not clocks else None
+    early = _MachineRuns(machines, argv, input, timeout, cutoffs, artifact.name) if machines and not clocks else None
     with tempfile.TemporaryDirectory(prefix="instrbudget-run-") as tmp, early or contextlib.nullcontext():
         counts_path = Path(tmp) / "counts"
         if clocks:
@@ -562,7 +565,7 @@ def run_program(
                 )
             counts, processes, threads = _native_counts(artifact, counts_path, table or artifact.table())
             if machines:
-                machine_runs = early or _MachineRuns(machines, argv, input, timeout, cutoffs)
+                machine_runs = early or _MachineRuns(machines, argv, input, timeout, cutoffs, artifact.name)
                 runs = machine_runs.wait()
                 machine_runs.raise_stop(what, machines)
                 counts = _with_machine_runs(artifact, machines, counts, runs, out, proc.returncode)

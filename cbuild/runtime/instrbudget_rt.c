@@ -56,6 +56,32 @@ void __instrbudget_models_finish(void);
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* The runtime's own copies of the C library's string functions. A program may define memcpy,
+ * memset or strlen itself, and a call from here would then run that definition, instrumented:
+ * counted, as if the program had made it. Built with -fno-builtin (cbuild/build/builder.py), so
+ * that these loops stay loops, and the runtime calls none of them (tests/test_own_libc_names.py). */
+static void ib_copy(void *dst, const void *src, size_t n) {
+    unsigned char *d = (unsigned char *)dst;
+    const unsigned char *s = (const unsigned char *)src;
+    while (n--) *d++ = *s++;
+}
+
+static void ib_zero(void *dst, size_t n) {
+    unsigned char *d = (unsigned char *)dst;
+    while (n--) *d++ = 0;
+}
+
+static size_t ib_len(const char *s) {
+    size_t n = 0;
+    while (s[n]) n++;
+    return n;
+}
+
+static int ib_same(const char *a, const char *b) {
+    while (*a && *a == *b) a++, b++;
+    return *a == *b;
+}
+
 EXPORT uint64_t *instrbudget_counters(void) { return __instrbudget_counters; }
 EXPORT uint64_t *instrbudget_total(void) { return &__instrbudget_total; }
 EXPORT uint64_t instrbudget_ncounters(void) { return __instrbudget_ncounters; }
@@ -146,7 +172,7 @@ __attribute__((visibility("hidden"), cold, noinline)) uint64_t *__instrbudget_th
 static void ib_sum(uint64_t *out, size_t words) {
     const struct ib_thread *t;
     size_t i;
-    memcpy(out, __instrbudget_counters, words * sizeof(uint64_t));
+    ib_copy(out, __instrbudget_counters, words * sizeof(uint64_t));
     if (ib_retired != NULL)
         for (i = 0; i < words; i++) out[i] += ib_retired[i];
     for (t = ib_thread_list; t != NULL; t = t->next)
@@ -168,7 +194,7 @@ static uint64_t ib_total_now(void) {
 /* The counters of every thread, for library hosts (NCOUNTERS values). */
 EXPORT void instrbudget_collect(uint64_t *out) {
     if (__atomic_load_n(&ib_thread_list, __ATOMIC_ACQUIRE) == NULL) {
-        memcpy(out, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t));
+        ib_copy(out, __instrbudget_counters, (size_t)__instrbudget_ncounters * sizeof(uint64_t));
         return;
     }
     ib_lock(0);
@@ -235,7 +261,7 @@ static uint32_t ib_clocks(void) {
 }
 
 static void ib_now(uint64_t *out) {
-    memset(out, 0, IB_CLOCKS * sizeof(uint64_t));
+    ib_zero(out, IB_CLOCKS * sizeof(uint64_t));
     out[0] = ib_total_now();
     if (ib_clocks() > 1) __instrbudget_clocks(out + 1);
 }
@@ -250,7 +276,7 @@ static void ib_error(uint32_t kind, const char *name, const char *file, int32_t 
 static uint32_t ib_node(uint32_t parent, const char *name) {
     uint32_t i;
     for (i = 1; i < ib_nregions; i++)
-        if (ib_regions[i].parent == parent && (ib_regions[i].name == name || strcmp(ib_regions[i].name, name) == 0))
+        if (ib_regions[i].parent == parent && (ib_regions[i].name == name || ib_same(ib_regions[i].name, name)))
             return i;
     if (ib_nregions > IB_REGIONS) return 0;
     ib_regions[ib_nregions].name = name;
@@ -265,7 +291,7 @@ static void ib_start(const char *name, const char *file, int32_t line, const uin
     o->node = ib_node(ib_depth ? ib_stack[ib_depth - 1].node : 0, name);
     if (o->node == 0) ib_lost++; /* more distinct regions than IB_REGIONS: not measured */
     o->file = file, o->line = line;
-    memcpy(o->start, now, sizeof o->start);
+    ib_copy(o->start, now, sizeof o->start);
     ib_depth++;
 }
 
@@ -404,32 +430,32 @@ static void ib_calls_reset(void) {
     uint64_t n = &__instrbudget_nfunctions ? __instrbudget_nfunctions : 0;
     ib_nframes = ib_deep = 0;
     if (ib_npaths > 1) { /* only what the last measurement used: most have no call tracking */
-        memset(ib_path_slot, 0, sizeof ib_path_slot);
-        memset(ib_path_self, 0, ib_npaths * sizeof ib_path_self[0]);
-        memset(ib_path_memo, 0, ib_npaths * sizeof ib_path_memo[0]);
+        ib_zero(ib_path_slot, sizeof ib_path_slot);
+        ib_zero(ib_path_self, ib_npaths * sizeof ib_path_self[0]);
+        ib_zero(ib_path_memo, ib_npaths * sizeof ib_path_memo[0]);
     } else {
-        memset(ib_path_self[0], 0, sizeof ib_path_self[0]);
-        memset(ib_path_memo[0], 0, sizeof ib_path_memo[0]);
+        ib_zero(ib_path_self[0], sizeof ib_path_self[0]);
+        ib_zero(ib_path_memo[0], sizeof ib_path_memo[0]);
     }
     ib_npaths = 1;
     ib_calls_seen = 0;
     ib_now(ib_last);
     if (ib_fn_calls != NULL) {
-        memset(ib_fn_calls, 0, n * sizeof(uint64_t));
-        memset(ib_fn_incl, 0, n * IB_CLOCKS * sizeof(uint64_t));
-        memset(ib_fn_active, 0, n * sizeof(uint32_t));
+        ib_zero(ib_fn_calls, n * sizeof(uint64_t));
+        ib_zero(ib_fn_incl, n * IB_CLOCKS * sizeof(uint64_t));
+        ib_zero(ib_fn_active, n * sizeof(uint32_t));
     }
 }
 
 EXPORT void instrbudget_profile_reset(void) {
-    memset(ib_regions, 0, ib_nregions * sizeof ib_regions[0]);
+    ib_zero(ib_regions, ib_nregions * sizeof ib_regions[0]);
     ib_nregions = 1, ib_depth = 0, ib_nerrors = 0, ib_lost = 0, ib_overflow = 0;
     ib_calls_reset();
 }
 
 static size_t ib_put(char *buf, size_t at, size_t cap, const char *text) {
-    size_t n = strlen(text);
-    if (at + n < cap) memcpy(buf + at, text, n);
+    size_t n = ib_len(text);
+    if (at + n < cap) ib_copy(buf + at, text, n);
     return at + n;
 }
 
@@ -554,9 +580,9 @@ static int ib_join(char *dst, size_t cap, const char *a, const char *b, const ch
     parts[0] = a, parts[1] = b, parts[2] = c;
     for (i = 0; i < 3; i++) {
         if (parts[i] == NULL) continue;
-        n = strlen(parts[i]);
+        n = ib_len(parts[i]);
         if (at + n >= cap) return 0;
-        memcpy(dst + at, parts[i], n);
+        ib_copy(dst + at, parts[i], n);
         at += n;
     }
     dst[at] = '\0';
@@ -578,7 +604,7 @@ static int ib_write_counts(const char *path, const char *header, size_t len, con
 static void dump(void) {
     static char final[4096], part[4096], extra[4096];
     char header[512], num[24];
-    size_t len = 0, idlen = strlen(__instrbudget_build_id);
+    size_t len = 0, idlen = ib_len(__instrbudget_build_id);
     const char *magic = "instrbudget-counts 2 ";
     const uint64_t *counters = __instrbudget_counters;
     uint64_t k, total = __instrbudget_total;
@@ -597,9 +623,9 @@ static void dump(void) {
         }
     }
     if (idlen > 256) idlen = 256;
-    memcpy(header, magic, strlen(magic));
-    len += strlen(magic);
-    memcpy(header + len, __instrbudget_build_id, idlen);
+    ib_copy(header, magic, ib_len(magic));
+    len += ib_len(magic);
+    ib_copy(header + len, __instrbudget_build_id, idlen);
     len += idlen;
     header[len++] = ' ';
     len += put_u64(header + len, __instrbudget_ncounters);
@@ -656,11 +682,11 @@ static void ib_child_after_fork(void) {
     ib_forked = 1;
     dumped = 0;
     ib_spin = 0;
-    memset(__instrbudget_counters, 0, words * sizeof(uint64_t));
+    ib_zero(__instrbudget_counters, words * sizeof(uint64_t));
     __instrbudget_total = 0;
-    if (ib_retired != NULL) memset(ib_retired, 0, words * sizeof(uint64_t));
+    if (ib_retired != NULL) ib_zero(ib_retired, words * sizeof(uint64_t));
     for (t = ib_thread_list; t != NULL; t = t->next) {
-        memset(t->counts, 0, words * sizeof(uint64_t));
+        ib_zero(t->counts, words * sizeof(uint64_t));
         t->used = t->counts == __instrbudget_thread_base;
     }
     ib_nthreads = 1;
@@ -668,15 +694,15 @@ static void ib_child_after_fork(void) {
     ib_now(now);
     for (i = 1; i < ib_nregions; i++) {
         ib_regions[i].count = 0;
-        memset(ib_regions[i].value, 0, sizeof ib_regions[i].value);
+        ib_zero(ib_regions[i].value, sizeof ib_regions[i].value);
     }
-    for (i = 0; i < ib_depth; i++) memcpy(ib_stack[i].start, now, sizeof now);
+    for (i = 0; i < ib_depth; i++) ib_copy(ib_stack[i].start, now, sizeof now);
     ib_nerrors = 0, ib_lost = 0;
-    memset(ib_path_self, 0, ib_npaths * sizeof ib_path_self[0]);
-    memcpy(ib_last, now, sizeof now);
+    ib_zero(ib_path_self, ib_npaths * sizeof ib_path_self[0]);
+    ib_copy(ib_last, now, sizeof now);
     if (ib_fn_calls != NULL) {
-        memset(ib_fn_calls, 0, n * sizeof(uint64_t));
-        memset(ib_fn_incl, 0, n * IB_CLOCKS * sizeof(uint64_t));
+        ib_zero(ib_fn_calls, n * sizeof(uint64_t));
+        ib_zero(ib_fn_incl, n * IB_CLOCKS * sizeof(uint64_t));
         for (i = 0; i < n; i++)
             if (ib_fn_active[i])
                 for (c = 0; c < IB_CLOCKS; c++) ib_fn_entry[i * IB_CLOCKS + c] = now[c];
@@ -898,13 +924,13 @@ __attribute__((constructor(101))) static void instrbudget_init(int argc, char **
     pthread_once(&ib_key_once, ib_key_make);
     __instrbudget_models_reset(0); /* a program: the models see the whole run */
     dump_path = getenv("INSTRBUDGET_COUNTS");
-    if (dump_path == NULL || dump_path[0] == '\0' || strlen(dump_path) >= sizeof ib_dump_path) {
+    if (dump_path == NULL || dump_path[0] == '\0' || ib_len(dump_path) >= sizeof ib_dump_path) {
         dump_path = NULL;
         return;
     }
     /* A copy of its own (a library host sets the variable anew for each library it loads);
      * programs this one execs or spawns do not inherit it. */
-    memcpy(ib_dump_path, dump_path, strlen(dump_path) + 1);
+    ib_copy(ib_dump_path, dump_path, ib_len(dump_path) + 1);
     dump_path = ib_dump_path;
     unsetenv("INSTRBUDGET_COUNTS");
     ib_pid = getpid();
@@ -916,7 +942,7 @@ __attribute__((constructor(101))) static void instrbudget_init(int argc, char **
     for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
         struct sigaction sa;
         struct sigaction old;
-        memset(&sa, 0, sizeof sa);
+        ib_zero(&sa, sizeof sa);
         sa.sa_sigaction = on_fatal;
         sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
         sigemptyset(&sa.sa_mask);
