@@ -407,7 +407,7 @@ class BudgetSession:
             )
             metrics.append(metric_result)
             if failing:
-                failures.append(_failure_text(metric_result, self.settings.root))
+                failures.append(_failure_text(metric_result, self.settings.root, cost.call_sites))
                 over = _headline(metric_result)
                 if over:
                     said += over
@@ -585,7 +585,9 @@ def _headline(m: MetricResult) -> list[str]:
     return out
 
 
-def _failure_text(m: MetricResult, root: Path) -> str:
+def _failure_text(
+    m: MetricResult, root: Path, call_sites: Mapping[str, Mapping[tuple[str, str], int]] | None = None
+) -> str:
     lines = []
     if m.status == OVER_LIMIT and m.limit is not None and m.value > m.limit:
         over = m.value - m.limit
@@ -634,6 +636,7 @@ def _failure_text(m: MetricResult, root: Path) -> str:
             lines += _rows([(names[name], f"{value:,}") for name, value in top])
         shown_function = top[0][0] if top else None
     lines.extend(_hot_lines(m, shown_function))
+    lines.extend(_project_calls(m, shown_function, root, call_sites or {}))
     lines.extend(_project_lines(m, shown_function, root))
     if (outside := m.outside_line()) is not None:
         lines += texttable.wrap(outside, LOG_WIDTH, indent="  ", subsequent="    ")
@@ -671,6 +674,43 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
         f"  hottest lines of {readable(function)}:",
         *_rows([(line_label(where), f"{value:,}") for where, value in rows]),
     ]
+
+
+def _project_calls(
+    m: MetricResult,
+    function: str | None,
+    root: Path,
+    call_sites: Mapping[str, Mapping[tuple[str, str], int]],
+    n: int = 5,
+) -> list[str]:
+    """Where the function whose lines a failure shows is library code, the project's own lines that
+    call it, or call the library functions that do (a ``strlen`` in a loop's condition), with the
+    calls each made: exact, from the block counts."""
+    rows = [where for f, where, _ in m.lines if f == function]
+    if function is None or not rows or not all(library_line(function, where, root) for where in rows):
+        return []
+    found: dict[tuple[str, str, str], int] = {}  # (caller, "file:line", callee) -> calls
+    reached, frontier = {function}, [function]
+    while frontier:
+        callee = frontier.pop()
+        for (caller, where), calls in call_sites.get(callee, {}).items():
+            if not library_line(caller, where, root):
+                found[(caller, where, callee)] = found.get((caller, where, callee), 0) + calls
+            elif caller not in reached:  # library code calling it: who calls that
+                reached.add(caller)
+                frontier.append(caller)
+    if not found:
+        return []
+    ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0][1], kv[0][0]))[:n]
+    names = readable_names([*(caller for (caller, _, _), _ in ranked), *(callee for (_, _, callee), _ in ranked)])
+    digits = max(len(f"{calls:,}") for _, calls in ranked)
+    shown = []
+    for (caller, where, callee), calls in ranked:
+        what = f"{calls:>{digits},} call{'' if calls == 1 else 's'}"
+        if callee != function:
+            what += f" of {names[callee]}"
+        shown.append((line_label(_relative(where, root)), f"{what}  {names[caller]}"))
+    return ["  calls of it from the project's own code:", *_rows(shown)]
 
 
 def _project_rows(ranked: Sequence[tuple[str, str, int]], root: Path, n: int = 5) -> list[list[object]]:

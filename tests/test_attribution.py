@@ -369,3 +369,73 @@ def test_diff_that_compared_nothing_fails(tmp_path: Path, capsys: pytest.Capture
     out, err = capsys.readouterr()
     assert out == "no differences\n"
     assert "1 test(s) only in" in err
+
+
+def test_calls_of_a_library_function_are_counted_per_line_of_the_caller(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """Which lines call strlen, and how often: exact from the block counts (its table keeps the
+    calls of the build's own functions with their lines), so a failure can name the loop condition
+    that made a program quadratic."""
+    from cbuild.build.blocks import BlockTable
+    from cbuild.models.costs import call_sites
+
+    source = write(
+        "calls.c",
+        "#include <stdio.h>\n"
+        "#include <string.h>\n"
+        "#include <stdlib.h>\n"
+        "int main(int argc, char **argv) {\n"
+        "    int n = atoi(argv[1]);\n"
+        "    char *s = malloc(n + 1);\n"
+        "    memset(s, 'a', n); s[n] = 0;\n"
+        "    size_t k = 0;\n"
+        "    for (size_t i = 0; i < strlen(s); i++) k += i;\n"
+        '    printf("%zu\\n", k + strlen(s));\n'
+        "    free(s);\n"
+        "    return 0;\n"
+        "}\n",
+    )
+    artifact = builder.build([source], options=BuildOptions(opt_level="0"))
+    assert any(block.calls_to for block in artifact.table().blocks)  # read from the table beside it
+    assert BlockTable.from_json(artifact.table().to_json()).blocks == artifact.table().blocks
+    for n in (10, 100):
+        result = run_program(artifact, [n])
+        assert result.counts is not None
+        sites = call_sites(result.counts)
+        strlen = {
+            (caller, where.rsplit("/", 1)[-1]): calls
+            for (caller, where), calls in sites["__instrbudget_libc_strlen"].items()
+        }
+        # The loop's condition, once per round and once more; the printf's argument, once.
+        assert strlen == {("main", "calls.c:9"): n + 1, ("main", "calls.c:10"): 1}
+        printf = {where.rsplit("/", 1)[-1]: calls for (_, where), calls in sites["__instrbudget_libc_printf"].items()}
+        assert printf == {"calls.c:10": 1}
+        # Inside the counted library: printf's own calls, at its own lines.
+        assert any(caller == "__instrbudget_libc_printf" for site in sites.values() for caller, _ in site)
+
+
+def test_a_failure_names_the_projects_lines_that_call_the_costly_library_function(tmp_path: Path) -> None:
+    """Direct calls and calls through other library functions (printf -> printf_core), most first."""
+    from pytest_instrbudget.results import MetricResult
+    from pytest_instrbudget.session import _project_calls
+
+    root = tmp_path
+    core = "__instrbudget_libc_printf_core"
+    m = MetricResult(
+        "ir_instructions", "max_instr", 10, 1, None, 0.0, "over limit", lines=[[core, "/lib/musl/vfprintf.c:169", 9]]
+    )
+    sites = {
+        core: {("__instrbudget_libc_vfprintf", "/lib/musl/src/stdio/vfprintf.c:700"): 7},
+        "__instrbudget_libc_vfprintf": {
+            ("__instrbudget_libc_printf", "/lib/musl/src/stdio/printf.c:9"): 5,
+            ("__instrbudget_libc_fprintf", "/lib/musl/src/stdio/fprintf.c:9"): 2,
+        },
+        "__instrbudget_libc_printf": {("main", f"{root}/src/app.c:12"): 5},
+        "__instrbudget_libc_fprintf": {("report", f"{root}/src/app.c:30"): 1, ("main", f"{root}/src/app.c:14"): 1},
+    }
+    assert _project_calls(m, core, root, sites) == [
+        "  calls of it from the project's own code:",
+        "    src/app.c:12  5 calls of printf [libc]  main",
+        "    src/app.c:14  1 call of fprintf [libc]  main",
+        "    src/app.c:30  1 call of fprintf [libc]  report",
+    ]
+    assert _project_calls(m, "main", root, sites) == []  # the project's own function: its lines say it

@@ -108,6 +108,9 @@ class Block:
     #: Calls of functions outside the build (the host's libraries), whose work is not counted:
     #: (function, call sites in this block).
     outside: tuple[tuple[str, int], ...] = ()
+    #: Direct calls of functions the build defines (its own, the counted libraries'):
+    #: (callee, file, line of the call, call sites there in this block).
+    calls_to: tuple[tuple[str, str, int, int], ...] = ()
 
 
 @dataclass
@@ -154,16 +157,26 @@ class BlockTable:
         rows = []
         lines = []
         calls = []
+        direct = []
         for b in self.blocks:
             fi = functions.setdefault(b.function, len(functions))
             si = files.setdefault(b.file, len(files))
             rows.append([fi, b.size, si, b.line])
             lines.append([x for f, n, c in b.lines for x in (files.setdefault(f, len(files)), n, c)])
             calls.append([x for f, n in b.outside for x in (outside.setdefault(f, len(outside)), n)])
+            direct.append(
+                [
+                    x
+                    for callee, file, line, n in b.calls_to
+                    for x in (functions.setdefault(callee, len(functions)), files.setdefault(file, len(files)), line, n)
+                ]
+            )
         doc: dict[str, Any] = {"functions": list(functions), "files": list(files), "blocks": rows, "lines": lines}
         if outside:
             doc["outside"] = list(outside)
             doc["outside_calls"] = calls
+        if any(direct):
+            doc["calls_to"] = direct
         doc["counters"] = self.counters
         if self.derive is not None:
             doc["derive"] = [[x for pair in terms for x in pair] for terms in self.derive]
@@ -176,6 +189,7 @@ class BlockTable:
         per_line = doc.get("lines") or [[] for _ in doc["blocks"]]
         outside = doc.get("outside", [])
         per_call = doc.get("outside_calls") or [[] for _ in doc["blocks"]]
+        per_callee = doc.get("calls_to") or [[] for _ in doc["blocks"]]
         blocks = [
             Block(
                 functions[f],
@@ -184,8 +198,9 @@ class BlockTable:
                 line,
                 tuple((files[flat[i]], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)),
                 tuple((outside[calls[i]], calls[i + 1]) for i in range(0, len(calls), 2)),
+                tuple((functions[to[i]], files[to[i + 1]], to[i + 2], to[i + 3]) for i in range(0, len(to), 4)),
             )
-            for (f, size, s, line), flat, calls in zip(doc["blocks"], per_line, per_call, strict=True)
+            for (f, size, s, line), flat, calls, to in zip(doc["blocks"], per_line, per_call, per_callee, strict=True)
         ]
         derive = None
         if "derive" in doc:
@@ -228,6 +243,8 @@ class ParsedBlock:
     located: list[int | None] = field(default_factory=list)
     #: Functions outside the module it calls -> call sites.
     outside: dict[str, int] = field(default_factory=dict)
+    #: Functions of the module it calls directly, and where (the call's debug location) -> sites.
+    calls_to: dict[tuple[str, int | None], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -254,7 +271,12 @@ class ParsedModule:
                 where = self.locations.get(dbg, (file, line)) if dbg is not None else (file, line)
                 per_line[where] = per_line.get(where, 0) + 1
             lines = tuple((f, n, c) for (f, n), c in per_line.items())
-            out.append(Block(b.function, b.size, file, line, lines, tuple(sorted(b.outside.items()))))
+            calls: dict[tuple[str, str, int], int] = {}
+            for (callee, dbg), sites in b.calls_to.items():
+                f, n = self.locations.get(dbg, (file, line)) if dbg is not None else (file, line)
+                calls[(callee, f, n)] = calls.get((callee, f, n), 0) + sites
+            calls_to = tuple((callee, f, n, c) for (callee, f, n), c in sorted(calls.items()))
+            out.append(Block(b.function, b.size, file, line, lines, tuple(sorted(b.outside.items())), calls_to))
         return BlockTable(out)
 
 
@@ -388,6 +410,10 @@ def parse_module(text: str) -> ParsedModule:
                 name = _unquote(callee.group(1)) if callee else ""
                 if name in declared and not name.startswith(_NOT_OUTSIDE):
                     current.outside[name] = current.outside.get(name, 0) + 1
+                elif name and name not in declared:  # defined here: its callers are told apart
+                    at = _DBG_REF.search(line)
+                    key = (name, int(at.group(1)) if at else None)
+                    current.calls_to[key] = current.calls_to.get(key, 0) + 1
             if in_leading and not _LEADING.match(line):
                 current.insert_at = index
                 in_leading = False

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cbuild.build.blocks import BlockTable
 from cbuild.build.demangle import LIBC_PREFIX
@@ -126,7 +126,10 @@ def enclosing_function(table: BlockTable, file: str, line: int) -> str | None:
     return min(candidates)[1] if candidates else None
 
 
-def _merged(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+K = TypeVar("K")
+
+
+def _merged(a: Mapping[K, int], b: Mapping[K, int]) -> dict[K, int]:
     out = dict(a)
     for key, value in b.items():
         out[key] = out.get(key, 0) + value
@@ -153,6 +156,9 @@ class Cost:
     #: Calls of functions outside the build (the host's libraries: printf, write), whose own
     #: work is not in the cost: function -> calls (the instruction count's only).
     outside_calls: dict[str, int] = field(default_factory=dict)
+    #: Calls of the build's own functions by where they were made (the instruction count's only):
+    #: callee -> {(calling function, "file:line"): calls}.
+    call_sites: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict)
 
     def __add__(self, other: Cost) -> Cost:
         if other.metric != self.metric:
@@ -160,6 +166,9 @@ class Cost:
         lines = {f: dict(v) for f, v in self.lines.items()}
         for function, per_line in other.lines.items():
             lines[function] = _merged(lines.get(function, {}), per_line)
+        sites = {f: dict(v) for f, v in self.call_sites.items()}
+        for callee, per_site in other.call_sites.items():
+            sites[callee] = _merged(sites.get(callee, {}), per_site)
         return Cost(
             self.metric,
             self.total + other.total,
@@ -170,6 +179,7 @@ class Cost:
             _merged(self.calls, other.calls),
             _merged(self.stacks, other.stacks),
             _merged(self.outside_calls, other.outside_calls),
+            sites,
         )
 
     def top_lines(self, n: int | None = 5, function: str | None = None) -> list[tuple[str, str, int]]:
@@ -273,6 +283,18 @@ def outside_calls(counts: BlockCounts) -> dict[str, int]:
         if count:
             for name, sites in block.outside:
                 out[name] = out.get(name, 0) + sites * count
+    return out
+
+
+def call_sites(counts: BlockCounts) -> dict[str, dict[tuple[str, str], int]]:
+    """Executed calls of the build's own functions: callee -> {(caller, "file:line"): calls}."""
+    out: dict[str, dict[tuple[str, str], int]] = {}
+    for block, count in zip(counts.table.blocks, counts.counts, strict=True):
+        if count:
+            for callee, file, line, sites in block.calls_to:
+                per_site = out.setdefault(callee, {})
+                key = (block.function, f"{file}:{line}")
+                per_site[key] = per_site.get(key, 0) + sites * count
     return out
 
 

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from cbuild.models.base import CostModel, evaluated
-from cbuild.models.costs import BlockCounts, Cost, line_costs, outside_calls
+from cbuild.models.costs import BlockCounts, Cost, call_sites, line_costs, outside_calls
 
 #: The metric whose cost is known per IR instruction, hence per source line.
 LINE_METRIC = "ir_instructions"
@@ -31,7 +31,9 @@ def attributed(models: Sequence[CostModel], counts: Sequence[BlockCounts]) -> di
                         stacks={";".join(path): v for path, v in c.profile.stacks(cost.metric).items()},
                     )
                 if cost.metric == LINE_METRIC:
-                    cost = dataclasses.replace(cost, lines=line_costs(c), outside_calls=outside_calls(c))
+                    cost = dataclasses.replace(
+                        cost, lines=line_costs(c), outside_calls=outside_calls(c), call_sites=call_sites(c)
+                    )
                 out[cost.metric] = out[cost.metric] + cost if cost.metric in out else cost
     for model in models:
         for metric in model.metrics:
