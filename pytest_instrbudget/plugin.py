@@ -19,6 +19,7 @@ from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, default_registry
 from cbuild.models.costs import Cost
 from cbuild.report.outputs import write_output
+from cbuild.report.snapshot import DEFAULT_PATH
 from cbuild.run.hosts import HostPool, guard_library
 from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
 from pytest_instrbudget import profiles, report
@@ -190,6 +191,12 @@ def pytest_configure(config: pytest.Config) -> None:
                     f"--instrbudget-baseline={chosen}: no such file ({settings.baseline}); "
                     "--instrbudget-update records one there"
                 )
+        elif not run.update and settings.baseline != settings.root / DEFAULT_PATH and not settings.baseline.exists():
+            # A misspelt baseline = "..." compared nothing and reported every test new.
+            raise ConfigError(
+                f"[tool.instrbudget] baseline = {os.path.relpath(settings.baseline, settings.root)!r}: no such "
+                f"file ({settings.baseline}); --instrbudget-update records one there"
+            )
         for name in run.models:
             registry.model_class(name)
         note = None

@@ -535,7 +535,8 @@ def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Py
                 "configuration file that makes*the rootdir (pytest.ini, tox.ini, setup.cfg)"
             ]
         )
-    assert pytester.runpytest(f"--rootdir={pytester.path}", "qa").ret == pytest.ExitCode.OK
+    # (The configured baseline does not exist yet: only an update may start it.)
+    assert pytester.runpytest(f"--rootdir={pytester.path}", "qa", "--instrbudget-update").ret == pytest.ExitCode.OK
     # A package with a pyproject.toml of its own (a monorepo's) is a project of its own; and a
     # pyproject.toml above that cannot be read is nobody's concern here.
     (tests / "pytest.ini").unlink()
@@ -1104,6 +1105,22 @@ def test_plugin_second_baseline_file_from_the_command_line(project: pytest.Pytes
             "--instrbudget-update records one there"
         ]
     )
+    # So did a misspelt path in [tool.instrbudget] (the default path, not yet written, is a first run).
+    pyproject = project.path / "pyproject.toml"
+    table = pyproject.read_text()
+    pyproject.write_text(table.replace("[tool.instrbudget]\n", "[tool.instrbudget]\nbaseline = 'configs/slwo.json'\n"))
+    assert "slwo" in pyproject.read_text()
+    result, _ = results(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"*[[]tool.instrbudget[]] baseline = 'configs/slwo.json': no such file "
+            f"({project.path / 'configs' / 'slwo.json'}); --instrbudget-update records one there"
+        ]
+    )
+    result, _ = results(project, "--instrbudget-update")
+    result.assert_outcomes(passed=3)
+    assert (project.path / "configs" / "slwo.json").is_file()
 
 
 @pytest.mark.parametrize(
