@@ -287,7 +287,10 @@ def _table(path: Path) -> Mapping[str, Any] | None:
     if not isinstance(tool, dict):
         return None
     if "instrbudget" not in tool:
-        close = difflib.get_close_matches("instrbudget", [k for k in tool if isinstance(k, str)], n=1, cutoff=0.8)
+        names = [k for k in tool if isinstance(k, str)]
+        # The distribution's name (pytest-instrbudget) as the table's, or a near miss of the table's.
+        close = [k for k in names if k.lower().replace("_", "-") == "pytest-instrbudget"]
+        close = close or difflib.get_close_matches("instrbudget", names, n=1, cutoff=0.8)
         if close:
             raise ConfigError(
                 f"{path}: [tool.{close[0]}] is not read by pytest-instrbudget (did you mean [tool.instrbudget]?)"

@@ -570,16 +570,15 @@ def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Py
     assert pytester.runpytest("qa").ret == pytest.ExitCode.OK
 
 
-def test_plugin_misspelt_table_name_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    pytester.makepyprojecttoml("[tool.instrbudgets]\ntolerance = 5\n")
+@pytest.mark.parametrize("name", ["instrbudgets", "pytest-instrbudget", "pytest_instrbudget"])
+def test_plugin_misspelt_table_name_is_a_usage_error(pytester: pytest.Pytester, name: str) -> None:
+    # The distribution's own name, as some plugins name their tables, was read by nobody.
+    pytester.makepyprojecttoml(f"[tool.{name}]\ntolerance = 5\n")
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [
-            "*pyproject.toml: [[]tool.instrbudgets] is not read by pytest-instrbudget "
-            "(did you mean [[]tool.instrbudget]?)"
-        ],
+        [f"*pyproject.toml: [[]tool.{name}] is not read by pytest-instrbudget (did you mean [[]tool.instrbudget]?)"],
     )
 
 
