@@ -40,9 +40,14 @@ def registered_markers(config: pytest.Config) -> frozenset[str]:
 
 def misspelt_marker(item: pytest.Item, registered: frozenset[str]) -> str | None:
     """An error for a marker of ``item`` that is not ``registered`` and reads like ``budget``
-    (``@pytest.mark.budgte``): pytest would only warn, and the test would run without its limits."""
+    (``@pytest.mark.budgte``, ``@pytest.mark.instrbudget``) or sets a budget's limit
+    (``@pytest.mark.limit(max_instr=100)``): pytest would only warn, and the test would run without
+    its limits."""
     for mark in item.iter_markers():
-        if mark.name not in registered and difflib.get_close_matches(mark.name, ["budget"], n=1, cutoff=0.75):
+        if mark.name in registered:
+            continue
+        limits = any(k.startswith(("max_", STOP_AT)) for k in mark.kwargs)
+        if limits or "budget" in mark.name.lower() or difflib.get_close_matches(mark.name, ["budget"], 1, 0.75):
             return (
                 f"{item.nodeid}: @pytest.mark.{mark.name} is not a marker pytest knows (did you mean "
                 "@pytest.mark.budget?): the test would run without its limits"

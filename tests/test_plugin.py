@@ -613,6 +613,15 @@ def test_plugin_a_misspelt_budget_marker_is_an_error_not_a_test_without_limits(p
     assert "budgets" not in result.stderr.str()
     pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.budgets\ndef test_y():\n    pass\n")
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    # The plugin's name as the marker's, or another name with a budget's limits, ran without them too.
+    for mark in ("instrbudget(max_instr=100)", "perf_budget(tolerance=5)", "limit(max_instr=100)", "cap(stop_at=9)"):
+        pytester.makepyfile(test_x=f"import pytest\n\n@pytest.mark.{mark}\ndef test_x():\n    pass\n")
+        result = pytester.runpytest("-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, mark
+        name = mark.split("(")[0]
+        result.stderr.fnmatch_lines([f"*test_x.py::test_x: @pytest.mark.{name} is not a marker pytest knows*"])
+    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.slow(reason='x')\ndef test_x():\n    pass\n")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)  # other markers are pytest's business
 
 
 def test_plugin_json_to_stdout_starts_on_a_line_of_its_own(project: pytest.Pytester) -> None:
