@@ -365,6 +365,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     finally:
         # Measured even when the test fails, so its cost shows in the summary.
         counts, lost = meter.stop(completed)
+        body_completed = completed
         # Counts a crashed library process took with it leave the measurement incomplete.
         completed = completed and not lost
         # A test that finished having run none of its builds' code measured nothing: its limits
@@ -416,6 +417,15 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         )
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
+    if body_completed and lost and item.stash.get(BUDGET, None) is not None:
+        # The test caught a library's death (a timeout, a crash, a cut-off it swallowed): what the
+        # library would have counted is unknown, so the budget was not checked.
+        pytest.fail(
+            f"instrbudget: the test passed, but its counts are incomplete ({'; '.join(lost)}): the test caught "
+            "what ended the library's process, and what it would have counted is unknown, so "
+            "@pytest.mark.budget was not checked. Test the failure in a test without a budget.",
+            pytrace=False,
+        )
     if not anything:
         if meter.fixture:
             _fail_unmeasured(

@@ -213,3 +213,57 @@ def test_probe(cbuild):
         (test,) = json.loads(out.read_text())["tests"].values()
         totals.append(test["metrics"])
     assert totals[0] == totals[1] == totals[2]
+
+
+def test_a_budgeted_test_that_catches_its_librarys_death_fails(pytester: pytest.Pytester) -> None:
+    """A timeout, a crash or a cut-off the test caught left the counts incomplete (status error), and
+    the test passed: its budget was never checked. A test without a budget may catch them."""
+    pytester.makefile(
+        ".c",
+        dies="""
+#include <stdint.h>
+#include <unistd.h>
+volatile int64_t sink;
+int64_t spin(void) { for (;;) sink++; }
+int64_t work(int64_t n) { int64_t s = 0; for (int64_t i = 0; i < n; i++) { s += i; sink = s; } return s; }
+int die(int64_t n) { work(n); _exit(3); }
+""",
+    )
+    pytester.makepyfile(
+        test_dies="""
+import pytest
+
+@pytest.mark.budget(max_instr=10_000_000, timeout=2)
+def test_timeout(cbuild):
+    with pytest.raises(cbuild.LibraryTimeout):
+        cbuild.library("dies.c").spin()
+
+@pytest.mark.budget(max_instr=10_000_000)
+def test_exit(cbuild):
+    with pytest.raises(cbuild.LibraryCrashed):
+        cbuild.library("dies.c").die(10)
+
+@pytest.mark.budget(max_instr=1_000, stop_at="10x")
+def test_stop_swallowed(cbuild):
+    try:
+        cbuild.library("dies.c").work(1_000_000)
+    except Exception:
+        pass
+
+def test_unbudgeted(cbuild):
+    with pytest.raises(cbuild.LibraryCrashed):
+        cbuild.library("dies.c").die(10)
+"""
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\ntimeout = 2\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=3, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*instrbudget: the test passed, but its counts are incomplete (dies.c: spin() ran past its 2 s timeout)*"
+            "@pytest.mark.budget was not checked*",
+            "*instrbudget: the test passed, but its counts are incomplete (dies.c: die() called _exit(3))*",
+            "*instrbudget: the test passed, but its counts are incomplete (dies.c: work() was stopped at its cut-off)*",
+        ],
+        consecutive=False,
+    )
