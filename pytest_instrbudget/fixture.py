@@ -79,6 +79,8 @@ class Program:
         self._models = models
         self._timeout = timeout
         self._table = artifact.table()
+        #: False once the fixture that made it has ended: its runs would be measured for nobody.
+        self.open = True
 
     def run(
         self,
@@ -91,6 +93,12 @@ class Program:
     ) -> ProgramRun:
         """Run with ``args`` and ``input`` on stdin, in ``cwd`` (relative to the test file, as the
         sources are; None: pytest's working directory); a crash or timeout raises with stderr."""
+        if not self.open:
+            raise CBuildError(
+                f"this program ({self.artifact.name}) was made by the cbuild fixture of a test that has ended, "
+                "so its runs would be measured for no test; call cbuild.program(...) in the test that runs it "
+                "(its build is cached: the same sources and options cost nothing the second time)"
+            )
         data = input.encode() if isinstance(input, str) else input
         self._meter.add_artifact(self.artifact)
         # The engine's warnings (a RISC-V run that differs from the native one) point at the test's line.
@@ -201,11 +209,14 @@ class CBuild:
         self._host: HostProcess | None = None
         self._timeout = timeout
         self._libraries: list[Library] = []
+        self._programs: list[Program] = []
 
     def close(self) -> None:
         """Free this test's libraries (their RISC-V builds' workers go to the next test) and end
         its library process."""
         libraries, self._libraries = self._libraries, []
+        for program in self._programs:
+            program.open = False
         try:
             for library in libraries:
                 library.close()
@@ -356,7 +367,9 @@ class CBuild:
             _all(paths, sources, exclude), "program", include_dirs, defines, cflags, cxxflags, ldflags, opt_level,
             compile_commands=compile_commands, targets=targets, models=chosen, assertions=assertions,
         )  # fmt: skip
-        return Program(artifact, self._meter, chosen, self._call_timeout(timeout), self._base)
+        program = Program(artifact, self._meter, chosen, self._call_timeout(timeout), self._base)
+        self._programs.append(program)
+        return program
 
     def extension(
         self,

@@ -1430,3 +1430,30 @@ def test_width(cbuild):
             " at byte 0 (b'4\\n' against b'8\\n')*"
         ]
     )
+
+
+def test_plugin_a_program_kept_past_its_test_is_refused_not_measured_for_nobody(pytester: pytest.Pytester) -> None:
+    """A program cached in a module-level dict by one test and run by the next: its runs went to the
+    first test's ended measurement, and the second passed its budget without them."""
+    pytester.makefile(
+        ".c", prog="int main(void) { volatile long s = 0; for (long i = 0; i < 100000; i++) s += i; return 0; }\n"
+    )
+    pytester.makepyfile(
+        test_kept="""
+import pytest
+
+KEPT = {}
+
+def test_first(cbuild):
+    KEPT["prog"] = cbuild.program("prog.c")
+
+@pytest.mark.budget(max_instr=100)
+def test_second(cbuild):
+    KEPT["prog"].run()
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*CBuildError: this program (prog.c) was made by the cbuild fixture of a test that has ended*"]
+    )
