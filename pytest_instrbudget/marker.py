@@ -44,15 +44,21 @@ def misspelt_marker(item: pytest.Item, registered: frozenset[str]) -> str | None
     (``@pytest.mark.limit(max_instr=100)``): pytest would only warn, and the test would run without
     its limits."""
     for mark in item.iter_markers():
-        if mark.name in registered:
-            continue
-        limits = any(k.startswith(("max_", STOP_AT)) for k in mark.kwargs)
-        if limits or "budget" in mark.name.lower() or difflib.get_close_matches(mark.name, ["budget"], 1, 0.75):
+        if mark.name != MARKER and mark.name not in registered and budget_like(mark):
             return (
                 f"{item.nodeid}: @pytest.mark.{mark.name} is not a marker pytest knows (did you mean "
                 "@pytest.mark.budget?): the test would run without its limits"
             )
     return None
+
+
+def budget_like(mark: pytest.Mark) -> bool:
+    """Whether ``mark`` is the budget marker, reads like it, or sets a budget's limits."""
+    if mark.name == MARKER or "budget" in mark.name.lower():
+        return True
+    return any(k.startswith(("max_", STOP_AT)) for k in mark.kwargs) or bool(
+        difflib.get_close_matches(mark.name, [MARKER], 1, 0.75)
+    )
 
 
 def stop_keyword(metric_keyword: str) -> str:

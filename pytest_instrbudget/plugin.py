@@ -25,7 +25,7 @@ from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
 from pytest_instrbudget import profiles, report
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.fixture import CBuild
-from pytest_instrbudget.marker import MARKER_HELP, Budget, misspelt_marker, registered_markers
+from pytest_instrbudget.marker import MARKER_HELP, Budget, budget_like, misspelt_marker, registered_markers
 from pytest_instrbudget.measure import Meter, measure
 from pytest_instrbudget.report import REPORTS
 from pytest_instrbudget.results import TestResult
@@ -36,7 +36,9 @@ OUTCOME = pytest.StashKey[Outcome]()
 METER = pytest.StashKey[Meter]()
 BUDGET = pytest.StashKey["Budget | None"]()
 #: Why a test's marker is not valid in this run (an error if the test is selected).
-BUDGET_ERROR = pytest.StashKey[str]()
+BUDGET_ERROR = pytest.StashKey[str | None]()
+#: The item's markers when its budget was read (:func:`_budget_marks`).
+BUDGET_MARKS = pytest.StashKey[str]()
 #: The test's metrics against its limits and the baseline.
 RESULT = pytest.StashKey[TestResult]()
 HOSTS = pytest.StashKey[HostPool]()
@@ -261,24 +263,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session.collected.update(item.nodeid for item in items)
     registered = registered_markers(config)
     for item in items:
-        misspelt = misspelt_marker(item, registered)
-        if misspelt is not None:
-            item.stash[BUDGET_ERROR] = misspelt
-            continue
-        try:
-            budget = item.stash[BUDGET] = Budget.from_item(
-                item, session.models, session.all_keywords, choose=session.choose
-            )
-            session.check_cutoff(item.nodeid, budget)
-        except ConfigError as exc:
-            item.stash[BUDGET_ERROR] = str(exc)  # an error if the test is selected (after deselection)
+        _read_budget(item, session, registered)
+
+
+def _read_budget(item: pytest.Item, session: BudgetSession, registered: frozenset[str]) -> None:
+    """The item's budget (``BUDGET``), or why its markers are not valid (``BUDGET_ERROR``)."""
+    item.stash[BUDGET_MARKS] = _budget_marks(item)
+    item.stash[BUDGET_ERROR] = None
+    misspelt = misspelt_marker(item, registered)
+    if misspelt is not None:
+        item.stash[BUDGET_ERROR] = misspelt
+        return
+    try:
+        budget = item.stash[BUDGET] = Budget.from_item(
+            item, session.models, session.all_keywords, choose=session.choose
+        )
+        session.check_cutoff(item.nodeid, budget)
+    except ConfigError as exc:
+        item.stash[BUDGET_ERROR] = str(exc)  # an error if the test is selected (after deselection)
+
+
+def _budget_marks(item: pytest.Item) -> str:
+    """What the item's markers say, as far as its budget goes (a misspelt one too), to notice
+    those a conftest hook or a fixture adds later."""
+    return repr([(m.name, m.args, sorted(m.kwargs.items(), key=str)) for m in item.iter_markers() if budget_like(m)])
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after -k/-m deselect
 def pytest_collection_modifyitems_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A marker that is not valid in this run is an error where its test is to run: a test that
     ``-k`` or ``-m`` leaves out (a marker of a model this run's ``--instrbudget-model`` leaves out,
-    say) does not stop the others. All of them are said at once, so one run shows what to fix."""
+    say) does not stop the others. All of them are said at once, so one run shows what to fix.
+    Markers a conftest's ``pytest_collection_modifyitems`` added since they were first read count."""
+    session = config.stash[SESSION]
+    registered = registered_markers(config)
+    for item in items:
+        if item.stash.get(BUDGET_MARKS, None) != _budget_marks(item):
+            _read_budget(item, session, registered)
     errors = [error for item in items if (error := item.stash.get(BUDGET_ERROR, None)) is not None]
     if len(errors) == 1:
         raise pytest.UsageError(f"instrbudget: {errors[0]}")
@@ -350,6 +371,14 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     session = item.config.stash[SESSION]
     if session.run.disable:
         return (yield)
+    if BUDGET_MARKS in item.stash and item.stash[BUDGET_MARKS] != _budget_marks(item):
+        # A fixture's request.node.add_marker(...): the budget was read, and the build set up, before it.
+        pytest.fail(
+            "instrbudget: a marker was added to the test while it was set up (by a fixture); its budget "
+            "was read as the tests were collected, and would not be checked. Add it with a decorator, "
+            "pytestmark, or a conftest's pytest_collection_modifyitems",
+            pytrace=False,
+        )
     # Set up already where the test names the fixture; here for one that may ask for it while it
     # runs (``request.getfixturevalue("cbuild")``), which then measures from its set-up.
     meter = item.stash.setdefault(METER, Meter())

@@ -1457,3 +1457,51 @@ def test_second(cbuild):
     result.stdout.fnmatch_lines(
         ["*CBuildError: this program (prog.c) was made by the cbuild fixture of a test that has ended*"]
     )
+
+
+def test_plugin_budget_markers_a_conftest_adds_are_read(pytester: pytest.Pytester) -> None:
+    """A marker added by a conftest's pytest_collection_modifyitems (after the plugin read the
+    markers) was left out, the test passing without its limit; one a fixture adds while the test
+    is set up, after its build was set up, fails the test instead of going unchecked."""
+    pytester.makefile(
+        ".c", prog="int main(void) { volatile long s = 0; for (long i = 0; i < 1000; i++) s += i; return 0; }\n"
+    )
+    pytester.makeconftest(
+        """
+import pytest
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "collected" in item.name:
+            item.add_marker(pytest.mark.budget(max_instr=100))
+
+@pytest.fixture
+def late(request):
+    request.node.add_marker(pytest.mark.budget(max_instr=100))
+
+@pytest.fixture
+def expected_failure(request):
+    request.applymarker(pytest.mark.xfail(reason="known", strict=True))
+"""
+    )
+    pytester.makepyfile(
+        test_marks="""
+def test_collected(cbuild):
+    cbuild.program("prog.c").run()
+
+def test_fixture(late, cbuild):
+    cbuild.program("prog.c").run()
+
+def test_other_markers_are_pytests_business(expected_failure, cbuild):
+    cbuild.program("prog.c").run()
+    assert False
+"""
+    )
+    for workers in ([], ["-n", "2"]):
+        result = pytester.runpytest("-p", "no:cacheprovider", *workers)
+        result.assert_outcomes(failed=2, xfailed=1)
+        for line in (  # in either order: under xdist, as the workers finish
+            "*ir_instructions: * exceeds max_instr=100*",
+            "*instrbudget: a marker was added to the test while it was set up (by a fixture)*",
+        ):
+            result.stdout.fnmatch_lines([line])
