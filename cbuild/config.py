@@ -261,6 +261,30 @@ def unread_table(rootdir: Path) -> str | None:
     )
 
 
+def table_below(rootdir: Path, directory: Path) -> str | None:
+    """Where a pyproject.toml with ``[tool.instrbudget]`` lies between ``directory`` (a test's) and
+    ``rootdir``, below the rootdir: what to say if a test there builds C code or has a budget (this
+    run reads the rootdir's settings and baseline, not those); else None."""
+    if directory == rootdir or not directory.is_relative_to(rootdir):
+        return None
+    for candidate in (directory, *directory.parents):
+        if candidate == rootdir:
+            return None
+        path = candidate / "pyproject.toml"
+        try:
+            if _table(path) is None:
+                continue
+        except (ConfigError, OSError, UnicodeDecodeError):
+            continue
+        return (
+            f"[tool.instrbudget] is in {path}, below pytest's rootdir {rootdir}, whose settings and "
+            f"baseline this run reads instead: that table, and the baseline it names, would be left out. "
+            f"Run pytest with --rootdir={candidate} (or from {candidate}, if no configuration file above makes "
+            f"another rootdir), or move the table into {rootdir}'s configuration"
+        )
+    return None
+
+
 def _table_above(rootdir: Path) -> Path | None:
     """The nearest pyproject.toml above ``rootdir`` with ``[tool.instrbudget]`` (one that cannot be
     read belongs to no run of this project's, and is left alone)."""

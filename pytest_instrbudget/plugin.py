@@ -323,14 +323,17 @@ def _test_models(item: pytest.Item, session: BudgetSession) -> list[CostModel]:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test with a budget, or one that builds C code, under a rootdir whose pyproject.toml leaves
-    the project's settings and baseline out (config.unread_table) fails saying so (a usage error
-    would be lost under pytest-xdist, whose workers collect)."""
+    """A test with a budget, or one that builds C code, where this run leaves the project's settings
+    and baseline out (a rootdir whose pyproject.toml has no table under one above that has it, or a
+    table between the rootdir and the test) fails saying so (a usage error would be lost under
+    pytest-xdist, whose workers collect)."""
     session = item.config.stash.get(SESSION, None)
-    unread = session.unread_table if session is not None else None
-    if unread is not None and (
+    if session is None or not (
         item.get_closest_marker("budget") is not None or "cbuild" in getattr(item, "fixturenames", ())
     ):
+        return
+    unread = session.unread_settings(item.path.parent)
+    if unread is not None:
         pytest.fail(f"instrbudget: {unread}", pytrace=False)
 
 
@@ -339,8 +342,9 @@ def cbuild(request: pytest.FixtureRequest) -> Iterator[CBuild]:
     """Build C/C++ sources (relative to the test file) into measured libraries and programs."""
     session = request.config.stash[SESSION]
     assert session.builder is not None
-    if session.unread_table is not None:  # asked for while the test runs (request.getfixturevalue)
-        pytest.fail(f"instrbudget: {session.unread_table}", pytrace=False)
+    unread = session.unread_settings(request.node.path.parent)
+    if unread is not None:  # asked for while the test runs (request.getfixturevalue)
+        pytest.fail(f"instrbudget: {unread}", pytrace=False)
     meter = request.node.stash.setdefault(METER, Meter())
     meter.fixture = True
     budget = request.node.stash.get(BUDGET, None)

@@ -12,7 +12,7 @@ from pathlib import Path
 from cbuild.build import cpu, eviction
 from cbuild.build.builder import Builder, model_build_flags
 from cbuild.build.demangle import readable, readable_names
-from cbuild.config import ConfigError, Settings
+from cbuild.config import ConfigError, Settings, table_below
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, ModelError, ModelRegistry
 from cbuild.models.costs import Cost, Unavailability, library_line, line_label
@@ -132,6 +132,7 @@ class BudgetSession:
         self.baseline_note: str | None = None
         #: What to say if a test of the run uses the plugin (config.unread_table), or None.
         self.unread_table: str | None = None
+        self._unread_below: dict[Path, str | None] = {}
         self.results: dict[str, TestResult] = {}
         #: What pytest said of each test that builds or has a budget (measured or not): its outcome
         #: (``passed``, ``xfailed``, ``skipped``, ...) and the reason of a skip or xfail.
@@ -279,6 +280,16 @@ class BudgetSession:
             stops[headline.name] = math.ceil(base * factor)
             labels[headline.name] = f"cutoff = {factor:g}x {what}"
         return stops, labels
+
+    def unread_settings(self, directory: Path) -> str | None:
+        """What to say if a test in ``directory`` uses the plugin while the project's settings and
+        baseline are left out: above the rootdir (:func:`~cbuild.config.unread_table`) or below it,
+        between it and the test (:func:`~cbuild.config.table_below`); else None."""
+        if self.unread_table is not None:
+            return self.unread_table
+        if directory not in self._unread_below:
+            self._unread_below[directory] = table_below(self.settings.root, directory)
+        return self._unread_below[directory]
 
     def evaluate(
         self,

@@ -570,6 +570,36 @@ def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Py
     assert pytester.runpytest("qa").ret == pytest.ExitCode.OK
 
 
+def test_plugin_settings_below_the_rootdir_fail_the_tests_beneath_them(pytester: pytest.Pytester) -> None:
+    """A repository's pytest.ini makes its top the rootdir, and a sub-project's pyproject.toml holds
+    [tool.instrbudget] and names its committed baseline (an audit): the run read neither, every
+    test "new", the run green. Each test beneath that file that builds or has a budget fails."""
+    pytester.makeini("[pytest]\n")
+    sub = pytester.mkdir("sub")
+    (sub / "pyproject.toml").write_text("[tool.instrbudget]\nopt_level = '1'\n")
+    tests = sub / "tests"
+    tests.mkdir()
+    (tests / "test_sub.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.budget(max_instr=10)\ndef test_b():\n    pass\n"
+        "def test_c(cbuild):\n    pass\n"
+        "def test_plain():\n    pass\n"
+    )
+    (pytester.path / "test_top.py").write_text("def test_top(cbuild):\n    pass\n")
+    for args in ([], ["-p", "xdist", "-n", "2"]):
+        result = pytester.runpytest("-p", "no:cacheprovider", *args)
+        result.assert_outcomes(passed=2, errors=2)  # set-up fails them; the top's test is the rootdir project's
+        result.stdout.fnmatch_lines(
+            [
+                f"*instrbudget: [[]tool.instrbudget] is in {sub / 'pyproject.toml'}, below pytest's rootdir "
+                f"{pytester.path}, whose settings and baseline this run reads instead: *Run pytest with "
+                f"--rootdir={sub} (or from {sub}, *), or move the table into {pytester.path}'s configuration"
+            ]
+        )
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--rootdir={sub}", str(tests))
+    result.assert_outcomes(passed=2, failed=1)  # test_b measured nothing: its limit fails it, as it should
+
+
 @pytest.mark.parametrize("name", ["instrbudgets", "pytest-instrbudget", "pytest_instrbudget"])
 def test_plugin_misspelt_table_name_is_a_usage_error(pytester: pytest.Pytester, name: str) -> None:
     # The distribution's own name, as some plugins name their tables, was read by nobody.
