@@ -702,6 +702,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     outcome = config.stash.get(OUTCOME, Outcome())
     if budget.run.disable:  # nothing measured; an output it could not write still says why the run failed
+        if budget.outcomes:  # set in addopts, it would pass a CI job without a word at the end
+            terminalreporter.write_line(
+                f"instrbudget: measuring disabled (--instrbudget-disable): {len(budget.outcomes)} test(s) that "
+                "build C code or have a budget ran unmeasured, their budgets not checked"
+            )
         for error in outcome.errors:
             terminalreporter.write_line(f"instrbudget: error: {error}")
         return

@@ -976,6 +976,15 @@ def test_plugin_disable_builds_plain_and_measures_nothing(project: pytest.Pytest
     result.assert_outcomes(passed=3)
     assert doc["tests"] == {}
     assert "test_budget.py::test_work" not in result.stdout.str().split("short test summary")[0].split("passed")[-1]
+    # Set in addopts, it passed a CI job with a word only in the header: the end says it too.
+    for workers in ([], ["-n", "2"]):
+        result = project.runpytest("-p", "no:cacheprovider", "--instrbudget-disable", *workers)
+        result.stdout.fnmatch_lines(
+            [
+                "instrbudget: measuring disabled (--instrbudget-disable): 3 test(s) that build C code or have a "
+                "budget ran unmeasured, their budgets not checked"
+            ]
+        )
 
 
 @pytest.mark.slow
