@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -38,13 +38,13 @@ def registered_markers(config: pytest.Config) -> frozenset[str]:
     return frozenset(m.group() for line in config.getini("markers") if (m := re.match(r"\w+", line)))
 
 
-def misspelt_marker(item: pytest.Item, registered: frozenset[str]) -> str | None:
+def misspelt_marker(item: pytest.Item, registered: frozenset[str], keywords: Container[str]) -> str | None:
     """An error for a marker of ``item`` that is not ``registered`` and reads like ``budget``
-    (``@pytest.mark.budgte``, ``@pytest.mark.instrbudget``) or sets a budget's limit
-    (``@pytest.mark.limit(max_instr=100)``): pytest would only warn, and the test would run without
-    its limits."""
+    (``@pytest.mark.budgte``, ``@pytest.mark.instrbudget(max_instr=100)``) or sets one of a budget's
+    limits (``keywords``: ``@pytest.mark.limit(max_instr=100)``): pytest would only warn, and the
+    test would run without its limits."""
     for mark in item.iter_markers():
-        if mark.name != MARKER and mark.name not in registered and budget_like(mark):
+        if mark.name != MARKER and mark.name not in registered and budget_like(mark, keywords):
             return (
                 f"{item.nodeid}: @pytest.mark.{mark.name} is not a marker pytest knows (did you mean "
                 "@pytest.mark.budget?): the test would run without its limits"
@@ -52,13 +52,19 @@ def misspelt_marker(item: pytest.Item, registered: frozenset[str]) -> str | None
     return None
 
 
-def budget_like(mark: pytest.Mark) -> bool:
-    """Whether ``mark`` is the budget marker, reads like it, or sets a budget's limits."""
-    if mark.name == MARKER or "budget" in mark.name.lower():
+#: The budget marker's own keywords, beside the models' limits and cut-offs.
+OWN_KEYWORDS = frozenset({MODELS, UNAVAILABLE, "regions", "timeout", "tolerance"})
+
+
+def budget_like(mark: pytest.Mark, keywords: Container[str]) -> bool:
+    """Whether ``mark`` is the budget marker, a misspelling of it, one with a budget's name and
+    keywords (``perf_budget(tolerance=5)``), or one that sets a model's limit or cut-off
+    (``keywords``, such as ``max_instr``): not a marker of another plugin's (``flaky(max_runs=3)``)."""
+    if mark.name == MARKER or any(k in keywords for k in mark.kwargs):
         return True
-    return any(k.startswith(("max_", STOP_AT)) for k in mark.kwargs) or bool(
-        difflib.get_close_matches(mark.name, [MARKER], 1, 0.75)
-    )
+    if "budget" in mark.name.lower() and any(k in OWN_KEYWORDS for k in mark.kwargs):
+        return True
+    return bool(difflib.get_close_matches(mark.name, [MARKER], 1, 0.75))
 
 
 def stop_keyword(metric_keyword: str) -> str:

@@ -268,9 +268,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _read_budget(item: pytest.Item, session: BudgetSession, registered: frozenset[str]) -> None:
     """The item's budget (``BUDGET``), or why its markers are not valid (``BUDGET_ERROR``)."""
-    item.stash[BUDGET_MARKS] = _budget_marks(item)
+    item.stash[BUDGET_MARKS] = _budget_marks(item, session)
     item.stash[BUDGET_ERROR] = None
-    misspelt = misspelt_marker(item, registered)
+    misspelt = misspelt_marker(item, registered, session.all_keywords)
     if misspelt is not None:
         item.stash[BUDGET_ERROR] = misspelt
         return
@@ -283,10 +283,11 @@ def _read_budget(item: pytest.Item, session: BudgetSession, registered: frozense
         item.stash[BUDGET_ERROR] = str(exc)  # an error if the test is selected (after deselection)
 
 
-def _budget_marks(item: pytest.Item) -> str:
+def _budget_marks(item: pytest.Item, session: BudgetSession) -> str:
     """What the item's markers say, as far as its budget goes (a misspelt one too), to notice
     those a conftest hook or a fixture adds later."""
-    return repr([(m.name, m.args, sorted(m.kwargs.items(), key=str)) for m in item.iter_markers() if budget_like(m)])
+    marks = [m for m in item.iter_markers() if budget_like(m, session.all_keywords)]
+    return repr([(m.name, m.args, sorted(m.kwargs.items(), key=str)) for m in marks])
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after -k/-m deselect
@@ -298,7 +299,7 @@ def pytest_collection_modifyitems_selected(config: pytest.Config, items: list[py
     session = config.stash[SESSION]
     registered = registered_markers(config)
     for item in items:
-        if item.stash.get(BUDGET_MARKS, None) != _budget_marks(item):
+        if item.stash.get(BUDGET_MARKS, None) != _budget_marks(item, session):
             _read_budget(item, session, registered)
     errors = [error for item in items if (error := item.stash.get(BUDGET_ERROR, None)) is not None]
     if len(errors) == 1:
@@ -375,7 +376,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     session = item.config.stash[SESSION]
     if session.run.disable:
         return (yield)
-    if BUDGET_MARKS in item.stash and item.stash[BUDGET_MARKS] != _budget_marks(item):
+    if BUDGET_MARKS in item.stash and item.stash[BUDGET_MARKS] != _budget_marks(item, session):
         # A fixture's request.node.add_marker(...): the budget was read, and the build set up, before it.
         pytest.fail(
             "instrbudget: a marker was added to the test while it was set up (by a fixture); its budget "

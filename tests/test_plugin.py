@@ -650,8 +650,10 @@ def test_plugin_a_misspelt_budget_marker_is_an_error_not_a_test_without_limits(p
         assert result.ret == pytest.ExitCode.USAGE_ERROR, mark
         name = mark.split("(")[0]
         result.stderr.fnmatch_lines([f"*test_x.py::test_x: @pytest.mark.{name} is not a marker pytest knows*"])
-    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.slow(reason='x')\ndef test_x():\n    pass\n")
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)  # other markers are pytest's business
+    # Other plugins' markers are pytest's business, keywords like a budget's included.
+    for mark in ("slow(reason='x')", "flaky(max_runs=3)", "retry(max_attempts=2)", "time_budget(seconds=5)"):
+        pytester.makepyfile(test_x=f"import pytest\n\n@pytest.mark.{mark}\ndef test_x():\n    pass\n")
+        pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_plugin_json_to_stdout_starts_on_a_line_of_its_own(project: pytest.Pytester) -> None:
