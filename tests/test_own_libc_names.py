@@ -90,3 +90,42 @@ def test_a_library_with_its_own_strlen_calls_it_not_the_hosts(builder: Builder, 
             totals.append(cost.total)
         # Its loop ran, counted: the same instructions for each further five characters.
         assert totals[2] - totals[1] == totals[1] - totals[0] > 0
+
+
+#: Touches pages for the zkvm model's estimate, whose bookkeeping (a 1 KiB table reset as it starts
+#: and at each segment's end) the compiler had made a call of memset: the program's own.
+PAGES = r"""
+#include <stdio.h>
+#include <string.h>
+static int calls;
+void *memset(void *d, int c, size_t n) { char *o = d; calls++; while (n--) *o++ = (char)c; return d; }
+int main(void) {
+    static char big[1 << 22];
+    for (long i = 0; i < (long)sizeof big; i += 512) big[i] = 1;
+    printf("%d\n", calls);
+    return 0;
+}
+"""
+
+
+def test_a_models_estimate_calls_no_memset_of_the_programs(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    from cbuild.models import default_registry
+
+    zkvm = default_registry().create("zkvm", {"execute": False})
+    result = run_program(builder.build([write("pages.c", PAGES)], models=[zkvm]), [])
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == b"0\n"  # the program never calls it; the model did, as it started and at each segment
+
+
+def test_only_a_definition_for_the_whole_build_replaces_the_librarys() -> None:
+    """A static strlen serves its unit alone (the other units' calls still reach the counted one),
+    and a C99 inline one only stands for a definition elsewhere."""
+    from cbuild.build.libc import defined_names
+
+    units = [
+        "define internal i64 @strlen(ptr %s) {\n}",
+        "define available_externally ptr @memcpy(ptr %d, ptr %s, i64 %n) {\n}",
+        "define dso_local i32 @strcmp(ptr %a, ptr %b) {\n}",
+    ]
+    assert defined_names(units) == {"strcmp"}
+    assert defined_names([*units, "define i64 @strlen(ptr %s) {\n}"]) == {"strcmp", "strlen"}

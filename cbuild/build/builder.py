@@ -68,6 +68,11 @@ def engine_digest() -> str:
     return digest(*(f"{p.relative_to(here)}:{file_digest(p)}" for p in sorted(files)))
 
 
+#: For the engine's own C code that runs inside a build (the runtime, the models' dynamic phases):
+#: its loops stay loops, never calls of a ``memcpy`` or ``memset`` the program may define itself,
+#: which would run instrumented, counted as the program's (tests/test_own_libc_names.py).
+_OWN_LOOPS = ("-fno-builtin",)
+
 _DEFINES_MAIN = re.compile(rb"^define [^@\n]*@main\(", re.MULTILINE)
 #: The linker's error for a program without ``main`` (the runtime's ``__wrap_main`` refers to it).
 _NO_MAIN = re.compile(r"error: undefined symbol: main$", re.MULTILINE)
@@ -521,9 +526,10 @@ class Builder:
         metric_of = {model.name: model.metrics[0].name for model in models}
         for n, name in enumerate(layout.clocks, start=1):
             analyses[name]["clock"] = [n, metric_of[name]]
+        # -fno-builtin: the models' loops stay loops, never calls of a memset the program may define.
         if not runtimes and not cutoff:
-            return analyses, self._compile_c(code, "models"), False
-        return analyses, self._compile_c(code, "models", ir=True), True
+            return analyses, self._compile_c(code, "models", extra=_OWN_LOOPS), False
+        return analyses, self._compile_c(code, "models", ir=True, extra=_OWN_LOOPS), True
 
     def _link_units(self, units: Sequence[CompiledUnit], options: BuildOptions, toolchain: Toolchain) -> str:
         """The units linked into one module; in instrumented builds with the counted libraries."""
@@ -599,8 +605,7 @@ class Builder:
         return out
 
     def _runtime_objects(self) -> list[Path]:
-        # -fno-builtin: its copy loops stay loops, never calls of a memcpy the program may define.
-        objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime", extra=("-fno-builtin",))]
+        objects = [self._compile_c(RUNTIME_SOURCE.read_text(), "runtime", extra=_OWN_LOOPS)]
         if cpu.applies(self.toolchain.triple):
             objects.append(self._compile_c(CPU_SOURCE.read_text(), "canonical-cpu"))
         return objects
@@ -666,7 +671,7 @@ class Builder:
                 cmd += ["-shared", "-Wl,--no-undefined"]
             if options.instrument and options.count_libraries:
                 # The counted heap's mapping and lock, uninstrumented (runtime/heap_map.c).
-                cmd.append(str(self._compile_c(HEAP_MAP_SOURCE.read_text(), "heap-map")))
+                cmd.append(str(self._compile_c(HEAP_MAP_SOURCE.read_text(), "heap-map", extra=_OWN_LOOPS)))
                 if kind == "program" and "linux" in tc.triple:
                     # main on a stack at a fixed address (runtime/fixed_stack.c), reached through __wrap_main.
                     cmd += [str(self._compile_c(FIXED_STACK_SOURCE.read_text(), "fixed-stack")), "-Wl,--wrap=main"]

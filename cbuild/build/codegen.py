@@ -218,7 +218,8 @@ def _bind_own_libc_names(module: llvm.ModuleRef, own: set[str]) -> None:
     it, as a program's are."""
     names = own & libc_mod.functions()
     for fn in module.functions:
-        local = fn.linkage in (llvm.Linkage.internal, llvm.Linkage.private)  # bound to it already
+        # Bound to it already, or a stand-in for a definition elsewhere (C99 inline).
+        local = fn.linkage in (llvm.Linkage.internal, llvm.Linkage.private, llvm.Linkage.available_externally)
         if fn.name in names and not fn.is_declaration and not local and fn.visibility == llvm.Visibility.default:
             fn.visibility = llvm.Visibility.protected
 

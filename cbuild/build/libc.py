@@ -196,6 +196,9 @@ _INTERNAL = frozenset({"memset_byte"})
 _DEFINED = re.compile(r"(?<!#define )\bLIBC\((\w+)\)")
 _DEFINE_LINE = re.compile(r"^define [^@]*@([\w.$]+)\(", re.MULTILINE)
 _INTERNAL_DEFINITION = re.compile(r"^define (?:internal|private) [^@]*@([\w.$]+)\(", re.MULTILINE)
+_SHARED_DEFINITION = re.compile(
+    r"^define (?!(?:internal|private|available_externally) )[^@]*@([\w.$]+)\(", re.MULTILINE
+)
 _ALIAS = re.compile(r"^@[\w.$]+ = [^\n]*\balias\b[^\n]*\n", re.MULTILINE)
 _HIDDEN_DECLARATION = re.compile(r"^(declare [^@\n]*?)hidden ", re.MULTILINE)
 #: A module's external definitions: functions, variables, aliases.
@@ -404,8 +407,10 @@ def size_t_bits(triple: str) -> int:
 
 
 def defined_names(texts: Iterable[str]) -> set[str]:
-    """Functions the units define themselves (they keep their own, not the counted ones)."""
-    return {name for text in texts for name in _DEFINE_LINE.findall(text)}
+    """Functions the units define for the whole build (they keep their own, not the counted ones):
+    not a ``static`` one, which serves its unit alone (the others' calls still reach the library),
+    nor a C99 ``inline`` one that only stands for a definition elsewhere (``available_externally``)."""
+    return {name for text in texts for name in _SHARED_DEFINITION.findall(text)}
 
 
 def point_at_libc(text: str, *, own: set[str], size_bits: int) -> str:
