@@ -94,7 +94,7 @@ def test_plugin_header_names_models_and_toolchain(project: pytest.Pytester) -> N
     result.stdout.fnmatch_lines(
         [
             "instrbudget: models ir-count",
-            "instrbudget: clang 22.*, llvm 22.*, *-linux-*, engine v3",
+            "instrbudget: clang 22.*, llvm 22.*, *-linux-*, engine v4",
             "instrbudget: baseline .instrbudget/baseline.json (none yet)",
         ]
     )

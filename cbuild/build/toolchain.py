@@ -16,8 +16,10 @@ from pathlib import Path
 from cbuild.errors import ToolchainError
 
 #: Bumped whenever the engine changes in a way that changes built artifacts or counts (3: static
-#: constructors run, in .init_array, where they had been left in .ctors).
-PIPELINE_VERSION = "3"
+#: constructors run, in .init_array, where they had been left in .ctors; 4: a build's own memcpy,
+#: memset or strlen is the one its code and copies call, and CPUID with 64-bit operands is answered
+#: by the canonical CPU).
+PIPELINE_VERSION = "4"
 
 
 @dataclass(frozen=True)
