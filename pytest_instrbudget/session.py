@@ -418,7 +418,7 @@ class BudgetSession:
             )
             metrics.append(metric_result)
             if failing:
-                failures.append(_failure_text(metric_result, self.settings.root, cost.call_sites))
+                failures.append(_failure_text(metric_result, self.settings.root, cost))
                 over = _headline(metric_result)
                 if over:
                     said += over
@@ -596,9 +596,7 @@ def _headline(m: MetricResult) -> list[str]:
     return out
 
 
-def _failure_text(
-    m: MetricResult, root: Path, call_sites: Mapping[str, Mapping[tuple[str, str], int]] | None = None
-) -> str:
+def _failure_text(m: MetricResult, root: Path, cost: Cost | None = None) -> str:
     lines = []
     if m.status == OVER_LIMIT and m.limit is not None and m.value > m.limit:
         over = m.value - m.limit
@@ -647,7 +645,7 @@ def _failure_text(
             lines += _rows([(names[name], f"{value:,}") for name, value in top])
         shown_function = top[0][0] if top else None
     lines.extend(_hot_lines(m, shown_function))
-    lines.extend(_project_calls(m, shown_function, root, call_sites or {}))
+    lines.extend(_project_calls(m, shown_function, root, cost.call_sites, cost.lines) if cost else [])
     lines.extend(_project_lines(m, shown_function, root))
     if (outside := m.outside_line()) is not None:
         lines += texttable.wrap(outside, LOG_WIDTH, indent="  ", subsequent="    ")
@@ -692,27 +690,34 @@ def _project_calls(
     function: str | None,
     root: Path,
     call_sites: Mapping[str, Mapping[tuple[str, str], int]],
+    lines: Mapping[str, Mapping[str, int]],
     n: int = 5,
 ) -> list[str]:
-    """Where the function whose lines a failure shows is library code, the project's own lines that
-    call it, or call the library functions that do (a ``strlen`` in a loop's condition), with the
-    calls each made: exact, from the block counts."""
+    """Where the function whose lines a failure shows is library code, the project's own functions'
+    lines that call it, or call the library functions that do (a ``strlen`` in a loop's condition),
+    with the calls each made: exact, from the block counts. A function is the project's where one
+    of its executed ``lines`` is (a call inlined from a header into it, or merged onto no line,
+    is still its call); direct calls come first."""
     rows = [where for f, where, _ in m.lines if f == function]
     if function is None or not rows or not all(library_line(function, where, root) for where in rows):
         return []
+
+    def own(caller: str) -> bool:
+        return any(not library_line(caller, where, root) for where in lines.get(caller, {}))
+
     found: dict[tuple[str, str, str], int] = {}  # (caller, "file:line", callee) -> calls
     reached, frontier = {function}, [function]
     while frontier:
         callee = frontier.pop()
         for (caller, where), calls in call_sites.get(callee, {}).items():
-            if not library_line(caller, where, root):
+            if own(caller):
                 found[(caller, where, callee)] = found.get((caller, where, callee), 0) + calls
             elif caller not in reached:  # library code calling it: who calls that
                 reached.add(caller)
                 frontier.append(caller)
     if not found:
         return []
-    ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0][1], kv[0][0]))[:n]
+    ranked = sorted(found.items(), key=lambda kv: (kv[0][2] != function, -kv[1], kv[0][1], kv[0][0]))[:n]
     names = readable_names([*(caller for (caller, _, _), _ in ranked), *(callee for (_, _, callee), _ in ranked)])
     digits = max(len(f"{calls:,}") for _, calls in ranked)
     shown = []

@@ -414,7 +414,8 @@ def test_calls_of_a_library_function_are_counted_per_line_of_the_caller(builder:
 
 
 def test_a_failure_names_the_projects_lines_that_call_the_costly_library_function(tmp_path: Path) -> None:
-    """Direct calls and calls through other library functions (printf -> printf_core), most first."""
+    """Direct calls first, then calls through other library functions (printf -> printf_core), most
+    first; a project function's call inlined from a header is still its own."""
     from pytest_instrbudget.results import MetricResult
     from pytest_instrbudget.session import _project_calls
 
@@ -424,18 +425,31 @@ def test_a_failure_names_the_projects_lines_that_call_the_costly_library_functio
         "ir_instructions", "max_instr", 10, 1, None, 0.0, "over limit", lines=[[core, "/lib/musl/vfprintf.c:169", 9]]
     )
     sites = {
-        core: {("__instrbudget_libc_vfprintf", "/lib/musl/src/stdio/vfprintf.c:700"): 7},
+        core: {
+            ("__instrbudget_libc_vfprintf", "/lib/musl/src/stdio/vfprintf.c:700"): 7,
+            ("direct", f"{root}/src/app.c:40"): 1,
+        },
         "__instrbudget_libc_vfprintf": {
             ("__instrbudget_libc_printf", "/lib/musl/src/stdio/printf.c:9"): 5,
             ("__instrbudget_libc_fprintf", "/lib/musl/src/stdio/fprintf.c:9"): 2,
         },
         "__instrbudget_libc_printf": {("main", f"{root}/src/app.c:12"): 5},
-        "__instrbudget_libc_fprintf": {("report", f"{root}/src/app.c:30"): 1, ("main", f"{root}/src/app.c:14"): 1},
+        "__instrbudget_libc_fprintf": {
+            ("report", "/zig/lib/libcxx/include/ostream:9"): 1,
+            ("main", f"{root}/src/app.c:14"): 1,
+        },
     }
-    assert _project_calls(m, core, root, sites) == [
+    lines = {  # each function's executed lines: report's own are its source's, whatever its call's line
+        "main": {f"{root}/src/app.c:12": 4},
+        "report": {f"{root}/src/app.c:29": 2},
+        "direct": {f"{root}/src/app.c:40": 1},
+        "__instrbudget_libc_printf": {"/lib/musl/src/stdio/printf.c:9": 3},
+    }
+    assert _project_calls(m, core, root, sites, lines) == [
         "  calls of it from the project's own code:",
-        "    src/app.c:12  5 calls of printf [libc]  main",
-        "    src/app.c:14  1 call of fprintf [libc]  main",
-        "    src/app.c:30  1 call of fprintf [libc]  report",
+        "    src/app.c:40                       1 call  direct",
+        "    src/app.c:12                       5 calls of printf [libc]  main",
+        "    src/app.c:14                       1 call of fprintf [libc]  main",
+        "    /zig/lib/libcxx/include/ostream:9  1 call of fprintf [libc]  report",
     ]
-    assert _project_calls(m, "main", root, sites) == []  # the project's own function: its lines say it
+    assert _project_calls(m, "main", root, sites, lines) == []  # the project's own function: its lines say it
