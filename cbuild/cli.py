@@ -287,7 +287,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
             print(f"{len(tests)} test(s) {label} {where}: {listed(tests)}", file=sys.stderr)
     if not compared(old, new):  # "no differences" would pass a CI step that compared nothing
         print(
-            f"cbuild: no metric of any test is in both {args.old} and {args.new}: nothing was compared",
+            f"cbuild: nothing was compared: no test has a metric measured alike in {args.old} and {args.new}",
             file=sys.stderr,
         )
         return 2

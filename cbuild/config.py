@@ -279,8 +279,7 @@ def table_below(rootdir: Path, directory: Path) -> str | None:
         return (
             f"[tool.instrbudget] is in {path}, below pytest's rootdir {rootdir}, whose settings and "
             f"baseline this run reads instead: that table, and the baseline it names, would be left out. "
-            f"Run pytest with --rootdir={candidate} (or from {candidate}, if no configuration file above makes "
-            f"another rootdir), or move the table into {rootdir}'s configuration"
+            f"Run pytest with --rootdir={candidate}, or move the table into {rootdir}'s configuration"
         )
     return None
 

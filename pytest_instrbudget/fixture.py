@@ -79,8 +79,8 @@ class Program:
         self._models = models
         self._timeout = timeout
         self._table = artifact.table()
-        #: False once the fixture that made it has ended: its runs would be measured for nobody.
-        self.open = True
+        #: True once the fixture that made it has ended: its runs would be measured for no test.
+        self.closed = False
 
     def run(
         self,
@@ -93,7 +93,7 @@ class Program:
     ) -> ProgramRun:
         """Run with ``args`` and ``input`` on stdin, in ``cwd`` (relative to the test file, as the
         sources are; None: pytest's working directory); a crash or timeout raises with stderr."""
-        if not self.open:
+        if self.closed:
             raise CBuildError(
                 f"this program ({self.artifact.name}) was made by the cbuild fixture of a test that has ended, "
                 "so its runs would be measured for no test; call cbuild.program(...) in the test that runs it "
@@ -216,7 +216,7 @@ class CBuild:
         its library process."""
         libraries, self._libraries = self._libraries, []
         for program in self._programs:
-            program.open = False
+            program.closed = True
         try:
             for library in libraries:
                 library.close()

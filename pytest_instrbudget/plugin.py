@@ -193,11 +193,18 @@ def pytest_configure(config: pytest.Config) -> None:
                     f"--instrbudget-baseline={chosen}: no such file ({settings.baseline}); "
                     "--instrbudget-update records one there"
                 )
-        elif not run.update and settings.baseline != settings.root / DEFAULT_PATH and not settings.baseline.exists():
+        elif (
+            not (run.update or run.disable or config.option.collectonly or config.option.help)
+            and settings.baseline != settings.root / DEFAULT_PATH
+            and not settings.baseline.exists()
+        ):
             # A misspelt baseline = "..." compared nothing and reported every test new.
+            shown = settings.baseline
+            if shown.is_relative_to(settings.root):
+                shown = shown.relative_to(settings.root)
             raise ConfigError(
-                f"[tool.instrbudget] baseline = {os.path.relpath(settings.baseline, settings.root)!r}: no such "
-                f"file ({settings.baseline}); --instrbudget-update records one there"
+                f"[tool.instrbudget] baseline = {str(shown)!r}: no such file ({settings.baseline}); "
+                "--instrbudget-update records one there"
             )
         for name in run.models:
             registry.model_class(name)
@@ -455,7 +462,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         # The test caught a library's death (a timeout, a crash, a cut-off it swallowed): what the
         # library would have counted is unknown, so the budget was not checked.
         pytest.fail(
-            f"instrbudget: the test passed, but its counts are incomplete ({'; '.join(lost)}): the test caught "
+            f"instrbudget: the test passed, but its counts are incomplete ({_lost_reasons(lost)}): the test caught "
             "what ended the library's process, and what it would have counted is unknown, so "
             "@pytest.mark.budget was not checked. Test the failure in a test without a budget.",
             pytrace=False,
@@ -468,6 +475,15 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         else:
             _fail_unmeasured(item, "does not use the cbuild fixture")
     return outcome
+
+
+def _lost_reasons(lost: Sequence[str]) -> str:
+    """``a.c, b.c: die() called _exit(3)`` for the libraries of one process that ended together."""
+    grouped: dict[str, list[str]] = {}
+    for text in lost:
+        name, _, reason = text.partition(": ")
+        grouped.setdefault(reason, []).append(name)
+    return "; ".join(f"{', '.join(names)}: {reason}" for reason, names in grouped.items())
 
 
 def _limited_metrics(item: pytest.Item) -> list[str]:
@@ -706,7 +722,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         if budget.outcomes:  # set in addopts, it would pass a CI job without a word at the end
             terminalreporter.write_line(
                 f"instrbudget: measuring disabled (--instrbudget-disable): {len(budget.outcomes)} test(s) that "
-                "build C code or have a budget ran unmeasured, their budgets not checked"
+                "build C code or have a budget were not measured, their budgets not checked"
             )
         for error in outcome.errors:
             terminalreporter.write_line(f"instrbudget: error: {error}")

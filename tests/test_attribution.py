@@ -363,7 +363,7 @@ def test_diff_that_compared_nothing_fails(tmp_path: Path, capsys: pytest.Capture
     for pair in ([full, empty], [empty, full], [full, other], [full, zk_only], [empty, empty]):
         assert main(["diff", *map(str, pair)]) == 2
         err = capsys.readouterr().err
-        assert f"cbuild: no metric of any test is in both {pair[0]} and {pair[1]}: nothing was compared" in err
+        assert f"cbuild: nothing was compared: no test has a metric measured alike in {pair[0]} and {pair[1]}" in err
     same = document(tmp_path / "same.json", {"t.py::a": {"ir_instructions": 5}})
     assert main(["diff", str(full), str(same)]) == 0
     out, err = capsys.readouterr()

@@ -87,7 +87,7 @@ def test_sizes_parse_and_bad_ones_name_the_key() -> None:
     for bad in ("five gigs", True, "5 parsecs"):
         with pytest.raises(CBuildError, match=r'cache_max_size: expected a size such as "5GiB"'):
             eviction.parse_size(bad, where="[tool.instrbudget] cache_max_size")
-    for zero in ("0", "0 GiB", 0, -1):  # a size, but none: said so, with the way to empty the cache
+    for zero in ("0", "0 GiB", 0, -1, "0.5"):  # a size, but none: said so, with the way to empty the cache
         with pytest.raises(
             CBuildError, match=r"cache_max_size: expected a size above 0 such as .* \(python -m cbuild cache clear"
         ):

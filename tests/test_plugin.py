@@ -593,7 +593,7 @@ def test_plugin_settings_below_the_rootdir_fail_the_tests_beneath_them(pytester:
             [
                 f"*instrbudget: [[]tool.instrbudget] is in {sub / 'pyproject.toml'}, below pytest's rootdir "
                 f"{pytester.path}, whose settings and baseline this run reads instead: *Run pytest with "
-                f"--rootdir={sub} (or from {sub}, *), or move the table into {pytester.path}'s configuration"
+                f"--rootdir={sub}, or move the table into {pytester.path}'s configuration"
             ]
         )
     result = pytester.runpytest("-p", "no:cacheprovider", f"--rootdir={sub}", str(tests))
@@ -984,7 +984,7 @@ def test_plugin_disable_builds_plain_and_measures_nothing(project: pytest.Pytest
         result.stdout.fnmatch_lines(
             [
                 "instrbudget: measuring disabled (--instrbudget-disable): 3 test(s) that build C code or have a "
-                "budget ran unmeasured, their budgets not checked"
+                "budget were not measured, their budgets not checked"
             ]
         )
 
@@ -1487,16 +1487,26 @@ KEPT = {}
 
 def test_first(cbuild):
     KEPT["prog"] = cbuild.program("prog.c")
+    KEPT["lib"] = cbuild.library("lib.c")
 
 @pytest.mark.budget(max_instr=100)
 def test_second(cbuild):
     KEPT["prog"].run()
+
+def test_third(cbuild):
+    KEPT["lib"].one()
 """
     )
+    pytester.makefile(".c", lib="int one(void) { return 1; }\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
-        ["*CBuildError: this program (prog.c) was made by the cbuild fixture of a test that has ended*"]
+        [
+            "*CBuildError: this program (prog.c) was made by the cbuild fixture of a test that has ended*",
+            "*LibraryCrashed: one(): the library was closed (the test that loaded it ended, or it was closed); "
+            "a library serves the test that loaded it*",
+        ],
+        consecutive=False,
     )
 
 

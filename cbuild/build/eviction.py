@@ -53,7 +53,13 @@ def parse_size(value: object, *, where: str) -> int:
             f'{where}: expected a size{" above 0" if zero else ""} such as "5GiB", "500MB" or a number of bytes, '
             f"got {value!r}" + (" (python -m cbuild cache clear empties the cache)" if zero else "")
         )
-    return int(float(m.group(1)) * _UNITS[unit])
+    size = int(float(m.group(1)) * _UNITS[unit])
+    if size <= 0:  # "0.5" bytes
+        raise CBuildError(
+            f'{where}: expected a size above 0 such as "5GiB", "500MB" or a number of bytes, got {value!r} '
+            "(python -m cbuild cache clear empties the cache)"
+        )
+    return size
 
 
 def format_size(n: int) -> str:

@@ -127,6 +127,11 @@ class HostProcess:
         the reply's blobs can be copied out with :meth:`reply_blob_into` until the next request.
         """
         __tracebackhide__ = True
+        if self.ended == "closed":  # a library kept past its test (in a module-level dict), or closed
+            raise LibraryCrashed(
+                f"{what}: the library was closed (the test that loaded it ended, or it was closed); a library "
+                "serves the test that loaded it: call cbuild.library(...) in each test (its build is cached)"
+            )
         if self.ended is not None:
             raise LibraryCrashed(f"{what}: the library's process ended earlier in this test ({self.ended})")
         try:
