@@ -219,7 +219,7 @@ def test_a_later_run_is_given_the_kept_data_before_it_starts(
     an entry whose words differ from the block's is not taken."""
     monkeypatch.setenv(CHECK_TRANSLATION, "0")
 
-    def in_process(library, elf, runtimes, argv=(), *, timeout=None, **options):  # type: ignore[no-untyped-def]
+    def in_process(library, elf, runtimes, argv=(), *, timeout=None, name=None, **options):  # type: ignore[no-untyped-def]
         return executor.run_program(library, elf, runtimes, argv, **options)
 
     monkeypatch.setattr(program, "run_isolated", in_process)
