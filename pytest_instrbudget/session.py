@@ -685,6 +685,13 @@ def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
     ]
 
 
+def _library_function(m: MetricResult, function: str, root: Path) -> bool:
+    """Whether every costly line of ``function`` a failure shows is library code (the counted C or
+    C++ library, a header of the toolchain), which the user does not change."""
+    rows = [where for f, where, _ in m.lines if f == function]
+    return bool(rows) and all(library_line(function, where, root) for where in rows)
+
+
 def _project_calls(
     m: MetricResult,
     function: str | None,
@@ -698,12 +705,14 @@ def _project_calls(
     with the calls each made: exact, from the block counts. A function is the project's where one
     of its executed ``lines`` is (a call inlined from a header into it, or merged onto no line,
     is still its call); direct calls come first."""
-    rows = [where for f, where, _ in m.lines if f == function]
-    if function is None or not rows or not all(library_line(function, where, root) for where in rows):
+    if function is None or not _library_function(m, function, root):
         return []
+    owners: dict[str, bool] = {}
 
     def own(caller: str) -> bool:
-        return any(not library_line(caller, where, root) for where in lines.get(caller, {}))
+        if caller not in owners:
+            owners[caller] = any(not library_line(caller, where, root) for where in lines.get(caller, {}))
+        return owners[caller]
 
     found: dict[tuple[str, str, str], int] = {}  # (caller, "file:line", callee) -> calls
     reached, frontier = {function}, [function]
@@ -740,8 +749,7 @@ def _project_lines(m: MetricResult, function: str | None, root: Path) -> list[st
     """Where the function whose lines a failure shows is library code (the counted C or C++
     library, a header of the toolchain), the costliest lines of the project's own code, which a
     user can change: the lines that call it are often among them."""
-    rows = [where for f, where, _ in m.lines if f == function]
-    if function is None or not rows or not all(library_line(function, where, root) for where in rows):
+    if function is None or not _library_function(m, function, root):
         return []
     if not m.project_lines:
         return []

@@ -89,10 +89,11 @@ def _types(ret: str) -> list[str]:
     return [ret]
 
 
-def _glue(name: str, kind: str, regs: str, ret: str, params: Sequence[str]) -> str:
-    """A function returning the registers ``regs`` of ``kind`` as the asm statement did (as ``ret``:
-    each an ``i32``, or an ``i64`` that the instruction zero-extends), from ``params``: the level and
-    the registers it reads, each ``i32`` or ``i64`` (of which it reads the low 32 bits)."""
+def _glue(name: str, kind: str, regs: str, ret: str, types: Sequence[str], params: Sequence[str]) -> str:
+    """A function returning the registers ``regs`` of ``kind`` as the asm statement did (as ``ret``,
+    whose ``types`` are each an ``i32``, or an ``i64`` that the instruction zero-extends), from
+    ``params``: the level and the registers it reads, each ``i32`` or ``i64`` (of which it reads
+    the low 32 bits)."""
     size = len(_OUTPUTS[kind])
     names = ("level", *_INPUTS[kind])
     lines = [
@@ -106,7 +107,6 @@ def _glue(name: str, kind: str, regs: str, ret: str, params: Sequence[str]) -> s
             lines.append(f"  %{param}.32 = trunc i64 %{param} to i32")
         passed.append(f"i32 %{param}.32" if t == "i64" else f"i32 %{param}")
     lines.append(f"  call void @__instrbudget_{kind}_into({', '.join(passed)}, ptr %out)")
-    types = _types(ret)
     for n, (reg, t) in enumerate(zip(regs, types, strict=True)):
         lines.append(f"  %p{n} = getelementptr inbounds i32, ptr %out, i64 {_OUTPUTS[kind].index(reg)}")
         lines.append(f"  %v{n} = load i32, ptr %p{n}, align 4")
@@ -174,7 +174,7 @@ def canonical_cpu(text: str, cpu: str) -> str:
             )
         suffix = "".join("q" if t == "i64" else "d" for t in (*types, *params[1:]))
         name = f"__instrbudget_{kind}_{regs}_{suffix}"
-        shapes.setdefault((kind, name), _glue(name, kind, regs, ret, params))
+        shapes.setdefault((kind, name), _glue(name, kind, regs, ret, types, params))
         call = f"{m.group('head')}@{name}({', '.join(call_args)})"
         lines[i] = line[: m.start()] + call + line[m.end() :]
     text = "\n".join(lines)
