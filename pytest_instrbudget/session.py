@@ -661,16 +661,24 @@ LOG_WIDTH = 80
 NAME_COLUMN = 48
 
 
-def _rows(rows: Sequence[tuple[str, str]]) -> list[str]:
-    """``name  numbers`` lines, the numbers aligned after the longest name that fits
-    :data:`NAME_COLUMN`."""
-    width = max((len(name) for name, _ in rows if len(name) <= NAME_COLUMN), default=0)
+def _rows(rows: Sequence[tuple[str, str] | tuple[str, str, str]]) -> list[str]:
+    """``name  numbers  [function]`` lines, the numbers aligned after the longest name that fits
+    :data:`NAME_COLUMN`; a row's trailing function name that would take it past :data:`LOG_WIDTH`
+    goes on the next line, under the numbers."""
+    width = max((len(row[0]) for row in rows if len(row[0]) <= NAME_COLUMN), default=0)
     out: list[str] = []
-    for name, numbers in rows:
+    for name, numbers, *trailing in rows:
         if len(name) > width:
-            out += [f"    {name}", f"    {'':<{width}}  {numbers}"]
-        else:
-            out.append(f"    {name:<{width}}  {numbers}")
+            out.append(f"    {name}")
+            name = ""
+        line = f"    {name:<{width}}  {numbers}"
+        for function in trailing:
+            if len(line) + 2 + len(function) <= LOG_WIDTH:
+                line += f"  {function}"
+            else:
+                out.append(line)
+                line = f"    {'':<{width}}  {function}"
+        out.append(line)
     return out
 
 
@@ -734,7 +742,7 @@ def _project_calls(
         what = f"{calls:>{digits},} call{'' if calls == 1 else 's'}"
         if callee != function:
             what += f" of {names[callee]}"
-        shown.append((line_label(_relative(where, root)), f"{what}  {names[caller]}"))
+        shown.append((line_label(_relative(where, root)), what, names[caller]))
     return ["  calls of it from the project's own code:", *_rows(shown)]
 
 
@@ -758,5 +766,5 @@ def _project_lines(m: MetricResult, function: str | None, root: Path) -> list[st
     digits = max(len(f"{value:,}") for _, _, value in shown)
     return [
         "  hottest lines of the project's own code:",
-        *_rows([(label, f"{value:>{digits},}  {names[f]}") for label, f, value in shown]),
+        *_rows([(label, f"{value:>{digits},}", names[f]) for label, f, value in shown]),
     ]

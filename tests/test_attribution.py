@@ -413,6 +413,87 @@ def test_calls_of_a_library_function_are_counted_per_line_of_the_caller(builder:
         assert any(caller == "__instrbudget_libc_printf" for site in sites.values() for caller, _ in site)
 
 
+def test_a_call_inlined_from_a_header_is_at_the_callers_own_line(builder: Builder, write) -> None:  # type: ignore[no-untyped-def]
+    """A call of the build's own function inlined from a header (a helper of the project's, as
+    ``std::sort`` is libc++'s) is named at the line of the caller's own source that makes it, not
+    at the header's line."""
+    from cbuild.models.costs import call_sites
+
+    write(
+        "helper.h",
+        "#include <string.h>\n"
+        "static inline __attribute__((always_inline)) size_t len_of(const char *s) {\n"
+        "    return strlen(s);\n"
+        "}\n",
+    )
+    source = write(
+        "inlined.c",
+        '#include "helper.h"\n'
+        "#include <stdlib.h>\n"
+        "int main(int argc, char **argv) {\n"
+        "    int n = atoi(argv[1]);\n"
+        "    char *s = malloc(n + 1);\n"
+        "    for (int i = 0; i < n; i++) s[i] = 'a';\n"
+        "    s[n] = 0;\n"
+        "    size_t k = 0;\n"
+        "    for (size_t i = 0; i < len_of(s); i++) k += i;\n"
+        "    free(s);\n"
+        "    return (int)(k & 1);\n"
+        "}\n",
+    )
+    artifact = builder.build([source], options=BuildOptions(opt_level="0"))  # strlen stays in the loop
+    result = run_program(artifact, [10])
+    assert result.counts is not None
+    strlen = {
+        (caller, where.rsplit("/", 1)[-1]): calls
+        for (caller, where), calls in call_sites(result.counts)["__instrbudget_libc_strlen"].items()
+    }
+    assert strlen == {("main", "inlined.c:9"): 11}
+
+
+def test_a_callers_long_name_goes_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """A row whose caller's name would take it past a CI log's 80 columns has the name on the next
+    line, under the numbers: the rows' other columns stay within the width."""
+    from pytest_instrbudget.results import MetricResult
+    from pytest_instrbudget.session import _project_calls, _project_lines
+
+    root = tmp_path
+    callee = (
+        "_ZNSt3__111__introsortINS_17_ClassicAlgPolicyERNS_6__lessIvvEEPiLb0EEEv"
+        "T1_S6_NS_15iterator_traitsIS6_E15difference_typeEb"
+    )
+    caller = "_ZN9analytics6detail29RecordAccumulatorWithLongNameIiE37accumulate_every_record_and_sort_themEPKii"
+    libcxx = "/venv/site-packages/ziglang/lib/libcxx/include/__algorithm/sort.h:700"
+    m = MetricResult(
+        "ir_instructions",
+        "max_instr",
+        10,
+        1,
+        None,
+        0.0,
+        "over limit",
+        lines=[[callee, libcxx, 9]],
+        project_lines=[[caller, "src/sorter.cc:8", 307], ["work", "src/sorter.cc:14", 428]],
+    )
+    sites = {callee: {(caller, f"{root}/src/sorter.cc:8"): 60, ("work", f"{root}/src/sorter.cc:15"): 1}}
+    lines = {caller: {f"{root}/src/sorter.cc:8": 307}, "work": {f"{root}/src/sorter.cc:14": 428}}
+    name = "analytics::detail::RecordAccumulatorWithLongName<int>::accumulate_every_record_and_sort_them(int const*)"
+    short = "analytics::detail::RecordAccumulatorWithLongName<…>::accumulate_every_record_and_sort_them(…)"
+    assert len(name) > 80
+    assert _project_calls(m, callee, root, sites, lines) == [
+        "  calls of it from the project's own code:",
+        "    src/sorter.cc:8   60 calls",
+        f"                      {short}",
+        "    src/sorter.cc:15   1 call  work",
+    ]
+    assert _project_lines(m, callee, root) == [
+        "  hottest lines of the project's own code:",
+        "    src/sorter.cc:8   307",
+        f"                      {short}",
+        "    src/sorter.cc:14  428  work",
+    ]
+
+
 def test_a_failure_names_the_projects_lines_that_call_the_costly_library_function(tmp_path: Path) -> None:
     """Direct calls first, then calls through other library functions (printf -> printf_core), most
     first; a project function's call inlined from a header is still its own."""

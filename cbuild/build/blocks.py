@@ -257,6 +257,8 @@ class ParsedModule:
     subprograms: dict[str, tuple[str, int]]
     #: DILocation metadata id -> (file, line).
     locations: dict[int, tuple[str, int]]
+    #: DILocation metadata id -> the location it was inlined at (``inlinedAt``), where it has one.
+    inlined_at: dict[int, int] = field(default_factory=dict)
 
     def table(self) -> BlockTable:
         """The block table in counter order."""
@@ -272,12 +274,26 @@ class ParsedModule:
                 per_line[where] = per_line.get(where, 0) + 1
             lines = tuple((f, n, c) for (f, n), c in per_line.items())
             calls: dict[tuple[str, str, int], int] = {}
+            own_file = self.subprograms.get(b.function, ("", 0))[0]
             for (callee, dbg), sites in b.calls_to.items():
-                f, n = self.locations.get(dbg, (file, line)) if dbg is not None else (file, line)
+                f, n = self._call_line(dbg, own_file) if dbg is not None else (file, line)
                 calls[(callee, f, n)] = calls.get((callee, f, n), 0) + sites
             calls_to = tuple((callee, f, n, c) for (callee, f, n), c in sorted(calls.items()))
             out.append(Block(b.function, b.size, file, line, lines, tuple(sorted(b.outside.items())), calls_to))
         return BlockTable(out)
+
+    def _call_line(self, dbg: int, own_file: str) -> tuple[str, int]:
+        """Where a call is in its caller's own source: of the locations it was inlined through
+        (a ``std::sort`` call inlined from libc++'s headers into the caller), the innermost in the
+        caller's file; the call's own location where none is."""
+        at: int | None = dbg
+        seen = 0
+        while at is not None and seen < 256:
+            where = self.locations.get(at)
+            if where is not None and where[0] == own_file and where[1]:
+                return where
+            at, seen = self.inlined_at.get(at), seen + 1
+        return self.locations.get(dbg, (own_file, 0))
 
 
 def _unquote(name: str) -> str:
@@ -286,8 +302,9 @@ def _unquote(name: str) -> str:
     return name
 
 
-def _parse_metadata(lines: list[str]) -> tuple[dict[int, tuple[str, int]], dict[int, str]]:
-    """DILocation id -> (file, line), and DISubprogram id -> "file\\0line"."""
+def _parse_metadata(lines: list[str]) -> tuple[dict[int, tuple[str, int]], dict[int, int], dict[int, str]]:
+    """DILocation id -> (file, line), DILocation id -> the DILocation id it was inlined at, and
+    DISubprogram id -> "file\\0line"."""
     nodes: dict[int, tuple[str, dict[str, str]]] = {}
     for line in lines:
         if not line.startswith("!"):
@@ -321,13 +338,17 @@ def _parse_metadata(lines: list[str]) -> tuple[dict[int, tuple[str, int]], dict[
         return file_of(ref(fields.get("scope")), depth + 1)
 
     locations: dict[int, tuple[str, int]] = {}
+    inlined_at: dict[int, int] = {}
     subprogram_sites: dict[int, str] = {}
     for node_id, (kind, fields) in nodes.items():
         if kind == "!DILocation":
             locations[node_id] = (file_of(ref(fields.get("scope"))), int(fields.get("line", "0")))
+            outer = ref(fields.get("inlinedAt"))
+            if outer is not None:
+                inlined_at[node_id] = outer
         elif kind == "!DISubprogram":
             subprogram_sites[node_id] = f"{file_of(node_id)}\0{fields.get('line', '0')}"
-    return locations, subprogram_sites
+    return locations, inlined_at, subprogram_sites
 
 
 def parse_module(text: str) -> ParsedModule:
@@ -337,7 +358,7 @@ def parse_module(text: str) -> ParsedModule:
     whose layout is regular: instructions on lines indented by two spaces.
     """
     lines = text.split("\n")
-    locations, subprogram_sites = _parse_metadata(lines)
+    locations, inlined_at, subprogram_sites = _parse_metadata(lines)
     returning, callee_attrs = _returning_functions(lines)
     declared = {name for line in lines if line.startswith("declare ") and (name := defined_name(line)) is not None}
     subprograms: dict[str, tuple[str, int]] = {}
@@ -442,4 +463,4 @@ def parse_module(text: str) -> ParsedModule:
             pending_label = "%" + line[: line.index(":", 1 if line.startswith('"') else 0)]
             if pending_label.startswith('%"'):
                 pending_label = "%" + line[: line.index('":') + 1]
-    return ParsedModule(lines, blocks, subprograms, locations)
+    return ParsedModule(lines, blocks, subprograms, locations, inlined_at)
