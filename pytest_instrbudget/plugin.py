@@ -206,6 +206,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"[tool.instrbudget] baseline = {str(shown)!r}: no such file ({settings.baseline}); "
                 "--instrbudget-update records one there"
             )
+        _refuse_shared_outputs(run, settings.baseline)
         for name in run.models:
             registry.model_class(name)
         note = None
@@ -225,6 +226,32 @@ def pytest_configure(config: pytest.Config) -> None:
     session.partial_files = _partial_files(config)
     config.stash[SESSION] = session
     config.stash[HOSTS] = HostPool(lambda: guard_library(builder.toolchain, builder.cache))
+
+
+def _refuse_shared_outputs(run: RunOptions, baseline: Path) -> None:
+    """Each output a file of its own: a JSON report written over the baseline would replace it
+    (the next run then finds no baseline it can read), and of two outputs at one path the last
+    written would be all that is left. Devices and FIFOs (``/dev/stdout``, whatever it is
+    redirected to) take any number."""
+    outputs = [
+        ("the baseline", baseline),
+        ("--instrbudget-json", run.json_path),
+        ("--instrbudget-html", run.html_path),
+        ("--instrbudget-markdown", run.markdown_path),
+        ("--instrbudget-profile-dir", run.profile_dir),
+    ]
+    seen: dict[str, str] = {}
+    for what, path in outputs:
+        if path is None or path.is_relative_to("/dev") or (path.exists() and not (path.is_file() or path.is_dir())):
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise ConfigError(
+                f"{what} and {seen[key]} are the same file ({path}): "
+                f"{'it would replace the baseline' if seen[key] == 'the baseline' else 'one would replace the other'}; "
+                "give each output a path of its own"
+            )
+        seen[key] = what
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

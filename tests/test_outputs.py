@@ -113,3 +113,40 @@ def test_outputs_an_empty_path_is_an_error_not_nothing_written(project: pytest.P
     result = project.runpytest("-p", "no:cacheprovider", f"--instrbudget-{option}=")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*instrbudget: --instrbudget-{option}: expected a file path, got an empty one*"])
+
+
+@pytest.mark.parametrize("option", ["json", "markdown", "html"])
+def test_outputs_an_output_at_the_baseline_is_refused_and_the_baseline_kept(
+    project: pytest.Pytester, option: str
+) -> None:
+    # --instrbudget-json=.instrbudget/baseline.json replaced the committed baseline in a green run.
+    assert project.runpytest("-p", "no:cacheprovider", "--instrbudget-update").ret == pytest.ExitCode.OK
+    baseline = project.path / ".instrbudget" / "baseline.json"
+    before = baseline.read_bytes()
+    for extra in ((), ("--instrbudget-update",)):
+        result = project.runpytest(
+            "-p", "no:cacheprovider", f"--instrbudget-{option}=.instrbudget/baseline.json", *extra
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [
+                f"*instrbudget: --instrbudget-{option} and the baseline are the same file ({baseline}): it would "
+                "replace the baseline; give each output a path of its own*"
+            ]
+        )
+        assert baseline.read_bytes() == before
+
+
+def test_outputs_two_outputs_at_one_path_are_refused_but_stdout_takes_both(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "--instrbudget-json=out/r", "--instrbudget-html=out/../out/r")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*instrbudget: --instrbudget-html and --instrbudget-json are the same file (*): one would replace the other*"]
+    )
+    assert not (project.path / "out").exists()
+    both = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--instrbudget-json=/dev/stdout", "--instrbudget-markdown=/dev/stdout"
+    )
+    both.assert_outcomes(passed=1)
+    assert '"baseline"' in both.stdout.str()
+    assert "# instrbudget" in both.stdout.str()
