@@ -23,7 +23,7 @@ from typing import Any
 
 from cbuild.build import eviction
 from cbuild.build.builder import Builder
-from cbuild.build.cache import atomic_write, default_cache_dir
+from cbuild.build.cache import default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
 from cbuild.build.demangle import demangle, demangled_keys, readable_names
 from cbuild.build.options import CXX_SUFFIXES, OPT_LEVELS, BuildOptions, optimisation_flag
@@ -53,6 +53,21 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
+    return value
+
+
+#: The narrowest ``--width`` a table of names and numbers is laid out in.
+_MIN_WIDTH = 20
+
+
+def _width(text: str) -> int:
+    """A ``--width`` value: a whole number of columns, :data:`_MIN_WIDTH` or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < _MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"{value} columns is too narrow: give {_MIN_WIDTH} or more")
     return value
 
 
@@ -172,7 +187,7 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument(
         "--top", type=_count, default=5, help="functions and regions to list per change (default 5; 0: none)"
     )
-    diff.add_argument("--width", type=int, default=None, metavar="N", help="line width (default: the terminal's)")
+    diff.add_argument("--width", type=_width, default=None, metavar="N", help="line width (default: the terminal's)")
     sub.add_parser("include-dir", help="print the directory of instrbudget.h (to build the sources without the plugin)")
     merge = sub.add_parser("merge", help="merge the --instrbudget-json documents of one run's shards")
     merge.add_argument("documents", type=Path, nargs="+", metavar="SHARD.json")
@@ -244,7 +259,7 @@ def parser() -> argparse.ArgumentParser:
         help="tests whose node id contains PATTERN (as pytest -k)",
     )
     history.add_argument("--metric", default=None, metavar="NAME", help="only this metric")
-    history.add_argument("--width", type=int, default=None, metavar="N", help="line width (default: the terminal's)")
+    history.add_argument("--width", type=_width, default=None, metavar="N", help="line width (default: the terminal's)")
     history.add_argument("--all", action="store_true", help="list unchanged series too (after the changed ones)")
     history.add_argument("--html", type=Path, default=None, metavar="OUT", help="write an HTML report with charts")
     return top
@@ -460,7 +475,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
     if args.html is not None:
         page = render_page("history", f"instrbudget history: {baseline}", chosen.to_json())
         try:
-            atomic_write(args.html, page.encode())
+            write_output(args.html, page.encode())
         except OSError as exc:
             raise CBuildError(f"cannot write the HTML report {args.html}: {describe_os_error(exc)}") from None
         print(f"wrote {args.html}: {len(chosen.series)} series over {history.commits_seen} commit(s)", file=sys.stderr)
@@ -471,7 +486,8 @@ def _cmd_history(args: argparse.Namespace) -> int:
     if args.metric and args.metric not in history.metrics:
         empty += f" (metrics in the history: {', '.join(history.metrics) or 'none'})"
     sys.stdout.write(render_history(chosen, width, empty=empty, show_all=args.all))
-    return 0
+    # A -k or --metric that matches nothing shows nothing: a typo must not read as a quiet history.
+    return 2 if asked and history.series and not chosen.series else 0
 
 
 def _cmd_pipeline(args: argparse.Namespace) -> int:

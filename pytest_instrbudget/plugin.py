@@ -18,7 +18,7 @@ from cbuild.config import ConfigError, load_settings, parse_percent, unread_tabl
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models import CostModel, default_registry
 from cbuild.models.costs import Cost
-from cbuild.report.outputs import write_output
+from cbuild.report.outputs import is_stream, write_output
 from cbuild.report.snapshot import DEFAULT_PATH
 from cbuild.run.hosts import HostPool, guard_library
 from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
@@ -242,7 +242,7 @@ def _refuse_shared_outputs(run: RunOptions, baseline: Path) -> None:
     ]
     seen: dict[str, str] = {}
     for what, path in outputs:
-        if path is None or path.is_relative_to("/dev") or (path.exists() and not (path.is_file() or path.is_dir())):
+        if path is None or is_stream(path):
             continue
         key = os.path.realpath(path)
         if key in seen:

@@ -393,10 +393,19 @@ def test_keyword_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         ("test_parse_small", "ir_instructions"),
         ("test_sort", "ir_instructions"),
     ]
-    out = run_cli(capsys, *base, "-k", "nothing", "--metric", "zk_cycles")
+    # Nothing matched: said, and the exit status says so too (a typo must not pass a CI step).
+    assert main(["history", *base, "-k", "nothing", "--metric", "zk_cycles"]) == 2
+    out = capsys.readouterr().out
     assert out.startswith(
         "no test matches -k 'nothing' and --metric zk_cycles (metrics in the history: cycles, ir_instructions)\n"
     )
+    assert main(["history", *base, "-k", "nothing"]) == 2
+    assert main(["history", *base, "--metric", "nosuch"]) == 2
+    capsys.readouterr()
+    for width in ("0", "-10", "19"):
+        with pytest.raises(SystemExit):
+            main(["history", *base, "--width", width])
+        assert "columns is too narrow: give 20 or more" in capsys.readouterr().err
     assert main(["history", *base, "-k", "parse and"]) == 2
     assert "cbuild: -k 'parse and': expected a name at the end" in capsys.readouterr().err
 

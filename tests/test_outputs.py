@@ -60,6 +60,42 @@ def test_outputs_device_is_written_not_replaced() -> None:
     assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
 
 
+def test_outputs_streams_are_the_process_descriptors_fifos_and_devices(tmp_path: Path) -> None:
+    """A regular file is replaced wherever it lies: one in /dev/shm had each new document appended
+    after the old one, so that a baseline written there twice was no longer JSON."""
+    from cbuild.report.outputs import is_stream
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "to_fifo").symlink_to(fifo)
+    (tmp_path / "to_stdout").symlink_to("/dev/stdout")
+    regular = tmp_path / "file.json"
+    regular.write_text("{}")
+    for path in (
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/fd/1",
+        "/proc/self/fd/1",
+        "/dev/null",
+        fifo,
+        "to_fifo",
+        "to_stdout",
+    ):
+        assert is_stream(tmp_path / path), path
+    for path in (regular, tmp_path / "new.json", tmp_path / "new_dir" / "new.json"):
+        assert not is_stream(path), path
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        target = shm / f"instrbudget-test-{os.getpid()}.json"
+        try:
+            assert not is_stream(target)
+            for text in (b'{"first": 1}\n', b'{"second": 2}\n'):
+                write_output(target, text)
+            assert target.read_bytes() == b'{"second": 2}\n'
+        finally:
+            target.unlink(missing_ok=True)
+
+
 def test_outputs_append_keeps_what_was_there(tmp_path: Path) -> None:
     summary = tmp_path / "step_summary.md"
     summary.write_text("# an earlier step\n")

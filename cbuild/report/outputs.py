@@ -22,15 +22,18 @@ from typing import TextIO
 
 from cbuild.build.cache import atomic_write
 
-#: Paths that name a process's streams or devices, whatever they resolve to: a
-#: ``/dev/stdout`` redirected to a log file resolves to that file, which must not be replaced.
-_STREAM_ROOTS = ("/dev/", "/proc/")
+#: Where a process's own descriptors are: a path through it (``/dev/stdout`` is a link to
+#: ``/proc/self/fd/1``, ``/dev/fd`` one to ``/proc/self/fd``) names a stream, whatever it resolves
+#: to (a ``/dev/stdout`` redirected to a log file resolves to that file, which must not be replaced).
+_DESCRIPTORS = "/proc/"
+#: Symbolic links followed at most, as the kernel does.
+_MAX_LINKS = 40
 
 
 def write_output(path: Path, data: bytes, *, append: bool = False, mode: int | None = None) -> None:
     """Write ``data`` where ``path`` points (see the module); ``mode`` for a new regular file
     (default: an existing file keeps its permissions, a new one gets 0o644)."""
-    if _is_stream(path):
+    if is_stream(path):
         own = _own_stream(path)
         if own is not None:
             # The process's own stdout or stderr: through its descriptor, after what is
@@ -53,9 +56,17 @@ def write_output(path: Path, data: bytes, *, append: bool = False, mode: int | N
     atomic_write(target, data, mode=mode)
 
 
-def _is_stream(path: Path) -> bool:
-    if str(path.absolute()).startswith(_STREAM_ROOTS):
-        return True
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` is written to in place: one of the process's descriptors (``/dev/stdout``,
+    ``/dev/fd/1``), or a FIFO, socket or device; a regular file is replaced, wherever it lies
+    (``/dev/shm`` included)."""
+    hop = Path(os.path.abspath(path))
+    for _ in range(_MAX_LINKS):
+        if os.path.realpath(hop.parent).startswith(_DESCRIPTORS) or str(hop).startswith(_DESCRIPTORS):
+            return True
+        if not hop.is_symlink():
+            break
+        hop = Path(os.path.normpath(hop.parent / os.readlink(hop)))
     try:
         st = os.stat(path)  # follows symlinks
     except OSError:
