@@ -266,11 +266,15 @@ def _partial_files(config: pytest.Config) -> set[str]:
     for arg in config.args:
         if "::" not in arg:
             continue
-        path = (config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
-        try:
-            out.add(path.relative_to(config.rootpath).as_posix())
-        except ValueError:
-            continue
+        path = config.invocation_params.dir / arg.split("::", 1)[0]
+        # As given and as resolved, each against the rootdir alike: a test path through a symlinked
+        # checkout has a rootdir that pytest does not resolve, and one resolved alone lies outside it.
+        for file, root in (
+            (Path(os.path.normpath(path)), Path(os.path.normpath(config.rootpath))),
+            (path.resolve(), config.rootpath.resolve()),
+        ):
+            if file.is_relative_to(root):
+                out.add(file.relative_to(root).as_posix())
     return out
 
 

@@ -317,6 +317,27 @@ def test_plugin_partial_run_does_not_report_other_files_as_stale(project: pytest
     assert "no longer exist" not in result.stdout.str()
 
 
+def test_plugin_one_test_by_node_id_through_a_symlinked_checkout_prunes_nothing_else(
+    pytester: pytest.Pytester,
+) -> None:
+    """``pytest link/test_budget.py::test_work --instrbudget-prune``, ``link`` a symlink to the
+    checkout: the file's other tests are not gone (it was collected in part), so their entries stay."""
+    real = pytester.mkdir("checkout")
+    (real / "work.c").write_text(WORK_C)
+    (real / "test_budget.py").write_text(TESTS)
+    (real / "pyproject.toml").write_text("[tool.instrbudget]\nopt_level = '1'\n")
+    (pytester.path / "link").symlink_to(real)
+    assert pytester.runpytest("-p", "no:cacheprovider", "link", "--instrbudget-update").ret == pytest.ExitCode.OK
+    baseline = real / ".instrbudget" / "baseline.json"
+    before = json.loads(baseline.read_text())["tests"]
+    assert len(before) == 3
+    result = pytester.runpytest("-p", "no:cacheprovider", "link/test_budget.py::test_work", "--instrbudget-prune")
+    result.assert_outcomes(passed=1)
+    assert "no longer exist" not in result.stdout.str()
+    assert "pruned" not in result.stdout.str()
+    assert json.loads(baseline.read_text())["tests"] == before
+
+
 def test_plugin_corrupt_baseline_is_a_usage_error_and_kept(project: pytest.Pytester) -> None:
     path = baseline_path(project)
     path.parent.mkdir(parents=True)
