@@ -292,16 +292,16 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         named = ", ".join(improved[:5]) + (" ..." if len(improved) > 5 else "")
         # --instrbudget-update records every completed test's costs, a failing one's too.
         failing = sum(1 for r in results if r.completed and r.failure is not None)
+        # The command as the failures' "accept it with" gives it: this run's baseline and models.
+        command = session.run.update_command()
         if failing:
             lines.append(
-                f"{len(improved)} test(s) improved on the baseline: {named}; --instrbudget-update would also "
+                f"{len(improved)} test(s) improved on the baseline: {named}; {command} would also "
                 f"record the costs of the {failing} test(s) instrbudget failed here: run it on the improved "
                 "tests alone"
             )
         else:
-            lines.append(
-                f"{len(improved)} test(s) improved on the baseline; record it with --instrbudget-update: {named}"
-            )
+            lines.append(f"{len(improved)} test(s) improved on the baseline; record it with {command}: {named}")
     if session.baseline_note:  # why the baseline is rewritten, before what was written
         lines.append(session.baseline_note)
     if outcome.refused:

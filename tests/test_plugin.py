@@ -254,7 +254,16 @@ def test_plugin_improvement_passes_with_hint(project: pytest.Pytester) -> None:
     result, doc = results(project)
     result.assert_outcomes(passed=3)
     assert doc["tests"]["test_budget.py::test_work"]["status"] == "improved"
-    result.stdout.fnmatch_lines(["*improved on the baseline; record it with --instrbudget-update*"])
+    result.stdout.fnmatch_lines(["*improved on the baseline; record it with pytest --instrbudget-update: test_budget*"])
+    # With another baseline, the hint names it, as a failure's "accept it with" does.
+    results(project, "--instrbudget-baseline=other.json", "--instrbudget-update")
+    (project.path / "work.c").write_text(SLOWER_WORK_C)
+    results(project, "--instrbudget-baseline=other.json", "--instrbudget-update")
+    (project.path / "work.c").write_text(WORK_C)
+    result, _ = results(project, "--instrbudget-baseline=other.json")
+    result.stdout.fnmatch_lines(
+        ["*improved on the baseline; record it with pytest --instrbudget-update --instrbudget-baseline=other.json: *"]
+    )
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,8 @@ def test_a_failed_test_is_never_listed_as_improved(project: pytest.Pytester) -> 
     # --instrbudget-update would write the over-limit test's costs too: the hint says so.
     result.stdout.fnmatch_lines(
         [
-            "instrbudget: 1 test(s) improved on the baseline: test_budget.py::test_passes; --instrbudget-update would "
+            "instrbudget: 1 test(s) improved on the baseline: test_budget.py::test_passes; pytest --instrbudget-update "
+            "would "
             "also record the costs of the 1 test(s) instrbudget failed here: run it on the improved tests alone"
         ]
     )
