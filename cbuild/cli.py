@@ -287,19 +287,25 @@ def _cmd_diff(args: argparse.Namespace) -> int:
                 metrics.pop(metric, None)
     found = changes(old, new, top=args.top)
     width = args.width if args.width is not None else shutil.get_terminal_size().columns
-    sys.stdout.write(render_markdown(found) if args.markdown else render_text(found, width))
+    if not compared(old, new):  # "no differences" would read as a check that passed
+        sys.stdout.write("Nothing was compared.\n" if args.markdown else "nothing compared\n")
+    else:
+        sys.stdout.write(render_markdown(found) if args.markdown else render_text(found, width))
 
     def listed(tests: list[str]) -> str:
         return ", ".join(tests[:5]) + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
 
+    def note(text: str) -> None:  # within the width, as the report above
+        print("\n".join(texttable.wrap(text, width)), file=sys.stderr)
+
     for where, tests in unfinished.items():
         if tests:
-            print(f"{len(tests)} test(s) did not complete in {where}, not compared: {listed(tests)}", file=sys.stderr)
+            note(f"{len(tests)} test(s) did not complete in {where}, not compared: {listed(tests)}")
     for label, tests in (("only in", only_in(old, new)), ("new in", only_in(new, old))):
         where = args.old if label == "only in" else args.new
         tests = [t for t in tests if t not in unfinished[args.new if label == "only in" else args.old]]
         if tests:
-            print(f"{len(tests)} test(s) {label} {where}: {listed(tests)}", file=sys.stderr)
+            note(f"{len(tests)} test(s) {label} {where}: {listed(tests)}")
     if not compared(old, new):  # "no differences" would pass a CI step that compared nothing
         print(
             f"cbuild: nothing was compared: no test has a metric measured alike in {args.old} and {args.new}",

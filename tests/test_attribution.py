@@ -286,10 +286,12 @@ def test_diff_leaves_out_tests_that_did_not_complete(tmp_path: Path, capsys: pyt
 
     done, stopped = document(tmp_path / "a.json", 3075, True), document(tmp_path / "b.json", 0, False)
     for pair in ([done, stopped], [stopped, done]):
-        assert main(["diff", *map(str, pair)]) == 0
+        assert main(["diff", *map(str, pair), "--width", "300"]) == 0
         out, err = capsys.readouterr()
         assert out == "no differences\n"
         assert f"1 test(s) did not complete in {stopped}, not compared: t.py::spin" in err
+        assert main(["diff", *map(str, pair), "--width", "60"]) == 0
+        assert all(len(line) <= 60 or " " not in line.strip() for line in capsys.readouterr().err.splitlines())
         assert "only in" not in err
         assert "new in" not in err
     binary = tmp_path / "bin.json"
@@ -362,7 +364,8 @@ def test_diff_that_compared_nothing_fails(tmp_path: Path, capsys: pytest.Capture
     zk_only = document(tmp_path / "zk.json", {"t.py::a": {"zk_cycles": 9}})
     for pair in ([full, empty], [empty, full], [full, other], [full, zk_only], [empty, empty]):
         assert main(["diff", *map(str, pair)]) == 2
-        err = capsys.readouterr().err
+        out, err = capsys.readouterr()
+        assert out == "nothing compared\n"
         assert f"cbuild: nothing was compared: no test has a metric measured alike in {pair[0]} and {pair[1]}" in err
     same = document(tmp_path / "same.json", {"t.py::a": {"ir_instructions": 5}})
     assert main(["diff", str(full), str(same)]) == 0
