@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -148,6 +149,15 @@ def _listed(sources: Sequence[str | Path] | str | Path) -> Sequence[str | Path]:
     return listed
 
 
+def _arguments(keyword: str, values: Sequence[str | Path]) -> tuple[str | Path, ...]:
+    """A list keyword's values (``defines=``, ``cflags=``, ...): a string alone is refused, naming
+    the list it meant, where iterating it would have passed one character per argument."""
+    if isinstance(values, (str, bytes, Path)):
+        meant = shlex.split(values) if isinstance(values, str) else [values]
+        raise TypeError(f"{keyword}={values!r}: expected a list of strings, one per argument, as {keyword}={meant!r}")
+    return tuple(values)
+
+
 def _all(
     paths: Sequence[Sequence[str | Path] | str | Path],
     sources: Sequence[str | Path] | str | Path,
@@ -276,11 +286,12 @@ class CBuild:
         o = self._options
         options = replace(
             o,
-            include_dirs=o.include_dirs + tuple((self._base / d).resolve() for d in include_dirs),
-            defines=o.defines + tuple(defines),
-            cflags=o.cflags + tuple(cflags),
-            cxxflags=o.cxxflags + tuple(cxxflags),
-            ldflags=o.ldflags + tuple(ldflags),
+            include_dirs=o.include_dirs
+            + tuple((self._base / d).resolve() for d in _arguments("include_dirs", include_dirs)),
+            defines=o.defines + tuple(map(str, _arguments("defines", defines))),
+            cflags=o.cflags + tuple(map(str, _arguments("cflags", cflags))),
+            cxxflags=o.cxxflags + tuple(map(str, _arguments("cxxflags", cxxflags))),
+            ldflags=o.ldflags + tuple(map(str, _arguments("ldflags", ldflags))),
             opt_level=str(opt_level) if opt_level is not None else o.opt_level,
             model_params=tuple(p for model in models for p in model.key_params()),
             assertions=o.assertions if assertions is None else assertions,

@@ -390,3 +390,26 @@ def test_ir_whose_debug_information_llvm_drops_is_an_error(builder: Builder, wri
     )
     with pytest.raises(CBuildError, match=r"LLVM found the debug information in the IR of .*bad_dbg\.ll invalid"):
         builder.build([ir], kind="library")
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value", "meant"),
+    [
+        ("defines", "'FOO'", "['FOO']"),
+        ("cflags", "'-DFOO=1 -Wall'", "['-DFOO=1', '-Wall']"),
+        ("cxxflags", "'-fno-rtti'", "['-fno-rtti']"),
+        ("ldflags", "'-lm'", "['-lm']"),
+        ("include_dirs", "'hdr'", "['hdr']"),
+    ],
+)
+def test_a_string_where_a_list_of_arguments_goes_is_refused_naming_the_list(
+    pytester: pytest.Pytester, keyword: str, value: str, meant: str
+) -> None:
+    """``defines="FOO"`` was iterated into ``-DF -DO -DO`` and the build went on without FOO."""
+    pytester.makefile(".c", foo="int has_foo(void) {\n#ifdef FOO\n  return 1;\n#endif\n  return 0;\n}\n")
+    pytester.makepyfile(test_lib=f"def test_it(cbuild):\n    cbuild.library('foo.c', {keyword}={value}).has_foo()\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    assert f"TypeError: {keyword}={value}: expected a list of strings, one per argument, as {keyword}={meant}\n" in (
+        result.stdout.str()
+    )
