@@ -443,8 +443,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         # A test that finished having run none of its builds' code measured nothing: its limits
         # were not checked (its row, as one that raised keeps, says what it counted).
         anything = meter.used and (meter.ran or not completed)
-        # Such a test with limits fails (below): its cost of nothing is not written to the baseline.
-        completed = completed and (anything or not _limited_metrics(item))
+        # Such a test with checks fails (below): its cost of nothing is not written to the baseline.
+        completed = completed and (anything or _unmade_checks(item, session) is None)
         result = None
         unchecked: list[str] = []
         if meter.used or stopped is not None:
@@ -501,10 +501,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if not anything:
         if meter.fixture:
             _fail_unmeasured(
-                item, "ran no measured code (no library call or program run through the cbuild fixture while it ran)"
+                item,
+                session,
+                "ran no measured code (no library call or program run through the cbuild fixture while it ran)",
             )
         else:
-            _fail_unmeasured(item, "does not use the cbuild fixture")
+            _fail_unmeasured(item, session, "does not use the cbuild fixture")
     return outcome
 
 
@@ -525,16 +527,28 @@ def _limited_metrics(item: pytest.Item) -> list[str]:
     return sorted({*budget.limits, *budget.stops, *(m for per in budget.regions.values() for m in per)})
 
 
-def _fail_unmeasured(item: pytest.Item, why: str) -> None:
-    """A test that passed with limits in its budget but nothing measured fails: its limits were
-    not checked."""
+def _unmade_checks(item: pytest.Item, session: BudgetSession) -> str | None:
+    """What a budgeted test that measured nothing did not check, or None where it asked for nothing
+    that needed a measurement: the limits its marker sets, else its comparison with a cost the
+    baseline holds for it (a test that stopped calling its code would read as improved to 0)."""
     limited = _limited_metrics(item)
     if limited:
-        pytest.fail(
-            f"instrbudget: nothing measured: the test {why}, so the limits @pytest.mark.budget sets on "
-            f"{', '.join(limited)} were not checked",
-            pytrace=False,
-        )
+        return f"the limits @pytest.mark.budget sets on {', '.join(limited)} were not checked"
+    if item.stash.get(BUDGET, None) is None:
+        return None
+    held = sorted((m, c.total) for m, c in session.baseline.tests.get(item.nodeid, {}).items() if c.total)
+    if not held:
+        return None
+    shown = ", ".join(f"{metric} {total:,}" for metric, total in held[:3]) + (" ..." if len(held) > 3 else "")
+    return f"its comparison with the baseline, which holds {shown} for it, did not happen"
+
+
+def _fail_unmeasured(item: pytest.Item, session: BudgetSession, why: str) -> None:
+    """A budgeted test that passed but measured nothing fails where that left a check undone
+    (:func:`_unmade_checks`)."""
+    unmade = _unmade_checks(item, session)
+    if unmade is not None:
+        pytest.fail(f"instrbudget: nothing measured: the test {why}, so {unmade}", pytrace=False)
 
 
 def junit_properties(result: TestResult) -> list[tuple[str, object]]:

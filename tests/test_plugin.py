@@ -1271,6 +1271,56 @@ def test_plugin_outcomes_of_expected_failures_and_skips(pytester: pytest.Pyteste
     assert not (pytester.path / ".instrbudget" / "baseline.json").exists()  # partial counts are never written
 
 
+def test_plugin_a_baseline_only_budget_whose_test_stopped_measuring_fails(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``budget(tolerance=5)`` asks for the baseline check alone: a test that measured a cost once and
+    now runs none of its code (a refactor dropped the call) fails, where it read as improved by
+    100%; one the baseline holds nothing for, and a test without a budget, pass as before."""
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(
+        test_x="import os, pytest\n"
+        "CALL = os.environ.get('CALL') == '1'\n"
+        "@pytest.mark.budget(tolerance=5)\n"
+        "def test_checked(cbuild):\n"
+        "    lib = cbuild.library('work.c')\n"
+        "    if CALL:\n"
+        "        lib.work(10)\n"
+        "@pytest.mark.budget(tolerance=5)\n"
+        "def test_checked_without_the_fixture():\n"
+        "    pass\n"
+        "def test_unbudgeted(cbuild):\n"
+        "    lib = cbuild.library('work.c')\n"
+        "    if CALL:\n"
+        "        lib.work(10)\n"
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\nopt_level = '1'\n")
+    monkeypatch.setenv("CALL", "1")
+    assert pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").ret == pytest.ExitCode.OK
+    baseline = pytester.path / ".instrbudget" / "baseline.json"
+    held = json.loads(baseline.read_text())["tests"]["test_x.py::test_checked"]["ir_instructions"]["total"]
+    assert held > 0
+    monkeypatch.setenv("CALL", "0")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_checked _*",
+            "instrbudget: nothing measured: the test ran no measured code (no library call or program run "
+            "through the cbuild fixture while it ran), so its comparison with the baseline, which holds "
+            f"ir_instructions {held:,} for it, did not happen",
+        ]
+    )
+    # Listed as improved: the test without a budget alone (it never fails on cost).
+    result.stdout.fnmatch_lines(["*improved on the baseline; record it with * test_x.py::test_unbudgeted"])
+    saved = baseline.read_text()
+    pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").assert_outcomes(passed=2, failed=1)
+    assert (
+        json.loads(baseline.read_text())["tests"]["test_x.py::test_checked"]
+        == json.loads(saved)["tests"]["test_x.py::test_checked"]
+    )  # no entry of a cost of nothing replaces it
+
+
 UNMEASURED_TESTS = """
 import pytest
 
