@@ -765,10 +765,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     outcome = config.stash.get(OUTCOME, Outcome())
     if budget.run.disable:  # nothing measured; an output it could not write still says why the run failed
         if budget.outcomes:  # set in addopts, it would pass a CI job without a word at the end
-            terminalreporter.write_line(
-                f"instrbudget: measuring disabled (--instrbudget-disable): {len(budget.outcomes)} test(s) that "
-                "build C code or have a budget were not measured, their budgets not checked"
-            )
+            terminalreporter.write_line(f"instrbudget: {report.disabled_line(budget)}")
         for error in outcome.errors:
             terminalreporter.write_line(f"instrbudget: error: {error}")
         return

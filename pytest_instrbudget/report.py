@@ -370,6 +370,8 @@ def json_document(session: BudgetSession) -> dict[str, Any]:
     collected = sorted(session.collected)
     return {
         "version": 2,
+        # --instrbudget-disable: nothing was measured and no budget checked (cbuild merge refuses it).
+        "disabled": session.run.disable,
         "fingerprint": fingerprint,
         "models": [m.name for m in session.models],
         "baseline": str(session.baseline.path),
@@ -429,8 +431,19 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
 MARKDOWN_LIMIT = 1024 * 1024 - 4096
 
 
+def disabled_line(session: BudgetSession) -> str:
+    """What a run with ``--instrbudget-disable`` did not do: said at its end and in its reports,
+    since set in addopts it would pass a CI job without a word."""
+    return (
+        f"measuring disabled (--instrbudget-disable): {len(session.outcomes)} test(s) that build C code or have "
+        "a budget were not measured, their budgets not checked"
+    )
+
+
 def markdown(session: BudgetSession, limit: int = MARKDOWN_LIMIT) -> str:
     """A markdown summary for a CI job page: what changed against the baseline, and failures."""
+    if session.run.disable:  # not "0 test(s) measured ... No cost changed", which reads as a pass
+        return f"## instrbudget\n\n{disabled_line(session)}.\n"
     return markdown_text(
         list(session.results.values()),
         limit,
@@ -605,8 +618,13 @@ def _function_rows(
 
 def html_report(session: BudgetSession) -> str:
     """The ``--instrbudget-html`` page (see :mod:`cbuild.report.html.page`)."""
+    title = f"instrbudget report: {disabled_line(session)}" if session.run.disable else "instrbudget report"
     return html_page(
-        list(session.results.values()), session.fingerprint, str(session.baseline.path), outcomes=session.outcomes
+        list(session.results.values()),
+        session.fingerprint,
+        str(session.baseline.path),
+        outcomes=session.outcomes,
+        title=title,
     )
 
 
@@ -616,6 +634,7 @@ def html_page(
     baseline: str,
     top: int = 15,
     outcomes: Mapping[str, tuple[str, str]] | None = None,
+    title: str = "instrbudget report",
 ) -> str:
     """The HTML report of ``results``: every test in the table with pytest's outcome, and for
     each its metrics, regions, costliest functions and the flame graph of its call paths
@@ -644,7 +663,7 @@ def html_page(
                         "value": m.value,
                         "limit": m.limit,
                         "baseline": m.baseline,
-                        "change": None if m.change is None else round(m.change, 4),
+                        "change": m.change,  # rounded once, by the page, to the terminal's two places
                         "status": m.status,
                     }
                     for m in r.measured
@@ -693,4 +712,4 @@ def html_page(
         "fingerprint": fingerprint,
         "fingerprint_text": fingerprint_text,
     }
-    return render("results", "instrbudget report", data)
+    return render("results", title, data)

@@ -92,7 +92,8 @@ class MetricResult:
             "value": self.value,
             "limit": self.limit,
             "baseline": self.baseline,
-            "change_percent": None if self.change is None else round(self.change, 4),
+            # Unrounded: a reader's own rounding to two places then agrees with the terminal's.
+            "change_percent": self.change,
             "tolerance_percent": self.tolerance,
             "status": self.status,
             "functions": functions,

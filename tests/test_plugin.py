@@ -901,7 +901,8 @@ int work(int n) {
 int work_then_crash(int n, int how) {
     work(n);
     if (how == 0) abort();
-    if (how == 1) *(volatile int *)0 = 1;
+    if (how == 1) raise(SIGSEGV);  /* in a call: the running total is exact there (a crash between
+                                       calls leaves the counts unknown, tests/test_isolation.py) */
     if (how == 2) raise(SIGTERM);
     exit(3);
 }
@@ -1004,9 +1005,22 @@ def test_small_alone(cbuild):
 
 
 def test_plugin_disable_builds_plain_and_measures_nothing(project: pytest.Pytester) -> None:
-    result, doc = results(project, "--instrbudget-disable")
+    summary, page = project.path / "summary.md", project.path / "report.html"
+    result, doc = results(
+        project, "--instrbudget-disable", f"--instrbudget-markdown={summary}", f"--instrbudget-html={page}"
+    )
     result.assert_outcomes(passed=3)
     assert doc["tests"] == {}
+    # The reports say so too (a CI job's summary read "0 test(s) measured ... No cost changed"), and
+    # cbuild merge refuses the JSON (tests/test_shards.py).
+    assert doc["disabled"] is True
+    said = (
+        "measuring disabled (--instrbudget-disable): 3 test(s) that build C code or have a budget were not "
+        "measured, their budgets not checked"
+    )
+    assert summary.read_text() == f"## instrbudget\n\n{said}.\n"
+    assert f"instrbudget report: {said}" in page.read_text()
+    assert results(project)[1]["disabled"] is False
     assert "test_budget.py::test_work" not in result.stdout.str().split("short test summary")[0].split("passed")[-1]
     # Set in addopts, it passed a CI job with a word only in the header: the end says it too.
     for workers in ([], ["-n", "2"]):

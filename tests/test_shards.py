@@ -89,6 +89,10 @@ def test_merge_refuses_shards_of_different_runs_naming_the_file(tmp_path: Path) 
     del old["collected"], old["selected"]
     with pytest.raises(CBuildError, match=r"old.json lacks collected, selected: it was written by an older"):
         shards.load(write(tmp_path / "old.json", old))
+    disabled = doc(tmp_path, ["t.py::a", "t.py::b", "t.py::c"], {})
+    disabled["disabled"] = True  # a shard run with --instrbudget-disable in its addopts measured nothing
+    with pytest.raises(CBuildError, match=r"off.json is of a run with --instrbudget-disable: it measured nothing"):
+        shards.load(write(tmp_path / "off.json", disabled))
     (tmp_path / "cut.json").write_text("{")
     with pytest.raises(CBuildError, match=r"cut.json is not valid JSON"):
         shards.load(tmp_path / "cut.json")

@@ -61,6 +61,11 @@ def load(path: Path) -> dict[str, Any]:
             f"{path} lacks {', '.join(lacking)}: it was written by an older pytest-instrbudget; "
             "run the shards again with this version"
         )
+    if doc.get("disabled"):  # its selected tests would read as run, and its budgets as checked
+        raise CBuildError(
+            f"{path} is of a run with --instrbudget-disable: it measured nothing and checked no budget; "
+            "run the shard again without it"
+        )
     return doc
 
 
