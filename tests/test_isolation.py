@@ -267,3 +267,103 @@ def test_unbudgeted(cbuild):
         ],
         consecutive=False,
     )
+
+
+MID_LOOP_C = r"""
+#include <stdlib.h>
+
+/* The numbers of a comma-separated list, added; the read at position bad_at goes to address
+   0x1000 instead (an int taken as a pointer): a crash in the middle of the loop. */
+int sum_csv(const char *s, long bad_at) {
+    int total = 0, cur = 0;
+    for (long i = 0;; i++) {
+        const char *p = i == bad_at ? (const char *)0x1000 : s + i;
+        if (!*p) break;
+        if (*p == ',') { total += cur; cur = 0; }
+        else cur = cur * 10 + (*p - '0');
+    }
+    return total + cur;
+}
+
+/* The same walk, then abort(): a crash inside a call, where the counters are exact. */
+int sum_then_abort(const char *s) {
+    sum_csv(s, -1);
+    abort();
+}
+"""
+
+#: A conftest that has the ir-count model note each total it is given (and its least block count).
+RECORDING_CONFTEST = """
+import os
+from cbuild.models import IrCountModel
+from cbuild.models.base import CostModel
+
+def evaluate(self, counts):
+    costs = CostModel.evaluate(self, counts)
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+    with open("seen.txt", "a") as out:
+        out.write(f"{test} {costs[0].total} {min(counts.counts, default=0)}\\n")
+    return costs
+
+IrCountModel.evaluate = evaluate
+"""
+
+
+def test_a_crash_mid_loop_leaves_counts_unknown_not_wrong(pytester: pytest.Pytester) -> None:
+    """A call that crashes in counted code between two calls, after much work, leaves counters
+    that disagree with the library's running total (the counters are exact only at calls and
+    returns; the counts solved from them are wrong, negative ones included): the row shows `-`
+    with status error and the message says why, with a budget or without, and the ir-count model
+    is never given them. A crash inside a call the code made (abort()) keeps its counts."""
+    pytester.makefile(".c", tok=MID_LOOP_C)
+    pytester.makeconftest(RECORDING_CONFTEST)
+    pytester.makepyfile(
+        test_tok="""
+import pytest
+
+CSV = b"12,34," * 50
+
+def test_mid_loop(cbuild):
+    lib = cbuild.library("tok.c")
+    assert lib.sum_csv(CSV, -1) == 2300
+    lib.sum_csv(CSV, 200)
+
+@pytest.mark.budget(max_instr=1000)
+def test_mid_loop_budget(cbuild):
+    lib = cbuild.library("tok.c")
+    assert lib.sum_csv(CSV, -1) == 2300
+    lib.sum_csv(CSV, 200)
+
+@pytest.mark.budget(max_instr=1000)
+def test_in_a_call(cbuild):
+    cbuild.library("tok.c").sum_then_abort(CSV)
+"""
+    )
+    pytester.makepyprojecttoml("[tool.instrbudget]\nopt_level = '2'\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--instrbudget-json=out.json")
+    result.assert_outcomes(failed=3)
+    unknown = (
+        "; its counts are unknown: the counters and the running total disagree (it crashed between two calls, "
+        "where they are not exact, or while another thread was counting)"
+    )
+    text = re.sub(r"\s+", " ", result.stdout.str())
+    for name in ("test_mid_loop", "test_mid_loop_budget"):
+        assert (
+            f"LibraryCrashed: sum_csv() crashed: killed by SIGSEGV in sum_csv (tok.c:9) at address 0x1000; "
+            f"the library's process ended{unknown}" in text
+        ), text[-3000:]
+        assert re.search(rf"test_tok\.py::{name} +- +error ", text), text[-3000:]
+    assert f"sum_then_abort() crashed: killed by SIGABRT; the library's process ended{unknown}" not in text
+    assert "cost model 'ir-count'" not in text, text[-3000:]
+    assert "not checked" not in text, text[-3000:]
+    tests = json.loads((pytester.path / "out.json").read_text())["tests"]
+    for name in ("test_mid_loop", "test_mid_loop_budget"):
+        assert tests[f"test_tok.py::{name}"]["metrics"]["ir_instructions"]["value"] == 0
+    kept = tests["test_tok.py::test_in_a_call"]["metrics"]["ir_instructions"]["value"]
+    assert kept > 300 * 5  # the walk over 300 bytes, counted before abort()
+    result.stdout.fnmatch_lines([f"test_tok.py::test_in_a_call *{kept:,}*over limit (partial)*"])
+    seen = [line.split() for line in (pytester.path / "seen.txt").read_text().splitlines()]
+    assert all(int(total) >= 0 and int(least) >= 0 for _, total, least in seen), seen
+    # The crashed calls' counts reach no model; the call that crashed inside abort() keeps its own.
+    assert {test.split("::")[-1] for test, total, _ in seen if int(total)} == {"test_in_a_call"}, seen
+    assert [int(total) for test, total, _ in seen if test.endswith("::test_in_a_call") and int(total)] == [kept]

@@ -36,7 +36,7 @@ from cbuild.riscv.guest import Arg, CutoffReached, Guest, Unreplayable, fits, wo
 from cbuild.riscv.translated import checking_translation, translation_of
 from cbuild.run.ctypes_map import TypeMap, UnsupportedType, without_qualifiers
 from cbuild.run.hosts import HostProcess, default_pool
-from cbuild.run.program import read_raw_counts
+from cbuild.run.program import COUNTS_UNKNOWN, CountsDisagree, check_total, read_raw_counts
 from cbuild.run.stops import CodeStopped, check_timeout, clock_limits, machine_stop, read_stop, requested
 
 _ids = itertools.count(1)
@@ -355,19 +355,23 @@ class Function:
                 blobs.append(wire[2])
         library = self._library
         host = library.host
+        alive = host.alive  # not: the error says the process ended in an earlier call
         # The replay needs the buffers as they were before the call (the call writes into them).
         inputs = [bytes(b) for b in blobs] if library._guests else blobs
         try:
             result, written, left = host.request(
                 "call", library.id, self.name, wires, what=f"{self.name}()", timeout=library.timeout, blobs=blobs
             )
-        except LibraryCrashed:
+        except LibraryCrashed as crashed:
             if host.stop_file.exists():  # the call reached its cut-off
                 stop = read_stop(
                     host.stop_file, binary=library.artifact.path, table=library.table, models=library._models
                 )
                 host.stop_file.unlink()
                 raise CodeStopped(f"{self.name}()", stop) from None
+            if alive and library._counts_unknown():  # as a program's crash says (before the quoted stderr)
+                message = str(crashed).removesuffix(crashed.echoed)
+                crashed.args = (f"{message}{COUNTS_UNKNOWN}{crashed.echoed}", *crashed.args[1:])
             raise
         lost: list[str] = []  # warned of once the buffers are back (a warning may be an error)
         for n, blob, text in written:
@@ -587,19 +591,47 @@ class Library:
         warn_if_interleaved(self.artifact.name, threads, counts)
         return counts
 
-    def crashed_counts(self, since: tuple[int, ...] | None = None) -> BlockCounts | None:
-        """What the library counted (since ``since``, a :meth:`snapshot`) until a call ended its
-        process: its runtime writes its counters on a fatal signal (the host's guard has it) and
-        when library code calls ``exit``. None where it wrote nothing readable. The RISC-V builds'
-        replays, which lack the call that ended it, are unavailable, and so are regions."""
+    def _written_counts(self) -> tuple[tuple[int, ...], list[int]] | None:
+        """The counters and model results the library's runtime wrote as a call ended its process,
+        or None where it wrote nothing readable. Raises :class:`CountsDisagree` where the counters
+        and its running total disagree (:func:`check_total`, as for a program's crash)."""
         if self.host.alive or not self._counts_file.exists():
             return None
         try:
-            counters, results, _, _ = read_raw_counts(self._counts_file, build_id=self.artifact.key, table=self.table)
+            counters, results, total, _ = read_raw_counts(
+                self._counts_file, build_id=self.artifact.key, table=self.table
+            )
         except (CBuildError, OSError, ValueError):
             return None
-        raw = _since(tuple(counters), self._loaded if since is None else since)
-        analyses, dynamic = split_results(self._models, results.tolist())
+        raw = tuple(counters)
+        check_total(self.artifact.name, self.table, self.table.block_counts(raw), total)
+        return raw, results.tolist()
+
+    def _counts_unknown(self) -> bool:
+        """True where a call ended the library's process and the counters its runtime wrote then
+        cannot be used: it crashed in counted code between two calls (where the counters are not
+        exact), or while another thread was counting; :meth:`crashed_counts` is then None."""
+        try:
+            self._written_counts()
+        except CountsDisagree:
+            return True
+        return False
+
+    def crashed_counts(self, since: tuple[int, ...] | None = None) -> BlockCounts | None:
+        """What the library counted (since ``since``, a :meth:`snapshot`) until a call ended its
+        process: its runtime writes its counters on a fatal signal (the host's guard has it) and
+        when library code calls ``exit``. None where it wrote nothing readable, or where they
+        cannot be used (:meth:`_counts_unknown`). The RISC-V builds' replays, which lack the call
+        that ended it, are unavailable, and so are regions."""
+        try:
+            written = self._written_counts()
+        except CountsDisagree:
+            return None
+        if written is None:
+            return None
+        counters, results = written
+        raw = _since(counters, self._loaded if since is None else since)
+        analyses, dynamic = split_results(self._models, results)
         why = f"{self.host.ended}: its {{}} build's replay of the calls lacks that one"
         unavailable = dict(self._unavailable)
         for target, (_, slots) in [*self._guests.items(), *self._stopped.items()]:

@@ -310,8 +310,32 @@ class _MachineRuns:
                 raise CodeStopped(what, stop, run.stdout, run.stderr)
 
 
-class _CountsDisagree(ExecutionError):
+class CountsDisagree(ExecutionError):
     """A process's running total is not what its block counters add up to."""
+
+
+#: What the message of a crash whose counts :func:`check_total` refused adds to it.
+COUNTS_UNKNOWN = (
+    "; its counts are unknown: the counters and the running total disagree (it crashed between two "
+    "calls, where they are not exact, or while another thread was counting)"
+)
+
+
+def check_total(who: str, table: BlockTable, counts: Sequence[int], total: int) -> None:
+    """Raise :class:`CountsDisagree` unless the block counts ``counts`` (solved from the counters a
+    process's runtime wrote) add up to its running total ``total``, none of them negative.
+
+    The counters are exact while a call or a return is under way (:mod:`cbuild.build.placement`):
+    a crash in counted code between two calls, or a thread counting when the process ended,
+    leaves them and the running total apart, and the counts solved from them wrong (negative
+    ones included). Program runs and crashed library calls both check their counts here."""
+    expected = sum(c * s for c, s in zip(counts, table.sizes, strict=True))
+    if expected != total or any(c < 0 for c in counts):
+        raise CountsDisagree(
+            f"{who}: running total {total} differs from the block counters' {expected}: "
+            f"the counts are inconsistent (a thread still running when the process exited "
+            f"was counted as far as it got; otherwise please report this program)"
+        )
 
 
 def _native_counts(artifact: Artifact, counts_path: Path, table: BlockTable) -> tuple[BlockCounts, int, int]:
@@ -325,14 +349,8 @@ def _native_counts(artifact: Artifact, counts_path: Path, table: BlockTable) -> 
         profile = read_profile(path.with_name(path.name + ".profile"), clock_metrics(models), table.functions)
         if profile is not None:
             part = dataclasses.replace(part, profile=profile)
-        expected = sum(c * s for c, s in zip(part.counts, table.sizes, strict=True))
-        if expected != total:
-            who = artifact.name if pid is None else f"{artifact.name} (forked process {pid})"
-            raise _CountsDisagree(
-                f"{who}: running total {total} differs from the block counters' {expected}: "
-                f"the counts are inconsistent (a thread still running when the process exited "
-                f"was counted as far as it got; otherwise please report this program)"
-            )
+        who = artifact.name if pid is None else f"{artifact.name} (forked process {pid})"
+        check_total(who, table, part.counts, total)
         parts.append(part)
     return _summed(parts), len(parts), threads
 
@@ -347,13 +365,8 @@ def _crashed_counts(
         return None, ""
     try:
         counts, _, _ = _native_counts(artifact, counts_path, table or artifact.table())
-    except _CountsDisagree:
-        # The counters are exact while a call or a return is under way; a crash between two calls
-        # (or a thread counting when it came) leaves the running total and the counters apart.
-        return None, (
-            "; its counts are unknown: the counters and the running total disagree (it crashed between two "
-            "calls, where they are not exact, or while another thread was counting)"
-        )
+    except CountsDisagree:
+        return None, COUNTS_UNKNOWN
     except (ExecutionError, OSError, ValueError):
         return None, ""
     stopped = {
