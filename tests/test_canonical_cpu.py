@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cbuild import Builder, BuildOptions, CBuildError, ExecutionError, run_program
+from cbuild import BlockCounts, Builder, BuildOptions, CBuildError, ExecutionError, Library, run_program
 from cbuild.build.cpu import CPU_LEVELS, DEFAULT_CPU
 
 pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64 only")
@@ -221,3 +221,114 @@ def test_a_host_below_the_level_stops_under_qemu(builder: Builder, probe: Path) 
     proc = subprocess.run(["qemu-x86_64", "-cpu", "core2duo", str(artifact.path)], capture_output=True, check=False)
     assert proc.returncode == 125
     assert b"this machine's CPU lacks SSE4.1, which the canonical CPU x86-64-v2 has" in proc.stderr
+
+
+#: What a library asks, through the builtins and function multiversioning; its own functions
+#: report the answers, and a program built from the same file prints them.
+ASKING_C = r"""
+int supports_sse42(void) { __builtin_cpu_init(); return __builtin_cpu_supports("sse4.2") ? 1 : 0; }
+int supports_avx2(void) { __builtin_cpu_init(); return __builtin_cpu_supports("avx2") ? 1 : 0; }
+int supports_avx512f(void) { __builtin_cpu_init(); return __builtin_cpu_supports("avx512f") ? 1 : 0; }
+int is_intel(void) { __builtin_cpu_init(); return __builtin_cpu_is("intel") ? 1 : 0; }
+int is_amd(void) { __builtin_cpu_init(); return __builtin_cpu_is("amd") ? 1 : 0; }
+int is_haswell(void) { __builtin_cpu_init(); return __builtin_cpu_is("haswell") ? 1 : 0; }
+__attribute__((target_clones("avx2", "sse4.2", "default"))) int clone_of(int x) { return 100 + x; }
+int which_clone(void) { return clone_of(1); }
+__attribute__((target("avx2"))) int kernel(void) { return 3; }
+__attribute__((target("sse4.2"))) int kernel(void) { return 2; }
+__attribute__((target("default"))) int kernel(void) { return 1; }
+int which_kernel(void) { return kernel(); }
+"""
+ASKING_MAIN_C = r"""
+#include <stdio.h>
+int supports_sse42(void), supports_avx2(void), supports_avx512f(void), is_intel(void), is_amd(void),
+    is_haswell(void), which_clone(void), which_kernel(void);
+int main(void) {
+    printf("%d %d %d %d %d %d %d %d\n", supports_sse42(), supports_avx2(), supports_avx512f(), is_intel(), is_amd(),
+           is_haswell(), which_clone(), which_kernel());
+    return 0;
+}
+"""
+ASKED = ("supports_sse42", "supports_avx2", "supports_avx512f", "is_intel", "is_amd", "is_haswell")
+#: The answers (ASKED, then the clone's result and the multiversioned kernel that ran), and the
+#: clone of ``clone_of`` that ran, by level.
+ANSWERS = {
+    "x86-64": ((0, 0, 0, 1, 0, 0, 101, 1), "clone_of.default.2"),
+    "x86-64-v2": ((1, 0, 0, 1, 0, 0, 101, 2), "clone_of.sse4.2.1"),
+    "x86-64-v3": ((1, 1, 0, 1, 0, 0, 101, 3), "clone_of.avx2.0"),
+}
+
+
+def _clones_run(counts: BlockCounts) -> set[str]:
+    """The clones of ``clone_of`` whose code ran (a program's count has its resolver too, run as it starts)."""
+    ran = {b.function for b, n in zip(counts.table.blocks, counts.counts, strict=True) if n}
+    return {f for f in ran if f.startswith("clone_of.") and f != "clone_of.resolver"}
+
+
+@pytest.fixture(scope="module")
+def asking(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("asking")
+    (folder / "asking.c").write_text(ASKING_C)
+    (folder / "main.c").write_text(ASKING_MAIN_C)
+    return folder / "asking.c", folder / "main.c"
+
+
+@pytest.mark.parametrize("cpu", list(ANSWERS))
+def test_a_library_gets_the_programs_canonical_answers(builder: Builder, asking: tuple[Path, Path], cpu: str) -> None:
+    """__builtin_cpu_supports, __builtin_cpu_is and multiversioning in a shared library: it links
+    (the runtime's tables are its own), loads (its ifuncs are resolved at build time) and answers
+    as the program built for the level does."""
+    if cpu == "x86-64-v3" and not _host_has("avx2"):
+        pytest.skip("the host lacks AVX2: an x86-64-v3 build stops at start-up")
+    source, main = asking
+    options = BuildOptions(cpu=cpu)
+    answers, clone = ANSWERS[cpu]
+    program = run_program(builder.build([source, main], options=options), timeout=60)
+    assert program.returncode == 0, program.stderr
+    assert tuple(map(int, program.stdout.decode().split())) == answers
+    assert program.counts is not None
+    assert _clones_run(program.counts) == {clone}
+    artifact = builder.build([source], kind="library", options=options)
+    counts = []
+    for _ in range(2):
+        with Library(artifact) as library:
+            since = library.snapshot()
+            got = (*(library.function(name)() for name in ASKED), library.which_clone(), library.which_kernel())
+            assert got == answers
+            counted = library.counts(since)
+            assert _clones_run(counted) == {clone}
+            counts.append(counted.counts)
+    assert counts[0] == counts[1]
+
+
+def test_the_build_time_resolution_reads_the_runtimes_tables(builder: Builder, tmp_path: Path) -> None:
+    """A library's ifuncs are resolved from cpu.py's copy of canonical_cpu.c's tables: the two agree."""
+    from cbuild.build import cpu as cpu_mod
+
+    src = tmp_path / "tables.c"
+    src.write_text(
+        "#include <stdio.h>\n"
+        + "".join(
+            f"extern const unsigned __instrbudget_cpu_model_{n}[4], __instrbudget_cpu_features2_{n}[3];\n"
+            for n in CPU_LEVELS.values()
+        )
+        + "int main(void) {\n"
+        + "".join(
+            f'    printf("%u %u %u %u %u %u %u\\n", __instrbudget_cpu_model_{n}[0], __instrbudget_cpu_model_{n}[1], '
+            f"__instrbudget_cpu_model_{n}[2], __instrbudget_cpu_model_{n}[3], __instrbudget_cpu_features2_{n}[0], "
+            f"__instrbudget_cpu_features2_{n}[1], __instrbudget_cpu_features2_{n}[2]);\n"
+            for n in CPU_LEVELS.values()
+        )
+        + "    return 0;\n}\n"
+    )
+    result = run_program(builder.build([src]), timeout=60)
+    assert result.returncode == 0, result.stderr
+    rows = [tuple(map(int, line.split())) for line in result.stdout.decode().splitlines()]
+    want = [
+        (
+            *(cpu_mod._table_word(n, f"@__instrbudget_cpu_model_{n}", w) for w in range(4)),
+            *(cpu_mod._table_word(n, f"@__instrbudget_cpu_features2_{n}", w) for w in range(3)),
+        )
+        for n in CPU_LEVELS.values()
+    ]
+    assert rows == want

@@ -439,7 +439,7 @@ class Builder:
         watch.step("linking the IR")
         linked_text = self._link_units(units, options, self.toolchain)
         if cpu.applies(self.toolchain.triple):
-            linked_text = cpu.canonical_cpu(linked_text, options.cpu)
+            linked_text = cpu.canonical_cpu(linked_text, options.cpu, library=kind == "library")
         linked_text = aligned_data(linked_text)
         active = [m for m in models if m.executes() is None] if options.instrument else []
         events = frozenset(e for model in active for e in model.events)

@@ -16,6 +16,12 @@ question goes to the runtime's tables for one psABI level (``runtime/canonical_c
 
 The module also gets ``__instrbudget_cpu_level``, which the runtime checks against
 the host at start-up.
+
+In a shared library the ifuncs of function multiversioning are resolved here, at build time:
+the dynamic loader runs a library's resolvers while it relocates it, before the library's
+runtime can give the resolver's (instrumented) code its counters, so each resolver that reads
+only the canonical tables (as the compiler's do) is evaluated and its ifunc becomes an alias of
+the function it picks, the one a program built for the level picks when it starts.
 """
 
 from __future__ import annotations
@@ -125,8 +131,189 @@ def _glue(name: str, kind: str, regs: str, ret: str, types: Sequence[str], param
     return "\n".join(lines)
 
 
-def canonical_cpu(text: str, cpu: str) -> str:
-    """``text`` (a linked module) asking the runtime, not the processor, about the CPU."""
+def _bits(*features: int) -> int:
+    """The bits of ``features`` (LLVM's numbers) in their 32-bit word of the feature set."""
+    return sum(1 << (n % 32) for n in features)
+
+
+#: The runtime's tables as 32-bit words, by level, for resolving a library's ifuncs at build time
+#: (``canonical_cpu.c``'s ``__instrbudget_cpu_model_*``: vendor 1, type 0, subtype 0, then word 0
+#: of the feature set; ``__instrbudget_cpu_features2_*``: words 1-3; a test compares the two).
+_W0 = {1: _bits(0, 1, 3, 4)}
+_W0[2] = _W0[1] | _bits(2, 5, 6, 7, 8)
+_W0[3] = _W0[2] | _bits(9, 10, 14, 16, 17)
+_W0[4] = _W0[3] | _bits(15, 20, 21, 22, 23)
+_W1 = {1: 0, 2: _bits(46, 54)}
+_W1[3] = _W1[4] = _W1[2] | _bits(49, 57, 58)
+_W2 = {1: _bits(95), 2: _bits(95), 3: _bits(95, 81), 4: _bits(95, 81)}
+_W3 = {1: 0, 2: _bits(96), 3: _bits(96, 97), 4: _bits(96, 97, 98)}
+_IFUNC = re.compile(r"^(?P<head>@[\w.$\"-]+ = [^=]*?)\bifunc (?P<type>.+), ptr (?P<resolver>@[\w.$\"-]+)\s*$")
+_TABLE_LOAD = re.compile(
+    r"^load i32, ptr (?:getelementptr (?:inbounds )?(?:nuw )?"
+    r"\((?P<elem>.+?), ptr (?P<gep>@[\w.]+)(?P<idx>(?:, i\d+ \d+)*)\)|(?P<plain>@[\w.]+))(?:, align \d+)?$"
+)
+_TOKEN = r"(?:%[\w.$-]+|@[\w.$\"-]+|-?\d+|true|false|null|poison|undef)"
+_INT_OPS = {
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b,
+    "shl": lambda a, b: a << b,
+    "lshr": lambda a, b: a >> b,
+}
+_PREDICATES = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "ugt": lambda a, b: a > b,
+    "uge": lambda a, b: a >= b,
+    "ult": lambda a, b: a < b,
+    "ule": lambda a, b: a <= b,
+}
+
+
+def _table_word(level: int, table: str, word: int) -> int | None:
+    """Word ``word`` of the runtime's table ``table`` (renamed) for ``level``; None for another global."""
+    if table == f"@__instrbudget_cpu_model_{level}":
+        words = [1, 0, 0, _W0[level]]
+    elif table == f"@__instrbudget_cpu_features2_{level}":
+        words = [_W1[level], _W2[level], _W3[level]]
+    else:
+        return None
+    return words[word] if 0 <= word < len(words) else None
+
+
+def _evaluate(body: list[str], level: int) -> str | None:
+    """What a resolver's ``body`` returns (``@name``) on the canonical CPU, if it asks nothing
+    but the canonical tables; None for code this small interpreter does not follow."""
+    blocks: dict[str, list[str]] = {}
+    label = "%0"
+    for line in body:
+        code = re.sub(r", !\w+ !\d+", "", line.split(";", 1)[0]).strip()
+        if not code:
+            continue
+        if code.endswith(":") and " " not in code:
+            label = "%" + code[:-1]
+            continue
+        blocks.setdefault(label, []).append(code)
+    values: dict[str, int | str] = {}
+
+    def value(token: str) -> int | str | None:
+        token = token.strip()
+        if token.startswith("%"):
+            return values.get(token)
+        if token.startswith("@"):
+            return token
+        if token in ("true", "false"):
+            return int(token == "true")
+        return int(token) if re.fullmatch(r"-?\d+", token) else None
+
+    label, came_from, steps = next(iter(blocks), "%0"), "", 0
+    while steps < 10_000:
+        if label not in blocks:
+            return None
+        for code in blocks[label]:
+            steps += 1
+            m = re.match(r"(%[\w.$-]+) = (.*)$", code)
+            name, expr = (m.group(1), m.group(2)) if m else ("", code)
+            expr = re.sub(r"^(?:tail |notail )?call ", "call ", expr)
+            if re.fullmatch(r"call (?:void|i32) @__instrbudget_cpu_indicator_init\(\)(?: #\d+)?", expr):
+                values[name] = 0
+                continue
+            if (mm := _TABLE_LOAD.match(expr)) is not None:
+                if mm.group("plain"):
+                    table, word = mm.group("plain"), 0
+                else:
+                    indices = [int(i) for i in re.findall(r"i\d+ (\d+)", mm.group("idx"))]
+                    table = mm.group("gep")
+                    if mm.group("elem") == "i8":
+                        if len(indices) != 1 or indices[0] % 4:
+                            return None
+                        word = indices[0] // 4
+                    elif not indices or indices[0] != 0:
+                        return None
+                    else:  # every field of both tables is an i32
+                        word = sum(indices[1:])
+                got = _table_word(level, table, word)
+                if got is None:
+                    return None
+                values[name] = got
+                continue
+            if mm := re.fullmatch(rf"(\w+)(?: nuw| nsw| exact| disjoint)* i(\d+) ({_TOKEN}), ({_TOKEN})", expr):
+                op, width, a, b = mm.group(1), int(mm.group(2)), value(mm.group(3)), value(mm.group(4))
+                if op not in _INT_OPS or not isinstance(a, int) or not isinstance(b, int):
+                    return None
+                values[name] = _INT_OPS[op](a, b) & ((1 << width) - 1)
+                continue
+            if mm := re.fullmatch(rf"icmp (\w+) i\d+ ({_TOKEN}), ({_TOKEN})", expr):
+                pred, a, b = mm.group(1), value(mm.group(2)), value(mm.group(3))
+                if pred not in _PREDICATES or not isinstance(a, int) or not isinstance(b, int):
+                    return None
+                values[name] = int(_PREDICATES[pred](a, b))
+                continue
+            if mm := re.fullmatch(rf"(?:zext|trunc) i\d+ ({_TOKEN}) to i(\d+)", expr):
+                a = value(mm.group(1))
+                if not isinstance(a, int):
+                    return None
+                values[name] = a & ((1 << int(mm.group(2))) - 1)
+                continue
+            if mm := re.fullmatch(rf"select i1 ({_TOKEN}), \S+ ({_TOKEN}), \S+ ({_TOKEN})", expr):
+                c = value(mm.group(1))
+                if not isinstance(c, int):
+                    return None
+                chosen = value(mm.group(2) if c else mm.group(3))
+                if chosen is None:
+                    return None
+                values[name] = chosen
+                continue
+            if mm := re.fullmatch(r"phi \S+ (.*)", expr):
+                pairs = {lbl: v for v, lbl in re.findall(rf"\[ ({_TOKEN}), (%[\w.$-]+) \]", mm.group(1))}
+                chosen = value(pairs[came_from]) if came_from in pairs else None
+                if chosen is None:
+                    return None
+                values[name] = chosen
+                continue
+            if mm := re.fullmatch(r"br label (%[\w.$-]+)", expr):
+                came_from, label = label, mm.group(1)
+                break
+            if mm := re.fullmatch(rf"br i1 ({_TOKEN}), label (%[\w.$-]+), label (%[\w.$-]+)", expr):
+                c = value(mm.group(1))
+                if not isinstance(c, int):
+                    return None
+                came_from, label = label, mm.group(2) if c else mm.group(3)
+                break
+            if mm := re.fullmatch(rf"ret ptr ({_TOKEN})", expr):
+                chosen = value(mm.group(1))
+                return chosen if isinstance(chosen, str) else None
+            return None
+        else:
+            return None
+    return None
+
+
+def _resolve_ifuncs(text: str, level: int) -> str:
+    """``text`` with each ifunc whose resolver can be evaluated here an alias of what it resolves to."""
+    lines = text.split("\n")
+    bodies: dict[str, list[str]] = {}
+    for i, line in enumerate(lines):
+        if line.startswith("define ") and "ptr @" in line and line.rstrip().endswith("{"):
+            m = _DEFINE.match(line)
+            if m is None or not line[m.end() :].startswith(")"):  # a resolver takes no arguments
+                continue
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("}")), None)
+            if end is not None:
+                bodies["@" + m.group(1)] = lines[i + 1 : end]
+    for i, line in enumerate(lines):
+        m = _IFUNC.match(line) if " ifunc " in line else None
+        if m is None or m.group("resolver") not in bodies:
+            continue
+        chosen = _evaluate(bodies[m.group("resolver")], level)
+        if chosen is not None:
+            lines[i] = f"{m.group('head')}alias {m.group('type')}, ptr {chosen}"
+    return "\n".join(lines)
+
+
+def canonical_cpu(text: str, cpu: str, *, library: bool = False) -> str:
+    """``text`` (a linked module) asking the runtime, not the processor, about the CPU; for a shared
+    ``library``, with the ifuncs whose resolvers only read the canonical tables resolved."""
     level = cpu_level(cpu)
     shapes: dict[tuple[str, str], str] = {}  # (instruction, registers read back) -> the glue function
     function = "?"
@@ -184,8 +371,10 @@ def canonical_cpu(text: str, cpu: str) -> str:
     if "@__cpu_" in text:
         for pattern, replacement in _RENAMES:
             text = pattern.sub(replacement.format(level=level), text)
+    if library and " ifunc " in text:
+        text = _resolve_ifuncs(text, level)
     extra = [shapes[shape] for shape in sorted(shapes)]
     kinds = sorted({kind for kind, _ in shapes})
     extra += [f"declare void @__instrbudget_{k}_into(i32, {'i32, ' * len(_INPUTS[k])}ptr)" for k in kinds]
-    extra.append(f"@__instrbudget_cpu_level = dso_local constant i32 {level}")
+    extra.append(f"@__instrbudget_cpu_level = hidden constant i32 {level}")
     return text.rstrip("\n") + "\n\n" + "\n\n".join(extra) + "\n"

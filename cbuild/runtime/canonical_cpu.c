@@ -16,6 +16,11 @@
  * (the x86-64 psABI's micro-architecture levels). At start-up the host is checked
  * for each feature of the build's level: a program that would be told about an
  * instruction the machine cannot run stops, naming it.
+ *
+ * Everything here is hidden, as compiler-rt's __cpu_model and __cpu_indicator_init are
+ * (clang declares them dso_local, and its references stay dso_local once renamed): each
+ * program or shared library binds its own copy, never another object's, and a library
+ * links (a preemptible definition cannot take those PC-relative references).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,9 +28,10 @@
 #include <unistd.h>
 
 #define LEVELS 4
+#define HIDDEN __attribute__((visibility("hidden")))
 
-/* The build's level, defined by the instrumented module (absent in other objects). */
-extern const int32_t __instrbudget_cpu_level __attribute__((weak));
+/* The build's level, defined by the instrumented module (absent in other objects), hidden there. */
+HIDDEN extern const int32_t __instrbudget_cpu_level __attribute__((weak));
 
 /* CPUID.1:EDX and CPUID.80000001h:EDX of every level, what every x86-64 processor has:
  * FPU TSC CX8 CMOV CLFSH MMX FXSR SSE SSE2; SYSCALL NX LM. */
@@ -65,7 +71,7 @@ static int clamp(int32_t level) { return level < 1 ? 1 : level > LEVELS ? LEVELS
 static int has_subleaves(uint32_t leaf) { return leaf == 7 || leaf == 0xd; }
 
 /* EAX, EBX, ECX, EDX into out[0..3]. */
-void __instrbudget_cpuid_into(int32_t level, uint32_t leaf, uint32_t subleaf, uint32_t out[4]) {
+HIDDEN void __instrbudget_cpuid_into(int32_t level, uint32_t leaf, uint32_t subleaf, uint32_t out[4]) {
     int n = clamp(level);
     uint32_t r[4] = {0, 0, 0, 0};
     switch (leaf) {
@@ -104,12 +110,12 @@ void __instrbudget_cpuid_into(int32_t level, uint32_t leaf, uint32_t subleaf, ui
 }
 
 /* EAX, EDX of XGETBV into out[0..1]. */
-void __instrbudget_xgetbv_into(int32_t level, uint32_t index, uint32_t out[2]) {
+HIDDEN void __instrbudget_xgetbv_into(int32_t level, uint32_t index, uint32_t out[2]) {
     out[0] = index == 0 ? xcr0[clamp(level)] : 0;
     out[1] = 0;
 }
 
-uint64_t __instrbudget_xgetbv64(int32_t level, uint32_t index) { return index == 0 ? xcr0[clamp(level)] : 0; }
+HIDDEN uint64_t __instrbudget_xgetbv64(int32_t level, uint32_t index) { return index == 0 ? xcr0[clamp(level)] : 0; }
 
 /* __builtin_cpu_supports: bit n of the feature set is bit n%32 of word n/32, word 0 in
  * __cpu_model.features, words 1-3 in __cpu_features2 (LLVM's X86TargetParser numbering). */
@@ -133,17 +139,17 @@ struct cpu_model {
 #define W2_V3 (W2_V1 | F(81))
 
 /* vendor 1: Intel; type and subtype 0 match no __builtin_cpu_is() name. */
-const struct cpu_model __instrbudget_cpu_model_1 = {1, 0, 0, {W0_V1}};
-const struct cpu_model __instrbudget_cpu_model_2 = {1, 0, 0, {W0_V2}};
-const struct cpu_model __instrbudget_cpu_model_3 = {1, 0, 0, {W0_V3}};
-const struct cpu_model __instrbudget_cpu_model_4 = {1, 0, 0, {W0_V4}};
-const uint32_t __instrbudget_cpu_features2_1[3] = {0, W2_V1, 0};
-const uint32_t __instrbudget_cpu_features2_2[3] = {W1_V2, W2_V1, F(96)};
-const uint32_t __instrbudget_cpu_features2_3[3] = {W1_V3, W2_V3, F(96) | F(97)};
-const uint32_t __instrbudget_cpu_features2_4[3] = {W1_V3, W2_V3, F(96) | F(97) | F(98)};
+HIDDEN const struct cpu_model __instrbudget_cpu_model_1 = {1, 0, 0, {W0_V1}};
+HIDDEN const struct cpu_model __instrbudget_cpu_model_2 = {1, 0, 0, {W0_V2}};
+HIDDEN const struct cpu_model __instrbudget_cpu_model_3 = {1, 0, 0, {W0_V3}};
+HIDDEN const struct cpu_model __instrbudget_cpu_model_4 = {1, 0, 0, {W0_V4}};
+HIDDEN const uint32_t __instrbudget_cpu_features2_1[3] = {0, W2_V1, 0};
+HIDDEN const uint32_t __instrbudget_cpu_features2_2[3] = {W1_V2, W2_V1, F(96)};
+HIDDEN const uint32_t __instrbudget_cpu_features2_3[3] = {W1_V3, W2_V3, F(96) | F(97)};
+HIDDEN const uint32_t __instrbudget_cpu_features2_4[3] = {W1_V3, W2_V3, F(96) | F(97) | F(98)};
 
 /* The tables are constant: there is nothing to detect. */
-int __instrbudget_cpu_indicator_init(void) { return 0; }
+HIDDEN int __instrbudget_cpu_indicator_init(void) { return 0; }
 
 static void host_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
     __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "0"(leaf), "2"(subleaf));
