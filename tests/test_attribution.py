@@ -537,3 +537,22 @@ def test_a_failure_names_the_projects_lines_that_call_the_costly_library_functio
         "    /zig/lib/libcxx/include/ostream:9  1 call of fprintf [libc]  report",
     ]
     assert _project_calls(m, "main", root, sites, lines) == []  # the project's own function: its lines say it
+
+
+def test_diff_refuses_costs_a_baseline_could_not_hold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Totals of "100", 100.7 or true compared equal to 100 and 1 and read as no differences; a
+    baseline with conflict markers says so, as pytest does."""
+    from cbuild.cli import main
+
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"tests": {"t::a": {"ir_instructions": {"total": 100}}}}))
+    for bad, shown in (('"100"', "'100'"), ("100.7", "100.7"), ("true", "True"), ("-3", "-3")):
+        path = tmp_path / "bad.json"
+        path.write_text('{"tests": {"t::a": {"ir_instructions": {"total": ' + bad + "}}}}")
+        assert main(["diff", str(good), str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"bad.json: unexpected entry (t::a ir_instructions: {shown} is not a non-negative integer)" in err
+    conflicted = tmp_path / "conflicted.json"
+    conflicted.write_text('{\n<<<<<<< HEAD\n  "tests": {}\n=======\n  "tests": {}\n>>>>>>> main\n}\n')
+    assert main(["diff", str(good), str(conflicted)]) == 2
+    assert "conflicted.json has merge conflict markers (line 2): resolve the conflict first" in capsys.readouterr().err

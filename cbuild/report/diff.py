@@ -18,7 +18,7 @@ from cbuild.errors import CBuildError
 from cbuild.report import update
 from cbuild.report.markdown import table_code
 from cbuild.report.order import display_order
-from cbuild.report.snapshot import differing_keys
+from cbuild.report.snapshot import conflict_marker, differing_keys, is_count
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,15 @@ def load_run(path: Path, incomplete: list[str] | None = None) -> Run:
     body did not complete (partial counts, or none: a timeout, a crash) are left out, as a baseline
     leaves them out, and listed in ``incomplete``."""
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
+        data = path.read_bytes()
+        doc = json.loads(data.decode("utf-8"))
     except OSError as exc:
         raise CBuildError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise CBuildError(f"{path} is not valid JSON: byte {exc.start} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
+        if (line := conflict_marker(data)) is not None:
+            raise CBuildError(f"{path} has merge conflict markers (line {line}): resolve the conflict first") from None
         raise CBuildError(f"{path} is not valid JSON: {exc}") from None
     tests = doc.get("tests") if isinstance(doc, dict) else None
     if not isinstance(tests, dict):
@@ -58,15 +61,23 @@ def load_run(path: Path, incomplete: list[str] | None = None) -> Run:
             metrics: dict[str, Any] = body.get("metrics", body)
             run[test] = {
                 metric: Entry(
-                    int(value["value"] if "value" in value else value["total"]),
+                    _cost(value["value"] if "value" in value else value["total"], test, metric),
                     _by_symbol(value.get("functions", {}), value.get("symbols", {})),
-                    dict(value.get("regions", {})),
+                    {name: _cost(v, test, metric) for name, v in dict(value.get("regions", {})).items()},
                 )
                 for metric, value in metrics.items()
             }
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise CBuildError(f"{path}: unexpected entry ({exc!r})") from None
+        raise CBuildError(f"{path}: unexpected entry ({exc})") from None
     return run
+
+
+def _cost(value: object, test: str, metric: str) -> int:
+    """A cost as a baseline holds it (a non-negative integer), else an error naming where: a total
+    of ``"100"``, ``100.7`` or ``true`` compared equal to 100 and 1."""
+    if not is_count(value):
+        raise ValueError(f"{test} {metric}: {value!r} is not a non-negative integer")
+    return value
 
 
 def incomparable(old: Path, new: Path, metric_models: Mapping[str, str]) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -105,7 +116,7 @@ def _by_symbol(functions: dict[str, int], symbols: dict[str, str]) -> dict[str, 
     """A metric's function costs keyed by symbol, as a baseline keys them: a results document
     keys them by readable name and gives the symbol of each name that differs (``strlen [libc]``,
     a C++ signature), so that a baseline and a results document compare function by function."""
-    return {symbols.get(name, name): int(cost) for name, cost in functions.items()}
+    return {symbols.get(name, name): _cost(cost, name, "function cost") for name, cost in functions.items()}
 
 
 @dataclass(frozen=True)

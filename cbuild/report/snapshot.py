@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from cbuild.models.costs import Cost
 
@@ -72,7 +72,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _count(value: object) -> bool:
+def is_count(value: object) -> TypeGuard[int]:
     """Whether ``value`` is a cost a snapshot can hold: a non-negative integer."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -82,7 +82,7 @@ def decode(data: bytes) -> Snapshot:
     try:
         doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except ValueError as exc:  # bad JSON, bytes that are not UTF-8, NaN or Infinity
-        conflict = _conflict_marker(data)
+        conflict = conflict_marker(data)
         if conflict is not None:
             raise SnapshotError(
                 f"has merge conflict markers (line {conflict}): resolve the conflict, or rewrite it with "
@@ -104,7 +104,7 @@ def decode(data: bytes) -> Snapshot:
         raise SnapshotError(f"does not have the expected layout ({why})") from None
 
 
-def _conflict_marker(data: bytes) -> int | None:
+def conflict_marker(data: bytes) -> int | None:
     """The line of the first merge conflict marker git leaves in a file (``<<<<<<< ours``), if any."""
     for number, line in enumerate(data.splitlines(), 1):
         if line.startswith((b"<<<<<<< ", b">>>>>>> ")) or line.rstrip() in (b"<<<<<<<", b">>>>>>>"):
@@ -132,12 +132,12 @@ def _from_doc(doc: Any) -> Snapshot:
             total = value["total"]
             functions = value.get("functions", {})
             regions = value.get("regions", {})
-            if not _count(total):
+            if not is_count(total):
                 raise ValueError(f"{nodeid} {metric}: total {total!r} is not a non-negative integer")
             for kind, costs in (("function", functions), ("region", regions)):
                 if not isinstance(costs, dict):
                     raise ValueError(f"{nodeid} {metric}: its {kind}s are not an object")
-                bad = next((f"{k} = {v!r}" for k, v in costs.items() if not _count(v)), None)
+                bad = next((f"{k} = {v!r}" for k, v in costs.items() if not is_count(v)), None)
                 if bad is not None:
                     raise ValueError(f"{nodeid} {metric}: {kind} cost {bad} is not a non-negative integer")
             entry[metric] = Cost(metric, total, dict(functions), dict(regions))
