@@ -33,7 +33,7 @@ from cbuild.errors import CBuildError, CompilerWarning, ToolchainError, describe
 from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.base import evaluated
 from cbuild.models.costs import outside_calls
-from cbuild.report import shards, texttable
+from cbuild.report import shards, texttable, update
 from cbuild.report.diff import changes, compared, incomparable, load_run, only_in, render_markdown, render_text
 from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
@@ -359,6 +359,8 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
         f"{len(result.pruned)} pruned",
         file=sys.stderr,
     )
+    if result.write and (rewrite := update.rewrite_note(result)) is not None:
+        print(f"  {rewrite}", file=sys.stderr)
     if result.not_written:
         print(
             f"{len(result.not_written)} failing test(s) not written: {', '.join(result.not_written)}", file=sys.stderr

@@ -312,6 +312,8 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
             f"baseline {session.baseline.path} written: {len(outcome.added)} added, "
             f"{len(outcome.changed)} changed, {len(outcome.pruned)} pruned"
         )
+        if outcome.rewrite_note is not None:
+            lines.append(f"  {outcome.rewrite_note}")
     if outcome.kept_damaged is not None:
         lines.append(
             f"the baseline could not be read, so it holds this run's tests only; its earlier entries are in "

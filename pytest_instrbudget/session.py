@@ -84,6 +84,9 @@ class Outcome:
     pruned: list[str] = field(default_factory=list)
     #: Tests whose body failed: their partial cost is not written to the baseline.
     not_written: list[str] = field(default_factory=list)
+    #: Where the whole baseline was rewritten for another toolchain or other models: what differs,
+    #: and the models whose costs it dropped (:func:`cbuild.report.update.rewrite_note`).
+    rewrite_note: str | None = None
     refused: str | None = None
     #: Files the session could not write (baseline, reports), each naming the path and the reason.
     errors: list[str] = field(default_factory=list)
@@ -496,6 +499,7 @@ class BudgetSession:
         )
         outcome.added, outcome.changed, outcome.pruned = done.added, done.changed, done.pruned
         outcome.not_written = done.not_written
+        outcome.rewrite_note = update.rewrite_note(done)
         if done.refused is not None:
             outcome.refused = done.refused
             return outcome

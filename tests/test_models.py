@@ -570,6 +570,32 @@ def test_plugin_model_parameters_are_part_of_the_baseline_fingerprint(pytester: 
     }
 
 
+def test_plugin_an_update_with_fewer_models_says_it_rewrote_the_baseline_and_what_it_dropped(
+    pytester: pytest.Pytester,
+) -> None:
+    """An update whose session measures fewer models than the baseline was made with rewrites it as
+    a whole: it said "1 added" of a test the baseline had, and nothing of the pipeline costs gone."""
+    pytester.makefile(".c", work=SUM_C)
+    pytester.makepyfile(
+        test_p="import array\n\ndef test_sum(cbuild):\n"
+        "    assert cbuild.library('work.c').sum(array.array('i', range(40)), 40) == 780\n"
+    )
+    pytester.makepyprojecttoml('[tool.instrbudget]\nmodels = ["ir-count", "pipeline"]\n')
+    pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update").assert_outcomes(passed=1)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--instrbudget-update", "--instrbudget-model=ir-count")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*baseline * written: 0 added, 1 changed, 0 pruned",
+            "instrbudget:   rewritten as a whole for another toolchain or other models (models: ir-count version=1; "
+            "pipeline version=1 * in the baseline, ir-count version=1 now); the costs of pipeline, which this run did "
+            "not measure, are no longer in it",
+        ]
+    )
+    baseline = json.loads((pytester.path / ".instrbudget" / "baseline.json").read_text())
+    assert list(baseline["tests"]["test_p.py::test_sum"]) == ["ir_instructions"]
+
+
 FAULTY_PLUGIN = '''
 """A model with a bug of the kind chosen by FAULTY_MODE, in each of its phases."""
 import json

@@ -59,8 +59,24 @@ class Update:
     not_written: list[str] = field(default_factory=list)
     #: Why nothing may be written (the baseline is left as it is), or None.
     refused: str | None = None
+    #: Where the whole baseline is rewritten for another toolchain or other session models: what
+    #: differs (``models: ... in the baseline, ... now``), else None.
+    rewritten: str | None = None
+    #: The cost models whose entries a rewrite drops (the session no longer measures them).
+    dropped_models: list[str] = field(default_factory=list)
     #: Whether the file must be written.
     write: bool = False
+
+
+def rewrite_note(done: Update) -> str | None:
+    """What a rewrite of the whole baseline did beyond its counts (what differs, the models whose
+    costs it dropped), said after them; None where the baseline was not rewritten so."""
+    if done.rewritten is None:
+        return None
+    dropped = ", ".join(done.dropped_models)
+    return f"rewritten as a whole for another toolchain or other models ({done.rewritten})" + (
+        f"; the costs of {dropped}, which this run did not measure, are no longer in it" if dropped else ""
+    )
 
 
 def session_part(fingerprint: Mapping[str, str]) -> dict[str, str]:
@@ -195,6 +211,7 @@ def apply(
             )
             return out
         tests = {}
+        out.rewritten = _changes(recorded(base.fingerprint, session), session, "in the baseline", "now")
     if update:
         for nodeid, result in sorted(results.items(), key=lambda item: display_order(item[0])):
             if not result.completed:
@@ -204,9 +221,10 @@ def apply(
             # An unavailable metric keeps its entry: it was not measured, so there is nothing to replace it.
             old = tests.get(nodeid, {})
             new.update({metric: old[metric] for metric in result.unavailable if metric in old})
-            if nodeid not in tests:
+            # Added or changed against the file as it was, a rewrite's too.
+            if nodeid not in old_tests:
                 out.added.append(nodeid)
-            elif tests[nodeid] != new:
+            elif old_tests[nodeid] != new:
                 out.changed.append(nodeid)
             tests[nodeid] = new
     if prune:
@@ -219,6 +237,11 @@ def apply(
     if refused is not None:
         out.refused = refused
         return out
+    if out.rewritten is not None:
+        models = [
+            {metric_models.get(m, m) for entry in entries.values() for m in entry} for entries in (old_tests, tests)
+        ]
+        out.dropped_models = sorted(models[0] - models[1])
     out.tests, out.fingerprint = dict(sorted(tests.items())), fingerprint
     changed = tests != old_tests or fingerprint != (base.fingerprint if base is not None else {})
     out.write = changed if base is not None else bool(tests)
