@@ -138,7 +138,7 @@
       if (flames.length) {
         const pick = el("select", { id: "flame-metric", "aria-label": "flame graph metric" }, flames.map((m) => el("option", { value: m }, m)));
         const note = el("p", { class: "note" }, t.has_baseline
-          ? "Call paths, width = cost. Red: the function's own cost grew against the baseline, blue: it fell (a function's change is shared among its paths)."
+          ? "Call paths, width = cost. Red: the path's cost, its callees' included, grew against the baseline, blue: it fell, the deeper the larger the change is next to its cost (a function's change is shared among its paths)."
           : "Call paths, width = cost. No baseline to compare with.");
         const holder = el("div", { id: "flame" });
         const info = el("div", { id: "flame-details", class: "note" });
