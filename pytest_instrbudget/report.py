@@ -235,8 +235,13 @@ def baseline_notes(session: BudgetSession) -> list[str]:
         differs = ", ".join(session.fingerprint_differences())
         lines.append(
             f"baseline {session.baseline.path} was made with another toolchain or other build settings "
-            f"(differs in: {differs}); costs are not comparable (rewrite it with --instrbudget-update, or keep "
-            "another configuration's costs apart with --instrbudget-update --instrbudget-baseline=PATH)"
+            f"(differs in: {differs}); costs are not comparable"
+            + (
+                ""
+                if session.run.update  # the advice is what this run does
+                else " (rewrite it with --instrbudget-update, or keep another configuration's costs apart with "
+                "--instrbudget-update --instrbudget-baseline=PATH)"
+            )
         )
         if "libraries" in session.fingerprint_differences():
             recorded = session.baseline.fingerprint.get("libraries", "")

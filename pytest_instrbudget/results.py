@@ -14,6 +14,8 @@ OK = "ok"
 NEW = "new"
 IMPROVED = "improved"
 REGRESSED = "regressed"
+#: Grew past its tolerance in a run with ``--instrbudget-update``, which records the new cost.
+ACCEPTED = "accepted"
 OVER_LIMIT = "over limit"
 NOT_COMPARABLE = "not comparable"
 #: The test raised, or a library's process died: its counts are partial, compared with nothing.
@@ -149,7 +151,7 @@ class TestResult:
     @property
     def status(self) -> str:
         """The worst metric status (unavailable metrics have none to give)."""
-        order = [OVER_LIMIT, REGRESSED, ERROR, NOT_COMPARABLE, NEW, IMPROVED, OK]
+        order = [OVER_LIMIT, REGRESSED, ERROR, NOT_COMPARABLE, ACCEPTED, NEW, IMPROVED, OK]
         statuses = {m.status for m in self.metrics}
         return next((s for s in order if s in statuses), OK)
 

@@ -23,6 +23,7 @@ from cbuild.report.update import LIBRARIES, MODEL_KEY
 from pytest_instrbudget.baseline import Baseline, BaselineError
 from pytest_instrbudget.marker import Budget, stop_keyword
 from pytest_instrbudget.results import (
+    ACCEPTED,
     ERROR,
     IMPROVED,
     NEW,
@@ -383,8 +384,8 @@ class BudgetSession:
                 status = NOT_COMPARABLE
             elif old is None:
                 status = NEW
-            elif cost.total > old.total * (1 + tolerance / 100.0) and not self.run.update:
-                status = REGRESSED
+            elif cost.total > old.total * (1 + tolerance / 100.0):
+                status = ACCEPTED if self.run.update else REGRESSED
             elif cost.total < old.total:
                 status = IMPROVED
             else:

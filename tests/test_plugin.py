@@ -239,9 +239,12 @@ def test_plugin_baseline_workflow_regression_then_update(project: pytest.Pyteste
     )
     assert (project.path / "other baseline.json").read_text() == saved
 
-    result, _ = results(project, "--instrbudget-update")
+    result, accepted = results(project, "--instrbudget-update")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*baseline * written: 0 added, 3 changed, 0 pruned"])
+    # Its rows say the growth was accepted, not "ok" beside +30%.
+    assert {t["status"] for t in accepted["tests"].values()} == {"accepted"}
+    result.stdout.fnmatch_lines(["test_budget.py::test_work * +*% * accepted"])
     result, final = results(project)
     result.assert_outcomes(passed=3)
     assert value(final, "test_work") > value(before, "test_work")
