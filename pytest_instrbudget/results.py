@@ -8,6 +8,7 @@ from typing import Any
 
 from cbuild.build.demangle import demangle, demangled_keys, readable_names
 from cbuild.models.costs import Cost
+from cbuild.report import texttable
 from cbuild.report.diff import deltas
 
 OK = "ok"
@@ -109,12 +110,13 @@ class MetricResult:
         }
 
     def outside_line(self, top: int = 6) -> str | None:
-        """``calls outside the count: printf x1,000, write x3`` (the most called first), or None."""
+        """``calls outside the count: printf x1,000, write x3`` (the most called first), or None;
+        a name and its count are kept on one line where the text is wrapped (:func:`texttable.wrap`)."""
         if not self.outside_calls:
             return None
         ranked = sorted(self.outside_calls.items(), key=lambda kv: (-kv[1], kv[0]))
         names = readable_names(f for f, _ in ranked[:top])
-        shown = ", ".join(f"{names[f]} x{n:,}" for f, n in ranked[:top])
+        shown = ", ".join(f"{names[f]}{texttable.KEEP}x{n:,}" for f, n in ranked[:top])
         more = f", and {len(ranked) - top} more" if len(ranked) > top else ""
         return f"calls outside the count (not counted): {shown}{more}"
 

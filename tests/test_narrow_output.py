@@ -289,3 +289,22 @@ def test_functions_report_and_outside_calls_name_cxx_functions_as_failure_messag
         outside.split()
     )
     fits(text.splitlines(), 80)
+
+
+def test_calls_outside_the_count_wrap_between_calls_not_inside_one() -> None:
+    """A name and its count stay on one line: the failure message had ``fflush`` at the end of one
+    line and ``x1`` alone at the start of the next."""
+    from pytest_instrbudget.session import _failure_text
+
+    calls = {"fwrite": 10, "fread": 7, "ferror": 2, "fflush": 1, "fclose": 1, "fopen": 1}
+    m = metric("ir_instructions", 900, 800, functions={"main": 900}, outside_calls=calls)
+    for text in (
+        _failure_text(m, Path("/project")).splitlines(),
+        report.breakdown_lines([Result(SMALL, True, [m])], "functions", width=80),
+    ):
+        lines = text[next(i for i, line in enumerate(text) if "calls outside" in line) :]
+        fits(lines, 80)
+        joined = " ".join(line.strip() for line in lines)
+        assert "fwrite x10, fread x7, ferror x2, fclose x1, fflush x1, fopen x1" in joined
+        assert not any(line.strip().startswith("x") for line in text)
+        assert "\u00a0" not in "\n".join(text)

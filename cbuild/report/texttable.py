@@ -89,13 +89,17 @@ def common_directory(paths: Iterable[str]) -> str:
     return common + "/" if common and common != "/" else ""
 
 
+#: A space ``text`` given to :func:`wrap` is never broken at (``fwrite{KEEP}x10``), printed as one.
+KEEP = "\u00a0"
+
+
 def wrap(text: str, width: int | None, *, indent: str = "", subsequent: str | None = None) -> list[str]:
-    """``text`` broken at spaces into lines of at most ``width`` (one line without a width); words
-    longer than a line stay whole."""
+    """``text`` broken at spaces into lines of at most ``width`` (one line without a width), but
+    at a :data:`KEEP`; words longer than a line stay whole."""
     if width is None:
-        return [indent + text]
+        return [(indent + text).replace(KEEP, " ")]
     later = indent + "  " if subsequent is None else subsequent
-    return textwrap.wrap(
+    lines = textwrap.wrap(
         text,
         max(width, len(indent) + 8),
         initial_indent=indent,
@@ -103,3 +107,4 @@ def wrap(text: str, width: int | None, *, indent: str = "", subsequent: str | No
         break_long_words=False,
         break_on_hyphens=False,
     ) or [indent]
+    return [line.replace(KEEP, " ") for line in lines]
