@@ -687,15 +687,22 @@ def _rows(rows: Sequence[tuple[str, str] | tuple[str, str, str]]) -> list[str]:
     return out
 
 
+def _line_rows(heading: str, rows: Sequence[tuple[str, str] | tuple[str, str, str]]) -> list[str]:
+    """``heading`` and :func:`_rows` of source lines; where one is longer than :data:`NAME_COLUMN`,
+    the directory they all lie in is named once, under the heading, and left out of each."""
+    labels = [row[0] for row in rows]
+    folder = texttable.common_directory(labels)
+    if not folder or max(map(len, labels)) <= NAME_COLUMN:
+        return [heading, *_rows(rows)]
+    return [heading, f"    in {folder}", *_rows([(row[0][len(folder) :], *row[1:]) for row in rows])]
+
+
 def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:
     """The costliest source lines of one function (this run)."""
     rows = [(where, value) for f, where, value in m.lines if f == function][:n]
     if function is None or not rows:
         return []
-    return [
-        f"  hottest lines of {readable(function)}:",
-        *_rows([(line_label(where), f"{value:,}") for where, value in rows]),
-    ]
+    return _line_rows(f"  hottest lines of {readable(function)}:", [(line_label(w), f"{v:,}") for w, v in rows])
 
 
 def _library_function(m: MetricResult, function: str, root: Path) -> bool:
@@ -748,7 +755,7 @@ def _project_calls(
         if callee != function:
             what += f" of {names[callee]}"
         shown.append((line_label(_relative(where, root)), what, names[caller]))
-    return ["  calls of it from the project's own code:", *_rows(shown)]
+    return _line_rows("  calls of it from the project's own code:", shown)
 
 
 def _project_rows(ranked: Sequence[tuple[str, str, int]], root: Path, n: int = 5) -> list[list[object]]:
@@ -769,7 +776,5 @@ def _project_lines(m: MetricResult, function: str | None, root: Path) -> list[st
     shown = [(line_label(where), f, value) for f, where, value in m.project_lines]
     names = readable_names(f for _, f, _ in shown)
     digits = max(len(f"{value:,}") for _, _, value in shown)
-    return [
-        "  hottest lines of the project's own code:",
-        *_rows([(label, f"{value:>{digits},}", names[f]) for label, f, value in shown]),
-    ]
+    rows = [(label, f"{value:>{digits},}", names[f]) for label, f, value in shown]
+    return _line_rows("  hottest lines of the project's own code:", rows)

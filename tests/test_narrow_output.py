@@ -308,3 +308,28 @@ def test_calls_outside_the_count_wrap_between_calls_not_inside_one() -> None:
         assert "fwrite x10, fread x7, ferror x2, fclose x1, fflush x1, fopen x1" in joined
         assert not any(line.strip().startswith("x") for line in text)
         assert "\u00a0" not in "\n".join(text)
+
+
+def test_a_failures_long_source_lines_name_their_directory_once() -> None:
+    """A project whose sources lie deep had every line of the failure's tables on three lines, each
+    repeating the same directory; the directory is named once under the heading instead."""
+    from pytest_instrbudget.session import _failure_text
+
+    deep = "src/some/deeply/nested/component/implementation/"
+    unit = deep + "very_long_translation_unit_name.cpp"
+    m = metric(
+        "ir_instructions",
+        900,
+        800,
+        functions={"checksum": 900},
+        lines=[["checksum", f"{unit}:{n}", 100 * n] for n in (13, 9, 4)],
+    )
+    text = _failure_text(m, Path("/project")).splitlines()
+    at = text.index("  hottest lines of checksum:")
+    assert text[at + 1 : at + 5] == [
+        f"    in {deep}",
+        "    very_long_translation_unit_name.cpp:13  1,300",
+        "    very_long_translation_unit_name.cpp:9   900",
+        "    very_long_translation_unit_name.cpp:4   400",
+    ]
+    fits(text, 80)
