@@ -270,7 +270,9 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     old, new = load_run(args.old, unfinished[args.old]), load_run(args.new, unfinished[args.new])
     try:  # a baseline does not say which model gives which metric: the installed models do
         registry = default_registry()
-        known = {m.name: name for name in registry.names for m in registry.model_class(name).metrics}
+        # ir-count's first, as a session's default models have it; each model's metrics in its order.
+        models = sorted(registry.names, key=lambda name: name != "ir-count")
+        known = {m.name: name for name in models for m in registry.model_class(name).metrics}
     except ModelError:  # a plugin that does not load is no reason not to compare two files
         known = {}
     builds, models = incomparable(args.old, args.new, known)
@@ -285,7 +287,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         for run in (old, new):
             for metrics in run.values():
                 metrics.pop(metric, None)
-    found = changes(old, new, top=args.top)
+    found = changes(old, new, top=args.top, order=list(known))
     width = args.width if args.width is not None else shutil.get_terminal_size().columns
     if not compared(old, new):  # "no differences" would read as a check that passed
         sys.stdout.write("Nothing was compared.\n" if args.markdown else "nothing compared\n")

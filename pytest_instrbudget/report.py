@@ -632,6 +632,7 @@ def html_report(session: BudgetSession) -> str:
         str(session.baseline.path),
         outcomes=session.outcomes,
         title=title,
+        order=session.metric_order,
     )
 
 
@@ -642,6 +643,7 @@ def html_page(
     top: int = 15,
     outcomes: Mapping[str, tuple[str, str]] | None = None,
     title: str = "instrbudget report",
+    order: Sequence[str] = (),
 ) -> str:
     """The HTML report of ``results``: every test in the table with pytest's outcome, and for
     each its metrics, regions, costliest functions and the flame graph of its call paths
@@ -714,7 +716,7 @@ def html_page(
     fingerprint_text = ", ".join(f"{k} {v}" for k, v in sorted(fingerprint.items()) if k != "models")
     data = {
         "tests": tests,
-        "metrics": _metric_names(results, measured=True),
+        "metrics": _metric_names(results, measured=True, order=order),  # the session's, as the terminal's
         "baseline": baseline,
         "fingerprint": fingerprint,
         "fingerprint_text": fingerprint_text,

@@ -556,3 +556,17 @@ def test_diff_refuses_costs_a_baseline_could_not_hold(tmp_path: Path, capsys: py
     conflicted.write_text('{\n<<<<<<< HEAD\n  "tests": {}\n=======\n  "tests": {}\n>>>>>>> main\n}\n')
     assert main(["diff", str(good), str(conflicted)]) == 2
     assert "conflicted.json has merge conflict markers (line 2): resolve the conflict first" in capsys.readouterr().err
+
+
+def test_diff_lists_a_tests_metrics_in_the_models_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As the plugin's table does (ir-count's first, each model's in its own order), not by name."""
+    from cbuild.cli import main
+
+    def run(path: Path, k: int) -> Path:
+        metrics = ("zk_segments", "zk_paging_cycles", "ir_instructions", "zk_user_cycles", "zk_cycles")
+        path.write_text(json.dumps({"tests": {"t::a": {m: {"total": 10 * k + i} for i, m in enumerate(metrics)}}}))
+        return path
+
+    assert main(["diff", str(run(tmp_path / "a.json", 1)), str(run(tmp_path / "b.json", 2)), "--width", "200"]) == 1
+    shown = [line.split()[1].rstrip(":") for line in capsys.readouterr().out.splitlines() if line.startswith("t::a")]
+    assert shown == ["ir_instructions", "zk_cycles", "zk_user_cycles", "zk_paging_cycles", "zk_segments"]

@@ -8,7 +8,7 @@ markdown table for a CI job summary.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,12 +154,14 @@ def compared(old: Run, new: Run) -> int:
     return sum(1 for test in set(old) & set(new) if set(old[test]) & set(new[test]))
 
 
-def changes(old: Run, new: Run, *, top: int = 5) -> list[Change]:
-    """Every changed metric of the tests both runs measured, by test and metric."""
+def changes(old: Run, new: Run, *, top: int = 5, order: Sequence[str] = ()) -> list[Change]:
+    """Every changed metric of the tests both runs measured, by test and metric (in ``order``, the
+    models' own, as the plugin's reports show them; others by name after them)."""
+    rank = {metric: i for i, metric in enumerate(order)}
     out = []
     for test in sorted(set(old) & set(new), key=display_order):
         a, b = old.get(test, {}), new.get(test, {})
-        for metric in sorted(set(a) | set(b)):
+        for metric in sorted(set(a) | set(b), key=lambda name: (rank.get(name, len(rank)), name)):
             x, y = a.get(metric), b.get(metric)
             if x is not None and y is not None and x.total == y.total and x.regions == y.regions:
                 continue
