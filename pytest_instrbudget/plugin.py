@@ -15,7 +15,13 @@ import pytest
 
 from cbuild.build.builder import Builder
 from cbuild.config import ConfigError, load_settings, parse_percent, unread_table
-from cbuild.errors import CBuildError, describe_os_error
+from cbuild.errors import (
+    BuildDescriptionWarning,
+    CBuildError,
+    CompilerWarning,
+    ReadOnlyArgumentWarning,
+    describe_os_error,
+)
 from cbuild.models import CostModel, default_registry
 from cbuild.models.costs import Cost
 from cbuild.report.outputs import is_stream, write_output
@@ -590,10 +596,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             rep.instrbudget_outcome = list(said)
     # The engine's errors say what and where (clang's or the linker's diagnostic, the crashed
     # function, the model): the test's line and the message, no traceback through the engine.
-    if call.excinfo is not None and call.excinfo.errisinstance(CBuildError) and rep.failed:
+    # So do its warnings a run made errors (-W error::cbuild.errors.CompilerWarning).
+    if call.excinfo is not None and call.excinfo.errisinstance(_ENGINE_ERRORS) and rep.failed:
         shown = "".join(text for title, text in rep.sections if title.startswith("Captured stderr"))
         rep.longrepr = _short_failure(item, call.excinfo, shown if _stderr_reported(item.config) else "")
     return rep
+
+
+#: Raised by the engine with a message that says what and where (a warning, where ``-W error`` made it one).
+_ENGINE_ERRORS = (CBuildError, CompilerWarning, ReadOnlyArgumentWarning, BuildDescriptionWarning)
 
 
 def _builds(item: pytest.Item) -> bool:

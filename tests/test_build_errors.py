@@ -413,3 +413,16 @@ def test_a_string_where_a_list_of_arguments_goes_is_refused_naming_the_list(
     assert f"TypeError: {keyword}={value}: expected a list of strings, one per argument, as {keyword}={meant}\n" in (
         result.stdout.str()
     )
+
+
+def test_a_compiler_warning_made_an_error_fails_the_test_at_its_line_without_the_engines_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    """``-W error::cbuild.errors.CompilerWarning`` failed each test with 30 lines of traceback through
+    the fixture and the builder; it reads as a compile error does: the test's line and clang's text."""
+    pytester.makefile(".c", warns=WARNS_C)
+    pytester.makepyfile(test_w="def test_w(cbuild):\n    cbuild.library('warns.c', cflags=['-Wall'])\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "error::cbuild.errors.CompilerWarning")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["test_w.py:2: CompilerWarning: *warns.c:2:*warning: unused variable 'unused'*"])
+    assert "builder.py" not in result.stdout.str()
