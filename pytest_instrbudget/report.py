@@ -57,6 +57,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from cbuild.build.demangle import demangle, readable, readable_names
@@ -269,6 +270,11 @@ def baseline_notes(session: BudgetSession) -> list[str]:
     return lines
 
 
+def _shown_path(path: Path, root: Path) -> Path:
+    """``path`` relative to the project's directory where it lies in it, as a CI log shows it."""
+    return path.relative_to(root) if path.is_relative_to(root) else path
+
+
 def not_compared(session: BudgetSession) -> list[str]:
     """The budgeted tests the baseline could not be compared on, which fail the run (not in an update)."""
     if session.run.update:
@@ -285,6 +291,12 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         lines.append(f"{len(problems)} unbalanced region marker(s); their regions were not measured:")
         lines.extend(f"  {nodeid}: {p}" for nodeid, p in problems)
     lines.extend(baseline_notes(session))
+    if not session.baseline.exists and not session.run.update and results:
+        # A first run, or a CI job whose checkout lacks the file: said at the end, not in the header alone.
+        lines.append(
+            f"no baseline yet ({_shown_path(session.baseline.path, session.settings.root)}): this run compared "
+            f"nothing with one; record it with {session.run.update_command()} and commit it"
+        )
     uncompared = not_compared(session)
     if uncompared:
         lines.append(f"{len(uncompared)} budgeted test(s) were not compared with the baseline, so the run fails:")

@@ -78,6 +78,9 @@ def test_plugin_summary_table_and_new_entries(project: pytest.Pytester) -> None:
             f"test_budget.py::test_helper * {value(doc, 'test_helper'):,}  new",
             f"test_budget.py::test_unbudgeted * {value(doc, 'test_unbudgeted'):,}  new",
             f"test_budget.py::test_work * {value(doc, 'test_work'):,}  new",
+            # Said at the end too: a CI job whose checkout lacks the file compared nothing.
+            "instrbudget: no baseline yet (.instrbudget/baseline.json): this run compared nothing with one; "
+            "record it with pytest --instrbudget-update and commit it",
         ]
     )
     assert not baseline_path(project).exists()  # nothing written without --instrbudget-update
@@ -369,6 +372,10 @@ def test_plugin_corrupt_baseline_is_a_usage_error_and_kept(project: pytest.Pytes
         ),
         ("", "is empty"),
         ("\n  \n", "is empty"),
+        (
+            '{"version": 2, "collected": [], "metric_models": {}, "tests": {}}',
+            "does not have the expected layout (it is a run's --instrbudget-json document, not a baseline)",
+        ),
     ],
 )
 def test_plugin_baseline_with_conflict_markers_or_empty_says_so(

@@ -115,6 +115,8 @@ def conflict_marker(data: bytes) -> int | None:
 def _from_doc(doc: Any) -> Snapshot:
     if not isinstance(doc, dict):
         raise ValueError("top level is not an object")
+    if "collected" in doc and "metric_models" in doc:
+        raise ValueError("it is a run's --instrbudget-json document, not a baseline")
     if doc.get("version") != VERSION:
         raise ValueError(f"version {doc.get('version')!r}, expected {VERSION}")
     for key in ("fingerprint", "tests"):
