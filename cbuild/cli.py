@@ -271,8 +271,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     try:  # a baseline does not say which model gives which metric: the installed models do
         registry = default_registry()
         # ir-count's first, as a session's default models have it; each model's metrics in its order.
-        models = sorted(registry.names, key=lambda name: name != "ir-count")
-        known = {m.name: name for name in models for m in registry.model_class(name).metrics}
+        names = sorted(registry.names, key=lambda name: name != "ir-count")
+        known = {m.name: name for name in names for m in registry.model_class(name).metrics}
     except ModelError:  # a plugin that does not load is no reason not to compare two files
         known = {}
     builds, models = incomparable(args.old, args.new, known)
@@ -480,6 +480,11 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 
 def _cmd_history(args: argparse.Namespace) -> int:
     baseline = args.baseline if args.baseline is not None else Path(os.path.relpath(default_baseline()))
+    if args.baseline is None and not any((d / "pyproject.toml").is_file() for d in (Path.cwd(), *Path.cwd().parents)):
+        raise CBuildError(
+            f"no project in {Path.cwd()} or above (no pyproject.toml): run this in the project's checkout, whose "
+            "baseline's history it shows, or name the baseline with --baseline PATH"
+        )
     history = read_history(baseline)
     chosen = history.select(args.keyword, args.metric)
     if args.html is not None:
