@@ -555,3 +555,14 @@ def test_a_damaged_layout_says_what_is_wrong_in_the_documents_terms(doc: object,
     with pytest.raises(SnapshotError) as caught:
         decode(json.dumps(doc).encode())
     assert str(caught.value) == f"does not have the expected layout ({why})"
+
+
+def test_history_outside_any_project_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said ".instrbudget/baseline.json is not in a git repository" of a directory with no project."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["history"]) == 2
+    assert f"cbuild: no project in {tmp_path} or above (no pyproject.toml): run this in the project's checkout" in (
+        capsys.readouterr().err
+    )
