@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import os
+import re
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -71,6 +72,17 @@ unsigned strings_misalignment(const char *const *s) {
     for (; *s != NULL; s++) m |= (unsigned)((uintptr_t)*s % 64);
     return m;
 }
+
+typedef struct { uint64_t head, tail; unsigned char data[72]; } ring_t;  /* 88 bytes */
+void ring_init(ring_t *r) { memset(r, 0, sizeof *r); r->tail = 7; }
+uint64_t ring_tail(const ring_t *r) { return r->tail; }
+ring_t *ring_new(void) { ring_t *r = calloc(1, sizeof *r); r->tail = 3; return r; }
+void ring_free(ring_t *r) { free(r); }
+void ring_new_into(ring_t **out) { *out = ring_new(); }
+bool is_null(const ring_t *r) { return r == NULL; }
+int64_t sum32(const int32_t *xs, size_t n) { int64_t s = 0; for (size_t i = 0; i < n; i++) s += xs[i]; return s; }
+size_t count_nonzero(const unsigned char *p, size_t n) { size_t k = 0; while (n--) k += *p++ != 0; return k; }
+size_t zero_bytes(void *p, size_t n) { memset(p, 0, n); return n; }
 """
 
 
@@ -210,6 +222,117 @@ def test_buffers_are_written_back(lib: Library) -> None:
     assert lib.length(b"four") == 4
     with pytest.raises(SignatureError, match=r"length\(\) argument 1 \(const char \*\): got str"):
         lib.length("four")
+
+
+ADDRESS_REFUSED = (
+    "an address of this process means nothing in the library's process; pass the buffer itself (bytes, "
+    "bytearray, a ctypes array or structure), a pointer a function of the library returned, or None for NULL"
+)
+
+
+def test_a_ctypes_pointer_to_a_raw_address_is_refused(lib: Library) -> None:
+    """``cast(address, POINTER(c_char))`` copied one item of the test process's memory at the
+    address to the library's: never what it meant."""
+    buf = ctypes.create_string_buffer(b"a,b,c")
+    address = ctypes.addressof(buf)
+    with pytest.raises(SignatureError) as refused:
+        lib.length(ctypes.cast(address, ctypes.POINTER(ctypes.c_char)))
+    assert str(refused.value) == (
+        f"length() argument 1 (const char *): got a ctypes pointer to c_char at 0x{address:x}, which points into "
+        f"no ctypes object it keeps: {ADDRESS_REFUSED}"
+    )
+
+
+def test_an_int_or_c_void_p_is_an_address_in_the_librarys_process(lib: Library) -> None:
+    """A handle a function gave back through a ``void **`` out-parameter is passed back as it is (an
+    int or a c_void_p holding an address of the library's process); 0 and ``c_void_p()`` are NULL."""
+    handle = ctypes.c_void_p()
+    lib.ring_new_into(ctypes.byref(handle))
+    assert handle.value
+    assert lib.ring_tail(handle) == 3
+    assert lib.ring_tail(handle.value) == 3
+    lib.ring_free(handle)
+    assert lib.is_null(0) is True
+    assert lib.is_null(None) is True
+    assert lib.is_null(ctypes.c_void_p()) is True
+
+
+def test_memory_smaller_than_the_type_it_points_to_is_refused(lib: Library) -> None:
+    """ring_init's memset wrote 88 bytes into a copy of 4 in the library's process (the test passed,
+    and a later one crashed in the process's garbage collector)."""
+    where = "ring_init() argument 1 (ring_t *)"
+    with pytest.raises(SignatureError) as refused:
+        lib.ring_init(bytearray(4))
+    assert str(refused.value) == (
+        f"{where}: bytearray bytearray(b'\\x00\\x00\\x00\\x00') is 4 bytes, smaller than the ring_t it points "
+        "to (88 bytes); pass at least 88 bytes"
+    )
+    with pytest.raises(SignatureError) as refused:
+        lib.ring_init((ctypes.c_uint8 * 87)())
+    assert str(refused.value) == (
+        f"{where}: a ctypes array of 87 c_ubyte is 87 bytes, smaller than the ring_t it points to (88 bytes); "
+        "pass at least 88 bytes"
+    )
+    with pytest.raises(SignatureError) as refused:
+        lib.ring_init(ctypes.byref(lib.c_type("vec2")()))
+    assert str(refused.value) == (
+        f"{where}: byref() of vec2 is 8 bytes, smaller than the ring_t it points to (88 bytes); pass at least 88 bytes"
+    )
+    with pytest.raises(SignatureError) as refused:
+        lib.ring_tail(b"abc")
+    assert str(refused.value) == (
+        "ring_tail() argument 1 (const ring_t *): bytes b'abc' is 3 bytes, smaller than the ring_t it points to "
+        "(88 bytes); pass at least 88 bytes"
+    )
+    with pytest.raises(SignatureError, match=re.escape(f"{where}: bytearray bytearray(b'') is 0 bytes, smaller")):
+        lib.ring_init(bytearray())
+    with pytest.raises(SignatureError) as refused:
+        lib.sum32(bytearray(3), 1)
+    assert str(refused.value) == (
+        "sum32() argument 1 (const int32_t *): bytearray bytearray(b'\\x00\\x00\\x00') is 3 bytes, smaller than "
+        "the int32_t it points to (4 bytes); pass at least 4 bytes"
+    )
+
+
+def test_pointer_arguments_the_library_can_use_are_accepted(lib: Library) -> None:
+    assert lib.length(b"a,b,c") == 5  # bytes for a const char *
+    assert lib.length(b"") == 0
+    ring_t = lib.c_type("ring_t")
+    assert ctypes.sizeof(ring_t) == 88
+    out = bytearray(88)  # an out-buffer
+    lib.ring_init(out)
+    assert int.from_bytes(out[8:16], "little") == 7
+    assert lib.ring_tail(bytes(out)) == 7
+    lib.ring_init(bytearray(100))  # more than one is fine
+    ring = ring_t(head=1, tail=2)
+    lib.ring_init(ring)  # a ctypes Structure of the right size
+    assert (ring.head, ring.tail) == (0, 7)
+    ring.tail = 9
+    assert lib.ring_tail(ctypes.byref(ring)) == 9
+    assert lib.ring_tail(ctypes.pointer(ring)) == 9
+    rings = (ring_t * 2)()
+    lib.ring_init(rings)
+    assert rings[0].tail == 7
+    assert lib.is_null(None) is True  # None for NULL
+    returned = lib.ring_new()  # a pointer the library returned, passed back to it
+    assert isinstance(returned, Pointer)
+    assert lib.ring_tail(returned) == 3
+    lib.ring_init(returned)
+    assert lib.ring_tail(returned) == 7
+    assert lib.is_null(returned) is False
+    lib.ring_free(returned)
+    # Pointers to single bytes, or to nothing in particular, take memory of any length.
+    assert lib.count_nonzero(b"", 0) == 0
+    assert lib.count_nonzero(bytearray(b"\0\1\2"), 3) == 2
+    assert lib.zero_bytes(bytearray(3), 3) == 3
+    assert lib.zero_bytes(bytearray(), 0) == 0
+    assert lib.misalignment(bytearray(1)) == 0
+    # An array of no items of the pointee's size is a count of 0.
+    assert lib.sum32((ctypes.c_int32 * 0)(), 0) == 0
+    assert lib.sum32((ctypes.c_int32 * 2)(5, 6), 2) == 11
+    # A ctypes pointer to a ctypes object the test holds is that object's memory.
+    text = ctypes.create_string_buffer(b"four")
+    assert lib.length(ctypes.pointer(text)) == 4
 
 
 def test_unknown_type_name(lib: Library) -> None:

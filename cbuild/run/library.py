@@ -43,6 +43,13 @@ _ids = itertools.count(1)
 _BYREF = type(ctypes.byref(ctypes.c_int()))
 #: ctypes types whose value the test process would dereference: never filled in by the library's process.
 _DEREFERENCING = (ctypes.c_char_p, ctypes.c_wchar_p, ctypes._Pointer)
+#: ctypes objects, whose own memory a ctypes pointer may point into.
+_CDATA = (ctypes.Array, ctypes.Structure, ctypes.Union, ctypes._SimpleCData, ctypes._Pointer)
+#: What a pointer parameter takes instead of an address.
+_INSTEAD = (
+    "pass the buffer itself (bytes, bytearray, a ctypes array or structure), a pointer a function of the "
+    "library returned, or None for NULL"
+)
 Wire = tuple[Any, ...]
 
 
@@ -143,6 +150,27 @@ def _ctypes_object(value: Any) -> Any:
     if isinstance(value, (ctypes.Array, ctypes.Structure, ctypes.Union, ctypes._SimpleCData)):
         return value
     return None
+
+
+def _raw_address(value: Any) -> int | None:
+    """The address a ctypes pointer carries when it refers to no memory of a ctypes object it keeps
+    alive (``cast(address, POINTER(...))``): an address of the test's process, whose pointee would be
+    copied from there. None for NULL and for the pointers ``ctypes.pointer(obj)``, ``POINTER(T)(obj)``
+    and ``cast(obj, ...)`` make."""
+    if not isinstance(value, ctypes._Pointer) or not value:
+        return None
+    address = ctypes.cast(value, ctypes.c_void_p).value
+    assert address is not None
+    pending = [getattr(value, "_objects", None)]
+    while pending:
+        kept = pending.pop()
+        if isinstance(kept, dict):
+            pending += kept.values()
+        elif isinstance(kept, _CDATA):
+            start = ctypes.addressof(kept)
+            if start <= address < start + max(ctypes.sizeof(kept), 1):
+                return None
+    return address
 
 
 def _check_shareable(fn: str, index: int, cls: Any) -> None:
@@ -257,7 +285,10 @@ class Function:
     ) -> Callable[[Any], Wire]:
         """``item``: the pointee's name and size, where it has one: a typed array (``array``,
         a ctypes array, a memoryview with a format) must hold items of that size (bytes and
-        byte buffers are raw memory of any type)."""
+        byte buffers are raw memory of any type), and any memory must hold at least one of them
+        (but for an array of no items of the pointee's size: a count of 0). An int or ``c_void_p`` is an
+        address in the library's process (a handle it gave back); a ctypes pointer to a raw address,
+        whose pointee would be copied from the test's process, is refused."""
         host = self._library.host
         back = not const
         # Read-only memory (bytes) for a pointer the function may write through: the library's process
@@ -272,6 +303,17 @@ class Function:
                     f"{item[0]} ({item[1]} bytes each)"
                 )
 
+        def check_size(value: Any, nbytes: int, itemsize: int) -> None:
+            # A pointer to a struct (or an int) the function reads or writes whole: memory shorter than
+            # one would be read or written past in the library's process. An array of no items of the
+            # pointee's size is a count of 0.
+            if item is None or item[1] <= 1 or nbytes >= item[1] or (nbytes == 0 and itemsize == item[1]):
+                return
+            raise SignatureError(
+                f"{where}: {_describe(value)} is {nbytes} byte{'s' if nbytes != 1 else ''}, smaller than the "
+                f"{without_qualifiers(item[0])} it points to ({item[1]} bytes); pass at least {item[1]} bytes"
+            )
+
         def pointer(value: Any) -> Wire:
             if value is None:
                 return ("v", None)
@@ -280,12 +322,22 @@ class Function:
                     raise SignatureError(f"{where}: {value!r} belongs to another library process")
                 return ("v", value.address)
             if isinstance(value, int) and not isinstance(value, bool):
-                return ("v", value)  # an address in the library's process
+                return ("v", value)  # an address in the library's process (a handle it gave), 0 for NULL
             if isinstance(value, ctypes.c_void_p):
                 return ("v", value.value)
+            address = _raw_address(value)
+            if address is not None:  # its pointee would be copied from this process's memory at the address
+                raise SignatureError(
+                    f"{where}: got {_describe(value)} at 0x{address:x}, which points into no ctypes object it "
+                    f"keeps: an address of this process means nothing in the library's process; {_INSTEAD}"
+                )
             if isinstance(value, ctypes.c_char_p):
-                return ("v", None) if value.value is None else ("m", None, value.value + b"\0", read_only)
+                if value.value is None:
+                    return ("v", None)
+                check_size(value, len(value.value), 1)
+                return ("m", None, value.value + b"\0", read_only)
             if isinstance(value, bytes):
+                check_size(value, len(value), 1)
                 return ("m", None, value + b"\0", read_only)  # C strings find their NUL, as with ctypes
             if isinstance(value, str):
                 raise SignatureError(f"{where}: got str {value[:40]!r}; pass bytes, e.g. text.encode()")
@@ -305,6 +357,9 @@ class Function:
                     while issubclass(element, ctypes.Array):  # rows of a 2-D array: their items
                         element = element._type_
                     check_items(value, ctypes.sizeof(element))
+                    check_size(value, ctypes.sizeof(obj), ctypes.sizeof(element))
+                elif isinstance(obj, (ctypes.Structure, ctypes.Union)):
+                    check_size(value, ctypes.sizeof(obj), ctypes.sizeof(obj))
                 elif isinstance(obj, ctypes._SimpleCData) and item is not None and ctypes.sizeof(obj) != item[1] != 1:
                     # One item, of the pointee's size: pointer(c_double(x)) for an int16_t *, byref(c_bool())
                     # for an int * (a call would read or write past it).
@@ -323,6 +378,7 @@ class Function:
                     f"a pointer a function returned, or None; got {_describe(value)}"
                 ) from None
             check_items(value, view.itemsize)
+            check_size(value, view.nbytes, view.itemsize)
             if view.readonly:
                 return ("m", None, view.tobytes() + b"\0", read_only)
             if not view.c_contiguous:
