@@ -293,8 +293,10 @@ def _region_limits(
                 if keyword not in active and all_keywords.get(keyword) not in (None, *(m.name for m in models)):
                     raise _inactive(where, all_keywords[keyword], models, chosen=chosen)
                 if keyword not in active:
-                    accepted = ", ".join(sorted(active))
-                    raise ConfigError(f"{where}: unknown keyword; accepted: {accepted}")
+                    accepted = sorted(active)
+                    raise ConfigError(
+                        f"{where}: unknown keyword{did_you_mean(keyword, accepted)}; accepted: {', '.join(accepted)}"
+                    )
                 _check_regions_measured(where, active[keyword], models)
                 per[active[keyword]] = _limit(nodeid, f"regions[{name!r}][{keyword!r}]", n)
             out[name] = per

@@ -797,15 +797,21 @@ def test_fine():
 @pytest.mark.budget(timeout=0)
 def test_b():
     pass
+
+@pytest.mark.budget(regions={"parse": {"max_instrs": 20}})
+def test_c():
+    pass
 """
     )
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*instrbudget: 2 tests have budget markers that are not valid:",
+            "*instrbudget: 3 tests have budget markers that are not valid:",
             "  test_x.py::test_a: unknown keyword 'max_instrs' in @pytest.mark.budget (did you mean max_instr?); *",
             "  test_x.py::test_b: budget(timeout=...) must be a positive number of seconds, got 0",
+            "  test_x.py::test_c: budget(regions={'parse': {'max_instrs': ...}}): unknown keyword (did you mean "
+            "max_instr?); accepted: max_instr",
         ]
     )
 
