@@ -181,8 +181,8 @@ def test_model_choice_errors_name_the_model_and_the_choices(pytester: pytest.Pyt
             "(this test's models: ir-count)*"
         ),
         '@pytest.mark.budget(models=["ir-count", "zkvm"], regions={"r": {"stop_at_zkcycles": 1}})': (
-            "*test_a: budget(regions={'r': {'stop_at_zkcycles': ...}}): unknown keyword; accepted: max_instr, "
-            "max_zkcycles, *"
+            "*test_a: budget(regions={'r': {'stop_at_zkcycles': ...}}): unknown keyword (did you mean max_zkcycles "
+            "or max_zkuser_cycles?); accepted: max_instr, max_zkcycles, *"
         ),
         "@pytest.mark.budget(models=[])": "*test_a: budget(models=[[]]) chooses no cost model; name at least one*",
     }
