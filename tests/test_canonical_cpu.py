@@ -13,6 +13,7 @@ import pytest
 
 from cbuild import BlockCounts, Builder, BuildOptions, CBuildError, ExecutionError, Library, run_program
 from cbuild.build.cpu import CPU_LEVELS, DEFAULT_CPU
+from cbuild.errors import InstrumentError
 
 pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64 only")
 
@@ -332,3 +333,57 @@ def test_the_build_time_resolution_reads_the_runtimes_tables(builder: Builder, t
         for n in CPU_LEVELS.values()
     ]
     assert rows == want
+
+
+ARCH_C = r"""
+__attribute__((target_clones("arch=x86-64", "default"))) int g(int x) { return x + 10; }
+__attribute__((target("arch=haswell"))) int f(int x) { return x * 5; }
+__attribute__((target("arch=nehalem"))) int f(int x) { return x * 4; }
+__attribute__((target("sse4.2,popcnt"))) int f(int x) { return x * 3; }
+__attribute__((target("default"))) int f(int x) { return x; }
+int which_g(void) { return g(1); }
+int which_f(void) { return f(1); }
+"""
+ARCH_MAIN_C = r"""
+#include <stdio.h>
+int which_g(void), which_f(void);
+int main(void) { printf("%d %d\n", which_g(), which_f()); return 0; }
+"""
+
+
+@pytest.mark.parametrize("opt_level", ["0", "2"])
+@pytest.mark.parametrize("cpu", ["x86-64", "x86-64-v2"])
+def test_a_librarys_versions_by_architecture_are_the_programs(
+    builder: Builder, tmp_path: Path, cpu: str, opt_level: str
+) -> None:
+    """Versions chosen by arch= (feature bit 31 of a word, a negative literal; a switch over the CPU's
+    type at -O2) resolve in a library as the program's resolver does at start-up: a sign error picked
+    the default clone where the program ran the arch=x86-64 one."""
+    (tmp_path / "arch.c").write_text(ARCH_C)
+    (tmp_path / "main.c").write_text(ARCH_MAIN_C)
+    options = BuildOptions(cpu=cpu, opt_level=opt_level)
+    program = run_program(builder.build([tmp_path / "arch.c", tmp_path / "main.c"], options=options), timeout=60)
+    assert program.returncode == 0, program.stderr
+    answers = tuple(map(int, program.stdout.decode().split()))
+    assert answers[0] == 11  # arch=x86-64: every level has it
+    with Library(builder.build([tmp_path / "arch.c"], kind="library", options=options)) as library:
+        assert (library.which_g(), library.which_f()) == answers
+
+
+def test_a_librarys_own_resolver_is_a_build_error_naming_it(builder: Builder, tmp_path: Path) -> None:
+    """An ifunc whose resolver asks more than the canonical tables would run, instrumented, while the
+    loader relocates the library, before its runtime can: it crashed the library's process at load."""
+    (tmp_path / "own.c").write_text(
+        "static int add_avx2(int x) { return x + 2; }\n"
+        "static int add_plain(int x) { return x + 1; }\n"
+        "int fast_mode = 1;\n"
+        "static int (*resolve_add(void))(int) { return fast_mode ? add_avx2 : add_plain; }\n"
+        'int add(int) __attribute__((ifunc("resolve_add")));\n'
+        "int which(void) { return add(1); }\n"
+    )
+    with pytest.raises(InstrumentError) as refused:
+        builder.build([tmp_path / "own.c"], kind="library", options=BuildOptions(opt_level="0"))
+    assert str(refused.value).startswith(
+        "the multiversioned function @add of a shared library picks its version in @resolve_add, which asks more "
+        "than the canonical CPU's tables"
+    )

@@ -160,6 +160,7 @@ _INT_OPS = {
     "shl": lambda a, b: a << b,
     "lshr": lambda a, b: a >> b,
 }
+#: icmp's predicates on unsigned operands; ``s``-predicates are given them as signed.
 _PREDICATES = {
     "eq": lambda a, b: a == b,
     "ne": lambda a, b: a != b,
@@ -167,7 +168,24 @@ _PREDICATES = {
     "uge": lambda a, b: a >= b,
     "ult": lambda a, b: a < b,
     "ule": lambda a, b: a <= b,
+    "sgt": lambda a, b: a > b,
+    "sge": lambda a, b: a >= b,
+    "slt": lambda a, b: a < b,
+    "sle": lambda a, b: a <= b,
 }
+#: Steps a resolver may take before it is judged one this interpreter does not follow.
+_MAX_STEPS = 10_000
+
+
+def _unsigned(value: int, width: int) -> int:
+    """``value`` (a literal may be negative: ``-2147483648``) as an unsigned ``width``-bit integer."""
+    return value & ((1 << width) - 1)
+
+
+def _signed(value: int, width: int) -> int:
+    """An unsigned ``width``-bit integer read as signed."""
+    value = _unsigned(value, width)
+    return value - (1 << width) if value >> (width - 1) else value
 
 
 def _table_word(level: int, table: str, word: int) -> int | None:
@@ -207,10 +225,11 @@ def _evaluate(body: list[str], level: int) -> str | None:
         return int(token) if re.fullmatch(r"-?\d+", token) else None
 
     label, came_from, steps = next(iter(blocks), "%0"), "", 0
-    while steps < 10_000:
+    while steps < _MAX_STEPS:
         if label not in blocks:
             return None
-        for code in blocks[label]:
+        codes = blocks[label]
+        for at, code in enumerate(codes):
             steps += 1
             m = re.match(r"(%[\w.$-]+) = (.*)$", code)
             name, expr = (m.group(1), m.group(2)) if m else ("", code)
@@ -241,19 +260,24 @@ def _evaluate(body: list[str], level: int) -> str | None:
                 op, width, a, b = mm.group(1), int(mm.group(2)), value(mm.group(3)), value(mm.group(4))
                 if op not in _INT_OPS or not isinstance(a, int) or not isinstance(b, int):
                     return None
-                values[name] = _INT_OPS[op](a, b) & ((1 << width) - 1)
+                values[name] = _unsigned(_INT_OPS[op](_unsigned(a, width), _unsigned(b, width)), width)
                 continue
-            if mm := re.fullmatch(rf"icmp (\w+) i\d+ ({_TOKEN}), ({_TOKEN})", expr):
-                pred, a, b = mm.group(1), value(mm.group(2)), value(mm.group(3))
+            if mm := re.fullmatch(rf"icmp (\w+) i(\d+) ({_TOKEN}), ({_TOKEN})", expr):
+                pred, width, a, b = mm.group(1), int(mm.group(2)), value(mm.group(3)), value(mm.group(4))
                 if pred not in _PREDICATES or not isinstance(a, int) or not isinstance(b, int):
                     return None
-                values[name] = int(_PREDICATES[pred](a, b))
+                read = _signed if pred.startswith("s") else _unsigned
+                values[name] = int(_PREDICATES[pred](read(a, width), read(b, width)))
                 continue
-            if mm := re.fullmatch(rf"(?:zext|trunc) i\d+ ({_TOKEN}) to i(\d+)", expr):
-                a = value(mm.group(1))
+            if mm := re.fullmatch(rf"(zext|sext|trunc) i(\d+) ({_TOKEN}) to i(\d+)", expr):
+                a = value(mm.group(3))
                 if not isinstance(a, int):
                     return None
-                values[name] = a & ((1 << int(mm.group(2))) - 1)
+                if mm.group(1) == "sext":
+                    a = _signed(a, int(mm.group(2)))
+                values[name] = _unsigned(
+                    a if mm.group(1) != "zext" else _unsigned(a, int(mm.group(2))), int(mm.group(4))
+                )
                 continue
             if mm := re.fullmatch(rf"select i1 ({_TOKEN}), \S+ ({_TOKEN}), \S+ ({_TOKEN})", expr):
                 c = value(mm.group(1))
@@ -280,6 +304,25 @@ def _evaluate(body: list[str], level: int) -> str | None:
                     return None
                 came_from, label = label, mm.group(2) if c else mm.group(3)
                 break
+            if mm := re.fullmatch(rf"switch i(\d+) ({_TOKEN}), label (%[\w.$-]+) \[", expr):
+                # The cases follow, one per line, up to "]".
+                width, c = int(mm.group(1)), value(mm.group(2))
+                if not isinstance(c, int):
+                    return None
+                target = mm.group(3)
+                for case in codes[at + 1 :]:
+                    if case == "]":
+                        break
+                    if (cm := re.fullmatch(rf"i\d+ ({_TOKEN}), label (%[\w.$-]+)", case)) is None:
+                        return None
+                    k = value(cm.group(1))
+                    if not isinstance(k, int):
+                        return None
+                    if _unsigned(k, width) == _unsigned(c, width):
+                        target = cm.group(2)
+                        break
+                came_from, label = label, target
+                break
             if mm := re.fullmatch(rf"ret ptr ({_TOKEN})", expr):
                 chosen = value(mm.group(1))
                 return chosen if isinstance(chosen, str) else None
@@ -303,11 +346,20 @@ def _resolve_ifuncs(text: str, level: int) -> str:
                 bodies["@" + m.group(1)] = lines[i + 1 : end]
     for i, line in enumerate(lines):
         m = _IFUNC.match(line) if " ifunc " in line else None
-        if m is None or m.group("resolver") not in bodies:
+        if m is None:
             continue
-        chosen = _evaluate(bodies[m.group("resolver")], level)
-        if chosen is not None:
-            lines[i] = f"{m.group('head')}alias {m.group('type')}, ptr {chosen}"
+        body = bodies.get(m.group("resolver"))
+        chosen = _evaluate(body, level) if body is not None else None
+        if chosen is None:
+            # Left to the loader, it would run instrumented code before the library's runtime can.
+            name = m.group("head").split(" =", 1)[0]
+            raise InstrumentError(
+                f"the multiversioned function {name} of a shared library picks its version in "
+                f"{m.group('resolver')}, which asks more than the canonical CPU's tables (or in a way this build "
+                "does not follow); a library's versions are chosen when it is built: use target_clones or "
+                "target attributes on CPU features, or build a program"
+            )
+        lines[i] = f"{m.group('head')}alias {m.group('type')}, ptr {chosen}"
     return "\n".join(lines)
 
 
