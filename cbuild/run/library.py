@@ -11,6 +11,7 @@ import ctypes
 import enum
 import itertools
 import math
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -132,6 +133,13 @@ class Pointer:
         )
 
 
+def _byref_offset(value: Any) -> int:
+    """The offset ``ctypes.byref(obj, offset)`` was given: its address (which only its repr shows)
+    less the object's."""
+    shown = re.search(r"\(0x([0-9a-f]+)\)", repr(value))
+    return int(shown.group(1), 16) - ctypes.addressof(value._obj) if shown else 0
+
+
 def _ctypes_object(value: Any) -> Any:
     """The ctypes object a pointer argument refers to, or None."""
     if isinstance(value, _BYREF):
@@ -161,7 +169,13 @@ def _raw_address(value: Any) -> int | None:
         return None
     address = ctypes.cast(value, ctypes.c_void_p).value
     assert address is not None
-    pending = [getattr(value, "_objects", None)]
+    # What the pointer keeps, and what the objects it was read from keep (``ptrs[1]`` of an array of
+    # pointers, a structure's field: the pointee is in the array's or structure's keep).
+    pending: list[Any] = []
+    holder: Any = value
+    while holder is not None:
+        pending.append(getattr(holder, "_objects", None))
+        holder = getattr(holder, "_b_base_", None)
     while pending:
         kept = pending.pop()
         if isinstance(kept, dict):
@@ -305,9 +319,8 @@ class Function:
 
         def check_size(value: Any, nbytes: int, itemsize: int) -> None:
             # A pointer to a struct (or an int) the function reads or writes whole: memory shorter than
-            # one would be read or written past in the library's process. An array of no items of the
-            # pointee's size is a count of 0.
-            if item is None or item[1] <= 1 or nbytes >= item[1] or (nbytes == 0 and itemsize == item[1]):
+            # one would be read or written past in the library's process. Empty memory is a count of 0.
+            if item is None or item[1] <= 1 or nbytes >= item[1] or nbytes == 0:
                 return
             raise SignatureError(
                 f"{where}: {_describe(value)} is {nbytes} byte{'s' if nbytes != 1 else ''}, smaller than the "
@@ -341,6 +354,12 @@ class Function:
                 return ("m", None, value + b"\0", read_only)  # C strings find their NUL, as with ctypes
             if isinstance(value, str):
                 raise SignatureError(f"{where}: got str {value[:40]!r}; pass bytes, e.g. text.encode()")
+            if isinstance(value, _BYREF) and (offset := _byref_offset(value)):
+                # The object's memory would be passed from its start, where the function reads from the offset.
+                raise SignatureError(
+                    f"{where}: byref() with an offset ({offset} bytes) is not taken; pass the memory from there "
+                    f"as a ctypes object of its own, e.g. (ctypes.c_int * n).from_buffer(array, {offset})"
+                )
             obj = _ctypes_object(value)
             if obj is not None:
                 if isinstance(obj, ctypes.c_char_p):  # char ** out-parameter: the string comes back as bytes
