@@ -344,10 +344,7 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     if project is None and args.baseline is not None:
         project = Path.cwd()
     if project is None:
-        raise CBuildError(
-            f"no project in {Path.cwd()} or above (pyproject.toml, pytest.ini, .pytest.ini, tox.ini or setup.cfg): "
-            "run this in the project's checkout, whose baseline it updates, or name the baseline with --baseline PATH"
-        )
+        raise _no_project("whose baseline it updates")
     done = shards.update_baseline(doc, project, path=args.baseline, prune=args.prune)
     result = done.result
     if done.note is not None:
@@ -425,11 +422,24 @@ _ROOT_FILES = ("pyproject.toml", "pytest.ini", ".pytest.ini", "tox.ini", "setup.
 
 def _checkout(ran_in: Path) -> Path | None:
     """The project a document's results go into: the directory the run was in (``ran_in``) where the
-    current directory is in it, else the nearest directory from here up that pytest would take for
-    a project's root (another checkout of it); None outside any project."""
+    current directory is in it, else the nearest project from here up (another checkout of it)."""
     here = Path.cwd()
     if ran_in.is_dir() and (here == ran_in or ran_in in here.parents):
         return ran_in
+    return _project_here()
+
+
+def _no_project(what: str) -> CBuildError:
+    """The error of a command that needs a project, run outside any; ``what`` says what it does there."""
+    return CBuildError(
+        f"no project in {Path.cwd()} or above ({', '.join(_ROOT_FILES[:-1])} or {_ROOT_FILES[-1]}): run this in "
+        f"the project's checkout, {what}, or name the baseline with --baseline PATH"
+    )
+
+
+def _project_here() -> Path | None:
+    """The nearest directory from here up that pytest would take for a project's root; None outside any."""
+    here = Path.cwd()
     return next((d for d in (here, *here.parents) if any((d / name).is_file() for name in _ROOT_FILES)), None)
 
 
@@ -479,12 +489,12 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
-    baseline = args.baseline if args.baseline is not None else Path(os.path.relpath(default_baseline()))
-    if args.baseline is None and not any((d / "pyproject.toml").is_file() for d in (Path.cwd(), *Path.cwd().parents)):
-        raise CBuildError(
-            f"no project in {Path.cwd()} or above (no pyproject.toml): run this in the project's checkout, whose "
-            "baseline's history it shows, or name the baseline with --baseline PATH"
-        )
+    baseline = args.baseline
+    if baseline is None:
+        project = _project_here()
+        if project is None:
+            raise _no_project("whose baseline's history it shows")
+        baseline = Path(os.path.relpath(default_baseline(project)))
     history = read_history(baseline)
     chosen = history.select(args.keyword, args.metric)
     if args.html is not None:

@@ -563,6 +563,15 @@ def test_history_outside_any_project_says_so(
     """It said ".instrbudget/baseline.json is not in a git repository" of a directory with no project."""
     monkeypatch.chdir(tmp_path)
     assert main(["history"]) == 2
-    assert f"cbuild: no project in {tmp_path} or above (no pyproject.toml): run this in the project's checkout" in (
-        capsys.readouterr().err
+    assert (
+        f"cbuild: no project in {tmp_path} or above (pyproject.toml, pytest.ini, .pytest.ini, tox.ini or setup.cfg): "
+        "run this in the project's checkout, whose baseline's history it shows" in capsys.readouterr().err
     )
+    # A project of a pytest.ini: its baseline, from a directory under it too.
+    repo = Repo(tmp_path / "ini")
+    (repo.root / "pytest.ini").write_text("[pytest]\n")
+    repo.commit(ir(test_x=1), "one", path=".instrbudget/baseline.json")
+    (repo.root / "src").mkdir()
+    monkeypatch.chdir(repo.root / "src")
+    assert main(["history", "--width", "200"]) == 0
+    assert "tests/test_a.py::test_x" in capsys.readouterr().out
