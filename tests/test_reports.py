@@ -367,3 +367,34 @@ def test_stale_entries_are_listed_in_the_order_of_the_other_outputs(tmp_path: Pa
     entries = ["gone.py::test_copy[10000]", "gone.py::test_copy[1000]", "gone.py::test_copy[100]"]
     found = stale(entries, collected=set(), measured=set(), partial=set(), root=tmp_path)
     assert found == ["gone.py::test_copy[100]", "gone.py::test_copy[1000]", "gone.py::test_copy[10000]"]
+
+
+def test_a_rewrite_of_the_baseline_accounts_for_every_entry_it_leaves_out(tmp_path: Path) -> None:
+    """A rewrite for another toolchain starts from nothing: an entry of a test that failed, or did
+    not run, was left out without a word ("0 added, 0 changed, 1 pruned" of a file that went from 4
+    entries to 1); and a stale entry the file had is counted as pruned."""
+    from cbuild.models.costs import Cost
+    from cbuild.report.snapshot import Snapshot
+    from cbuild.report.update import Measured, apply, rewrite_note
+
+    def entry(total: int) -> dict[str, Cost]:
+        return {"ir_instructions": Cost("ir_instructions", total)}
+
+    base = Snapshot({"clang": "21", "models": "ir-count version=1"}, {f"t.py::{n}": entry(1) for n in "abcd"})
+    done = apply(
+        tmp_path / "b.json",
+        base,
+        {"t.py::a": Measured(True, entry(10)), "t.py::b": Measured(False, entry(5))},
+        session={"clang": "22", "models": "ir-count version=1"},
+        update=True,
+        prune=True,
+        stale_entries=["t.py::d", "t.py::gone"],
+        metric_models={"ir_instructions": "ir-count"},
+        session_models={"ir-count"},
+        describe=lambda name: name,
+    )
+    assert (done.added, done.changed, done.pruned, list(done.tests)) == ([], ["t.py::a"], ["t.py::d"], ["t.py::a"])
+    assert done.dropped == ["t.py::b", "t.py::c"]
+    note = rewrite_note(done)
+    assert note is not None
+    assert note.endswith("; 2 entries of tests this run did not measure in full are no longer in it: t.py::b, t.py::c")

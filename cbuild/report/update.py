@@ -64,6 +64,8 @@ class Update:
     rewritten: str | None = None
     #: The cost models whose entries a rewrite drops (the session no longer measures them).
     dropped_models: list[str] = field(default_factory=list)
+    #: The entries a rewrite leaves out, other than pruned ones (tests this run did not complete).
+    dropped: list[str] = field(default_factory=list)
     #: Whether the file must be written.
     write: bool = False
 
@@ -73,9 +75,17 @@ def rewrite_note(done: Update) -> str | None:
     costs it dropped), said after them; None where the baseline was not rewritten so."""
     if done.rewritten is None:
         return None
-    dropped = ", ".join(done.dropped_models)
-    return f"rewritten as a whole for another toolchain or other models ({done.rewritten})" + (
-        f"; the costs of {dropped}, which this run did not measure, are no longer in it" if dropped else ""
+    models = ", ".join(done.dropped_models)
+    return (
+        f"rewritten as a whole for another toolchain or other models ({done.rewritten})"
+        + (f"; the costs of {models}, which this run did not measure, are no longer in it" if models else "")
+        + (
+            f"; {len(done.dropped)} entries of tests this run did not measure in full are no longer in it: "
+            + ", ".join(done.dropped[:5])
+            + (" ..." if len(done.dropped) > 5 else "")
+            if done.dropped
+            else ""
+        )
     )
 
 
@@ -229,8 +239,9 @@ def apply(
             tests[nodeid] = new
     if prune:
         for nodeid in stale_entries:
-            tests.pop(nodeid, None)
-            out.pruned.append(nodeid)
+            # A rewrite started from nothing: an entry the file had is pruned all the same.
+            if tests.pop(nodeid, None) is not None or nodeid in old_tests:
+                out.pruned.append(nodeid)
     fingerprint = dict(session)
     written = {(n, metric) for n, r in results.items() if r.completed and update for metric in r.costs}
     refused = _other_models(path, tests, kept, fingerprint, written, prune, metric_models, session_models, describe)
@@ -238,6 +249,8 @@ def apply(
         out.refused = refused
         return out
     if out.rewritten is not None:
+        # Entries of tests that ran but did not complete, or did not run: the rewrite leaves them out.
+        out.dropped = sorted(set(old_tests) - set(tests) - set(out.pruned), key=display_order)
         models = [
             {metric_models.get(m, m) for entry in entries.values() for m in entry} for entries in (old_tests, tests)
         ]
