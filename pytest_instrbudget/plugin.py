@@ -194,15 +194,16 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise ConfigError("--instrbudget-baseline: expected a file path, got an empty one")
             # Relative to where pytest was started, as pytest's own path options are.
             settings = dataclasses.replace(settings, baseline=config.invocation_params.dir / chosen)
+            from_root = config.rootpath / chosen
+            if not settings.baseline.exists() and from_root.exists() and from_root != settings.baseline:
+                # In addopts, run from a subdirectory: an update would write a second baseline there.
+                raise ConfigError(
+                    f"--instrbudget-baseline={chosen}: no such file ({settings.baseline}), but there is "
+                    f"{from_root}: the path is taken from the directory pytest was started in, as pytest's "
+                    "own are; run pytest from the rootdir, or give the path absolute or in [tool.instrbudget] "
+                    "baseline (relative to pyproject.toml)"
+                )
             if not run.update and not settings.baseline.exists():  # a misspelt path compared nothing
-                from_root = config.rootpath / chosen
-                if from_root.exists():  # in addopts, run from a subdirectory
-                    raise ConfigError(
-                        f"--instrbudget-baseline={chosen}: no such file ({settings.baseline}), but there is "
-                        f"{from_root}: the path is taken from the directory pytest was started in, as pytest's "
-                        "own are; run pytest from the rootdir, or give the path absolute or in [tool.instrbudget] "
-                        "baseline (relative to pyproject.toml)"
-                    )
                 raise ConfigError(
                     f"--instrbudget-baseline={chosen}: no such file ({settings.baseline}); "
                     "--instrbudget-update records one there"

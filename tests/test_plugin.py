@@ -1217,19 +1217,22 @@ def test_plugin_second_baseline_file_from_the_command_line(project: pytest.Pytes
     # From a subdirectory (the option in addopts), a path that names the rootdir's file says so,
     # where "--instrbudget-update records one there" led to a second baseline under the subdirectory.
     (project.path / "sub").mkdir()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--instrbudget-baseline=configs/slow.json", ".."],
-        cwd=project.path / "sub",
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == pytest.ExitCode.USAGE_ERROR
-    assert (
-        f"--instrbudget-baseline=configs/slow.json: no such file ({project.path / 'sub' / 'configs' / 'slow.json'}), "
-        f"but there is {project.path / 'configs' / 'slow.json'}: the path is taken from the directory pytest was "
-        "started in" in " ".join(result.stderr.split())
-    )
+    for update in ([], ["--instrbudget-update"]):  # an update wrote a second baseline under sub/
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--instrbudget-baseline=configs/slow.json"]
+        result = subprocess.run(
+            [*command, *update, ".."],
+            cwd=project.path / "sub",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == pytest.ExitCode.USAGE_ERROR
+        assert (
+            f"--instrbudget-baseline=configs/slow.json: no such file ({project.path / 'sub' / 'configs' / 'slow.json'}"
+            f"), but there is {project.path / 'configs' / 'slow.json'}: the path is taken from the directory pytest "
+            "was started in" in " ".join(result.stderr.split())
+        )
+        assert not (project.path / "sub" / "configs").exists()
     # So did a misspelt path in [tool.instrbudget] (the default path, not yet written, is a first run).
     pyproject = project.path / "pyproject.toml"
     table = pyproject.read_text()
