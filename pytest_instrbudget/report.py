@@ -4,6 +4,7 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
 
     {
       "version": 2,
+      "disabled": bool,                     # --instrbudget-disable: nothing measured (merge refuses it)
       "fingerprint": {"clang": str, "llvm": str, "target": str, "pipeline": str, "models": str,
                       "models.<name>": str},   # each model tests chose beyond the session's (models=)
       "models": [str, ...],
@@ -27,6 +28,7 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
               "value": int, "limit": int | null, "baseline": int | null,
               "change_percent": float | null, "tolerance_percent": float,
               "status": "ok" | "new" | "improved" | "regressed" | "over limit" | "not comparable"
+                        | "accepted"        # grew past its tolerance in an --instrbudget-update run
                         | "error",          # the test raised or a library's process died: partial counts
               "functions": {"<function>": int},  # exclusive cost per function (demangled name)
               "symbols": {"<function>": str},    # the symbol of each function whose name differs from it
