@@ -276,24 +276,30 @@ class ParsedModule:
             calls: dict[tuple[str, str, int], int] = {}
             own_file = self.subprograms.get(b.function, ("", 0))[0]
             for (callee, dbg), sites in b.calls_to.items():
-                f, n = self._call_line(dbg, own_file) if dbg is not None else (file, line)
+                f, n = self._call_line(dbg, own_file, (file, line)) if dbg is not None else (file, line)
                 calls[(callee, f, n)] = calls.get((callee, f, n), 0) + sites
             calls_to = tuple((callee, f, n, c) for (callee, f, n), c in sorted(calls.items()))
             out.append(Block(b.function, b.size, file, line, lines, tuple(sorted(b.outside.items())), calls_to))
         return BlockTable(out)
 
-    def _call_line(self, dbg: int, own_file: str) -> tuple[str, int]:
+    def _call_line(self, dbg: int, own_file: str, block: tuple[str, int]) -> tuple[str, int]:
         """Where a call is in its caller's own source: of the locations it was inlined through
         (a ``std::sort`` call inlined from libc++'s headers into the caller), the innermost in the
-        caller's file; the call's own location where none is."""
-        at: int | None = dbg
-        seen = 0
-        while at is not None and seen < 256:
+        caller's file; the call's own location where none is (or the caller has no file), and the
+        ``block``'s where the call has none the module describes."""
+        at: int | None = dbg if own_file else None
+        for _ in range(_MAX_INLINED):
+            if at is None:
+                break
             where = self.locations.get(at)
             if where is not None and where[0] == own_file and where[1]:
                 return where
-            at, seen = self.inlined_at.get(at), seen + 1
-        return self.locations.get(dbg, (own_file, 0))
+            at = self.inlined_at.get(at)
+        return self.locations.get(dbg, block)
+
+
+#: The most ``inlinedAt`` links followed from a location (a guard against a malformed module's cycle).
+_MAX_INLINED = 256
 
 
 def _unquote(name: str) -> str:
