@@ -551,11 +551,19 @@ def _unmade_checks(item: pytest.Item, session: BudgetSession) -> str | None:
         return f"the limits @pytest.mark.budget sets on {', '.join(limited)} were not checked"
     if item.stash.get(BUDGET, None) is None:
         return None
-    held = sorted((m, c.total) for m, c in session.baseline.tests.get(item.nodeid, {}).items() if c.total)
+    # Entries a comparison would have read: of a baseline made alike, with a cost.
+    held = sorted(
+        (m, c.total)
+        for m, c in session.baseline.tests.get(item.nodeid, {}).items()
+        if c.total and session.metric_comparable(m)
+    )
     if not held:
         return None
     shown = ", ".join(f"{metric} {total:,}" for metric, total in held[:3]) + (" ..." if len(held) > 3 else "")
-    return f"its comparison with the baseline, which holds {shown} for it, did not happen"
+    return (
+        f"its comparison with the baseline, which holds {shown} for it, did not happen (a test that no longer "
+        "runs C code on purpose needs no @pytest.mark.budget)"
+    )
 
 
 def _fail_unmeasured(item: pytest.Item, session: BudgetSession, why: str) -> None:
