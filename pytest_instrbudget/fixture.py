@@ -153,7 +153,10 @@ def _arguments(keyword: str, values: Sequence[str | Path]) -> tuple[str | Path, 
     """A list keyword's values (``defines=``, ``cflags=``, ...): a string alone is refused, naming
     the list it meant, where iterating it would have passed one character per argument."""
     if isinstance(values, (str, bytes, Path)):
-        meant = shlex.split(values) if isinstance(values, str) else [values]
+        meant: list[str | bytes | Path] = [values]
+        if isinstance(values, str) and keyword != "include_dirs":  # a path may hold spaces; flags part at them
+            with contextlib.suppress(ValueError):  # an unclosed quote: the string as one
+                meant = list(shlex.split(values))
         raise TypeError(f"{keyword}={values!r}: expected a list of strings, one per argument, as {keyword}={meant!r}")
     return tuple(values)
 

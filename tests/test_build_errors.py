@@ -399,7 +399,8 @@ def test_ir_whose_debug_information_llvm_drops_is_an_error(builder: Builder, wri
         ("cflags", "'-DFOO=1 -Wall'", "['-DFOO=1', '-Wall']"),
         ("cxxflags", "'-fno-rtti'", "['-fno-rtti']"),
         ("ldflags", "'-lm'", "['-lm']"),
-        ("include_dirs", "'hdr'", "['hdr']"),
+        ("include_dirs", "'my headers'", "['my headers']"),
+        ("cflags", """'-DMSG="hi'""", """['-DMSG="hi']"""),
     ],
 )
 def test_a_string_where_a_list_of_arguments_goes_is_refused_naming_the_list(
