@@ -552,6 +552,14 @@ def test_diff_refuses_costs_a_baseline_could_not_hold(tmp_path: Path, capsys: py
         assert main(["diff", str(good), str(path)]) == 2
         err = capsys.readouterr().err
         assert f"bad.json: unexpected entry (t::a ir_instructions: {shown} is not a non-negative integer)" in err
+    path.write_text('{"tests": {"t::a": {"ir_instructions": {"total": 1, "functions": {"f": -1}}}}}')
+    assert main(["diff", str(good), str(path)]) == 2
+    assert "unexpected entry (t::a ir_instructions function f: -1 is not a non-negative integer)" in (
+        capsys.readouterr().err
+    )
+    path.write_text('{"tests": {"t::a": {"ir_instructions": {"functions": {}}}}}')
+    assert main(["diff", str(good), str(path)]) == 2
+    assert "unexpected entry (no 'total')" in capsys.readouterr().err
     conflicted = tmp_path / "conflicted.json"
     conflicted.write_text('{\n<<<<<<< HEAD\n  "tests": {}\n=======\n  "tests": {}\n>>>>>>> main\n}\n')
     assert main(["diff", str(good), str(conflicted)]) == 2

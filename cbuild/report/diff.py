@@ -62,21 +62,23 @@ def load_run(path: Path, incomplete: list[str] | None = None) -> Run:
             run[test] = {
                 metric: Entry(
                     _cost(value["value"] if "value" in value else value["total"], test, metric),
-                    _by_symbol(value.get("functions", {}), value.get("symbols", {})),
+                    _by_symbol(value.get("functions", {}), value.get("symbols", {}), f"{test} {metric}"),
                     {name: _cost(v, test, metric) for name, v in dict(value.get("regions", {})).items()},
                 )
                 for metric, value in metrics.items()
             }
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except KeyError as exc:
+        raise CBuildError(f"{path}: unexpected entry (no {exc})") from None
+    except (TypeError, ValueError, AttributeError) as exc:
         raise CBuildError(f"{path}: unexpected entry ({exc})") from None
     return run
 
 
-def _cost(value: object, test: str, metric: str) -> int:
+def _cost(value: object, test: str, what: str) -> int:
     """A cost as a baseline holds it (a non-negative integer), else an error naming where: a total
     of ``"100"``, ``100.7`` or ``true`` compared equal to 100 and 1."""
     if not is_count(value):
-        raise ValueError(f"{test} {metric}: {value!r} is not a non-negative integer")
+        raise ValueError(f"{test} {what}: {value!r} is not a non-negative integer")
     return value
 
 
@@ -112,11 +114,11 @@ def _facts(path: Path) -> tuple[dict[str, str], dict[str, str]]:
     )
 
 
-def _by_symbol(functions: dict[str, int], symbols: dict[str, str]) -> dict[str, int]:
+def _by_symbol(functions: dict[str, int], symbols: dict[str, str], where: str) -> dict[str, int]:
     """A metric's function costs keyed by symbol, as a baseline keys them: a results document
     keys them by readable name and gives the symbol of each name that differs (``strlen [libc]``,
     a C++ signature), so that a baseline and a results document compare function by function."""
-    return {symbols.get(name, name): _cost(cost, name, "function cost") for name, cost in functions.items()}
+    return {symbols.get(name, name): _cost(cost, where, f"function {name}") for name, cost in functions.items()}
 
 
 @dataclass(frozen=True)
