@@ -214,9 +214,7 @@ def pytest_configure(config: pytest.Config) -> None:
             and not settings.baseline.exists()
         ):
             # A misspelt baseline = "..." compared nothing and reported every test new.
-            shown = settings.baseline
-            if shown.is_relative_to(settings.root):
-                shown = shown.relative_to(settings.root)
+            shown = report.shown_path(settings.baseline, settings.root)
             raise ConfigError(
                 f"[tool.instrbudget] baseline = {str(shown)!r}: no such file ({settings.baseline}); "
                 "--instrbudget-update records one there"
@@ -299,9 +297,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     state = "disabled" if session.run.disable else ", ".join(m.name for m in session.models)
     entries = f"{len(session.baseline.tests)} entries" if session.baseline.exists else "none yet"
-    path = session.baseline.path
-    if path.is_relative_to(config.rootpath):  # the project's own file, as a CI log shows it
-        path = path.relative_to(config.rootpath)
+    path = report.shown_path(session.baseline.path, config.rootpath)
     # A line each, so that a CI log's 80 columns hold them where the baseline's path is short.
     return [
         f"instrbudget: models {state}",

@@ -272,7 +272,7 @@ def baseline_notes(session: BudgetSession) -> list[str]:
     return lines
 
 
-def _shown_path(path: Path, root: Path) -> Path:
+def shown_path(path: Path, root: Path) -> Path:
     """``path`` relative to the project's directory where it lies in it, as a CI log shows it."""
     return path.relative_to(root) if path.is_relative_to(root) else path
 
@@ -296,7 +296,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     if not session.baseline.exists and not session.run.update and results:
         # A first run, or a CI job whose checkout lacks the file: said at the end, not in the header alone.
         lines.append(
-            f"no baseline yet ({_shown_path(session.baseline.path, session.settings.root)}): this run compared "
+            f"no baseline yet ({shown_path(session.baseline.path, session.settings.root)}): this run compared "
             f"nothing with one; record it with {session.run.update_command()} and commit it"
         )
     uncompared = not_compared(session)

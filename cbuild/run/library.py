@@ -430,7 +430,9 @@ class Function:
                 blobs.append(wire[2])
         library = self._library
         host = library.host
-        alive = host.alive  # not: the error says the process ended in an earlier call
+        # A process already dead before this call: the error says it ended in an earlier call, whose
+        # counts were judged then.
+        alive = host.alive
         # The replay needs the buffers as they were before the call (the call writes into them).
         inputs = [bytes(b) for b in blobs] if library._guests else blobs
         try:

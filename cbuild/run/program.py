@@ -334,7 +334,7 @@ def check_total(who: str, table: BlockTable, counts: Sequence[int], total: int) 
         raise CountsDisagree(
             f"{who}: running total {total} differs from the block counters' {expected}: "
             f"the counts are inconsistent (a thread still running when the process exited "
-            f"was counted as far as it got; otherwise please report this program)"
+            f"was counted as far as it got, or the process ended between two calls)"
         )
 
 
