@@ -318,7 +318,7 @@ def test_model_choice_unavailable_metrics_are_shown_not_checked_and_kept(pyteste
     )
     result.stdout.fnmatch_lines(
         [
-            "*::test_ticks: ok (zkvm unavailable)",
+            "*::test_ticks: accepted (zkvm unavailable)",  # grew since the baseline, in an update
             "instrbudget: zkvm metrics unavailable in 2 test(s): not measured, their limits not checked and "
             "their baseline entries kept:",
             "instrbudget:   test_choice.py::test_ticks: cannot be built for riscv32: "
