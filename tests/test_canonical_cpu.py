@@ -299,6 +299,10 @@ def test_a_library_gets_the_programs_canonical_answers(builder: Builder, asking:
             counted = library.counts(since)
             assert _clones_run(counted) == {clone}
             counts.append(counted.counts)
+            # Called by its own name too: the version the level picks.
+            since = library.snapshot()
+            assert library.clone_of(1) == 101
+            assert _clones_run(library.counts(since)) == {clone}
     assert counts[0] == counts[1]
 
 

@@ -758,6 +758,14 @@ def _from_dwarf(reader: _Reader, symbol: str, sp_id: int) -> dict[str, Any] | No
     return {"ret": reader.resolve(ret_ref), "params": params, "vararg": vararg, "c": c_decl}
 
 
+#: ``@name = [linkage, visibility, ...] alias TYPE, ptr @target``.
+_ALIAS = re.compile(
+    r'^@("(?:[^"\\]|\\.)*"|[\w.$-]+) = ((?:[a-z_]+ )*)alias [^,]+, ptr @("(?:[^"\\]|\\.)*"|[\w.$-]+)\s*$', re.MULTILINE
+)
+#: Words of an alias that keep it inside the module.
+_NOT_EXPORTED = {"private", "internal", "hidden"}
+
+
 def read_signatures(ir_text: str, exported: Iterable[str] | None = None) -> dict[str, Any]:
     """Signatures of the externally visible functions defined in textual IR ``ir_text``.
 
@@ -781,6 +789,14 @@ def read_signatures(ir_text: str, exported: Iterable[str] | None = None) -> dict
         if signature is None:
             signature = _from_ir(reader.types, symbol, head, split_top(params, ","))
         functions[symbol] = signature
+    # An alias of a function is called as it (a library's multiversioned function, resolved when it
+    # was built to the version for its CPU: ``@f = alias ..., ptr @f.sse4.2.1``).
+    for m in _ALIAS.finditer(ir_text):
+        if _NOT_EXPORTED.intersection(m.group(2).split()):
+            continue
+        name, target = (_unescape(g[1:-1]) if g.startswith('"') else g for g in (m.group(1), m.group(3)))
+        if target in functions and name not in functions and (wanted is None or name in wanted):
+            functions[name] = functions[target]
     return {"types": reader.types, "functions": functions}
 
 
