@@ -8,11 +8,12 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from cbuild import Builder, BuildOptions, CBuildError, run_program
-from cbuild.models import CostModel, Metric, ModelError, ModelRegistry, default_registry
+from cbuild.models import CostModel, Metric, ModelError, ModelRegistry, Param, default_registry, integer
 from cbuild.models.base import Runtime, checked_costs
 from cbuild.models.costs import Cost
 from cbuild.riscv.machine import MACHINES_DIR
@@ -127,6 +128,87 @@ def test_registry_rejects_metrics_the_marker_or_the_reports_would_misread(metric
 
     with pytest.raises(ModelError, match=r"cost model 'odd' of plugin 'direct': " + message):
         ModelRegistry(entry_points=False).register(Odd)
+
+
+def test_registry_rejects_names_and_keywords_the_fingerprint_or_the_marker_would_mix_up() -> None:
+    """A model named "my model" was filed under "my" in the baseline's fingerprint, so a change of its
+    parameters read as a cost change; a limit keyword "zkcycles" made the cut-off keyword
+    stop_at_zkcycles of zkvm's max_zkcycles, the last registered winning."""
+
+    class Spaced(CostModel):
+        name = "my model"
+        metrics = (Metric("spaced_cost", "u", "max_spaced"),)
+
+        def block_costs(self, table, analysis):  # type: ignore[no-untyped-def]
+            return [1] * len(table)
+
+    class Shadow(CostModel):
+        name = "zz"
+        metrics = (Metric("zz_cost", "u", "zkcycles"),)
+
+        def block_costs(self, table, analysis):  # type: ignore[no-untyped-def]
+            return [1] * len(table)
+
+    registry = ModelRegistry(entry_points=False)
+    with pytest.raises(ModelError, match=r"cost model 'my model' of plugin 'direct': a model's name is letters"):
+        registry.register(Spaced)
+    with pytest.raises(ModelError, match=r"cost model 'zz' of plugin 'direct' reuses 'zkcycles' of model 'zkvm'"):
+        registry.register(Shadow)
+
+
+def test_a_models_parameters_are_checked_and_said_as_its_table_whatever_the_model_does() -> None:
+    """A check that raised TypeError, or a configure() that raised ValueError, was a pytest
+    INTERNALERROR; a default the check refuses measured with it; a ModelError from configure()
+    did not name the table."""
+
+    def picky(value: object) -> int:
+        return 5 // len(value)  # type: ignore[arg-type]  # TypeError on an int
+
+    class Checked(CostModel):
+        name = "checked"
+        metrics = (Metric("checked_cost", "u", "max_checked"),)
+        params: ClassVar[dict[str, Param]] = {
+            "weight": Param(0, "each instruction's weight", integer(1)),
+            "picky": Param([1], "a list", picky),
+        }
+
+        def configure(self) -> None:
+            if self.config["picky"] == 5:
+                raise ValueError("five is too many")
+            if self.config["picky"] == 1:
+                raise ModelError("picky must be more than 1")
+
+        def block_costs(self, table, analysis):  # type: ignore[no-untyped-def]
+            return [1] * len(table)
+
+    with pytest.raises(
+        ModelError, match=r"^\[tool.instrbudget.checked\] weight \(the model's default\): expected an integer"
+    ):
+        Checked({})
+    with pytest.raises(
+        ModelError, match=r"^\[tool.instrbudget.checked\] picky: the model's check of 3 raised TypeError"
+    ):
+        Checked({"weight": 1, "picky": 3})
+    with pytest.raises(
+        ModelError, match=r"^\[tool.instrbudget.checked\]: the model's configure\(\) raised ValueError: five is"
+    ):
+        Checked({"weight": 1, "picky": [1]})
+    with pytest.raises(ModelError, match=r"^\[tool.instrbudget.checked\] picky must be more than 1$"):
+        Checked({"weight": 1, "picky": [1, 2, 3, 4, 5]})
+
+
+def test_a_parameter_value_with_the_fingerprints_separators_reads_back_whole() -> None:
+    """A string parameter holding "; " split the fingerprint's models there, so the baseline was
+    never comparable again, right after an update."""
+    from cbuild.report.update import changed_parameters, recorded_models
+
+    described = "ir-count version=1; labelled version=1 label='a; b x=1' weight=1"
+    assert recorded_models({"models": described}) == {
+        "ir-count": "ir-count version=1",
+        "labelled": "labelled version=1 label='a; b x=1' weight=1",
+    }
+    old, new = "labelled version=1 label='a; b x=1' weight=1", "labelled version=1 label='a; b x=2' weight=1"
+    assert changed_parameters(old, new) == "label: 'a; b x=1' in the baseline, 'a; b x=2' now"
 
 
 def test_registry_rejects_an_additive_model_that_cannot_give_its_metrics() -> None:

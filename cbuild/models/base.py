@@ -172,8 +172,9 @@ class Runtime:
     be specialised for its constant block number), called in execution order:
     ``model_block(uint32_t block)`` before each block runs (if the model's
     :attr:`CostModel.events` has ``blocks``), ``model_access(uintptr_t address,
-    uint64_t size, uint32_t is_store)`` before each load and store (with
-    ``memory``), ``model_reset(uint32_t in_process)`` when a program starts
+    uint64_t size, uint32_t is_store)`` before the memory loads and stores touch (with
+    ``memory``: accesses of one kind through one base pointer within 1 KiB, between calls, come
+    as one range; docs/cost-models.md), ``model_reset(uint32_t in_process)`` when a program starts
     (``in_process`` 0) or a measurement of an in-process library starts (1),
     and ``model_finish(uint64_t *out)``, which writes ``results`` numbers that
     :meth:`CostModel.evaluate` reads. Every model's source goes into one
@@ -275,15 +276,27 @@ class CostModel:
                 f"{did_you_mean(unknown[0], self.params)}; accepted: {accepted}"
             )
         self.config: dict[str, Any] = {}
+        table = f"[tool.instrbudget.{self.name}]"
         for key, param in self.params.items():
             value = given.get(key, param.default)
-            if key in given and param.check is not None:
+            if param.check is not None:  # the model's default too: a model may ship one its check refuses
+                whose = "" if key in given else " (the model's default)"
                 try:
                     value = param.check(value)
                 except ValueError as exc:
-                    raise ModelError(f"[tool.instrbudget.{self.name}] {key}: {exc}") from None
+                    raise ModelError(f"{table} {key}{whose}: {exc}") from None
+                except Exception as exc:  # a check with a bug of its own: said, not an internal error
+                    raise ModelError(
+                        f"{table} {key}{whose}: the model's check of {value!r} raised {type(exc).__name__}: {exc}"
+                    ) from None
             self.config[key] = value
-        self.configure()
+        try:
+            self.configure()
+        except ModelError as exc:
+            text = str(exc)
+            raise ModelError(text if text.startswith(table) else f"{table} {text}") from None
+        except Exception as exc:
+            raise ModelError(f"{table}: the model's configure() raised {type(exc).__name__}: {exc}") from None
 
     def configure(self) -> None:
         """Check parameters together and prepare (after :attr:`config` is set)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -78,6 +79,11 @@ class ModelRegistry:
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not name:
             raise ModelError(f"cost model {cls.__qualname__} of plugin {origin!r} has no name")
+        if not _MODEL_NAME.fullmatch(name):  # the baseline's fingerprint describes models by name
+            raise ModelError(
+                f"cost model {name!r} of plugin {origin!r}: a model's name is letters, digits, '_', '-' and '.' "
+                "(as in models = [...] and [tool.instrbudget.<name>])"
+            )
         if not getattr(cls, "metrics", None):
             raise ModelError(f"cost model {name!r} of plugin {origin!r} declares no metrics")
         for metric in cls.metrics:
@@ -89,8 +95,11 @@ class ModelRegistry:
         for other, known in self._classes.items():
             if other == name:
                 continue
-            clash = {m.name for m in known.metrics} & {m.name for m in cls.metrics} or (
-                {m.keyword for m in known.metrics} & {m.keyword for m in cls.metrics}
+            clash = (
+                {m.name for m in known.metrics} & {m.name for m in cls.metrics}
+                or {m.keyword for m in known.metrics} & {m.keyword for m in cls.metrics}
+                # the cut-off keywords the marker derives (max_zkcycles and zkcycles: stop_at_zkcycles)
+                or {_stop_part(m.keyword) for m in known.metrics} & {_stop_part(m.keyword) for m in cls.metrics}
             )
             if clash:
                 raise ModelError(
@@ -145,6 +154,16 @@ class ModelRegistry:
 def default_registry() -> ModelRegistry:
     """The built-in models and those of installed packages."""
     return ModelRegistry()
+
+
+#: What a cost model's name may hold.
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def _stop_part(keyword: str) -> str:
+    """What a limit keyword's cut-off keyword is made of: ``max_zkcycles`` and ``zkcycles`` both give
+    ``stop_at_zkcycles`` (``pytest_instrbudget.marker.stop_keyword``)."""
+    return keyword.removeprefix("max_")
 
 
 def _metric_problem(metric: Metric) -> str:

@@ -113,13 +113,38 @@ def recorded(fingerprint: Mapping[str, str], session: Mapping[str, str]) -> dict
 #: Where a model's description (``zkvm version=2 flags=['-O1', '-g'] ...``) begins its next ``key=``:
 #: values are Python literals and may hold spaces.
 _PARAMETER = re.compile(r" (?=[\w.-]+=)")
+#: Between the session's models in the fingerprint's ``models``.
+_MODELS_APART = re.compile("; ")
+
+
+def _split_outside_quotes(text: str, separator: re.Pattern[str]) -> list[str]:
+    """``text`` split where ``separator`` matches outside a quoted string (a parameter's value is a
+    Python literal: ``label='a; b'`` holds both separators)."""
+    parts, start, quote, i = [], 0, "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif (m := separator.match(text, i)) is not None and m.end() > i:
+            parts.append(text[start:i])
+            start = i = m.end()
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
 
 
 def changed_parameters(old: str, new: str, *, was: str = "in the baseline", now: str = "now") -> str:
     """``po2: 20 in the baseline, 18 now``: the parameters that differ between two descriptions of
     a model (``zkvm version=2 po2=20 ...``), or both descriptions where no parameter tells them apart."""
     before, after = (
-        dict(part.split("=", 1) for part in _PARAMETER.split(text)[1:] if "=" in part) for text in (old, new)
+        dict(part.split("=", 1) for part in _split_outside_quotes(text, _PARAMETER)[1:] if "=" in part)
+        for text in (old, new)
     )
     return _changes(before, after, was, now) or f"{old} {was}, {new} {now}"
 
@@ -151,7 +176,7 @@ def recorded_models(fingerprint: Mapping[str, str]) -> dict[str, str]:
     (``zkvm version=2 po2=20 ...``): the session's models (``models``) and those tests chose
     beyond them (``models.NAME``)."""
     out = {}
-    for description in fingerprint.get("models", "ir-count version=1").split("; "):
+    for description in _split_outside_quotes(fingerprint.get("models", "ir-count version=1"), _MODELS_APART):
         if description:
             out[description.split(" ", 1)[0]] = description
     out.update({k.removeprefix(MODEL_KEY): v for k, v in fingerprint.items() if k.startswith(MODEL_KEY)})
