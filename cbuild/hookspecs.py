@@ -4,6 +4,7 @@ A package provides models by implementing :func:`instrbudget_cost_models` in a
 module and naming that module in its ``instrbudget`` entry-point group::
 
     # chipco_models.py
+    from cbuild.build.blocks import parse_module
     from cbuild.hookspecs import hookimpl
     from cbuild.models import CostModel, Metric
 
@@ -15,7 +16,9 @@ module and naming that module in its ``instrbudget`` entry-point group::
         metrics = (Metric("loads", "loads", "max_loads"),)
 
         def analyse(self, build):
-            return {"loads": [block_loads(build.ir, i) for i in range(len(build.table))]}
+            parsed = parse_module(build.ir)
+            lines = parsed.lines
+            return {"loads": [sum(" = load " in line for line in lines[b.first_line : b.term_end]) for b in parsed.blocks]}
 
         def block_costs(self, table, analysis):
             return analysis["loads"]
@@ -29,8 +32,9 @@ module and naming that module in its ``instrbudget`` entry-point group::
     [project.entry-points.instrbudget]
     chipco = "chipco_models"
 
-The built-in models (``ir-count``, ``pipeline``, ``zkvm``) are registered the same
-way, from :mod:`cbuild.models.builtin`.
+The built-in models (``ir-count``, ``pipeline``, ``zkvm``, ``heap``) implement the same hook, in
+:mod:`cbuild.models.builtin`, registered directly rather than through an entry point. docs/cost-models.md
+has the example in full.
 """
 
 from __future__ import annotations

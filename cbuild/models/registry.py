@@ -135,6 +135,7 @@ class ModelRegistry:
         except KeyError:
             raise ModelError(
                 f"unknown cost model {name!r}{did_you_mean(name, self.names)}; known models: {', '.join(self.names)}"
+                " (a model of another package is known once that package is installed in this environment)"
             ) from None
 
     def origin(self, name: str) -> str:
