@@ -18,7 +18,8 @@ module and naming that module in its ``instrbudget`` entry-point group::
         def analyse(self, build):
             parsed = parse_module(build.ir)
             lines = parsed.lines
-            return {"loads": [sum(" = load " in line for line in lines[b.first_line : b.term_end]) for b in parsed.blocks]}
+            loads = [sum(" = load " in line for line in lines[b.first_line : b.term_end]) for b in parsed.blocks]
+            return {"loads": loads}
 
         def block_costs(self, table, analysis):
             return analysis["loads"]
