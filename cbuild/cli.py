@@ -31,9 +31,9 @@ from cbuild.build.toolchain import own_zig_cache, zig_binary
 from cbuild.config import Settings, load_settings
 from cbuild.errors import CBuildError, CompilerWarning, ToolchainError, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
-from cbuild.models.base import evaluated
 from cbuild.models.costs import outside_calls
 from cbuild.report import shards, texttable, update
+from cbuild.report.attribution import attributed
 from cbuild.report.diff import changes, compared, incomparable, load_run, only_in, render_markdown, render_text
 from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
@@ -41,7 +41,7 @@ from cbuild.report.html import render as render_page
 from cbuild.report.outputs import write_output
 from cbuild.riscv.isa import check_operands, parse_assembly
 from cbuild.riscv.machine import builtin_machines, load_machine
-from cbuild.run.program import run_program
+from cbuild.run.program import DEFAULT_ENV, run_program
 from cbuild.run.warm import warm
 
 
@@ -69,6 +69,17 @@ def _width(text: str) -> int:
     if value < _MIN_WIDTH:
         raise argparse.ArgumentTypeError(f"{value} columns is too narrow: give {_MIN_WIDTH} or more")
     return value
+
+
+def _seconds(text: str) -> float | None:
+    """A ``--timeout`` value: seconds, 0 for none."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text} is not 0 (no timeout) or more seconds")
+    return value or None
 
 
 def _add_build_flags(p: argparse.ArgumentParser) -> None:
@@ -165,8 +176,20 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help='print a JSON document instead of the summary (the program\'s output in its "stdout")',
     )
-    run.add_argument("--top", type=_count, default=10, help="functions to list (default 10; 0: totals only)")
-    run.add_argument("--timeout", type=float, default=None, help="seconds before the program is killed")
+    run.add_argument(
+        "--top", type=_count, default=10, help="functions to list (default 10; 0: totals only; --json lists all)"
+    )
+    run.add_argument(
+        "--timeout", type=_seconds, default=60.0, help="seconds before the program is killed (default 60; 0: none)"
+    )
+    run.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable of the program's environment (repeatable), which is otherwise fixed (LC_ALL, PATH) so "
+        "that counts do not depend on the caller's: INSTRBUDGET_HEAP_LIMIT=67108864",
+    )
     _add_model_flag(run, "cost model to report")
     pipe = sub.add_parser(
         "pipeline",
@@ -213,6 +236,9 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="a model tests choose with models=[...] beyond [tool.instrbudget] models (repeatable)",
+    )
+    warm.add_argument(
+        "--cache-dir", type=Path, default=None, help="the cache to fill (default: the project's, as pytest's)"
     )
     warm.add_argument(
         "--cxx",
@@ -478,7 +504,8 @@ def _cmd_warm(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr)
 
-    builder = Builder(cache_dir=settings.cache_dir, clang=settings.clang, progress=say)
+    cache_dir = args.cache_dir if args.cache_dir is not None else settings.cache_dir
+    builder = Builder(cache_dir=cache_dir, clang=settings.clang, progress=say)
     options = settings.build_options(instrument=True)
     options = dataclasses.replace(options, model_params=tuple(p for m in models for p in m.key_params()))
     say(f"warming the build cache {builder.cache.root} for {root} ({builder.toolchain.summary})")
@@ -617,10 +644,20 @@ def _models(specs: list[str]) -> list[CostModel]:
 def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]) -> int:
     if args.json and args.no_instrument:  # it printed the program's output where the document was expected
         raise CBuildError("--json prints the costs, which --no-instrument does not measure: give one of them")
+    env = dict(DEFAULT_ENV)
+    for item in args.env:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise CBuildError(f"--env {item}: expected NAME=VALUE")
+        env[name] = value
     models = _models(args.model)
     artifact = builder.build(args.sources, options=_options(args), kind="program", models=models)
     result = run_program(
-        artifact, program_args, input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(), timeout=args.timeout
+        artifact,
+        program_args,
+        input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(),
+        timeout=args.timeout,
+        env=env,
     )
     if not args.json or result.counts is None:  # with --json, stdout holds the document alone
         try:
@@ -632,7 +669,7 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
     sys.stderr.flush()
     if result.counts is None:
         return result.returncode
-    costs = [cost for model in models for cost in evaluated(model, result.counts)]
+    costs = list(attributed(models, [result.counts]).values())  # with the regions of its markers
     outside = sorted(outside_calls(result.counts).items(), key=lambda kv: (-kv[1], kv[0]))
     if args.json:
         tables, symbols = demangled_keys(*(cost.functions for cost in costs))
@@ -645,7 +682,10 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
             "metric": costs[0].metric,
             "total": costs[0].total,
             "functions": tables[0],
-            "metrics": {c.metric: {"total": c.total, "functions": t} for c, t in zip(costs, tables, strict=True)},
+            "metrics": {
+                c.metric: {"total": c.total, "functions": t, **({"regions": dict(c.regions)} if c.regions else {})}
+                for c, t in zip(costs, tables, strict=True)
+            },
             "symbols": symbols,
             # Calls of the host's library functions: their work is not in the totals.
             "outside_calls": {demangle(name): n for name, n in outside},
@@ -664,6 +704,11 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         width = shutil.get_terminal_size().columns
         for line in texttable.render(None, cells, right={1, 2}, width=width, indent="  "):
             print(line, file=sys.stderr)
+        if cost.regions:  # the program's INSTRBUDGET_REGION markers, inclusive
+            print("  regions:", file=sys.stderr)
+            rows = [[path, f"{value:,}"] for path, value in sorted(cost.regions.items())]
+            for line in texttable.render(None, rows, right={1}, width=width, indent="    "):
+                print(line, file=sys.stderr)
     if outside and args.top:
         print("calls outside the count (the host's library functions, not counted):", file=sys.stderr)
         shown = readable_names(name for name, _ in outside[: args.top])
@@ -688,6 +733,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = argv.index("--")
         argv, program_args = argv[:cut], argv[cut + 1 :]
     args = parser().parse_args(argv)
+    if program_args and args.command != "run":  # they would be dropped without a word
+        print(
+            f"cbuild: arguments after -- are the program's, for run alone: {shlex.join(program_args)}", file=sys.stderr
+        )
+        return 2
     try:
         if args.command == "pipeline":
             return _cmd_pipeline(args)
@@ -714,6 +764,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args, builder, program_args)
     except CBuildError as exc:
         print(f"cbuild: {exc}", file=sys.stderr)
+        if args.command == "run" and args.json:  # a script reading the document finds why there is none
+            print(json.dumps({"error": str(exc), "kind": type(exc).__name__, "returncode": None}, indent=2))
         return 2
     except CompilerWarning as exc:  # warnings made errors (python -W error)
         print(f"cbuild: {exc}\ncbuild: the build stopped there: warnings are errors in this run", file=sys.stderr)

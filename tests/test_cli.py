@@ -270,8 +270,10 @@ def test_cli_run_json_without_instrumentation_is_refused(tmp_path: Path) -> None
     # It printed the program's output where a script expected the JSON document.
     (tmp_path / "prog.c").write_text(PROGRAM)
     out = cli("run", "prog.c", "--no-instrument", "--json", cwd=tmp_path)
-    assert (out.returncode, out.stdout) == (2, b"")
-    assert out.stderr == b"cbuild: --json prints the costs, which --no-instrument does not measure: give one of them\n"
+    why = "--json prints the costs, which --no-instrument does not measure: give one of them"
+    assert out.returncode == 2
+    assert json.loads(out.stdout) == {"error": why, "kind": "CBuildError", "returncode": None}
+    assert out.stderr == f"cbuild: {why}\n".encode()
 
 
 def _children(pid: int) -> list[int]:
@@ -314,3 +316,59 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+REGIONS_AND_HEAP = r"""
+#include <instrbudget.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    INSTRBUDGET_REGION_START("first");
+    volatile int s = 0;
+    for (int i = 0; i < 10; i++) s += i;
+    INSTRBUDGET_REGION_NEXT("second");
+    for (int i = 0; i < 100; i++) s += i;
+    INSTRBUDGET_REGION_STOP();
+    printf("%p\n", malloc(100u << 20));
+    return 0;
+}
+"""
+
+
+def test_cli_run_takes_the_programs_environment_and_shows_its_regions(tmp_path: Path) -> None:
+    """The program's environment is fixed, so INSTRBUDGET_HEAP_LIMIT in the caller's was ignored
+    without a word: --env sets it. The regions of its markers were measured and never shown."""
+    (tmp_path / "prog.c").write_text(REGIONS_AND_HEAP)
+    plain = cli("run", "prog.c", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == b"0x4000001010\n"
+    assert b"  regions:\n    first    30\n    second  461\n" in plain.stderr
+    limited = cli("run", "prog.c", "--env", "INSTRBUDGET_HEAP_LIMIT=67108864", "--json", cwd=tmp_path)
+    doc = json.loads(limited.stdout)
+    assert doc["stdout"] == "0\n"  # %p of NULL
+    assert doc["metrics"]["ir_instructions"]["regions"] == {"first": 30, "second": 461}
+    bad = cli("run", "prog.c", "--env", "NOEQUALS", cwd=tmp_path)
+    assert (bad.returncode, bad.stderr) == (2, b"cbuild: --env NOEQUALS: expected NAME=VALUE\n")
+
+
+def test_cli_run_json_of_a_crash_is_a_document_saying_why(tmp_path: Path) -> None:
+    (tmp_path / "crash.c").write_text("int main(void) { volatile int *p = 0; return *p; }\n")
+    run = cli("run", "crash.c", "--json", cwd=tmp_path)
+    assert run.returncode == 2
+    doc = json.loads(run.stdout)
+    assert doc["kind"] == "ProgramCrashed"
+    assert doc["returncode"] is None
+    assert doc["error"].startswith("program crash.c was killed by SIGSEGV in main (crash.c:1)")
+
+
+def test_cli_arguments_after_a_double_dash_are_for_run_alone(tmp_path: Path) -> None:
+    (tmp_path / "prog.c").write_text("int main(void) { return 0; }\n")
+    built = cli("build", "prog.c", "-o", "prog", "--", "ignored", cwd=tmp_path)
+    assert (built.returncode, built.stderr) == (
+        2,
+        b"cbuild: arguments after -- are the program's, for run alone: ignored\n",
+    )
+    assert not (tmp_path / "prog").exists()
+    timeout = cli("run", "prog.c", "--timeout", "-1", cwd=tmp_path)
+    assert timeout.returncode == 2
+    assert b"-1 is not 0 (no timeout) or more seconds" in timeout.stderr
