@@ -372,3 +372,18 @@ def test_cli_arguments_after_a_double_dash_are_for_run_alone(tmp_path: Path) -> 
     timeout = cli("run", "prog.c", "--timeout", "-1", cwd=tmp_path)
     assert timeout.returncode == 2
     assert b"-1 is not 0 (no timeout) or more seconds" in timeout.stderr
+
+
+def test_the_python_api_names_a_wrong_argument(tmp_path: Path) -> None:
+    """A path where a list of sources or an Artifact goes failed with "/ is a directory" or an
+    AttributeError from inside the engine."""
+    from cbuild import Builder, CBuildError, Library, run_program
+
+    with pytest.raises(
+        CBuildError, match=r"^sources is a list of paths: build\(\['prog.c'\]\), not build\('prog.c'\)$"
+    ):
+        Builder(cache_dir=tmp_path / "cache").build("prog.c")
+    with pytest.raises(CBuildError, match=r"^run_program takes the Artifact Builder.build\(...\) returns, not 'prog'"):
+        run_program("prog")  # type: ignore[arg-type]
+    with pytest.raises(CBuildError, match=r"^Library takes the Artifact Builder.build\(..., kind='library'\) returns"):
+        Library(Path("libx.so"))  # type: ignore[arg-type]

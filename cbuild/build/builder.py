@@ -256,6 +256,8 @@ class Builder:
         linked into it (instrumented builds only). A library whose sources define ``main`` is
         an error naming the file (usually a glob took a program's file) unless ``keep_main``.
         """
+        if isinstance(sources, (str, Path)):  # iterated, a path gave one "source" per character
+            raise CBuildError(f"sources is a list of paths: build([{str(sources)!r}]), not build({str(sources)!r})")
         options = options or BuildOptions()
         units = tuple(Source.of(s) for s in sources)
         # A build that failed fails the same way until a source changes: not retried by every test.

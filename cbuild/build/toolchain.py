@@ -207,7 +207,7 @@ def find_toolchain(clang: str | None = None) -> Toolchain:
     else:
         resolved = shutil.which(clang)
         if resolved is None:
-            raise ToolchainError(f"the clang configured in [tool.instrbudget] was not found: {clang}")
+            raise ToolchainError(f"the clang given (clang in [tool.instrbudget], or --clang) was not found: {clang}")
         version = _cached_clang_version(resolved)
         cc = (resolved,)
         cxx_name = Path(resolved).name.replace("clang", "clang++", 1)
@@ -223,7 +223,7 @@ def find_toolchain(clang: str | None = None) -> Toolchain:
             f"clang {version} (from {where}) and llvmlite's LLVM {llvm_version} differ in their "
             f"major version, so llvmlite cannot read clang's IR. Install matching versions: "
             f"`pip install 'ziglang>=0.17,<0.18' 'llvmlite>=0.50,<0.51'` (clang 22 / LLVM 22), "
-            f"or point `clang` in [tool.instrbudget] at a clang {llvm_version.split('.')[0]}."
+            f"or give a clang {llvm_version.split('.')[0]} (`clang` in [tool.instrbudget], or --clang)."
         )
     return Toolchain(
         cc=cc,

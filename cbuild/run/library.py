@@ -517,6 +517,10 @@ class Library:
         max_instr: int | None = None,
         limits: dict[str, int] | None = None,
     ) -> None:
+        if not isinstance(artifact, Artifact):  # a file's path: its counters' table is in the build's Artifact
+            raise CBuildError(
+                f"Library takes the Artifact Builder.build(..., kind='library') returns, not {artifact!r}"
+            )
         if artifact.kind != "library":
             raise CBuildError(f"{artifact.path} is a {artifact.kind}, not a library")
         check_timeout(timeout)

@@ -497,6 +497,11 @@ def run_program(
     builds (the executing cost models) run at the same time as the native program, in the
     executor's servers, unless a cut-off on a clock the native build keeps applies.
     """
+    if not isinstance(artifact, Artifact):  # a file's path: its counters' table is in the build's Artifact
+        raise CBuildError(
+            f"run_program takes the Artifact Builder.build(...) returns, not {artifact!r}; a program built "
+            "with `cbuild build` runs on its own, with INSTRBUDGET_COUNTS=FILE for its counts"
+        )
     if isinstance(args, (str, bytes)):  # each character would be an argument
         raise CBuildError(f"args is a list of the program's arguments, got {args!r}; pass [{args!r}]")
     if not isinstance(input, (bytes, bytearray, memoryview)):
