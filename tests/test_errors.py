@@ -447,7 +447,9 @@ def test_toolchain_major_version_mismatch_says_what_to_install(monkeypatch: pyte
 
 
 def test_toolchain_configured_clang_missing() -> None:
-    with pytest.raises(ToolchainError, match=r"clang configured in \[tool.instrbudget\] was not found: /no/clang"):
+    with pytest.raises(
+        ToolchainError, match=r"the clang given \(clang in \[tool.instrbudget\], or --clang\) was not found: /no/clang"
+    ):
         toolchain_mod.find_toolchain("/no/clang")
 
 
