@@ -212,7 +212,8 @@ def test_model_choice_errors_name_the_model_and_the_choices(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             "*test_choice.py:2: ModelError: models=: unknown cost model 'wallclock'; known models: heap, "
-            "ir-count, pipeline, zkvm",
+            "ir-count, pipeline, zkvm (a model of another package is known once that package is installed in this "
+            "environment)",
             "*test_choice.py:5: ModelError: models=: the cost model 'zkvm' is not among this test's models "
             "(ir-count)*choose it for the test with @pytest.mark.budget(models=[[]...])",
         ],

@@ -1071,7 +1071,10 @@ def test_plugin_model_option_selects_and_rejects_unknown(project: pytest.Pyteste
     result = project.runpytest("--instrbudget-model=wallclock")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*instrbudget: unknown cost model 'wallclock'; known models: heap, ir-count, pipeline, zkvm"]
+        [
+            "*instrbudget: unknown cost model 'wallclock'; known models: heap, ir-count, pipeline, zkvm (a model of "
+            "another package is known once that package is installed in this environment)"
+        ]
     )
 
 
