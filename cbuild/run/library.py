@@ -300,7 +300,7 @@ class Function:
         """``item``: the pointee's name and size, where it has one: a typed array (``array``,
         a ctypes array, a memoryview with a format) must hold items of that size (bytes and
         byte buffers are raw memory of any type), and any memory must hold at least one of them
-        (but for an array of no items of the pointee's size: a count of 0). An int or ``c_void_p`` is an
+        (but for empty memory: a count of 0). An int or ``c_void_p`` is an
         address in the library's process (a handle it gave back); a ctypes pointer to a raw address,
         whose pointee would be copied from the test's process, is refused."""
         host = self._library.host
@@ -317,7 +317,7 @@ class Function:
                     f"{item[0]} ({item[1]} bytes each)"
                 )
 
-        def check_size(value: Any, nbytes: int, itemsize: int) -> None:
+        def check_size(value: Any, nbytes: int) -> None:
             # A pointer to a struct (or an int) the function reads or writes whole: memory shorter than
             # one would be read or written past in the library's process. Empty memory is a count of 0.
             if item is None or item[1] <= 1 or nbytes >= item[1] or nbytes == 0:
@@ -347,10 +347,10 @@ class Function:
             if isinstance(value, ctypes.c_char_p):
                 if value.value is None:
                     return ("v", None)
-                check_size(value, len(value.value), 1)
+                check_size(value, len(value.value))
                 return ("m", None, value.value + b"\0", read_only)
             if isinstance(value, bytes):
-                check_size(value, len(value), 1)
+                check_size(value, len(value))
                 return ("m", None, value + b"\0", read_only)  # C strings find their NUL, as with ctypes
             if isinstance(value, str):
                 raise SignatureError(f"{where}: got str {value[:40]!r}; pass bytes, e.g. text.encode()")
@@ -376,9 +376,8 @@ class Function:
                     while issubclass(element, ctypes.Array):  # rows of a 2-D array: their items
                         element = element._type_
                     check_items(value, ctypes.sizeof(element))
-                    check_size(value, ctypes.sizeof(obj), ctypes.sizeof(element))
-                elif isinstance(obj, (ctypes.Structure, ctypes.Union)):
-                    check_size(value, ctypes.sizeof(obj), ctypes.sizeof(obj))
+                if isinstance(obj, (ctypes.Array, ctypes.Structure, ctypes.Union)):
+                    check_size(value, ctypes.sizeof(obj))
                 elif isinstance(obj, ctypes._SimpleCData) and item is not None and ctypes.sizeof(obj) != item[1] != 1:
                     # One item, of the pointee's size: pointer(c_double(x)) for an int16_t *, byref(c_bool())
                     # for an int * (a call would read or write past it).
@@ -397,7 +396,7 @@ class Function:
                     f"a pointer a function returned, or None; got {_describe(value)}"
                 ) from None
             check_items(value, view.itemsize)
-            check_size(value, view.nbytes, view.itemsize)
+            check_size(value, view.nbytes)
             if view.readonly:
                 return ("m", None, view.tobytes() + b"\0", read_only)
             if not view.c_contiguous:
