@@ -455,7 +455,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         # were not checked (its row, as one that raised keeps, says what it counted).
         anything = meter.used and (meter.ran or not completed)
         # Such a test with checks fails (below): its cost of nothing is not written to the baseline.
-        completed = completed and (anything or _unmade_checks(item, session) is None)
+        unmade = None if anything else _unmade_checks(item, session)
+        completed = completed and unmade is None
         result = None
         unchecked: list[str] = []
         if meter.used or stopped is not None:
@@ -509,15 +510,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             "@pytest.mark.budget was not checked. Test the failure in a test without a budget.",
             pytrace=False,
         )
-    if not anything:
-        if meter.fixture:
-            _fail_unmeasured(
-                item,
-                session,
-                "ran no measured code (no library call or program run through the cbuild fixture while it ran)",
-            )
-        else:
-            _fail_unmeasured(item, session, "does not use the cbuild fixture")
+    if unmade is not None:
+        why = (
+            "ran no measured code (no library call or program run through the cbuild fixture while it ran)"
+            if meter.fixture
+            else "does not use the cbuild fixture"
+        )
+        pytest.fail(f"instrbudget: nothing measured: the test {why}, so {unmade}", pytrace=False)
     return outcome
 
 
@@ -560,14 +559,6 @@ def _unmade_checks(item: pytest.Item, session: BudgetSession) -> str | None:
         f"its comparison with the baseline, which holds {shown} for it, did not happen (a test that no longer "
         "runs C code on purpose needs no @pytest.mark.budget)"
     )
-
-
-def _fail_unmeasured(item: pytest.Item, session: BudgetSession, why: str) -> None:
-    """A budgeted test that passed but measured nothing fails where that left a check undone
-    (:func:`_unmade_checks`)."""
-    unmade = _unmade_checks(item, session)
-    if unmade is not None:
-        pytest.fail(f"instrbudget: nothing measured: the test {why}, so {unmade}", pytrace=False)
 
 
 def junit_properties(result: TestResult) -> list[tuple[str, object]]:
