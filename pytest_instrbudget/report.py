@@ -427,10 +427,9 @@ def breakdown_lines(results: Iterable[TestResult], kind: str, top: int = 10, wid
             if kind == "lines":
                 picked = m.lines[:top]
                 labels = [line_label(where) for _, where, _ in picked]
-                folder = texttable.common_directory(labels)
-                if folder and width is not None and max(len(label) for label in labels) + 26 > width:
-                    labels = [label[len(folder) :] for label in labels]
-                    title.append(f"    in {folder}")
+                if width is not None:  # 26: the columns beside a label
+                    folder, labels = texttable.fold_directory(labels, width - 26)
+                    title += [f"    in {folder}"] if folder else []
                 names = readable_names(f for f, _, _ in picked)
                 rows = [(f"{label} ({names[f]})", v) for label, (f, _, v) in zip(labels, picked, strict=True)]
             else:

@@ -690,11 +690,10 @@ def _rows(rows: Sequence[tuple[str, str] | tuple[str, str, str]]) -> list[str]:
 def _line_rows(heading: str, rows: Sequence[tuple[str, str] | tuple[str, str, str]]) -> list[str]:
     """``heading`` and :func:`_rows` of source lines; where one is longer than :data:`NAME_COLUMN`,
     the directory they all lie in is named once, under the heading, and left out of each."""
-    labels = [row[0] for row in rows]
-    folder = texttable.common_directory(labels)
-    if not folder or max(map(len, labels)) <= NAME_COLUMN:
+    folder, labels = texttable.fold_directory([row[0] for row in rows], NAME_COLUMN)
+    if not folder:
         return [heading, *_rows(rows)]
-    return [heading, f"    in {folder}", *_rows([(row[0][len(folder) :], *row[1:]) for row in rows])]
+    return [heading, f"    in {folder}", *_rows([(label, *row[1:]) for label, row in zip(labels, rows, strict=True)])]
 
 
 def _hot_lines(m: MetricResult, function: str | None, n: int = 5) -> list[str]:

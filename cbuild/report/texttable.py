@@ -89,6 +89,15 @@ def common_directory(paths: Iterable[str]) -> str:
     return common + "/" if common and common != "/" else ""
 
 
+def fold_directory(labels: Sequence[str], room: int) -> tuple[str, list[str]]:
+    """Where a label is longer than ``room``, the directory every label lies in (named once by the
+    caller) and the labels without it; else ``""`` and the labels as they are."""
+    folder = common_directory(labels)
+    if not folder or max(map(len, labels)) <= room:
+        return "", list(labels)
+    return folder, [label[len(folder) :] for label in labels]
+
+
 #: A space ``text`` given to :func:`wrap` is never broken at (``fwrite{KEEP}x10``), printed as one.
 KEEP = "\u00a0"
 
