@@ -429,7 +429,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     else:
         done = eviction.clear(root)
         what = f"removed {done.removed} {eviction.noun(done.removed)} ({eviction.format_size(done.freed)})"
-    busy = f"; {done.in_use} in use kept" if done.in_use else ""
+    busy = f"; {done.kept()}" if done.in_use else ""
     print(f"build cache {root}: {what}{busy}; {eviction.format_size(done.size_after)} left")
     return 0
 

@@ -67,7 +67,8 @@ def test_prune_keeps_entries_in_use(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
-    assert (done.removed, done.in_use) == (1, 2)
+    assert (done.removed, done.recent, done.building) == (1, 1, 1)
+    assert done.kept() == "kept 1 used in the last 10 minutes and 1 being built"
     assert sorted(e.kind for e in eviction.entries(tmp_path)) == ["bin", "rt"]
 
 
@@ -116,8 +117,13 @@ def test_cli_info_prune_clear(
     assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "4KB"]) == 0
     assert "removed 1 least recently used entry" in capsys.readouterr().out
     assert [e.kind for e in eviction.entries(tmp_path)] == ["bin"]
+    fake_entry(tmp_path, "rt", "cc" * 16, 3000, 60)  # used a minute ago: kept, and said why
+    assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "1KB"]) == 0
+    said = capsys.readouterr().out
+    assert "removed 1 least recently used entry" in said
+    assert "; kept 1 used in the last 10 minutes; " in said
     assert main(["cache", "clear", "--cache-dir", str(tmp_path)]) == 0
-    assert "removed 1 entry (" in capsys.readouterr().out
+    assert "removed 1 entry (" in capsys.readouterr().out  # used recently or not
     assert eviction.entries(tmp_path) == []
     assert not (tmp_path / LAYOUT / eviction.SESSION_FILE).exists()
     assert main(["cache", "prune", "--cache-dir", str(tmp_path), "--max-size", "lots"]) == 2

@@ -116,10 +116,26 @@ class Pruned:
 
     removed: int = 0
     freed: int = 0
-    #: Entries that would have gone but were in use (locked, or used within the grace period).
-    in_use: int = 0
+    #: Entries that would have gone but were used within the grace period.
+    recent: int = 0
+    #: Entries that would have gone but another process is building (their lock is held).
+    building: int = 0
     size_before: int = 0
     size_after: int = 0
+
+    @property
+    def in_use(self) -> int:
+        """Entries kept because a session may be using them."""
+        return self.recent + self.building
+
+    def kept(self) -> str:
+        """Why entries that would have gone were kept (``""`` when none were)."""
+        parts = []
+        if self.recent:
+            parts.append(f"{self.recent} used in the last {GRACE / 60:.0f} minutes")
+        if self.building:
+            parts.append(f"{self.building} being built")
+        return f"kept {' and '.join(parts)}" if parts else ""
 
 
 def prune(root: Path, max_size: int, *, fraction: float = 0.8, grace: float = GRACE) -> Pruned:
@@ -136,11 +152,11 @@ def prune(root: Path, max_size: int, *, fraction: float = 0.8, grace: float = GR
         if total <= target:
             break
         if now - entry.used < grace:
-            out.in_use += 1
+            out.recent += 1
             continue
         with _unless_locked(root, entry) as free:
             if not free:
-                out.in_use += 1
+                out.building += 1
                 continue
             _remove(entry)
         total -= entry.size
@@ -157,7 +173,7 @@ def clear(root: Path) -> Pruned:
     for entry in found:
         with _unless_locked(root, entry) as free:
             if not free:
-                out.in_use += 1
+                out.building += 1
                 continue
             _remove(entry)
         out.removed += 1
