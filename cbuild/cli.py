@@ -575,7 +575,14 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _uninstrumented_models(args: argparse.Namespace) -> None:
+    """A model asked of a build without counting code measures nothing: refused, not ignored."""
+    if args.no_instrument and args.model:
+        raise CBuildError(f"--model {args.model[0]} measures costs, which --no-instrument does not: give one of them")
+
+
 def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
+    _uninstrumented_models(args)
     models = _models(args.model)
     for spec, model in zip(args.model or (), models, strict=False):
         target = model.executes()
@@ -607,11 +614,12 @@ def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
     except OSError as exc:
         target = sidecar if exc.filename == str(sidecar) else args.output
         raise CBuildError(f"cannot write {target}: {describe_os_error(exc)}") from None
-    print(
-        f"built {args.output} ({'instrumented' if artifact.instrumented else 'not instrumented'}; "
-        f"models {', '.join(model.name for model in models)}); block table {sidecar}",
-        file=sys.stderr,
+    how = (
+        f"instrumented; models {', '.join(model.name for model in models)}"
+        if artifact.instrumented
+        else "not instrumented"
     )
+    print(f"built {args.output} ({how}); block table {sidecar}", file=sys.stderr)
     return 0
 
 
@@ -644,6 +652,7 @@ def _models(specs: list[str]) -> list[CostModel]:
 def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]) -> int:
     if args.json and args.no_instrument:  # it printed the program's output where the document was expected
         raise CBuildError("--json prints the costs, which --no-instrument does not measure: give one of them")
+    _uninstrumented_models(args)
     env = dict(DEFAULT_ENV)
     for item in args.env:
         name, sep, value = item.partition("=")

@@ -201,6 +201,7 @@ def test_cli_build_without_instrumentation_runs_plainly(tmp_path: Path) -> None:
     (tmp_path / "prog.c").write_text(PROGRAM)
     out = cli("build", "prog.c", "-o", "plain", "--no-instrument", cwd=tmp_path)
     assert out.returncode == 0, out.stderr.decode()
+    assert b"(not instrumented); block table" in out.stderr  # it said "models ir-count"
     env = dict(os.environ, INSTRBUDGET_COUNTS=str(tmp_path / "counts.bin"))
     run = subprocess.run([str(tmp_path / "plain"), "3"], capture_output=True, env=env, check=True)
     assert run.stdout == b"3\n"
@@ -274,6 +275,17 @@ def test_cli_run_json_without_instrumentation_is_refused(tmp_path: Path) -> None
     assert out.returncode == 2
     assert json.loads(out.stdout) == {"error": why, "kind": "CBuildError", "returncode": None}
     assert out.stderr == f"cbuild: {why}\n".encode()
+
+
+@pytest.mark.parametrize("command", ["build", "run"])
+def test_cli_a_model_without_instrumentation_is_refused(tmp_path: Path, command: str) -> None:
+    # The model was dropped without a word: the build had no counting code to measure it with.
+    (tmp_path / "prog.c").write_text(PROGRAM)
+    output = ["-o", "a.out"] if command == "build" else []
+    out = cli(command, "prog.c", *output, "--no-instrument", "--model", "pipeline", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr == b"cbuild: --model pipeline measures costs, which --no-instrument does not: give one of them\n"
+    assert not (tmp_path / "a.out").exists()
 
 
 def _children(pid: int) -> list[int]:
