@@ -32,6 +32,7 @@ from cbuild.config import Settings, load_settings
 from cbuild.errors import CBuildError, CompilerWarning, ToolchainError, describe_os_error
 from cbuild.models import CostModel, ModelError, default_registry
 from cbuild.models.costs import outside_calls
+from cbuild.models.profile import IR_METRIC
 from cbuild.report import shards, texttable, update
 from cbuild.report.attribution import attributed
 from cbuild.report.diff import changes, compared, incomparable, load_run, only_in, render_markdown, render_text
@@ -42,6 +43,7 @@ from cbuild.report.outputs import write_output
 from cbuild.riscv.isa import check_operands, parse_assembly
 from cbuild.riscv.machine import builtin_machines, load_machine
 from cbuild.run.program import DEFAULT_ENV, run_program
+from cbuild.run.stops import CodeStopped, needs_cutoff_build
 from cbuild.run.warm import warm
 
 
@@ -181,6 +183,14 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--timeout", type=_seconds, default=60.0, help="seconds before the program is killed (default 60; 0: none)"
+    )
+    run.add_argument(
+        "--stop-at",
+        action="append",
+        default=[],
+        metavar="[METRIC=]N",
+        help="stop the program before it passes N IR instructions, or N of a model's clock (zk_cycles=N with "
+        "--model zkvm; repeatable); a stopped run says where and exits 2",
     )
     run.add_argument(
         "--env",
@@ -576,9 +586,28 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def _uninstrumented_models(args: argparse.Namespace) -> None:
-    """A model asked of a build without counting code measures nothing: refused, not ignored."""
-    if args.no_instrument and args.model:
-        raise CBuildError(f"--model {args.model[0]} measures costs, which --no-instrument does not: give one of them")
+    """A model or a cut-off asked of a build without counting code measures nothing: refused, not ignored."""
+    asked = [f"--model {spec}" for spec in args.model] + [f"--stop-at {s}" for s in getattr(args, "stop_at", [])]
+    if args.no_instrument and asked:
+        raise CBuildError(f"{asked[0]} measures costs, which --no-instrument does not: give one of them")
+
+
+def _stop_limits(items: Sequence[str]) -> dict[str, int]:
+    """``--stop-at [METRIC=]N`` as limits by metric (the IR total where no metric is named)."""
+    limits: dict[str, int] = {}
+    for item in items:
+        metric, sep, value = item.rpartition("=")
+        metric = metric if sep else IR_METRIC
+        try:
+            limit = int(value.replace("_", ""))
+        except ValueError:
+            limit = -1
+        if not metric or limit < 0:
+            raise CBuildError(f"--stop-at {item}: expected N or METRIC=N, N a count of 0 or more")
+        if metric in limits:
+            raise CBuildError(f"--stop-at {item}: {metric} has a cut-off already")
+        limits[metric] = limit
+    return limits
 
 
 def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
@@ -649,10 +678,21 @@ def _models(specs: list[str]) -> list[CostModel]:
     return out
 
 
+def _write_through(stream: Any, data: bytes) -> None:
+    """The program's output on ``stream``; a reader that went away (``| head``) is no error: the
+    cost still goes to stderr."""
+    try:
+        stream.buffer.write(data)
+        stream.flush()
+    except BrokenPipeError:
+        _into_nothing(stream)
+
+
 def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]) -> int:
     if args.json and args.no_instrument:  # it printed the program's output where the document was expected
         raise CBuildError("--json prints the costs, which --no-instrument does not measure: give one of them")
     _uninstrumented_models(args)
+    limits = _stop_limits(args.stop_at)
     env = dict(DEFAULT_ENV)
     for item in args.env:
         name, sep, value = item.partition("=")
@@ -660,20 +700,30 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
             raise CBuildError(f"--env {item}: expected NAME=VALUE")
         env[name] = value
     models = _models(args.model)
-    artifact = builder.build(args.sources, options=_options(args), kind="program", models=models)
-    result = run_program(
-        artifact,
-        program_args,
-        input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(),
-        timeout=args.timeout,
-        env=env,
-    )
+    options = dataclasses.replace(_options(args), cutoff=needs_cutoff_build(limits, models))
+    artifact = builder.build(args.sources, options=options, kind="program", models=models)
+    try:
+        result = run_program(
+            artifact,
+            program_args,
+            input=b"" if sys.stdin.isatty() else sys.stdin.buffer.read(),
+            timeout=args.timeout,
+            env=env,
+            limits=limits,
+        )
+    except CodeStopped as stopped:  # what the program wrote, then where it stopped
+        if args.json:
+            stop = stopped.stop
+            where = {"metric": stop.metric, "count": stop.count, "limit": stop.limit, "in": stop.stack()}
+            said = {"error": str(stopped), "kind": "CodeStopped", "returncode": None, "stopped": where}
+            print(json.dumps(said, indent=2))
+        else:
+            _write_through(sys.stdout, stopped.stdout)
+        sys.stderr.buffer.write(stopped.stderr)
+        print(f"cbuild: {stopped}", file=sys.stderr)
+        return 2
     if not args.json or result.counts is None:  # with --json, stdout holds the document alone
-        try:
-            sys.stdout.buffer.write(result.stdout)
-            sys.stdout.flush()
-        except BrokenPipeError:  # `| head` read what it wanted: the cost still goes to stderr
-            _into_nothing(sys.stdout)
+        _write_through(sys.stdout, result.stdout)
     sys.stderr.buffer.write(result.stderr)
     sys.stderr.flush()
     if result.counts is None:

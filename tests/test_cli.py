@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -265,6 +266,71 @@ def test_cli_build_output_that_cannot_be_written_is_an_error_not_a_traceback(tmp
     through_a_file = cli("build", "prog.c", "-o", "prog.c/x", cwd=tmp_path)
     assert through_a_file.returncode == 2
     assert through_a_file.stderr == b"cbuild: cannot write prog.c/x: prog.c is not a directory\n"
+
+
+STARTS_THEN_LOOPS = """\
+#include <stdio.h>
+#include <stdlib.h>
+static long work(long n) { long s = 0; for (long i = 0; i < n; i++) s += i * i % 7; return s; }
+int main(int argc, char **argv) {
+    printf("start\\n");
+    fflush(stdout);
+    printf("%ld\\n", work(atol(argv[1])));
+    return 0;
+}
+"""
+
+
+def test_cli_run_stops_at_a_cut_off_and_says_where(tmp_path: Path) -> None:
+    # A run that would take minutes ends at its cut-off, exactly and the same every time: exit 2,
+    # what the program wrote before, and where it stopped.
+    (tmp_path / "prog.c").write_text(STARTS_THEN_LOOPS)
+    whole = cli("run", "prog.c", "--json", "--", "1000", cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr.decode()
+    total = json.loads(whole.stdout)["total"]
+    roomy = cli("run", "prog.c", "--json", "--stop-at", str(total), "--", "1000", cwd=tmp_path)
+    assert json.loads(roomy.stdout)["total"] == total  # a cut-off it never reaches changes nothing
+    stopped = cli("run", "prog.c", "--stop-at", "5_000", "--top", "0", "--", "100000000000", cwd=tmp_path)
+    assert stopped.returncode == 2
+    assert stopped.stdout == b"start\n"
+    said = stopped.stderr.decode().splitlines()[-1]
+    assert re.fullmatch(
+        r"cbuild: prog\.c \(100000000000\): stopped after [\d,]+ IR instructions \(cut-off 5,000\) in .*", said
+    )
+    count = int(said.split("stopped after ")[1].split()[0].replace(",", ""))
+    assert 4_000 < count <= 5_000
+    again = cli("run", "prog.c", "--stop-at", "5000", "--json", "--", "100000000000", cwd=tmp_path)
+    assert again.returncode == 2
+    doc = json.loads(again.stdout)
+    assert doc["kind"] == "CodeStopped"
+    assert doc["stopped"]["metric"] == "ir_instructions"
+    assert (doc["stopped"]["count"], doc["stopped"]["limit"]) == (count, 5000)
+
+
+def test_cli_run_stops_at_a_cut_off_on_a_models_clock(tmp_path: Path) -> None:
+    (tmp_path / "prog.c").write_text(STARTS_THEN_LOOPS)
+    args = ("run", "prog.c", "--model", "zkvm", "--stop-at", "zk_cycles=20000", "--top", "0", "--", "100000000")
+    stopped = cli(*args, cwd=tmp_path)
+    assert stopped.returncode == 2, stopped.stderr.decode()
+    assert stopped.stdout == b"start\n"
+    assert re.search(r"stopped after [\d,]+ zk_cycles \(cut-off 20,000\) in ", stopped.stderr.decode())
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ("5x", "--stop-at 5x: expected N or METRIC=N, N a count of 0 or more"),
+        ("=5", "--stop-at =5: expected N or METRIC=N, N a count of 0 or more"),
+        ("-1", "--stop-at -1: expected N or METRIC=N, N a count of 0 or more"),
+        ("zk_cycles=5", "prog.c: no limit can be set on 'zk_cycles'; metrics with a cut-off here: ir_instructions"),
+    ],
+)
+def test_cli_run_refuses_a_cut_off_it_cannot_check(tmp_path: Path, given: str, why: str) -> None:
+    (tmp_path / "prog.c").write_text(STARTS_THEN_LOOPS)
+    out = cli("run", "prog.c", "--stop-at", given, "--", "10", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.decode().splitlines()[-1] == f"cbuild: {why}"
+    assert out.stdout == b""
 
 
 def test_cli_run_json_without_instrumentation_is_refused(tmp_path: Path) -> None:
