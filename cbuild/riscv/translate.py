@@ -40,7 +40,7 @@ from cbuild.riscv.decode import branch_offset, jal_offset
 from cbuild.riscv.executor import MAX_MODELS, Image
 
 #: Changes whenever the IR this module writes changes (part of a translation's cache key).
-VERSION = "19"
+VERSION = "20"
 #: Offsets in ``rvx_cpu`` (rv_executor.c): registers at 8-byte steps, then pc, memory base, reason,
 #: the address ``lr`` reserved and the value it read.
 _MEM, _REASON, _RESERVED, _RESERVED_VALUE = 264, 272, 280, 288
@@ -202,6 +202,7 @@ class _Emitter:
         self.t = f"i{xlen}"
         self.index = index  # block pc -> block number (its slot in rvt_block_slot)
         self.here = here  # block pc -> label, for the blocks of this function
+        self.entries = here  # block pc -> its checked start (where a jump through a register goes)
         self.owner = owner  # block pc -> the translated function that has it
         self.lines: list[str] = []
         self.n = 0
@@ -365,10 +366,10 @@ class _Emitter:
         """Continue at the guest address in ``target``; ``within``: often a block of this function
         (a jump table), so a switch over them comes first."""
         pc = self.op(f"zext {self.t} {target} to i64") if self.xlen == 32 else target
-        if within and self.here:
+        if within and self.entries:
             self.mark()
             away = self.new_label("away")
-            cases = " ".join(f"i64 {start}, label %{label}" for start, label in self.here.items())
+            cases = " ".join(f"i64 {start}, label %{label}" for start, label in self.entries.items())
             self.emit(f"switch i64 {pc}, label %{away} [ {cases} ]")
             self.label(away)
         self.leave(pc, JUMP)
@@ -624,6 +625,7 @@ def _function(
     for block in blocks:
         for target in covers.get(block.pc, ()):
             covered_by.setdefault(target.pc, []).append(block)
+    regions = _regions(blocks, hot, owner)
     for block in blocks:
         e.label(here[block.pc])
         e.hook = "" if block.pc in hot else "_cold"
@@ -631,22 +633,12 @@ def _function(
         e.groups = _access_groups(block.words) if block.pc in hot else {}
         e.block_pc, e.block_number = block.pc, index[block.pc]
         e.cover = {t.pc for t in covers.get(block.pc, ())}
+        if block.pc in regions.checks:
+            _region_check(e, block.pc)
         _enter(e, block, index[block.pc], hot.get(block.pc), covers.get(block.pc, []), covered_by.get(block.pc, []))
-        pc, ended = block.pc, False
-        for position, word in enumerate(block.words):
-            mark = len(e.lines)
-            try:
-                ended = e.instruction(word, pc, position)
-            except _Unknown:
-                del e.lines[mark:]
-                e.leave(str(pc), UNKNOWN)
-                ended = True
-                break
-            pc += 4
-        if block.marker:
-            e.leave(str(pc + 4), MARKER)
-        elif not ended:
-            e.go(pc)
+        _body(e, block)
+    if regions.checks:
+        _unchecked(e, blocks, regions, index, hot)
     e.block_number = None  # no block of the function: the run's current block stays as it was
     e.label("unknown")
     e.leave("%pc", UNKNOWN)
@@ -661,6 +653,8 @@ def _function(
     e.emit("%next = load i64, ptr %npc")
     e.emit("ret i64 %next")
     body = e.lines
+    e.lines = []
+    ways = _longest(e, blocks, regions) if regions.checks else []
     # The guest registers the function uses, and the instructions executed, are locals: loaded on
     # entry and stored back on return, and around host calls of other translated functions.
     e.lines = [f"define internal i64 @{name}(ptr noalias %x, i64 %pc){cold} {{", "entry:"]
@@ -678,9 +672,175 @@ def _function(
         e.emit(f"%r{r}.x = getelementptr i8, ptr %x, i64 {8 * r}")
     for line in e.state_in(e.used):
         e.emit(line)
+    for line in ways:
+        e.lines.append(line)
     cases = " ".join(f"i64 {b.pc}, label %{here[b.pc]}" for b in blocks)
     e.emit(f"switch i64 %pc, label %unknown [ {cases} ]")
     return _Lifted(name, e, e.lines, body, [b.pc for b in blocks])
+
+
+def _body(e: _Emitter, block: Block) -> None:
+    """A block's instructions, after its start, and where it goes at its end."""
+    pc, ended = block.pc, False
+    for position, word in enumerate(block.words):
+        mark = len(e.lines)
+        try:
+            ended = e.instruction(word, pc, position)
+        except _Unknown:
+            del e.lines[mark:]
+            e.leave(str(pc), UNKNOWN)
+            ended = True
+            break
+        pc += 4
+    if block.marker:
+        e.leave(str(pc + 4), MARKER)
+    elif not ended:
+        e.go(pc)
+
+
+def _successors(block: Block, owner: Mapping[int, str]) -> list[int] | None:
+    """Where a block goes next within the translation without other code running first: the target
+    of its branch or jump and where it falls through; None for one that calls (its callee runs
+    first, and the call returns to a block of its own), jumps through a register, makes a system
+    call or ends at a marker."""
+    if not block.words or block.marker:
+        return None
+    last = block.pc + 4 * (len(block.words) - 1)
+    w = block.words[-1]
+    op, rd = w & 0x7F, (w >> 7) & 31
+    if op == 0x63 and (w >> 12) & 7 not in (2, 3):
+        return [last + branch_offset(w), last + 4]
+    if op == 0x6F:
+        target = last + jal_offset(w)
+        return None if rd == 1 and target in owner else [target]
+    if _ends_block(w):
+        return None
+    return [last + 4]
+
+
+@dataclass
+class _Regions:
+    """A function's hot blocks for its unchecked copy (:func:`_unchecked`): ``checks``, where the
+    copy is entered after a check for the longest way on to the next check (the blocks other code
+    enters: the function's entries, a call's return, the heads of loops, so that every way round a
+    loop has one), and for each block, where it goes within the copy (``succ``), in an order where
+    each comes before the blocks it goes to that are not checks (``order``)."""
+
+    checks: set[int]
+    succ: dict[int, list[int]]
+    order: list[int]
+
+
+def _regions(blocks: Sequence[Block], hot: Container[int], owner: Mapping[int, str]) -> _Regions:
+    by_pc = {b.pc: b for b in blocks}
+    members = [b for b in blocks if b.pc in hot and b.words and not b.marker]
+    succ = {b.pc: [t for t in dict.fromkeys(_successors(b, owner) or ()) if t in by_pc] for b in members}
+    entered = {t for targets in succ.values() for t in targets}
+    checks = {b.pc for b in members if b.pc not in entered}  # entered from elsewhere only
+    for b in blocks:  # a call's return
+        last = b.words[-1] if b.words else 0
+        if b.words and _successors(b, owner) is None and last & 0x7F in (0x6F, 0x67) and (last >> 7) & 31 == 1:
+            checks.add(b.pc + 4 * len(b.words))
+    state: dict[int, int] = {}  # depth-first: 1 on the path, 2 done; a target on the path heads a loop
+    for root in sorted(succ):
+        if root in state:
+            continue
+        stack = [(root, iter(succ[root]))]
+        state[root] = 1
+        while stack:
+            pc, rest = stack[-1]
+            for t in rest:
+                if t not in succ:
+                    continue
+                if state.get(t) == 1:
+                    checks.add(t)
+                elif t not in state:
+                    state[t] = 1
+                    stack.append((t, iter(succ[t])))
+                    break
+            else:
+                state[pc] = 2
+                stack.pop()
+    order: list[int] = []
+    done: set[int] = set()
+
+    def visit(pc: int) -> None:  # postorder over edges to blocks that are not checks: acyclic
+        done.add(pc)
+        for t in succ[pc]:
+            if t in succ and t not in checks and t not in done:
+                visit(t)
+        order.append(pc)
+
+    for pc in sorted(succ):
+        if pc not in done:
+            visit(pc)
+    return _Regions(checks & set(succ), succ, order)
+
+
+def _longest(e: _Emitter, blocks: Sequence[Block], regions: _Regions) -> list[str]:
+    """Lines for the function's entry that compute, for each block of the unchecked copy, the longest
+    way from its start to the next check, in instructions and the models' slack of each block on it
+    (``%way.<pc>``; constants once the hooks are inlined)."""
+    by_pc = {b.pc: b for b in blocks}
+    mark = len(e.lines)
+    for pc in regions.order:  # the blocks a block goes to come first
+        block = by_pc[pc]
+        most = "0"
+        for t in regions.succ[pc]:
+            if t in regions.succ and t not in regions.checks:
+                most = e.op(f"call i64 @llvm.umax.i64(i64 {most}, i64 %way.{t:x})")
+        e.emit(f"%way.{pc:x} = add i64 {e.op(f'add i64 {_slack(e, block)}, {len(block.words)}')}, {most}")
+    lines = e.lines[mark:]
+    del e.lines[mark:]
+    return lines
+
+
+def _region_check(e: _Emitter, pc: int) -> None:
+    """At a check of the unchecked copy: where the models allow it (``rvt_covers``) and the limit
+    leaves room for the longest way from here to the next check (each block with its slack), the
+    copy runs from here; else the blocks as they are, each with its own check. Within that room
+    every block on the way would have found room at its own check: each block's slack covers what
+    its models' hooks may take from the limit."""
+    end = e.op(f"add i64 {e.op('load i64, ptr %exec.at')}, %way.{pc:x}")
+    fits = e.op(f"icmp ule i64 {end}, {e.op('load i64, ptr @rvt_limit')}")
+    can = e.op(f"icmp ne i32 {e.op('call i32 @rvt_covers()')}, 0")
+    checked = e.new_label("checked")
+    e.emit(f"br i1 {e.op(f'and i1 {can}, {fits}')}, label %u{pc:x}, label %{checked}")
+    e.label(checked)
+
+
+def _unchecked(
+    e: _Emitter,
+    blocks: Sequence[Block],
+    regions: _Regions,
+    index: dict[int, int],
+    hot: Mapping[int, Sequence[Sequence[int] | None]],
+) -> None:
+    """The copy of the function's hot blocks that start without a check of their own, with room (as
+    :func:`_region_check` found): they go to each other's copies, and to their checked starts at a
+    check or outside the copy."""
+    checked = e.here
+    e.here = {**checked, **{pc: f"u{pc:x}" for pc in regions.succ if pc not in regions.checks}}
+    by_pc = {b.pc: b for b in blocks}
+    entering: dict[int, list[Block]] = {}  # the blocks of the copy that go to a block's copy
+    for pc, targets in regions.succ.items():
+        for t in targets:
+            if t in regions.succ and t not in regions.checks:
+                entering.setdefault(t, []).append(by_pc[pc])
+    for block in blocks:
+        if block.pc not in regions.succ:
+            continue
+        e.label(f"u{block.pc:x}")
+        e.hook, e.known, e.cover = "", {}, set()
+        e.groups = _access_groups(block.words)
+        e.block_pc, e.block_number = block.pc, index[block.pc]
+        executed = e.op(f"add i64 {e.op('load i64, ptr %exec.at')}, {len(block.words)}")
+        # Its code lies on pages the blocks entering it lie on, which are in, with the room found
+        pages = _pages(block)
+        follows = int(bool(entering.get(block.pc)) and all(pages <= _pages(b) for b in entering.get(block.pc, ())))
+        _start(e, block, index[block.pc], hot.get(block.pc), executed, 1, follows)
+        _body(e, block)
+    e.here = checked
 
 
 @dataclass(eq=False)
