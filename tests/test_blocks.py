@@ -173,3 +173,39 @@ def test_blocks_agree_with_llvmlite_on_real_c_and_cxx(builder, write) -> None:  
         table = parse_module(str(module)).table()
         assert len(table) > 0
         codegen.check_table(module, table)
+
+
+def test_an_invoke_is_located_at_its_own_line(builder, write) -> None:  # type: ignore[no-untyped-def]
+    """LLVM prints an ``invoke``'s ``!dbg`` on its second line (``to label %a unwind label %b, !dbg
+    !7``): the call is at the line of the call, not its block's or function's first line."""
+    from cbuild.build.compile import compile_unit
+    from cbuild.build.options import BuildOptions
+
+    source = write(
+        "invoke.cc",
+        "#include <string>\n"
+        "__attribute__((noinline)) double parse(const std::string &s) { if (s.empty()) throw 1; return 2.0; }\n"
+        "double sum(int n) {\n"
+        "    double t = 0;\n"
+        "    for (int i = 0; i < n; i++) {\n"
+        "        std::string s(i, 'x');\n"
+        "        try {\n"
+        "            t += parse(s);\n"  # line 8
+        "        } catch (int) {\n"
+        "            t -= 1;\n"
+        "        }\n"
+        "    }\n"
+        "    return t;\n"
+        "}\n",
+    )
+    unit = compile_unit(builder.toolchain, builder.cache, source, BuildOptions())
+    text = str(codegen.parse(unit.ir_path.read_text(), name="invoke.cc"))
+    assert "invoke noundef double @_Z5parseRKNSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEEE" in text
+    sites = [
+        (file, line)
+        for block in parse_module(text).table().blocks
+        for callee, file, line, _ in block.calls_to
+        if callee.startswith("_Z5parse")
+    ]
+    assert sites
+    assert set(sites) == {(str(source), 8)}  # the loop may be peeled: two calls

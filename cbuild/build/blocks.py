@@ -357,6 +357,15 @@ def _parse_metadata(lines: list[str]) -> tuple[dict[int, tuple[str, int]], dict[
     return locations, inlined_at, subprogram_sites
 
 
+def _dbg_ref(lines: Sequence[str], index: int) -> re.Match[str] | None:
+    """The ``!dbg`` of the instruction at ``lines[index]``, also where LLVM printed it on the
+    instruction's continuation line (an ``invoke``'s ``to label %a unwind label %b, !dbg !7``)."""
+    m = _DBG_REF.search(lines[index])
+    if m is None and index + 1 < len(lines) and lines[index + 1].startswith("   "):
+        m = _DBG_REF.search(lines[index + 1])
+    return m
+
+
 def parse_module(text: str) -> ParsedModule:
     """Locate every block of every defined function in ``text``.
 
@@ -438,7 +447,7 @@ def parse_module(text: str) -> ParsedModule:
                 if name in declared and not name.startswith(_NOT_OUTSIDE):
                     current.outside[name] = current.outside.get(name, 0) + 1
                 elif name and name not in declared:  # defined here: its callers are told apart
-                    at = _DBG_REF.search(line)
+                    at = _dbg_ref(lines, index)
                     key = (name, int(at.group(1)) if at else None)
                     current.calls_to[key] = current.calls_to.get(key, 0) + 1
             if in_leading and not _LEADING.match(line):
@@ -448,7 +457,7 @@ def parse_module(text: str) -> ParsedModule:
             counted = call is None or UNCOUNTED_INTRINSIC.match(call.group(1)) is None
             if counted and not region_marker(line):
                 current.size += 1
-                m = _DBG_REF.search(line)
+                m = _dbg_ref(lines, index)
                 current.located.append(int(m.group(1)) if m else None)
                 if current.dbg is None and m:
                     current.dbg = int(m.group(1))
