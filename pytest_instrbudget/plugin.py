@@ -698,6 +698,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             }
         )
         return
+    if config.getoption("lf", False):  # a file with failures was collected with its failed tests alone
+        budget.partial_files.update(nodeid.split("::", 1)[0] for nodeid in budget.collected)
     outcome = budget.finish()
     config.stash[OUTCOME] = outcome
     if not budget.run.disable:

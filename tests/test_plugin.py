@@ -332,6 +332,22 @@ def test_plugin_partial_run_does_not_report_other_files_as_stale(project: pytest
     assert "no longer exist" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_plugin_last_failed_run_prunes_nothing_else(project: pytest.Pytester, workers: list[str]) -> None:
+    """``--lf`` collects a failing file's failed tests alone, without deselecting the rest: they
+    still exist, so their entries stay (they were pruned and listed as gone)."""
+    assert project.runpytest("--instrbudget-update").ret == pytest.ExitCode.OK
+    before = json.loads(baseline_path(project).read_text())["tests"]
+    assert len(before) == 3
+    project.makepyfile(test_budget=TESTS.replace("== 46", "== 47"))
+    project.runpytest().assert_outcomes(passed=2, failed=1)  # the cache records the failure
+    result = project.runpytest("--lf", "--instrbudget-update", "--instrbudget-prune", *workers)
+    result.assert_outcomes(failed=1)
+    assert "no longer exist" not in result.stdout.str()
+    assert "pruned" not in result.stdout.str()
+    assert json.loads(baseline_path(project).read_text())["tests"].keys() == before.keys()
+
+
 def test_plugin_one_test_by_node_id_through_a_symlinked_checkout_prunes_nothing_else(
     pytester: pytest.Pytester,
 ) -> None:
