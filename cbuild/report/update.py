@@ -242,7 +242,8 @@ def apply(
                 f"baseline {path} was made with another toolchain or other models ({differs}) and "
                 f"{len(missing)} of its entries were not measured in this run; a configuration tried once "
                 "(--instrbudget-model) keeps a baseline of its own with --instrbudget-baseline=PATH; to "
-                "rewrite this one, run the whole suite, or add --instrbudget-prune to drop the entries not measured"
+                f"rewrite this one, run the whole suite, or add --instrbudget-prune to drop the {len(missing)} entries "
+                "not measured (tests that still exist then have no entry: their next run reads them as new)"
             )
             return out
         tests = {}
