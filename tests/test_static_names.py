@@ -64,3 +64,15 @@ def test_demangled_static_cxx_names_keep_their_file() -> None:
     assert demangle("_ZL6helperi (src/a.cc)") == "helper(int) (src/a.cc)"
     assert demangle("helper (src/a.c)") == "helper (src/a.c)"
     assert demangle("_ZL6helperi") == "helper(int)"
+
+
+def test_cxx20_names_the_host_cannot_read_are_demangled_by_the_toolchains_demangler() -> None:
+    """clang 22 mangles a constrained template parameter as ``Tk`` and a non-type one as ``Tn``,
+    which older host demanglers (GCC 12's) refuse: the ziglang wheel's libc++abi reads them."""
+    from cbuild.build import demangle as names
+
+    constrained = "_Z5twiceITkNSt3__18integralEiET_S1_"  # template <std::integral T> T twice(T)
+    assert names._toolchain_demangler() is not None
+    assert names._demangled(names._toolchain_demangler(), constrained) == "int twice<int>(int)"
+    assert demangle(constrained) == "int twice<int>(int)"
+    assert demangle("_Zbad") == "_Zbad"  # neither reads it: the symbol stays

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cbuild.build import cpu, llvm_worker
+from cbuild.build import cpu, demangle, llvm_worker
 from cbuild.build.blocks import BlockTable
 from cbuild.build.cache import Cache, atomic_write, default_cache_dir, digest, file_digest
 from cbuild.build.compile import CompiledUnit, compile_own, compile_unit, locate_inline_asm
@@ -207,6 +207,7 @@ class Builder:
         self.toolchain: Toolchain = find_toolchain(clang)
         self.progress: Progress = progress or _stderr_progress
         self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress, label=self.toolchain.label)
+        demangle.build_with(self.toolchain, self.cache)  # where names the host cannot read are read
         self._failed: dict[Hashable, CBuildError] = {}
         #: Compiled unit key -> whether it defines main (its IR read once per process).
         self._defines_main: dict[str, bool] = {}

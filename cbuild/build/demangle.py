@@ -7,23 +7,87 @@ import ctypes.util
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from cbuild.errors import CBuildError
+
+if TYPE_CHECKING:
+    from cbuild.build.cache import Cache
+    from cbuild.build.toolchain import Toolchain
 
 
 @functools.cache
 def _cxa_demangle() -> Any | None:
+    """The host C++ library's demangler."""
     for name in ("stdc++", "c++abi", "c++"):
         path = ctypes.util.find_library(name)
         if path is None:
             continue
         try:
-            fn = getattr(ctypes.CDLL(path), "__cxa_demangle")
+            return _typed(getattr(ctypes.CDLL(path), "__cxa_demangle"))
         except (OSError, AttributeError):
             continue
-        fn.restype = ctypes.c_void_p
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-        return fn
     return None
+
+
+def _typed(fn: Any) -> Any:
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    return fn
+
+
+#: What libc++abi's demangler needs of the C++ runtime, built without one.
+_RUNTIME_SHIM = """\
+#include <stdlib.h>
+void _ZdlPvm(void *p, unsigned long size) { (void)size; free(p); } /* operator delete(void *, size_t) */
+void _ZSt9terminatev(void) { abort(); } /* std::terminate() */
+"""
+
+#: Where :func:`_toolchain_demangler` builds, once a Builder has said so (else the default cache).
+_builds: list[tuple[Toolchain, Cache]] = []
+
+
+def build_with(toolchain: Toolchain, cache: Cache) -> None:
+    """Build the toolchain's demangler, if it is ever needed, with ``toolchain`` into ``cache``."""
+    if not _builds:
+        _builds.append((toolchain, cache))
+
+
+@functools.cache
+def _toolchain_demangler() -> Any | None:
+    """The demangler of the libc++abi the ziglang wheel ships, as new as the clang that mangled the
+    names (the host's may not read them: GCC 12's cannot read C++20's constrained templates,
+    ``_Z5twiceITkNSt3__18integralEiET_S1_``); built once per toolchain (a few seconds), or None."""
+    from cbuild.build.cache import Cache, default_cache_dir
+    from cbuild.build.compile import compile_own
+    from cbuild.build.toolchain import find_toolchain, zig_lib
+
+    try:
+        toolchain, cache = _builds[0] if _builds else (find_toolchain(), Cache(default_cache_dir()))
+        abi = zig_lib() / "libcxxabi"
+        if not toolchain.is_zig or not (abi / "src" / "cxa_demangle.cpp").is_file():
+            return None
+        flags = ["-c", "-fPIC", "-O2", "-fno-exceptions", "-fno-rtti", "-D_LIBCPP_BUILDING_LIBRARY"]
+        flags += ["-D_LIBCPP_HAS_NO_VENDOR_AVAILABILITY_ANNOTATIONS", f"-I{abi / 'include'}", f"-I{abi / 'src'}"]
+        code = f'#include "{abi / "src" / "cxa_demangle.cpp"}"\n'
+        what = "the toolchain's C++ demangler"
+        obj = compile_own(toolchain, cache, code, what=what, stem="demangle", flags=flags, suffix=".o", cxx=True)
+        flags = ["-shared", "-fPIC", "-O2", str(obj)]
+        library = compile_own(toolchain, cache, _RUNTIME_SHIM, what=what, stem="demangle", flags=flags, suffix=".so")
+        return _typed(getattr(ctypes.CDLL(str(library)), "__cxa_demangle"))
+    except (CBuildError, OSError, AttributeError):  # the host's demangler stays the only one
+        return None
+
+
+def _demangled(fn: Any, symbol: str) -> str | None:
+    status = ctypes.c_int()
+    address = fn(symbol.encode(), None, None, ctypes.byref(status))
+    if status.value != 0 or not address:
+        return None
+    try:
+        return ctypes.string_at(address).decode(errors="replace")
+    finally:
+        ctypes.CDLL(None).free(ctypes.c_void_p(address))
 
 
 #: Functions of the counted C library (cbuild.build.libc) carry this prefix in builds.
@@ -43,17 +107,14 @@ def demangle(symbol: str) -> str:
         return f"{demangle(base)} ({unit}"
     if not symbol.startswith("_Z"):
         return symbol
-    fn = _cxa_demangle()
-    if fn is None:
-        return symbol
-    status = ctypes.c_int()
-    address = fn(symbol.encode(), None, None, ctypes.byref(status))
-    if status.value != 0 or not address:
-        return symbol
-    try:
-        return ctypes.string_at(address).decode(errors="replace")
-    finally:
-        ctypes.CDLL(None).free(ctypes.c_void_p(address))
+    # The host's first, whose forms (``{lambda()#1}``) the reports are written for; the toolchain's
+    # for the names it cannot read.
+    host = _cxa_demangle()
+    name = _demangled(host, symbol) if host is not None else None
+    if name is None:
+        own = _toolchain_demangler()
+        name = _demangled(own, symbol) if own is not None else None
+    return name or symbol
 
 
 def demangled_keys(*tables: Mapping[str, int]) -> tuple[list[dict[str, int]], dict[str, str]]:
