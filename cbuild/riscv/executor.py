@@ -126,7 +126,10 @@ class ExecRuntime:
     of it) by every model of the run, a hot block's check covers the next block's, which then
     starts unchecked, with
     ``RVX_FOLLOWS`` nonzero where the block before it, with room too, has instructions on every
-    1 KiB page of its own. ``block_data``
+    1 KiB page of its own; and where every model of the run defines ``RVX_ROOM_TAKEN`` or has no
+    room, a check at a hot function's entries, call returns and loop heads covers every block on
+    the way to the next such check, which start unchecked, with room (``RVX_FOLLOWS`` as above
+    where every block entering them so lies on their pages). ``block_data``
     (optional) computes a block's data from its instruction words and address, once per block, in
     Python; a :class:`~cbuild.errors.CBuildError` it raises (a
     word it cannot decode) makes the model's results unavailable for the run, with that reason.
@@ -183,11 +186,13 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
             "#ifndef RVX_CLOCK_STEP /* no bound on the clock's growth: a cut-off looks at it before every block */\n"
             f"static uint64_t rvm{i}_clock_step(void) {{ return UINT64_MAX; }}\n#endif\n#undef RVX_CLOCK_STEP\n"
             "#ifdef RVX_ROOM_TAKEN /* asks for covering checks, bounding the room a block takes */\n"
-            f"#define rvm{i}_covers 1\n#else\n#define rvm{i}_covers 0\n#endif\n#undef RVX_ROOM_TAKEN\n"
+            f"#define rvm{i}_covers 1\n#define rvm{i}_bounded 1\n#else\n#define rvm{i}_covers 0\n"
+            f"#define rvm{i}_bounded 0\n#endif\n#undef RVX_ROOM_TAKEN\n"
             "#ifndef RVX_ROOM /* no room: every block's hook makes its own checks */\n"
             f"RVX_INLINE uint64_t rvm{i}_block_slack(uint64_t p, uint32_t n, uint32_t m) "
             "{ (void)p; (void)n; (void)m; return 0; }\n"
-            f"static int64_t rvm{i}_room(void) {{ return INT64_MAX; }}\n#endif\n#undef RVX_ROOM\n"
+            f"static int64_t rvm{i}_room(void) {{ return INT64_MAX; }}\n#undef rvm{i}_bounded\n"
+            f"#define rvm{i}_bounded 1 /* it takes none */\n#endif\n#undef RVX_ROOM\n"
         )
         parts.extend(f"\n#undef model_{hook}" for hook in _HOOKS)
         parts.append("\n#undef RVX_MODEL\n")
@@ -204,6 +209,7 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
     )
     room = " ".join(f"if (rvm{i}_room() < r) r = rvm{i}_room();" for i in range(len(runtimes)))
     covers = "".join(f" && rvm{i}_covers" for i in range(len(runtimes)))
+    bounded = "".join(f" && rvm{i}_bounded" for i in range(len(runtimes)))
     parts.append(
         f"""
 RVX_INLINE void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}
@@ -219,6 +225,7 @@ RVX_INLINE uint64_t rvx_models_slack(uint64_t p, uint32_t n, uint32_t m) {{
     uint64_t s = 0; (void)p; (void)n; (void)m; {slack} return s; }}
 static int64_t rvx_models_room(void) {{ int64_t r = INT64_MAX; {room} return r; }}
 RVX_INLINE uint32_t rvx_models_cover(void) {{ return 1{covers}; }}
+RVX_INLINE uint32_t rvx_models_bounded(void) {{ return 1{bounded}; }}
 """
     )
     return "".join(parts)

@@ -796,14 +796,14 @@ def _longest(e: _Emitter, blocks: Sequence[Block], regions: _Regions) -> list[st
 
 
 def _region_check(e: _Emitter, pc: int) -> None:
-    """At a check of the unchecked copy: where the models allow it (``rvt_covers``) and the limit
+    """At a check of the unchecked copy: where the models allow it (``rvt_regions``) and the limit
     leaves room for the longest way from here to the next check (each block with its slack), the
     copy runs from here; else the blocks as they are, each with its own check. Within that room
     every block on the way would have found room at its own check: each block's slack covers what
     its models' hooks may take from the limit."""
     end = e.op(f"add i64 {e.op('load i64, ptr %exec.at')}, %way.{pc:x}")
     fits = e.op(f"icmp ule i64 {end}, {e.op('load i64, ptr @rvt_limit')}")
-    can = e.op(f"icmp ne i32 {e.op('call i32 @rvt_covers()')}, 0")
+    can = e.op(f"icmp ne i32 {e.op('call i32 @rvt_regions()')}, 0")
     checked = e.new_label("checked")
     e.emit(f"br i1 {e.op(f'and i1 {can}, {fits}')}, label %u{pc:x}, label %{checked}")
     e.label(checked)
@@ -1161,6 +1161,7 @@ def translate(
         "declare void @rvt_block(ptr, i64, i32, i32, ptr, ptr, i64, i32, i32)",
         "declare i64 @llvm.umax.i64(i64, i64)",
         "declare i32 @rvt_covers()",
+        "declare i32 @rvt_regions()",
         "declare i64 @rvt_slack(i64, i32, i32)",
         "declare void @rvt_access(i64, i32, i32, i32)",
         "declare void @rvt_block_cold(ptr, i64)",

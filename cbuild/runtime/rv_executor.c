@@ -208,6 +208,7 @@ RVX_INLINE void rvx_models_block(const rvx_block *b);
 RVX_INLINE uint64_t rvx_models_slack(uint64_t pc, uint32_t n, uint32_t nmem);
 static int64_t rvx_models_room(void);
 RVX_INLINE uint32_t rvx_models_cover(void);
+RVX_INLINE uint32_t rvx_models_bounded(void);
 RVX_INLINE void rvx_models_access(uint64_t address, uint32_t size, uint32_t is_store, uint32_t index);
 RVX_INLINE uint32_t rvx_models_accesses_done(uint64_t first, uint64_t last, uint32_t is_store);
 static void rvx_models_reset(void);
@@ -1071,6 +1072,10 @@ RVX_API __attribute__((always_inline)) uint64_t rvt_slack(uint64_t pc, uint32_t 
 /* Whether a hot block's check covers the next block's: every model asks for it, bounding what a
  * block takes of its room by its slack (RVX_ROOM_TAKEN), a constant in translated code. */
 RVX_API __attribute__((always_inline)) uint32_t rvt_covers(void) { return rvx_models_cover(); }
+
+/* Whether a check of translated code may cover every block on the way to the next check: every
+ * model bounds what a block takes of its room by its slack (RVX_ROOM_TAKEN), or has no room. */
+RVX_API __attribute__((always_inline)) uint32_t rvt_regions(void) { return rvx_models_bounded(); }
 
 /* A block of ``n`` instructions would end past rvt_limit (with its slack, in a hot block),
  * ``executed`` instructions run before it: RVT_LIMIT past the instruction limit, RVT_STOPPED if a
