@@ -199,7 +199,7 @@ def table_lines(
             out += _listed_lines(shown, by_test, metrics, outcomes)
     hidden = len(everything) - len(shown)
     if hidden:
-        out.append(f"{hidden} unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)")
+        out.append(f"{hidden} unchanged test(s) not listed (-v or --instrbudget-table=all lists them)")
     return out
 
 

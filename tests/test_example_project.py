@@ -26,7 +26,7 @@ def test_example_project_regression_names_function_and_update_accepts(pytester: 
     result.assert_outcomes(passed=8)
     # The section starts right under its heading, as pytest's own sections do (no blank line).
     result.stdout.fnmatch_lines(
-        ["*= instrbudget =*", "8 unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)"],
+        ["*= instrbudget =*", "8 unchanged test(s) not listed (-v or --instrbudget-table=all lists them)"],
         consecutive=True,
     )
 

@@ -54,7 +54,7 @@ def test_table_wide_terminal_one_row_per_changed_test() -> None:
         "        120,500  +20.50%    262,144  regressed",
         "tests/test_sort.py::test_sort                                                                  "
         "            900  -10.00%      8,192  improved",
-        "1 unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)",
+        "1 unchanged test(s) not listed (-v or --instrbudget-table=all lists them)",
     ]
 
 
@@ -67,7 +67,7 @@ def test_table_narrow_terminal_puts_long_names_on_their_own_line() -> None:
         "tests/test_parse.py::test_parse_a_very_long_parametrized_name[input-of-considerable-length-0]",
         "                                          120,500  +20.50%    262,144  regressed",
         "tests/test_sort.py::test_sort                 900  -10.00%      8,192  improved",
-        "1 unchanged test(s) not listed (-v or --instrbudget-table=all lists every test)",
+        "1 unchanged test(s) not listed (-v or --instrbudget-table=all lists them)",
     ]
 
 
