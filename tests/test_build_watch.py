@@ -105,3 +105,21 @@ def test_a_build_with_call_tracking_says_so(
     builder.build([source], options=BuildOptions(), kind="library")
     built = [line for line in said if line.startswith("built ")]
     assert [line.split(" in ")[0] for line in built] == ["built tracked.c (with call tracking)", "built tracked.c"]
+
+
+def test_the_first_link_into_a_cache_says_zig_prepares_its_c_library(shared_cache: Path, tmp_path: Path) -> None:
+    """On a new machine zig builds its C runtime at the first link, half a minute without a word
+    (the build's own progress lines come every 10 s at most): said once per cache."""
+    for marker in shared_cache.glob("libc-ready-*"):  # as a cache that never linked with this toolchain
+        marker.unlink()
+    said: list[str] = []
+    builder = Builder(cache_dir=shared_cache, progress=said.append)
+    for name in ("first", "second"):
+        source = tmp_path / f"{name}.c"
+        source.write_text(f"int {name}(void) {{ return {secrets.randbits(31)}; }}\n")  # a build of its own
+        builder.build([source], kind="library")
+    notices = [line for line in said if "zig prepares its C library" in line]
+    assert notices == [
+        "first build with this cache: zig prepares its C library for this machine unless its own cache has it "
+        "(about 30 s on a new machine, once)"
+    ]

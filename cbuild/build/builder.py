@@ -648,10 +648,17 @@ class Builder:
         runtime = self._runtime_objects()
         marker = self.cache.root / f"libcxx-ready-{digest(tc.identity)}"
         first_cxx = cxx and tc.is_zig and not marker.exists()
+        c_marker = self.cache.root / f"libc-ready-{digest(tc.identity)}"
+        first_c = tc.is_zig and not c_marker.exists()
         if first_cxx:
             self.progress(
                 "first C++ build with this cache: zig compiles libc++ and libc++abi from source "
                 "unless its own cache has them (1-2 minutes on a new machine, once)"
+            )
+        elif first_c:  # the link step's silence: zig builds its C runtime for the target first
+            self.progress(
+                "first build with this cache: zig prepares its C library for this machine "
+                "unless its own cache has it (about 30 s on a new machine, once)"
             )
         with tempfile.TemporaryDirectory(prefix="instrbudget-ld-") as tmp:
             obj_path = Path(tmp) / "program.o"
@@ -691,3 +698,5 @@ class Builder:
             atomic_write(out, tmp_out.read_bytes(), mode=0o755)
         if first_cxx:
             atomic_write(marker, b"")
+        if first_c:
+            atomic_write(c_marker, b"")
