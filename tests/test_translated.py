@@ -733,3 +733,34 @@ def test_a_hot_blocks_check_covers_the_blocks_it_goes_to_directly_that_make_one_
         0x101C: [0x1000],
     }
     assert translate._covers(blocks, {0x1000, 0x1010, 0x101C}, owner) == {0x101C: [a]}  # b runs rarely
+
+
+def test_the_unchecked_copy_is_checked_at_entries_call_returns_and_loop_heads() -> None:
+    """Where other code enters a function's hot blocks (its entry, a call's return) and on every
+    way round a loop, a check comes first; the other blocks start unchecked within its room, and
+    come in an order where each precedes the blocks it goes to that are not checks."""
+    nop, lw0, lw4 = 0x13, 0x0000A183, 0x0040A183
+    beq = 0x00208663  # beq x1, x2, +12
+    a = Block(0x1000, 2, (nop, beq), False)  # the entry: branches to c (0x1010), falls through to b
+    b = Block(0x1008, 2, (lw0, 0xFF5FF06F), False)  # jal x0, -12: back to a, a loop
+    c = Block(0x1010, 3, (lw0, lw4, 0x108000EF), False)  # jal ra, +0x108: a call
+    d = Block(0x101C, 2, (nop, 0xFE1FF06F), False)  # the call's return: jal x0, -32 to a
+    regions = translate._regions([a, b, c, d], {blk.pc for blk in (a, b, c, d)}, {0x1120: "rvt_f1120"})
+    assert regions.checks == {0x1000, 0x101C}  # a: entry and loop head; d: a call's return
+    assert regions.succ == {0x1000: [0x1010, 0x1008], 0x1008: [0x1000], 0x1010: [], 0x101C: [0x1000]}
+    position = {pc: i for i, pc in enumerate(regions.order)}
+    assert sorted(position) == [0x1000, 0x1008, 0x1010, 0x101C]
+    assert position[0x1010] < position[0x1000]
+    assert position[0x1008] < position[0x1000]
+
+
+def test_a_function_of_thousands_of_blocks_in_a_row_is_translated() -> None:
+    """The order of a long chain of blocks (generated code: one if after another) is found without
+    recursing along it."""
+    bne = 0x00209463  # bne x1, x2, +8: to the block after next, else the next
+    blocks = [Block(0x1000 + 4 * i, 1, (bne,), False) for i in range(5000)]
+    regions = translate._regions(blocks, {blk.pc for blk in blocks}, {})
+    assert regions.checks == {0x1000}
+    assert len(regions.order) == 5000
+    position = {pc: i for i, pc in enumerate(regions.order)}
+    assert all(position[t] < position[pc] for pc, ts in regions.succ.items() for t in ts)

@@ -761,19 +761,23 @@ def _regions(blocks: Sequence[Block], hot: Container[int], owner: Mapping[int, s
             else:
                 state[pc] = 2
                 stack.pop()
-    order: list[int] = []
+    order: list[int] = []  # postorder over the edges to blocks that are not checks, which form no cycle
     done: set[int] = set()
-
-    def visit(pc: int) -> None:  # postorder over edges to blocks that are not checks: acyclic
-        done.add(pc)
-        for t in succ[pc]:
-            if t in succ and t not in checks and t not in done:
-                visit(t)
-        order.append(pc)
-
-    for pc in sorted(succ):
-        if pc not in done:
-            visit(pc)
+    for root in sorted(succ):
+        if root in done:
+            continue
+        done.add(root)
+        stack = [(root, iter(succ[root]))]
+        while stack:
+            pc, rest = stack[-1]
+            for t in rest:
+                if t in succ and t not in checks and t not in done:
+                    done.add(t)
+                    stack.append((t, iter(succ[t])))
+                    break
+            else:
+                order.append(pc)
+                stack.pop()
     return _Regions(checks & set(succ), succ, order)
 
 
