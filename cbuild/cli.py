@@ -678,6 +678,11 @@ def _models(specs: list[str]) -> list[CostModel]:
     return out
 
 
+def _error_document(exc: CBuildError, **more: object) -> str:
+    """``run --json``'s document for a run that ended without costs: why, and no return code."""
+    return json.dumps({"error": str(exc), "kind": type(exc).__name__, "returncode": None, **more}, indent=2)
+
+
 def _write_through(stream: Any, data: bytes) -> None:
     """The program's output on ``stream``; a reader that went away (``| head``) is no error: the
     cost still goes to stderr."""
@@ -715,8 +720,7 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         if args.json:
             stop = stopped.stop
             where = {"metric": stop.metric, "count": stop.count, "limit": stop.limit, "in": stop.stack()}
-            said = {"error": str(stopped), "kind": "CodeStopped", "returncode": None, "stopped": where}
-            print(json.dumps(said, indent=2))
+            print(_error_document(stopped, stopped=where))
         else:
             _write_through(sys.stdout, stopped.stdout)
         sys.stderr.buffer.write(stopped.stderr)
@@ -824,7 +828,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CBuildError as exc:
         print(f"cbuild: {exc}", file=sys.stderr)
         if args.command == "run" and args.json:  # a script reading the document finds why there is none
-            print(json.dumps({"error": str(exc), "kind": type(exc).__name__, "returncode": None}, indent=2))
+            print(_error_document(exc))
         return 2
     except CompilerWarning as exc:  # warnings made errors (python -W error)
         print(f"cbuild: {exc}\ncbuild: the build stopped there: warnings are errors in this run", file=sys.stderr)

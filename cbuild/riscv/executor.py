@@ -186,13 +186,12 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
             "#ifndef RVX_CLOCK_STEP /* no bound on the clock's growth: a cut-off looks at it before every block */\n"
             f"static uint64_t rvm{i}_clock_step(void) {{ return UINT64_MAX; }}\n#endif\n#undef RVX_CLOCK_STEP\n"
             "#ifdef RVX_ROOM_TAKEN /* asks for covering checks, bounding the room a block takes */\n"
-            f"#define rvm{i}_covers 1\n#define rvm{i}_bounded 1\n#else\n#define rvm{i}_covers 0\n"
-            f"#define rvm{i}_bounded 0\n#endif\n#undef RVX_ROOM_TAKEN\n"
+            f"#define rvm{i}_covers 1\n#else\n#define rvm{i}_covers 0\n#endif\n#undef RVX_ROOM_TAKEN\n"
             "#ifndef RVX_ROOM /* no room: every block's hook makes its own checks */\n"
             f"RVX_INLINE uint64_t rvm{i}_block_slack(uint64_t p, uint32_t n, uint32_t m) "
             "{ (void)p; (void)n; (void)m; return 0; }\n"
-            f"static int64_t rvm{i}_room(void) {{ return INT64_MAX; }}\n#undef rvm{i}_bounded\n"
-            f"#define rvm{i}_bounded 1 /* it takes none */\n#endif\n#undef RVX_ROOM\n"
+            f"static int64_t rvm{i}_room(void) {{ return INT64_MAX; }}\n#define rvm{i}_roomless 1\n"
+            f"#else\n#define rvm{i}_roomless 0\n#endif\n#undef RVX_ROOM\n"
         )
         parts.extend(f"\n#undef model_{hook}" for hook in _HOOKS)
         parts.append("\n#undef RVX_MODEL\n")
@@ -209,7 +208,8 @@ def executor_source(runtimes: Sequence[ExecRuntime], *, translated: bool = False
     )
     room = " ".join(f"if (rvm{i}_room() < r) r = rvm{i}_room();" for i in range(len(runtimes)))
     covers = "".join(f" && rvm{i}_covers" for i in range(len(runtimes)))
-    bounded = "".join(f" && rvm{i}_bounded" for i in range(len(runtimes)))
+    # What a block takes of each model's room is bounded by its slack, or the model has none.
+    bounded = "".join(f" && (rvm{i}_covers || rvm{i}_roomless)" for i in range(len(runtimes)))
     parts.append(
         f"""
 RVX_INLINE void rvx_models_block(const rvx_block *b) {{ (void)b; {block} }}

@@ -654,7 +654,9 @@ def _function(
     e.emit("ret i64 %next")
     body = e.lines
     e.lines = []
-    ways = _longest(e, blocks, regions) if regions.checks else []
+    if regions.checks:
+        _longest(e, blocks, regions)
+    ways = e.lines
     # The guest registers the function uses, and the instructions executed, are locals: loaded on
     # entry and stored back on return, and around host calls of other translated functions.
     e.lines = [f"define internal i64 @{name}(ptr noalias %x, i64 %pc){cold} {{", "entry:"]
@@ -672,8 +674,7 @@ def _function(
         e.emit(f"%r{r}.x = getelementptr i8, ptr %x, i64 {8 * r}")
     for line in e.state_in(e.used):
         e.emit(line)
-    for line in ways:
-        e.lines.append(line)
+    e.lines += ways
     cases = " ".join(f"i64 {b.pc}, label %{here[b.pc]}" for b in blocks)
     e.emit(f"switch i64 %pc, label %unknown [ {cases} ]")
     return _Lifted(name, e, e.lines, body, [b.pc for b in blocks])
@@ -741,52 +742,46 @@ def _regions(blocks: Sequence[Block], hot: Container[int], owner: Mapping[int, s
         last = b.words[-1] if b.words else 0
         if b.words and _successors(b, owner) is None and last & 0x7F in (0x6F, 0x67) and (last >> 7) & 31 == 1:
             checks.add(b.pc + 4 * len(b.words))
-    state: dict[int, int] = {}  # depth-first: 1 on the path, 2 done; a target on the path heads a loop
+    checks |= _depth_first(succ, lambda t: True)[1]  # the heads of loops
+    order = _depth_first(succ, lambda t: t not in checks)[0]  # edges to checks left out: no cycle
+    return _Regions(checks & set(succ), succ, order)
+
+
+def _depth_first(succ: Mapping[int, list[int]], follow: Callable[[int], bool]) -> tuple[list[int], set[int]]:
+    """A depth-first search of the blocks ``succ`` has, from each in address order, along the edges
+    to those ``follow`` accepts: the blocks in postorder (each after those it goes to, where the
+    edges followed form no cycle), and the targets of back edges (one on every cycle)."""
+    order: list[int] = []
+    heads: set[int] = set()
+    state: dict[int, int] = {}  # 1 on the path, 2 done
     for root in sorted(succ):
         if root in state:
             continue
-        stack = [(root, iter(succ[root]))]
         state[root] = 1
+        stack = [(root, iter(succ[root]))]
         while stack:
             pc, rest = stack[-1]
             for t in rest:
-                if t not in succ:
+                if t not in succ or not follow(t):
                     continue
                 if state.get(t) == 1:
-                    checks.add(t)
+                    heads.add(t)
                 elif t not in state:
                     state[t] = 1
                     stack.append((t, iter(succ[t])))
                     break
             else:
                 state[pc] = 2
-                stack.pop()
-    order: list[int] = []  # postorder over the edges to blocks that are not checks, which form no cycle
-    done: set[int] = set()
-    for root in sorted(succ):
-        if root in done:
-            continue
-        done.add(root)
-        stack = [(root, iter(succ[root]))]
-        while stack:
-            pc, rest = stack[-1]
-            for t in rest:
-                if t in succ and t not in checks and t not in done:
-                    done.add(t)
-                    stack.append((t, iter(succ[t])))
-                    break
-            else:
                 order.append(pc)
                 stack.pop()
-    return _Regions(checks & set(succ), succ, order)
+    return order, heads
 
 
-def _longest(e: _Emitter, blocks: Sequence[Block], regions: _Regions) -> list[str]:
-    """Lines for the function's entry that compute, for each block of the unchecked copy, the longest
-    way from its start to the next check, in instructions and the models' slack of each block on it
-    (``%way.<pc>``; constants once the hooks are inlined)."""
+def _longest(e: _Emitter, blocks: Sequence[Block], regions: _Regions) -> None:
+    """Emit, for the function's entry, each unchecked block's longest way from its start to the
+    next check, in instructions and the models' slack of each block on it (``%way.<pc>``;
+    constants once the hooks are inlined)."""
     by_pc = {b.pc: b for b in blocks}
-    mark = len(e.lines)
     for pc in regions.order:  # the blocks a block goes to come first
         block = by_pc[pc]
         most = "0"
@@ -794,9 +789,6 @@ def _longest(e: _Emitter, blocks: Sequence[Block], regions: _Regions) -> list[st
             if t in regions.succ and t not in regions.checks:
                 most = e.op(f"call i64 @llvm.umax.i64(i64 {most}, i64 %way.{t:x})")
         e.emit(f"%way.{pc:x} = add i64 {e.op(f'add i64 {_slack(e, block)}, {len(block.words)}')}, {most}")
-    lines = e.lines[mark:]
-    del e.lines[mark:]
-    return lines
 
 
 def _region_check(e: _Emitter, pc: int) -> None:
@@ -840,8 +832,8 @@ def _unchecked(
         e.block_pc, e.block_number = block.pc, index[block.pc]
         executed = e.op(f"add i64 {e.op('load i64, ptr %exec.at')}, {len(block.words)}")
         # Its code lies on pages the blocks entering it lie on, which are in, with the room found
-        pages = _pages(block)
-        follows = int(bool(entering.get(block.pc)) and all(pages <= _pages(b) for b in entering.get(block.pc, ())))
+        into, pages = entering.get(block.pc, []), _pages(block)
+        follows = int(bool(into) and all(pages <= _pages(b) for b in into))
         _start(e, block, index[block.pc], hot.get(block.pc), executed, 1, follows)
         _body(e, block)
     e.here = checked
@@ -997,21 +989,9 @@ def _covers(blocks: Sequence[Block], hot: Container[int], owner: Mapping[int, st
     by_pc = {b.pc: b for b in blocks}
     out: dict[int, list[Block]] = {}
     for block in blocks:
-        if block.pc not in hot or not block.words or block.marker:
+        if block.pc not in hot:
             continue
-        last = block.pc + 4 * (len(block.words) - 1)
-        w = block.words[-1]
-        op, rd = w & 0x7F, (w >> 7) & 31
-        targets: list[int] = []
-        if op == 0x63 and (w >> 12) & 7 not in (2, 3):
-            imm = branch_offset(w)
-            targets = [last + imm, last + 4]
-        elif op == 0x6F:
-            imm = jal_offset(w)
-            if not (rd == 1 and last + imm in owner):
-                targets = [last + imm]
-        elif not _ends_block(w):
-            targets = [last + 4]
+        targets = _successors(block, owner) or []
         found = [
             by_pc[t]
             for t in dict.fromkeys(targets)
