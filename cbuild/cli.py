@@ -734,8 +734,19 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         return result.returncode
     costs = list(attributed(models, [result.counts]).values())  # with the regions of its markers
     outside = sorted(outside_calls(result.counts).items(), key=lambda kv: (-kv[1], kv[0]))
+    # A model that could not measure this program (its RISC-V build failed, say) has no value: its
+    # metrics are said to be unavailable, not shown as 0, and run exits 2.
+    unavailable = {m.name: result.counts.unavailable[m.name] for m in models if m.name in result.counts.unavailable}
+    missing = {metric.name: why for m in models if (why := unavailable.get(m.name)) for metric in m.metrics}
+    status = 2 if unavailable else result.returncode
     if args.json:
         tables, symbols = demangled_keys(*(cost.functions for cost in costs))
+        metrics: dict[str, dict[str, object]] = {
+            c.metric: {"total": None, "unavailable": missing[c.metric]}
+            if c.metric in missing
+            else {"total": c.total, "functions": t, **({"regions": dict(c.regions)} if c.regions else {})}
+            for c, t in zip(costs, tables, strict=True)
+        }
         doc = {
             "returncode": result.returncode,
             # What the program wrote to its standard output (UTF-8, undecodable bytes replaced).
@@ -743,19 +754,22 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
             "fingerprint": artifact.fingerprint,
             # The first model's headline metric, then every metric; functions by demangled name.
             "metric": costs[0].metric,
-            "total": costs[0].total,
-            "functions": tables[0],
-            "metrics": {
-                c.metric: {"total": c.total, "functions": t, **({"regions": dict(c.regions)} if c.regions else {})}
-                for c, t in zip(costs, tables, strict=True)
-            },
+            "total": metrics[costs[0].metric]["total"],
+            "functions": metrics[costs[0].metric].get("functions", {}),
+            "metrics": metrics,
             "symbols": symbols,
             # Calls of the host's library functions: their work is not in the totals.
             "outside_calls": {demangle(name): n for name, n in outside},
+            **({"unavailable": unavailable} if unavailable else {}),
         }
         print(json.dumps(doc, indent=2))
-        return result.returncode
+        return status
     for cost in costs:
+        if cost.metric in missing:  # the model's metrics on one line, where its first would be
+            names = next(names for m in models if cost.metric in (names := [metric.name for metric in m.metrics]))
+            if cost.metric == names[0]:
+                print(f"\n{', '.join(names)}: unavailable", file=sys.stderr)
+            continue
         print(f"\n{cost.metric}: {cost.total:,}", file=sys.stderr)
         listed = cost.top_functions(args.top)
         shown = readable_names(name for name, _ in listed)
@@ -777,7 +791,9 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         shown = readable_names(name for name, _ in outside[: args.top])
         for name, n in outside[: args.top]:
             print(f"  {shown[name]}  x{n:,}", file=sys.stderr)
-    return result.returncode
+    for name, why in unavailable.items():
+        print(f"cbuild: {name} measured nothing: {why}", file=sys.stderr)
+    return status
 
 
 def _show_warning(

@@ -198,6 +198,42 @@ def test_cli_build_with_a_model_builds_its_run_time_part_in(tmp_path: Path) -> N
         assert not (tmp_path / "exec").exists()
 
 
+#: Host-only code: x86 inline assembly, which the riscv32 build of the executing models cannot compile.
+X86_ONLY = r"""
+#include <stdio.h>
+static unsigned swap32(unsigned x) { __asm__("bswap %0" : "+r"(x)); return x; }
+int main(void) {
+    unsigned s = 0;
+    for (unsigned i = 0; i < 1000; i++) s += swap32(i);
+    printf("%u\n", s);
+    return 0;
+}
+"""
+
+
+def test_cli_run_says_a_model_measured_nothing_not_zero(tmp_path: Path) -> None:
+    """A model whose RISC-V build fails has no value: `run` says so with the reason and exits 2,
+    where it printed 0 cycles and exited 0."""
+    (tmp_path / "x86.c").write_text(X86_ONLY)
+    ran = cli("run", "x86.c", "--model", "ir-count", "--model", "zkvm", "--top", "1", cwd=tmp_path)
+    err = ran.stderr.decode()
+    assert ran.returncode == 2, err
+    assert ran.stdout == b"%d\n" % (sum(int.from_bytes(i.to_bytes(4, "little"), "big") for i in range(1000)) % 2**32)
+    assert "\nir_instructions: " in err  # the model that measured still reports
+    assert "\nzk_cycles, zk_user_cycles, zk_paging_cycles, zk_segments: unavailable\n" in err
+    assert "zk_cycles: 0" not in err
+    reason = "cannot be built for riscv32: unrecognized instruction mnemonic (x86.c:3:"
+    assert f"cbuild: zkvm measured nothing: {reason}" in err
+    doc = json.loads(cli("run", "x86.c", "--model", "zkvm", "--json", cwd=tmp_path).stdout)
+    assert doc["returncode"] == 0 and doc["total"] is None
+    assert doc["unavailable"]["zkvm"].startswith(reason)
+    assert doc["metrics"]["zk_paging_cycles"] == {"total": None, "unavailable": doc["unavailable"]["zkvm"]}
+    # Its estimate from IR builds from the host's IR, which has the assembly (it costs nothing there).
+    estimated = cli("run", "x86.c", "--model", "zkvm:execute=false", "--json", cwd=tmp_path)
+    assert estimated.returncode == 0, estimated.stderr.decode()
+    assert json.loads(estimated.stdout)["metrics"]["zk_user_cycles"]["total"] > 3000
+
+
 def test_cli_build_without_instrumentation_runs_plainly(tmp_path: Path) -> None:
     (tmp_path / "prog.c").write_text(PROGRAM)
     out = cli("build", "prog.c", "-o", "plain", "--no-instrument", cwd=tmp_path)
