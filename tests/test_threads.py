@@ -237,6 +237,39 @@ def test_library_starting_threads_counts_the_same_in_every_session(pytester: pyt
     assert threaded[""] == sum(threaded.values()) - threaded[""]
 
 
+def test_threaded_work_is_measured_by_the_estimate_from_ir_not_the_riscv_build(  # type: ignore[no-untyped-def]
+    builder: Builder, shared_source
+) -> None:
+    """Why zkvm keeps ``execute = false``: the RISC-V executor runs one thread, so the riscv32 build's
+    ``pthread_create`` fails and it measures another execution (said in a warning), where the
+    estimate from the native build's IR measures the threads' work: 4 threads cost 4 times one
+    thread's worker, within main's part."""
+    source = shared_source("t.c", THREADS_C)
+    n, registry = 20_000, default_registry()
+    executed = registry.create("zkvm", {"execute": True})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = run_program(builder.build([source], models=[executed]), [n, 4])
+    said = [str(w.message) for w in caught]
+    assert any("riscv32 build's exit status 2 differs from the native build's 0" in m for m in said), said
+    assert run.counts is not None
+    assert "zkvm" not in run.counts.unavailable  # measured: an execution that did no work
+    cost = {c.metric: c for c in executed.evaluate(run.counts)}["zk_user_cycles"]
+    assert "work" not in cost.functions
+    assert cost.total < n
+    estimate = registry.create("zkvm", {"execute": False})
+    artifact = builder.build([source], models=[estimate])
+    user = {}
+    for threads in (0, 4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # several threads: paging depends on them
+            counts = run_program(artifact, [n, threads]).counts
+        assert counts is not None
+        user[threads] = {c.metric: c for c in estimate.evaluate(counts)}["zk_user_cycles"].functions
+    assert user[0]["work"] > 3 * n
+    assert user[4]["work"] == 4 * user[0]["work"]
+
+
 def test_plain_build_of_a_threaded_program_runs(builder: Builder, shared_source) -> None:  # type: ignore[no-untyped-def]
     """The uninstrumented pipeline (no counters) links the same runtime: threads run there too."""
     artifact = builder.build([shared_source("t.c", THREADS_C)], options=BuildOptions(instrument=False))
