@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from cbuild.build.builder import Builder
+from cbuild.build.progress import progress_lines
 from cbuild.config import ConfigError, load_settings, parse_percent, unread_table
 from cbuild.errors import (
     BuildDescriptionWarning,
@@ -161,23 +163,24 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
     """Show long-running build steps at once, past output capturing."""
 
     def emit(message: str) -> None:
-        line = f"instrbudget: {message}"
         capman = config.pluginmanager.getplugin("capturemanager")
         reporter = config.pluginmanager.getplugin("terminalreporter")
         with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
             if reporter is not None and not hasattr(config, "workerinput"):
-                # Between a test file's name and its tests' letters (a run without -v), the line
-                # goes below the name, and the name is written again after it, so that the letters
+                # Between a test file's name and its tests' letters (a run without -v), the lines
+                # go below the name, and the name is written again after them, so that the letters
                 # and the file's progress stay on one line.
                 open_line = reporter.currentfspath
-                reporter.write_line(line)
+                for line in progress_lines(message, config.get_terminal_writer().fullwidth):
+                    reporter.write_line(line)
                 if isinstance(open_line, Path):
                     reporter.write(f"{os.path.relpath(open_line, reporter.startpath)} ")
                     reporter.currentfspath = open_line
             else:
                 # An xdist worker's own stderr is the terminal (or the CI log) pytest was started
                 # from, whose current line holds the tests' progress letters: start a line of its own.
-                print(f"\n{line}", file=sys.stderr, flush=True)
+                lines = progress_lines(message, shutil.get_terminal_size().columns)
+                print("\n" + "\n".join(lines), file=sys.stderr, flush=True)
 
     return emit
 

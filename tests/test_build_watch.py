@@ -10,6 +10,7 @@ import pytest
 from cbuild.build import watch as watch_module
 from cbuild.build.builder import Builder
 from cbuild.build.options import BuildOptions
+from cbuild.build.progress import progress_lines
 from cbuild.build.watch import BuildWatch
 
 
@@ -123,3 +124,25 @@ def test_the_first_link_into_a_cache_says_zig_prepares_its_c_library(shared_cach
         "first build with this cache: zig prepares its C library for this machine unless its own cache has it "
         "(about 30 s on a new machine, once)"
     ]
+
+
+def test_progress_messages_fit_the_log_width_and_keep_paths_whole() -> None:
+    """A build's progress message, wrapped: at most the width, later lines indented, a path longer
+    than a line kept whole on a line of its own."""
+    message = (
+        "built cb.c in 15.8 s: linking the IR 7.2 s, the models' analyses 0.1 s, linking 3.3 s, "
+        "waiting for the RISC-V build 5.1 s; beside them: building for riscv32 15.7 s"
+    )
+    lines = progress_lines(message, 80)
+    assert lines == [
+        "instrbudget: built cb.c in 15.8 s: linking the IR 7.2 s, the models' analyses",
+        "  0.1 s, linking 3.3 s, waiting for the RISC-V build 5.1 s; beside them:",
+        "  building for riscv32 15.7 s",
+    ]
+    path = "/very/long-path/" + "x" * 90 + "/prog.c"
+    assert progress_lines(f"rebuilding {path}: its source changed", 80) == [
+        "instrbudget: rebuilding",
+        f"  {path}:",
+        "  its source changed",
+    ]
+    assert progress_lines("done", 80) == ["instrbudget: done"]

@@ -1555,10 +1555,30 @@ def test_plugin_build_progress_lines_keep_the_file_name_before_its_tests_letters
     lines = result.stdout.lines
     built = [i for i, line in enumerate(lines) if line.startswith("instrbudget: built work.c in ")]
     assert built, lines
-    for i in built:  # each test's letter follows the name of its file
-        assert re.fullmatch(r"test_budget\.py \.( +\[ *\d+%\])?", lines[i + 1]), lines
-    assert lines[built[-1] + 1].endswith("[100%]"), lines
+    ends = [next(j for j in range(i + 1, len(lines)) if not lines[j].startswith("  ")) for i in built]
+    for j in ends:  # each test's letter follows the name of its file, after the message's last line
+        assert re.fullmatch(r"test_budget\.py \.( +\[ *\d+%\])?", lines[j]), lines
+    assert lines[ends[-1]].endswith("[100%]"), lines
     assert not any(re.fullmatch(r"\.+.*", line) for line in lines), lines
+
+
+def test_plugin_progress_messages_wrap_to_the_terminal_width(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long progress message (a build's phases) in a CI log 60 columns wide: wrapped, later lines
+    indented, not one line of 140 columns."""
+    from pytest_instrbudget.plugin import _progress
+
+    monkeypatch.setenv("COLUMNS", "60")
+    config = pytester.parseconfigure("-p", "no:cacheprovider")
+    try:
+        _progress(config)("built cb.c in 15.8 s: linking the IR 7.2 s, the models' analyses 0.1 s, linking 3.3 s")
+    finally:
+        config._ensure_unconfigure()
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "instrbudget: built cb.c in 15.8 s: linking the IR 7.2 s, the",
+        "  models' analyses 0.1 s, linking 3.3 s",
+    ]
 
 
 def test_plugin_failure_puts_a_long_function_name_on_a_line_of_its_own(pytester: pytest.Pytester) -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -27,6 +26,7 @@ from cbuild.build.instrument import instrument
 from cbuild.build.libc import HEAP_MAP_SOURCE, libc_ir, size_t_bits
 from cbuild.build.libcxx import libcxx_ir
 from cbuild.build.options import BuildOptions, language_of, optimisation_flag
+from cbuild.build.progress import stderr_progress
 from cbuild.build.signatures import read_signatures
 from cbuild.build.sources import Source
 from cbuild.build.toolchain import PIPELINE_VERSION, Toolchain, find_toolchain
@@ -94,10 +94,6 @@ def _sources_state(sources: Sequence[Path | str]) -> tuple[tuple[str, int, int],
         except OSError:
             state.append((str(source), -1, -1))
     return tuple(state)
-
-
-def _stderr_progress(message: str) -> None:
-    print(f"instrbudget: {message}", file=sys.stderr, flush=True)
 
 
 def portable_paths(text: str, sources: Sequence[str]) -> str:
@@ -205,7 +201,7 @@ class Builder:
         progress: Progress | None = None,
     ) -> None:
         self.toolchain: Toolchain = find_toolchain(clang)
-        self.progress: Progress = progress or _stderr_progress
+        self.progress: Progress = progress or stderr_progress
         self.cache = Cache(cache_dir or default_cache_dir(), notify=self.progress, label=self.toolchain.label)
         demangle.build_with(self.toolchain, self.cache)  # where names the host cannot read are read
         self._failed: dict[Hashable, CBuildError] = {}

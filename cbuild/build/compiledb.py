@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cbuild.build.cache import Cache, Notify, atomic_write, default_cache_dir, digest
+from cbuild.build.progress import stderr_progress
 from cbuild.build.sources import Source, is_pattern, matches, pattern_parts, split_exclusions, without
 from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning, CBuildError, describe_os_error
 
@@ -328,7 +329,7 @@ def read(path: Path, *, cache: Cache | None = None, progress: Notify | None = No
     one process parses each content. ``progress`` (default: the cache's ``notify`` when a cache is
     given, else standard error) hears when a database of :data:`PROGRESS_BYTES` or more is parsed.
     """
-    say = progress or (cache.notify if cache is not None else _stderr)
+    say = progress or (cache.notify if cache is not None else stderr_progress)
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -342,10 +343,6 @@ def read(path: Path, *, cache: Cache | None = None, progress: Notify | None = No
         raise _unreadable(path, exc) from exc
     items, keys, _ = _parse(path, text)
     return CompilationDatabase(path.absolute(), items, keys)
-
-
-def _stderr(message: str) -> None:
-    print(f"instrbudget: {message}", file=sys.stderr, flush=True)
 
 
 def _unreadable(path: Path, exc: OSError) -> BuildDescriptionError:
