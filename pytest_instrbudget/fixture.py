@@ -57,10 +57,10 @@ class ProgramRun:
 
     def cost(self, metric: str = "ir_instructions") -> int:
         """Total of one metric for this run; 0 when instrumentation is disabled (``--instrbudget-disable``)."""
-        if not self.costs:  # built without counters: nothing was counted
-            return 0
         if metric in self.unavailable:
             raise LookupError(f"this run's {metric} is unavailable: {self.unavailable[metric]}")
+        if not self.costs and not self.unavailable:  # built without counters: nothing was counted
+            return 0
         if metric not in self.costs:
             known = ", ".join(sorted(self.costs)) or "none"
             raise LookupError(f"this run has no metric {metric!r}; the active models measure: {known}")

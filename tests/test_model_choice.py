@@ -411,11 +411,17 @@ def test_model_choice_unavailable_program_run(pytester: pytest.Pytester) -> None
             assert run.returncode == 0 and run.cost() > 0
             with pytest.raises(LookupError, match="this run's zk_cycles is unavailable: cannot be built for riscv32"):
                 run.cost("zk_cycles")
+
+        @pytest.mark.budget(models=["zkvm"])
+        def test_zkvm_alone(cbuild):  # no metric measured: still unavailable, not 0
+            run = cbuild.program("main.c").run()
+            with pytest.raises(LookupError, match="this run's zk_cycles is unavailable: cannot be built for riscv32"):
+                run.cost("zk_cycles")
         """
     )
     pytester.makepyprojecttoml(f'[tool.instrbudget]\nopt_level = "1"\n{ZKVM_TABLE}')
     result, doc = run(pytester)
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
     test = doc["tests"]["test_choice.py::test_run"]
     assert set(test["metrics"]) == {"ir_instructions"}
     assert set(test["unavailable"]) == ZK_METRICS
