@@ -45,6 +45,7 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
               "where": "<file>:<line>" | null,   # where the reason points, when in a source file
               "function": str | null,            # the function around it (demangled), when found
               "limit": int | null,               # the marker's limit, not checked
+              "stop": int | null,                # the marker's cut-off (stop_at_...), not checked
               "baseline": int | null             # the baseline's value, kept as it was
             }
           },
@@ -71,6 +72,7 @@ from cbuild.report.markdown import code_span, table_code
 from cbuild.report.order import display_order
 from cbuild.report.shards import checkout_commit
 from cbuild.report.update import changed_parameters
+from pytest_instrbudget.marker import stop_keyword
 from pytest_instrbudget.results import (
     ERROR,
     OK,
@@ -379,6 +381,7 @@ def unavailable_lines(results: Iterable[TestResult]) -> list[str]:
                 function = first.unavailable_function
                 lines.append(f"    at {first.unavailable_where}" + (f", in {readable(function)}" if function else ""))
             limits = [f"{m.keyword}={m.limit}" for m in metrics if m.limit is not None and m.keyword]
+            limits += [f"{stop_keyword(m.keyword)}={m.stop}" for m in metrics if m.stop is not None and m.keyword]
             limits += [f"{m.metric} of region {path!r}" for m in metrics for path in sorted(m.region_limits)]
             if limits:
                 lines.append(f"    not checked: {', '.join(limits)}")

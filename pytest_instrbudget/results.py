@@ -61,6 +61,8 @@ class MetricResult:
     unavailable: str | None = None
     unavailable_where: str | None = None
     unavailable_function: str | None = None
+    #: With status ``unavailable``: the test's cut-off on the metric (``stop_at_zkcycles``), not checked either.
+    stop: int | None = None
 
     @property
     def change(self) -> float | None:
@@ -86,6 +88,7 @@ class MetricResult:
             "where": self.unavailable_where,
             "function": demangle(function) if function else None,
             "limit": self.limit,
+            "stop": self.stop,
             "baseline": self.baseline,
         }
 

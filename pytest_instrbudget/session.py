@@ -353,6 +353,7 @@ class BudgetSession:
             }
             why = missing.get(name)
             if why is not None:
+                stop = budget.stops.get(name) if budget is not None and name not in implied else None
                 unchecked = MetricResult(
                     metric=name,
                     keyword=keywords.get(name, ""),
@@ -366,6 +367,7 @@ class BudgetSession:
                     unavailable=why.reason,
                     unavailable_where=_relative(why.where, self.settings.root) if why.where else None,
                     unavailable_function=why.function,
+                    stop=stop,
                 )
                 metrics.append(unchecked)
                 if why.failed:
@@ -373,7 +375,9 @@ class BudgetSession:
                         failed_models.add(why.model)
                         failures.append(f"  {why.reason}")
                         said.append(f"cost model {why.model!r} failed")
-                elif (limit is not None or region_limits) and self._unavailable_policy(budget) == "fail":
+                elif (limit is not None or region_limits or stop is not None) and self._unavailable_policy(
+                    budget
+                ) == "fail":
                     failures.append(_unchecked_text(unchecked))
                     said.append(f"{name} not measured")
                 continue
@@ -569,6 +573,7 @@ def _relative(where: str, root: Path) -> str:
 def _unchecked_text(m: MetricResult) -> str:
     """Why a limit of ``m`` (an unavailable metric) was not checked, and the ways out."""
     limits = [f"{m.keyword}={m.limit:,}"] if m.limit is not None else []
+    limits += [f"{stop_keyword(m.keyword)}={m.stop:,}"] if m.stop is not None else []
     limits += [f"regions[{path!r}]={n:,}" for path, n in sorted(m.region_limits.items())]
     where = f" (at {m.unavailable_where})" if m.unavailable_where else ""
     return (

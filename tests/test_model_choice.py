@@ -339,6 +339,7 @@ def test_model_choice_unavailable_metrics_are_shown_not_checked_and_kept(pyteste
         "where": f"ticks.c:{TICKS_LINE}",
         "function": "ticks",
         "limit": 10,
+        "stop": None,
         "baseline": kept["zk_cycles"]["total"],
     }
     assert set(metrics(doc, "test_work")) == {"ir_instructions", *ZK_METRICS}
@@ -369,6 +370,35 @@ def test_model_choice_unavailable_limit_skipped_per_test_and_bad_policy(pytester
     result, _ = run(pytester, "-k", "test_ticks and not over")
     result.stderr.fnmatch_lines(['*test_ticks: budget(unavailable=...): expected "fail" or "skip", got \'ignore\''])
     assert result.ret != 0
+
+
+def test_model_choice_unavailable_cut_off_fails_as_not_checked(pytester: pytest.Pytester) -> None:
+    """A cut-off on a metric the model could not measure (``stop_at_zkcycles`` alone, no limit) was
+    not checked: the test fails saying so, as for a limit, where it passed without a word; with
+    ``unavailable="skip"`` it passes and the summary lists it."""
+    tests = """
+    import pytest
+
+    @pytest.mark.budget(stop_at_zkcycles=100)
+    def test_ticks(cbuild):
+        assert cbuild.library("ticks.c").spin(10) == 45
+    """
+    project(pytester, tests, models='["ir-count", "zkvm"]')
+    result, doc = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "instrbudget: zk_cycles not measured*",
+            "  stop_at_zkcycles=100 not checked: the zkvm model could not measure this test:",
+            "    cannot be built for riscv32: invalid output constraint '=a' in asm*",
+        ],
+        consecutive=True,
+    )
+    assert doc["tests"]["test_choice.py::test_ticks"]["unavailable"]["zk_cycles"]["stop"] == 100
+    pytester.makepyfile(test_choice=textwrap.dedent(tests.replace("=100)", '=100, unavailable="skip")')))
+    result, _ = run(pytester)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["instrbudget:     not checked: stop_at_zkcycles=100"])
 
 
 LIBRARY_WITH_MAIN_C = """\
