@@ -19,7 +19,7 @@ JSON schema (``version`` 2: function names demangled, their symbols beside them)
         "<node id>": {
           "nodeid": str,
           "budgeted": bool,                 # has a @pytest.mark.budget marker
-          "status": str,                    # worst metric status (see below)
+          "status": str,                    # worst metric status (see below), or "not measured"
           "completed": bool,                # false when the body raised: not written to the baseline
           "outcome": str | null,            # pytest's: passed, failed, xfailed, xpassed, skipped, error
           "failure": str | null,            # the failure message, when the test failed on cost
@@ -75,6 +75,7 @@ from cbuild.report.update import changed_parameters
 from pytest_instrbudget.marker import stop_keyword
 from pytest_instrbudget.results import (
     ERROR,
+    NOT_MEASURED,
     OK,
     OVER_LIMIT,
     REGRESSED,
@@ -500,10 +501,11 @@ def markdown_text(
     """
     results = in_display_order(results)
     shown = [r for r in results if notable(r)]
-    failed = [r for r in results if r.failure]
+    failed = [r for r in results if r.failure and r.status != NOT_MEASURED]
     improved = [r for r in results if r.improved and not r.failure]
-    # Every measured test in one of the headline's counts: the other changes by their status.
-    others = Counter(_status(r, outcomes) for r in shown if not r.failure and not r.improved)
+    # Every measured test in one of the headline's counts: the other changes (and the tests failed
+    # as not measured) by their status.
+    others = Counter(_status(r, outcomes) for r in shown if r not in failed and not r.improved)
     head = [
         "## instrbudget",
         "",

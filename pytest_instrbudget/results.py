@@ -24,6 +24,9 @@ ERROR = "error"
 #: The metric's model could not measure the test's code (its target cannot build it): no value,
 #: and neither its limit nor its baseline is checked.
 UNAVAILABLE = "unavailable"
+#: A test's status (not a metric's): it failed because a limit or cut-off of it is on a metric its
+#: model could not measure (``unavailable = "fail"``, the default), or because a model failed.
+NOT_MEASURED = "not measured"
 
 
 @dataclass(frozen=True)
@@ -155,9 +158,12 @@ class TestResult:
 
     @property
     def status(self) -> str:
-        """The worst metric status (unavailable metrics have none to give)."""
-        order = [OVER_LIMIT, REGRESSED, ERROR, NOT_COMPARABLE, ACCEPTED, NEW, IMPROVED, OK]
+        """The worst metric status; :data:`NOT_MEASURED` before those a failing test's metrics give
+        where an unavailable metric failed it (unavailable metrics have no status of their own to give)."""
         statuses = {m.status for m in self.metrics}
+        if self.failure is not None and self.unavailable and not statuses & {OVER_LIMIT, REGRESSED, ERROR}:
+            return NOT_MEASURED
+        order = [OVER_LIMIT, REGRESSED, ERROR, NOT_COMPARABLE, ACCEPTED, NEW, IMPROVED, OK]
         return next((s for s in order if s in statuses), OK)
 
     @property

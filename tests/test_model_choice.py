@@ -4,6 +4,7 @@ and metrics of a model that cannot build a test's code, shown as unavailable: re
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import textwrap
 from typing import Any
@@ -394,7 +395,10 @@ def test_model_choice_unavailable_cut_off_fails_as_not_checked(pytester: pytest.
         ],
         consecutive=True,
     )
-    assert doc["tests"]["test_choice.py::test_ticks"]["unavailable"]["zk_cycles"]["stop"] == 100
+    test = doc["tests"]["test_choice.py::test_ticks"]
+    assert test["unavailable"]["zk_cycles"]["stop"] == 100
+    assert test["status"] == "not measured"  # not "ok": it failed
+    result.stdout.fnmatch_lines(["*test_choice.py::test_ticks*not measured (zkvm unavailable)*"])
     pytester.makepyfile(test_choice=textwrap.dedent(tests.replace("=100)", '=100, unavailable="skip")')))
     result, _ = run(pytester)
     result.assert_outcomes(passed=1)
@@ -501,6 +505,13 @@ def test_model_choice_reports_show_unavailable_metrics() -> None:
     assert "| `t.py::test_a` | 91 | unavailable | ok (zkvm unavailable) |" in report.markdown_text([result])
     # Across an xdist worker's wire.
     assert Result.from_wire(json.loads(json.dumps(result.to_wire()))) == result
+    # The same test failed on its unchecked limit (the "fail" policy): not measured, not "ok", and
+    # not counted over budget in the markdown headline.
+    failed = dataclasses.replace(result, failure="  max_zkcycles=10 not checked: ...")
+    assert failed.status == "not measured"
+    assert report.table_lines([failed], width=120)[2].endswith("not measured (zkvm unavailable)")
+    text = report.markdown_text([failed])
+    assert "1 test(s) measured, 0 over budget, 0 improved, 1 not measured (zkvm unavailable), 0 unchanged." in text
 
 
 #: Assembly the riscv32 assembler rejects (an x86 mnemonic with no constraints): clang accepts it
