@@ -303,7 +303,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     unfinished: dict[Path, list[str]] = {args.old: [], args.new: []}
-    old, new = load_run(args.old, unfinished[args.old]), load_run(args.new, unfinished[args.new])
+    missing: dict[Path, dict[str, list[str]]] = {args.old: {}, args.new: {}}
+    old = load_run(args.old, unfinished[args.old], missing[args.old])
+    new = load_run(args.new, unfinished[args.new], missing[args.new])
     try:  # a baseline does not say which model gives which metric: the installed models do
         registry = default_registry()
         # ir-count's first, as a session's default models have it; each model's metrics in its order.
@@ -339,6 +341,9 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     for where, tests in unfinished.items():
         if tests:
             note(f"{len(tests)} test(s) did not complete in {where}, not compared: {listed(tests)}")
+    for where, by_metric in missing.items():  # "-" above: a model could not measure them there
+        for metric, tests in sorted(by_metric.items()):
+            note(f"{metric} unavailable in {where} in {len(tests)} test(s), not compared: {listed(tests)}")
     for label, tests in (("only in", only_in(old, new)), ("new in", only_in(new, old))):
         where = args.old if label == "only in" else args.new
         tests = [t for t in tests if t not in unfinished[args.new if label == "only in" else args.old]]

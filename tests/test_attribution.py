@@ -300,6 +300,30 @@ def test_diff_leaves_out_tests_that_did_not_complete(tmp_path: Path, capsys: pyt
     assert f"cbuild: {binary} is not valid JSON: byte 0 is not UTF-8 text" in capsys.readouterr().err
 
 
+def test_diff_says_a_metric_a_model_could_not_measure_is_unavailable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metric measured in one run and unavailable in the other (its model could not build the
+    code): the total reads ``-`` and a note says it was not measured, where every function read as
+    falling to 0 (``main  -12,015  (12,015 -> 0)``)."""
+    from cbuild.cli import main
+
+    ir = {"value": 100, "functions": {"main": 100}}
+    zk = {"value": 14_118, "functions": {"main": 12_015, "memcpy": 2_103}}
+    why = {"model": "zkvm", "reason": "cannot be built for riscv32: unrecognized instruction mnemonic"}
+    measured = {"t.py::x86": {"completed": True, "metrics": {"ir_instructions": ir, "zk_cycles": zk}}}
+    missing = {"t.py::x86": {"completed": True, "metrics": {"ir_instructions": ir}, "unavailable": {"zk_cycles": why}}}
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps({"tests": measured}))
+    new.write_text(json.dumps({"tests": missing}))
+    assert main(["diff", str(old), str(new), "--width", "80"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "t.py::x86  zk_cycles: 14,118 -> -\n"
+    assert f"zk_cycles unavailable in {new} in 1 test(s), not compared: t.py::x86" in err.replace("\n  ", " ")
+    assert main(["diff", str(old), str(new), "--markdown"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "| `t.py::x86` | zk_cycles | 14,118 | - |  |  |"
+
+
 def test_diff_leaves_out_metrics_of_a_model_configured_otherwise(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

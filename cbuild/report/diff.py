@@ -33,10 +33,11 @@ class Entry:
 Run = dict[str, dict[str, Entry]]  # test -> metric -> entry
 
 
-def load_run(path: Path, incomplete: list[str] | None = None) -> Run:
+def load_run(path: Path, incomplete: list[str] | None = None, unavailable: dict[str, list[str]] | None = None) -> Run:
     """Read a baseline or a results document (both have ``tests``). A results document's tests whose
     body did not complete (partial counts, or none: a timeout, a crash) are left out, as a baseline
-    leaves them out, and listed in ``incomplete``."""
+    leaves them out, and listed in ``incomplete``; its metrics a model could not measure have no
+    entry, and ``unavailable`` gets metric -> the tests where it was not measured."""
     try:
         data = path.read_bytes()
         doc = json.loads(data.decode("utf-8"))
@@ -59,6 +60,9 @@ def load_run(path: Path, incomplete: list[str] | None = None) -> Run:
                     incomplete.append(test)
                 continue
             metrics: dict[str, Any] = body.get("metrics", body)
+            if unavailable is not None and "metrics" in body:
+                for metric in body.get("unavailable") or {}:
+                    unavailable.setdefault(metric, []).append(test)
             run[test] = {
                 metric: Entry(
                     _cost(value["value"] if "value" in value else value["total"], test, metric),
@@ -167,14 +171,16 @@ def changes(old: Run, new: Run, *, top: int = 5, order: Sequence[str] = ()) -> l
             x, y = a.get(metric), b.get(metric)
             if x is not None and y is not None and x.total == y.total and x.regions == y.regions:
                 continue
+            # Functions and regions moved only where both runs measured the metric: against a run
+            # without it, every function would read as falling to 0 or rising from it.
             out.append(
                 Change(
                     test,
                     metric,
                     x.total if x else None,
                     y.total if y else None,
-                    deltas(x.functions if x else {}, y.functions if y else {}, top),
-                    deltas(x.regions if x else {}, y.regions if y else {}, top),
+                    deltas(x.functions, y.functions, top) if x is not None and y is not None else [],
+                    deltas(x.regions, y.regions, top) if x is not None and y is not None else [],
                 )
             )
     return out
