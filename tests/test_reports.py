@@ -9,7 +9,7 @@ import pytest
 
 from cbuild.report.order import display_order
 from pytest_instrbudget import report
-from pytest_instrbudget.results import IMPROVED, NEW, OK, REGRESSED, MetricResult
+from pytest_instrbudget.results import ERROR, IMPROVED, NEW, OK, OVER_LIMIT, REGRESSED, MetricResult
 from pytest_instrbudget.results import TestResult as Result
 
 
@@ -398,3 +398,22 @@ def test_a_rewrite_of_the_baseline_accounts_for_every_entry_it_leaves_out(tmp_pa
     note = rewrite_note(done)
     assert note is not None
     assert note.endswith("; 2 entries of tests this run did not measure in full are no longer in it: t.py::b, t.py::c")
+
+
+def test_reports_show_a_stopped_runs_other_metrics_without_a_value() -> None:
+    """A program run stopped at a cut-off on zk_cycles counted nothing for its other metrics
+    (status error, 0): every report shows them as ``-``, as the terminal's table does, not 0."""
+    stopped = result(
+        "t.py::test_stop",
+        metric("ir_instructions", 0, None, ERROR),
+        metric("zk_cycles", 1_211, None, OVER_LIMIT),
+        failure="stopped",
+    )
+    assert report.table_lines([stopped], width=100)[2].split()[1:3] == ["-", "1,211"]
+    row = next(line for line in report.markdown_text([stopped]).splitlines() if "`t.py::test_stop`" in line)
+    assert row.split(" | ")[1:3] == ["-", "1,211"]
+    page = report.html_page([stopped], {}, "baseline.json")
+    payload = json.loads(page.split('id="instrbudget-data">', 1)[1].split("</script>", 1)[0])
+    (test,) = payload["tests"]
+    assert test["metrics"]["ir_instructions"]["value"] is None
+    assert test["metrics"]["zk_cycles"]["value"] == 1_211

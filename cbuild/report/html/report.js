@@ -79,8 +79,9 @@
       row.append(el("td", { class: "test" }, t.nodeid));
       for (const name of data.metrics) {
         const m = t.metrics[name];
+        const shown = m ? (m.value === null ? "-" : fmt(m.value)) : t.unavailable && t.unavailable[name] ? "unavailable" : "";
         row.append(
-          el("td", { class: "num", "data-value": m ? m.value : -1 }, m ? fmt(m.value) : ""),
+          el("td", { class: "num", "data-value": m && m.value !== null ? m.value : -1 }, shown),
           el("td", { class: "num " + (m && m.change > 0 ? "worse" : m && m.change < 0 ? "better" : ""), "data-value": m && m.change !== null ? m.change : 0 }, m ? pct(m.change) : "")
         );
       }
@@ -123,7 +124,7 @@
       if (Object.keys(t.metrics).length) details.append(el("h3", {}, "Metrics against limit and baseline"), charts);
       for (const [name, m] of Object.entries(t.metrics)) {
         const canvas = el("canvas", { "aria-label": name + " chart" });
-        charts.append(el("figure", { class: "metric" }, el("figcaption", {}, `${name}: ${fmt(m.value)} ${pct(m.change)}`), canvas));
+        charts.append(el("figure", { class: "metric" }, el("figcaption", {}, `${name}: ${m.value === null ? "-" : fmt(m.value)} ${pct(m.change)}`), canvas));
         const labels = [], values = [], colours = [];
         if (m.baseline !== null) labels.push("baseline"), values.push(m.baseline), colours.push("#9aa5b1");
         labels.push("now"), values.push(m.value), colours.push(t.failing && FAILING.has(m.status) ? "#d64545" : "#3b82c4");
