@@ -796,8 +796,11 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         shown = readable_names(name for name, _ in outside[: args.top])
         for name, n in outside[: args.top]:
             print(f"  {shown[name]}  x{n:,}", file=sys.stderr)
-    for name, why in unavailable.items():
-        print(f"cbuild: {name} measured nothing: {why}", file=sys.stderr)
+    for m in models:
+        if m.name in unavailable:
+            print(f"cbuild: {m.name} measured nothing: {unavailable[m.name]}", file=sys.stderr)
+            for metric in (metric.name for metric in m.metrics if metric.name in limits):
+                print(f"cbuild: --stop-at {metric}={limits[metric]} was not checked", file=sys.stderr)
     return status
 
 

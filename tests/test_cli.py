@@ -224,6 +224,9 @@ def test_cli_run_says_a_model_measured_nothing_not_zero(tmp_path: Path) -> None:
     assert "zk_cycles: 0" not in err
     reason = "cannot be built for riscv32: unrecognized instruction mnemonic (x86.c:3:"
     assert f"cbuild: zkvm measured nothing: {reason}" in err
+    stop = cli("run", "x86.c", "--model", "zkvm", "--stop-at", "zk_cycles=100", "--top", "0", cwd=tmp_path)
+    assert stop.returncode == 2
+    assert stop.stderr.decode().endswith("cbuild: --stop-at zk_cycles=100 was not checked\n")
     doc = json.loads(cli("run", "x86.c", "--model", "zkvm", "--json", cwd=tmp_path).stdout)
     assert doc["returncode"] == 0
     assert doc["total"] is None
