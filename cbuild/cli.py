@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cbuild.build import eviction
+from cbuild.build import eviction, zig_caches
 from cbuild.build.builder import Builder
 from cbuild.build.cache import default_cache_dir
 from cbuild.build.compile import INCLUDE_DIR
@@ -424,14 +424,18 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     if args.cache_command != "info" and not root.exists():  # a misspelt --cache-dir would read as an empty cache
         print(f"build cache {root}: no such directory (nothing was built there yet), nothing removed")
         return 0
+    try:  # the zig cache this installation's builds use (toolchain.own_zig_cache)
+        own = own_zig_cache(zig_binary())
+    except ToolchainError:
+        own = None
+    gone = zig_caches.gone(Path(own)) if own is not None else []  # zig's caches of installations since removed
     if args.cache_command == "info":
-        try:  # the zig cache this installation's builds use (toolchain.own_zig_cache)
-            own = own_zig_cache(zig_binary())
-        except ToolchainError:
-            own = None
         zig = Path(own or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zig")
         for line in eviction.render_summary(eviction.summary(root, zig if zig.is_dir() else None)):
             print(line)
+        if gone:
+            size = eviction.format_size(sum(cache.size for cache in gone))
+            print(f"zig's caches of {len(gone)} ziglang installation(s) since removed: {size} (prune removes them)")
         return 0
     if args.cache_command == "prune":
         if prune_limit is not None:
@@ -446,6 +450,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         what = f"removed {done.removed} {eviction.noun(done.removed)} ({eviction.format_size(done.freed)})"
     busy = f"; {done.kept()}" if done.in_use else ""
     print(f"build cache {root}: {what}{busy}; {eviction.format_size(done.size_after)} left")
+    if gone and args.cache_command == "prune":
+        freed = eviction.format_size(zig_caches.remove(gone))
+        print(f"zig's caches of {len(gone)} ziglang installation(s) since removed: removed ({freed})")
     return 0
 
 

@@ -194,3 +194,49 @@ def test_the_default_hosts_guard_records_its_toolchain(tmp_path: Path, monkeypat
     toolchain = find_toolchain(None)
     assert _default_guard(toolchain).is_file()
     assert [toolchain_of(entry) for entry in entries(tmp_path)] == [toolchain.label]
+
+
+def test_prune_removes_zig_caches_of_installations_since_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each ziglang installation gets a zig cache of its own, which names it: `cache info` counts
+    those of installations that are gone (a deleted virtual environment, a Python release CI no
+    longer installs), and `cache prune` removes them, not the others, nor those naming nothing."""
+    from cbuild.build import toolchain, zig_caches
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv(toolchain.ZIG_CACHE_VARIABLE, raising=False)
+    toolchain.find_toolchain()  # this installation's cache, named as its own
+    own = Path(os.environ[toolchain.ZIG_CACHE_VARIABLE])
+    assert own.parent == tmp_path / "xdg" / "zig"
+    assert Path((own / zig_caches.MARKER).read_text().strip()) == Path(toolchain.zig_binary()).resolve().parent
+    monkeypatch.delenv(toolchain.ZIG_CACHE_VARIABLE)  # as a new process of this installation finds it
+
+    def zig_cache(name: str, installation: Path | None) -> Path:
+        path = own.parent / f"instrbudget-{name}"
+        (path / "o").mkdir(parents=True)
+        (path / "o" / "libc.a").write_bytes(b"x" * 3000)
+        if installation is not None:
+            (path / zig_caches.MARKER).write_text(f"{installation}\n")
+        return path
+
+    removed = zig_cache("aaaaaaaaaaaa", tmp_path / "deleted-venv" / "ziglang")
+    alive = zig_cache("bbbbbbbbbbbb", tmp_path)  # its installation exists
+    unnamed = zig_cache("cccccccccccc", None)  # from before caches named their installation
+    cache = tmp_path / "build-cache"
+    cache.mkdir()
+    assert main(["cache", "info", "--cache-dir", str(cache)]) == 0
+    said = capsys.readouterr().out
+    assert "zig's caches of 1 ziglang installation(s) since removed: 3.0 KiB (prune removes them)" in said
+    assert main(["cache", "prune", "--cache-dir", str(cache), "--max-size", "1GB"]) == 0
+    assert "zig's caches of 1 ziglang installation(s) since removed: removed (3.0 KiB)" in capsys.readouterr().out
+    assert not removed.exists()
+    assert alive.exists()
+    assert unnamed.exists()
+    assert own.exists()
+    # A zig cache the user chose: its neighbours are theirs, whatever they name.
+    chosen = tmp_path / "mine" / "zig"
+    chosen.mkdir(parents=True)
+    (chosen.parent / "instrbudget-dddddddddddd").mkdir()
+    (chosen.parent / "instrbudget-dddddddddddd" / zig_caches.MARKER).write_text(f"{tmp_path / 'gone'}\n")
+    assert zig_caches.gone(chosen) == []

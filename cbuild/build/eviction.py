@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cbuild.build.cache import LAYOUT, TOUCH_EVERY, atomic_write
+from cbuild.build.zig_caches import tree_size
 from cbuild.errors import CBuildError
 
 try:
@@ -271,19 +271,10 @@ def summary(root: Path, zig_cache: Path | None = None) -> Summary:
     with contextlib.suppress(OSError, ValueError):
         doc = json.loads((root / LAYOUT / SESSION_FILE).read_text())
         last = doc if isinstance(doc, dict) else None
-    zig_size = _tree_size(zig_cache) if zig_cache is not None else 0
+    zig_size = tree_size(zig_cache) if zig_cache is not None else 0
     return Summary(
         root, dict(sorted(kinds.items())), last, zig_cache, zig_size, dict(sorted(toolchains.items())), root.exists()
     )
-
-
-def _tree_size(top: Path) -> int:
-    total = 0
-    for directory, _, files in os.walk(top):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(directory, name)).st_size
-    return total
 
 
 def record_session(root: Path, hits: Mapping[str, int], builds: Mapping[str, int]) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from cbuild.build import zig_caches
 from cbuild.errors import ToolchainError
 
 #: Bumped whenever the engine changes in a way that changes built artifacts or counts (3: static
@@ -196,6 +197,8 @@ def find_toolchain(clang: str | None = None) -> Toolchain:
         zig = zig_binary()
         cache = own_zig_cache(zig)
         if cache is not None:  # for every zig this process runs
+            if ZIG_CACHE_VARIABLE not in os.environ:  # ours, not the user's: it names its installation
+                zig_caches.record(cache, Path(zig).resolve().parent)
             os.environ[ZIG_CACHE_VARIABLE] = cache
         version = _zig_clang_version(zig, metadata.version("ziglang"))
         cc: tuple[str, ...] = (zig, "cc")
