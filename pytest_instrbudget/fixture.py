@@ -33,7 +33,7 @@ from cbuild.run.extension import Extension, ExtensionError, extension_options
 from cbuild.run.hosts import HostPool, HostProcess
 from cbuild.run.library import Library, Pointer
 from cbuild.run.program import run_program
-from cbuild.run.stops import checked_limits, machine_clock_usage
+from cbuild.run.stops import CodeStopped, checked_limits, machine_clock_usage
 from pytest_instrbudget.marker import model_names
 from pytest_instrbudget.measure import Meter, measure
 
@@ -123,6 +123,10 @@ class Program:
         except BaseException as error:
             if isinstance(error, ProgramCrashed):  # if the test fails with it: the cost counted until then
                 self._meter.add_crashed(error.counts)
+            elif isinstance(error, ProgramTimeout):
+                self._meter.add_ended(self.artifact.name, "a program run timed out")
+            elif isinstance(error, CodeStopped):
+                self._meter.add_ended(self.artifact.name, "a program run stopped at the cut-off")
             _warn_again(raised, quietly=True)
             raise
         _warn_again(raised)

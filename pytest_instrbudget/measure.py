@@ -89,6 +89,8 @@ class Meter:
         self._runs: list[BlockCounts] = []
         #: Crashed program runs' partial counts: part of the measurement only if the test raised.
         self._crashed: list[BlockCounts] = []
+        #: Program runs a timeout or the cut-off ended: why, as ``name: reason``.
+        self._ended: list[str] = []
         #: Metric -> cut-off for the whole call phase (library calls and program runs together).
         self.limits: dict[str, int] = {}
         #: Metric -> how its cut-off was given, for messages.
@@ -171,6 +173,13 @@ class Meter:
         if counts is not None and self.active:
             self._crashed.append(counts)
 
+    def add_ended(self, name: str, reason: str) -> None:
+        """Register a program run of ``name`` that ``reason`` ended before it finished (a timeout, the
+        cut-off): what it would have counted is unknown, so a test that catches it and completes has
+        incomplete counts, as one whose library process a call ended."""
+        if self.active:
+            self._ended.append(f"{name}: {reason}")
+
     def start(self) -> None:
         """The call phase begins: snapshot what is loaded already."""
         self._libraries = [(lib, lib.snapshot()) for lib, _ in self._libraries]
@@ -182,7 +191,8 @@ class Meter:
     def stop(self, completed: bool = True) -> tuple[list[BlockCounts], list[str]]:
         """The call phase ended (``completed``: without raising): counts executed during it, per
         artifact, and why the measurement is incomplete (a library whose process a call ended:
-        what it counted until then is among the counts where its runtime wrote it)."""
+        what it counted until then is among the counts where its runtime wrote it; a program run
+        a timeout or the cut-off ended)."""
         if self._remaining is not None and self._host is not None and self._host.alive:
             self._host.request("limits", {}, what="clearing the cut-off")
         self.active = False
@@ -197,6 +207,7 @@ class Meter:
             if partial is not None:
                 out.append(partial)
             lost.append(f"{lib.artifact.name}: {lib.host.ended}")
+        lost += self._ended
         # A program ran, a library's code ran during the call (a library only built or loaded, or
         # called before it, ran nothing), or a library's process ended in a call.
         self.ran = bool(self._runs) or bool(lost) or any(any(c.counts) for c in out)

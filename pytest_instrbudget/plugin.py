@@ -505,11 +505,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
     if body_completed and lost and item.stash.get(BUDGET, None) is not None:
-        # The test caught a library's death (a timeout, a crash, a cut-off it swallowed): what the
-        # library would have counted is unknown, so the budget was not checked.
+        # The test caught a library's death or a program run's end (a timeout, a crash, a cut-off
+        # it swallowed): what the code would have counted is unknown, so the budget was not checked.
         pytest.fail(
             f"instrbudget: the test passed, but its counts are incomplete ({_lost_reasons(lost)}): the test caught "
-            "what ended the library's process, and what it would have counted is unknown, so "
+            "what ended a library's process or a program run, and what it would have counted is unknown, so "
             "@pytest.mark.budget was not checked. Test the failure in a test without a budget.",
             pytrace=False,
         )

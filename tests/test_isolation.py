@@ -253,17 +253,42 @@ def test_stop_swallowed(cbuild):
 def test_unbudgeted(cbuild):
     with pytest.raises(cbuild.LibraryCrashed):
         cbuild.library("dies.c").die(10)
+
+@pytest.mark.budget(max_instr=10_000_000)
+def test_program_timeout(cbuild):
+    with pytest.raises(cbuild.ProgramTimeout):
+        cbuild.program("loops.c").run(["0"], timeout=1)
+
+@pytest.mark.budget(max_instr=1_000, stop_at="2x")
+def test_program_stop_swallowed(cbuild):
+    with pytest.raises(Exception):
+        cbuild.program("loops.c").run(["100000"])
 """
+    )
+    pytester.makefile(
+        ".c",
+        loops="""
+#include <stdlib.h>
+volatile long sink;
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    for (long i = 0; n == 0 || i < n; i++) sink += i; /* 0: for ever */
+    return 0;
+}
+""",
     )
     pytester.makepyprojecttoml("[tool.instrbudget]\ntimeout = 2\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(failed=3, passed=1)
+    result.assert_outcomes(failed=5, passed=1)
     result.stdout.fnmatch_lines(
         [
             "*instrbudget: the test passed, but its counts are incomplete (dies.c: spin() ran past its 2 s timeout)*"
             "@pytest.mark.budget was not checked*",
             "*instrbudget: the test passed, but its counts are incomplete (dies.c: die() called _exit(3))*",
             "*instrbudget: the test passed, but its counts are incomplete (dies.c: work() was stopped at its cut-off)*",
+            "*instrbudget: the test passed, but its counts are incomplete (loops.c: a program run timed out)*",
+            "*instrbudget: the test passed, but its counts are incomplete (loops.c: a program run stopped at the "
+            "cut-off)*",
         ],
         consecutive=False,
     )
