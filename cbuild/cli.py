@@ -39,7 +39,7 @@ from cbuild.report.diff import changes, compared, incomparable, load_run, only_i
 from cbuild.report.history import default_baseline, read_history
 from cbuild.report.history import render_text as render_history
 from cbuild.report.html import render as render_page
-from cbuild.report.outputs import write_output
+from cbuild.report.outputs import first_shared, write_output
 from cbuild.riscv.isa import check_operands, parse_assembly
 from cbuild.riscv.machine import builtin_machines, load_machine
 from cbuild.run.program import DEFAULT_ENV, run_program
@@ -358,7 +358,24 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 1 if found else 0
 
 
+def _refuse_replacing(output: Path, flag: str, inputs: Sequence[tuple[str, Path]]) -> None:
+    """An error where ``output`` (given as ``flag``) is one of the files the command reads
+    (``inputs``: what each is, its path): writing it would replace that file."""
+    shared = first_shared([*inputs, (flag, output)])
+    if shared is not None:
+        what, _, path = shared
+        raise CBuildError(f"{flag} {path} is {what}: writing it would replace it; give the output a path of its own")
+
+
+def _project_baseline() -> list[tuple[str, Path]]:
+    """The baseline of the project here, if any, as an input no output may replace."""
+    project = _project_here()
+    return [("the project's baseline", default_baseline(project))] if project is not None else []
+
+
 def _cmd_merge(args: argparse.Namespace) -> int:
+    documents = [(f"the input {path}", path) for path in args.documents]
+    _refuse_replacing(args.output, "-o", [*documents, *_project_baseline()])
     merged = shards.merge([(path, shards.load(path)) for path in args.documents])
     try:
         write_output(args.output, (json.dumps(merged.doc, indent=2, sort_keys=True) + "\n").encode())
@@ -544,6 +561,8 @@ def _cmd_history(args: argparse.Namespace) -> int:
         if project is None:
             raise _no_project("whose baseline's history it shows")
         baseline = Path(os.path.relpath(default_baseline(project)))
+    if args.html is not None:
+        _refuse_replacing(args.html, "--html", [("the baseline it reads", baseline)])
     history = read_history(baseline)
     chosen = history.select(args.keyword, args.metric)
     if args.html is not None:
@@ -645,16 +664,24 @@ def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
     if args.keep_main and not args.shared:
         raise CBuildError("--keep-main is for a library (--shared): a program's main is always kept")
     kind = "library" if args.shared else "program"
-    artifact = builder.build(args.sources, options=_options(args), kind=kind, models=models, keep_main=args.keep_main)
     sidecar = args.output.with_name(args.output.name + ".instrbudget.json")
-    try:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(artifact.path, args.output)
-        shutil.copymode(artifact.path, args.output)
-        shutil.copyfile(artifact.table_path, sidecar)
-    except OSError as exc:
-        target = sidecar if exc.filename == str(sidecar) else args.output
-        raise CBuildError(f"cannot write {target}: {describe_os_error(exc)}") from None
+    sources = [(f"the source {path}", Path(path)) for path in args.sources]
+    _refuse_replacing(args.output, "-o", sources)
+    _refuse_replacing(sidecar, "-o's block table", sources)
+    artifact = builder.build(args.sources, options=_options(args), kind=kind, models=models, keep_main=args.keep_main)
+    # Each replaced whole: a binary that is running keeps running, and no reader sees half of one.
+    for built, target in ((artifact.path, args.output), (artifact.table_path, sidecar)):
+        scratch = target.with_name(f".{target.name}.{os.getpid()}")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(built, scratch)
+            shutil.copymode(built, scratch)
+            os.replace(scratch, target)
+        except OSError as exc:
+            raise CBuildError(f"cannot write {target}: {describe_os_error(exc)}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                scratch.unlink()
     how = (
         f"instrumented; models {', '.join(model.name for model in models)}"
         if artifact.instrumented

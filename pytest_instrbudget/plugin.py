@@ -26,7 +26,7 @@ from cbuild.errors import (
 )
 from cbuild.models import CostModel, default_registry
 from cbuild.models.costs import Cost
-from cbuild.report.outputs import is_stream, write_output
+from cbuild.report.outputs import first_shared, write_output
 from cbuild.report.snapshot import DEFAULT_PATH
 from cbuild.run.hosts import HostPool, guard_library
 from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
@@ -126,7 +126,8 @@ def _run_options(config: pytest.Config) -> RunOptions:
                 f"{flag}: expected a file path, got an empty one (an unset variable, such as $GITHUB_STEP_SUMMARY "
                 "outside GitHub Actions?); nothing would be written"
             )
-        return config.invocation_params.dir / value if value else None
+        # ~ and $VARIABLES as pytest expands them in --junitxml (where the shell left them).
+        return config.invocation_params.dir / os.path.expanduser(os.path.expandvars(value)) if value else None
 
     disabled = config.getoption("instrbudget_disable")
     for option in ("update", "prune"):
@@ -222,7 +223,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"[tool.instrbudget] baseline = {str(shown)!r}: no such file ({settings.baseline}); "
                 "--instrbudget-update records one there"
             )
-        _refuse_shared_outputs(run, settings.baseline)
+        _refuse_shared_outputs(run, settings.baseline, config.getoption("xmlpath", None))
         for name in run.models:
             registry.model_class(name)
         note = None
@@ -244,7 +245,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[HOSTS] = HostPool(lambda: guard_library(builder.toolchain, builder.cache))
 
 
-def _refuse_shared_outputs(run: RunOptions, baseline: Path) -> None:
+def _refuse_shared_outputs(run: RunOptions, baseline: Path, junit: str | None = None) -> None:
     """Each output a file of its own: a JSON report written over the baseline would replace it
     (the next run then finds no baseline it can read), and of two outputs at one path the last
     written would be all that is left. Devices and FIFOs (``/dev/stdout``, whatever it is
@@ -255,19 +256,16 @@ def _refuse_shared_outputs(run: RunOptions, baseline: Path) -> None:
         ("--instrbudget-html", run.html_path),
         ("--instrbudget-markdown", run.markdown_path),
         ("--instrbudget-profile-dir", run.profile_dir),
+        ("--junitxml", Path(os.path.expanduser(os.path.expandvars(junit))) if junit else None),
     ]
-    seen: dict[str, str] = {}
-    for what, path in outputs:
-        if path is None or is_stream(path):
-            continue
-        key = os.path.realpath(path)
-        if key in seen:
-            raise ConfigError(
-                f"{what} and {seen[key]} are the same file ({path}): "
-                f"{'it would replace the baseline' if seen[key] == 'the baseline' else 'one would replace the other'}; "
-                "give each output a path of its own"
-            )
-        seen[key] = what
+    shared = first_shared(outputs)
+    if shared is not None:
+        earlier, what, path = shared
+        raise ConfigError(
+            f"{what} and {earlier} are the same file ({path}): "
+            f"{'it would replace the baseline' if earlier == 'the baseline' else 'one would replace the other'}; "
+            "give each output a path of its own"
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -306,6 +306,38 @@ def test_cli_build_output_that_cannot_be_written_is_an_error_not_a_traceback(tmp
     through_a_file = cli("build", "prog.c", "-o", "prog.c/x", cwd=tmp_path)
     assert through_a_file.returncode == 2
     assert through_a_file.stderr == b"cbuild: cannot write prog.c/x: prog.c is not a directory\n"
+    # An output that is a source would replace it (clang and gcc refuse too).
+    source = (tmp_path / "prog.c").read_bytes()
+    over = cli("build", "prog.c", "-o", "./prog.c", cwd=tmp_path)
+    assert over.returncode == 2
+    assert over.stderr == (
+        b"cbuild: -o prog.c is the source prog.c: writing it would replace it; give the output a path of its own\n"
+    )
+    assert (tmp_path / "prog.c").read_bytes() == source
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prog.c", "sub"]  # no scratch file left
+
+
+def test_cli_merge_and_history_do_not_write_over_what_they_read(tmp_path: Path) -> None:
+    """`merge -o` naming one of its inputs or the project's baseline, and `history --html` naming
+    the baseline it reads, replaced them (the next session then found no baseline it could read)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.instrbudget]\n")
+    baseline = tmp_path / ".instrbudget" / "baseline.json"
+    baseline.parent.mkdir()
+    baseline.write_text('{"version": 1, "fingerprint": {}, "tests": {}}\n')
+    shard = tmp_path / "a.json"
+    shard.write_text("{}")
+    kept = {path: path.read_bytes() for path in (baseline, shard)}
+    for output, what in (("a.json", "the input a.json"), (".instrbudget/baseline.json", "the project's baseline")):
+        done = cli("merge", "a.json", "-o", output, cwd=tmp_path)
+        assert done.returncode == 2
+        assert f"cbuild: -o {output} is {what}: writing it would replace it".encode() in done.stderr
+    done = cli("history", "--html", ".instrbudget/baseline.json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert (
+        b"cbuild: --html .instrbudget/baseline.json is the baseline it reads: writing it would replace it"
+        in done.stderr
+    )
+    assert {path: path.read_bytes() for path in kept} == kept
 
 
 STARTS_THEN_LOOPS = """\

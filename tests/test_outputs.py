@@ -173,6 +173,22 @@ def test_outputs_an_output_at_the_baseline_is_refused_and_the_baseline_kept(
         assert baseline.read_bytes() == before
 
 
+def test_outputs_expand_a_home_and_variables_in_their_paths(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--instrbudget-json=~/out.json`` (quoted, so the shell left it) goes to the home directory,
+    as pytest's ``--junitxml`` does, not to a directory named ``~``."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("REPORTS", str(tmp_path / "reports"))
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "--instrbudget-json=~/out.json", "--instrbudget-html=$REPORTS/r.html"
+    )
+    result.assert_outcomes(passed=1)
+    assert (tmp_path / "home" / "out.json").is_file()
+    assert (tmp_path / "reports" / "r.html").is_file()
+    assert not (project.path / "~").exists()
+
+
 def test_outputs_two_outputs_at_one_path_are_refused_but_stdout_takes_both(project: pytest.Pytester) -> None:
     result = project.runpytest("-p", "no:cacheprovider", "--instrbudget-json=out/r", "--instrbudget-html=out/../out/r")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -180,6 +196,10 @@ def test_outputs_two_outputs_at_one_path_are_refused_but_stdout_takes_both(proje
         ["*instrbudget: --instrbudget-html and --instrbudget-json are the same file (*): one would replace the other*"]
     )
     assert not (project.path / "out").exists()
+    # pytest's --junitxml too: the last written replaced the other, without a word.
+    result = project.runpytest("-p", "no:cacheprovider", "--instrbudget-json=j.xml", "--junitxml=./j.xml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*instrbudget: --junitxml and --instrbudget-json are the same file (*j.xml)*"])
     both = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "--instrbudget-json=/dev/stdout", "--instrbudget-markdown=/dev/stdout"
     )

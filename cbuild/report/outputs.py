@@ -16,7 +16,7 @@ import io
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -139,3 +139,18 @@ def keep_damaged(path: Path) -> Path:
             continue
         return kept
     raise OSError(f"{path}: 999 damaged copies are kept beside it already; remove them")
+
+
+def first_shared(paths: Iterable[tuple[str, Path | None]]) -> tuple[str, str, Path] | None:
+    """Of ``paths`` (what each is, its path), the first two that are one file, through links and
+    ``..``: (what the earlier is, what the later is, the later's path); None if each is a file of
+    its own. Streams (``/dev/stdout``) take any number."""
+    seen: dict[str, str] = {}
+    for what, path in paths:
+        if path is None or is_stream(path):
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            return seen[key], what, path
+        seen[key] = what
+    return None
