@@ -242,6 +242,22 @@ def load_settings(rootdir: Path, *, known_models: list[str]) -> Settings:
         raise ConfigError(f"{path}: {exc}") from None
 
 
+def table_elsewhere(inipath: Path | None, rootdir: Path) -> str | None:
+    """Where pytest's configuration file (``-c other.toml``) is not the rootdir's pyproject.toml and
+    has a ``[tool.instrbudget]`` table: why that table is not read (the settings, and the baseline
+    they name, come from the rootdir's pyproject.toml, as the cbuild commands read them); else None."""
+    if inipath is None or inipath.suffix != ".toml":
+        return None
+    own = rootdir / "pyproject.toml"
+    if inipath.resolve() == own.resolve() or _table(inipath) is None:
+        return None
+    return (
+        f"[tool.instrbudget] is in {inipath} (pytest's configuration file), but the settings are read from "
+        f"the pyproject.toml of the rootdir {rootdir}, as the cbuild commands read them: the table in "
+        f"{inipath.name} would not be read, nor the baseline it names; move it to {own}"
+    )
+
+
 def unread_table(rootdir: Path) -> str | None:
     """Where ``rootdir`` has a pyproject.toml without ``[tool.instrbudget]`` and one above it has
     the table: what to say if a test of this run builds C code or has a budget (then the settings

@@ -16,7 +16,7 @@ import pytest
 
 from cbuild.build.builder import Builder
 from cbuild.build.progress import progress_lines
-from cbuild.config import ConfigError, load_settings, parse_percent, unread_table
+from cbuild.config import ConfigError, load_settings, parse_percent, table_elsewhere, unread_table
 from cbuild.errors import (
     BuildDescriptionWarning,
     CBuildError,
@@ -191,6 +191,9 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         registry = default_registry()
         run = _run_options(config)
+        elsewhere = table_elsewhere(config.inipath, config.rootpath)
+        if elsewhere is not None:
+            raise ConfigError(elsewhere)
         settings = load_settings(config.rootpath, known_models=registry.names)
         chosen = config.getoption("instrbudget_baseline")
         if chosen is not None:

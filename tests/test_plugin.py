@@ -574,6 +574,27 @@ def test_config_paths_starting_with_a_tilde_are_in_the_home_directory(
     assert settings.baseline == tmp_path / "project" / "perf" / "baseline.json"
 
 
+def test_plugin_settings_in_a_configuration_file_given_with_c_are_a_usage_error(pytester: pytest.Pytester) -> None:
+    """`pytest -c other.toml` whose [tool.instrbudget] names another baseline: the table was not
+    read, and an update wrote the project's committed baseline instead, without a word."""
+    pytester.makepyprojecttoml("[tool.instrbudget]\n")
+    (pytester.path / "other.toml").write_text("[tool.pytest.ini_options]\n[tool.instrbudget]\nbaseline = 'b.json'\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest("-c", "other.toml", "--instrbudget-update", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"*instrbudget: [[]tool.instrbudget] is in {pytester.path / 'other.toml'} (pytest's configuration "
+            f"file), but the settings are read from the pyproject.toml of the rootdir {pytester.path}*move it to "
+            f"{pytester.path / 'pyproject.toml'}"
+        ]
+    )
+    assert not (pytester.path / ".instrbudget").exists()
+    # A configuration file without the table is pytest's business alone.
+    (pytester.path / "other.toml").write_text("[tool.pytest.ini_options]\n")
+    assert pytester.runpytest("-c", "other.toml", "-p", "no:cacheprovider").ret == pytest.ExitCode.OK
+
+
 def test_plugin_settings_above_the_rootdir_are_a_usage_error(pytester: pytest.Pytester) -> None:
     # [tool.instrbudget] in the repository's pyproject.toml, and a pytest.ini beside the tests that
     # makes their directory pytest's rootdir: the settings, the include directories and the
