@@ -704,7 +704,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if config.getoption("lf", False):  # a file with failures was collected with its failed tests alone
         budget.partial_files.update(nodeid.split("::", 1)[0] for nodeid in budget.collected)
-    outcome = budget.finish()
+    outcome = budget.finish(interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED)
     config.stash[OUTCOME] = outcome
     if not budget.run.disable:
         budget.keep_cache()

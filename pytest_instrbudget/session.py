@@ -456,12 +456,16 @@ class BudgetSession:
             return budget.unavailable
         return self.settings.unavailable
 
-    def finish(self) -> Outcome:
-        """Apply ``--instrbudget-update``/``--instrbudget-prune`` to the baseline, once."""
+    def finish(self, *, interrupted: bool = False) -> Outcome:
+        """Apply ``--instrbudget-update``/``--instrbudget-prune`` to the baseline, once; not in a
+        run the user ``interrupted`` (Ctrl-C): it is written at the end of a run, not part-way."""
         outcome = Outcome()
         base = self.baseline
         outcome.stale = self._stale(base)
         if not (self.run.update or self.run.prune) or self.builder is None or self.run.disable:
+            return outcome
+        if interrupted:
+            outcome.refused = "the run was interrupted; run it again to update the baseline"
             return outcome
         try:
             with locked(base.path):

@@ -574,6 +574,25 @@ def test_config_paths_starting_with_a_tilde_are_in_the_home_directory(
     assert settings.baseline == tmp_path / "project" / "perf" / "baseline.json"
 
 
+def test_plugin_an_interrupted_update_writes_nothing(project: pytest.Pytester) -> None:
+    """Ctrl-C part-way through `--instrbudget-update`: the tests finished so far were written (a
+    regression among them accepted) although the user stopped the run; now nothing is, and the
+    summary says so."""
+    assert project.runpytest("-p", "no:cacheprovider", "--instrbudget-update").ret == pytest.ExitCode.OK
+    baseline = project.path / ".instrbudget" / "baseline.json"
+    before = baseline.read_bytes()
+    (project.path / "work.c").write_text(SLOWER_WORK_C)
+    project.makepyfile(
+        test_budget=TESTS.replace("def test_unbudgeted(lib):", "def test_unbudgeted(lib):\n    raise KeyboardInterrupt")
+    )
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--instrbudget-update")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["instrbudget: baseline not written: the run was interrupted; run it again to update the baseline"]
+    )
+    assert baseline.read_bytes() == before
+
+
 def test_plugin_settings_in_a_configuration_file_given_with_c_are_a_usage_error(pytester: pytest.Pytester) -> None:
     """`pytest -c other.toml` whose [tool.instrbudget] names another baseline: the table was not
     read, and an update wrote the project's committed baseline instead, without a word."""
