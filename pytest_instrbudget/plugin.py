@@ -26,7 +26,7 @@ from cbuild.errors import (
 )
 from cbuild.models import CostModel, default_registry
 from cbuild.models.costs import Cost
-from cbuild.report.outputs import first_shared, write_output
+from cbuild.report.outputs import first_shared, is_stream, write_output
 from cbuild.report.snapshot import DEFAULT_PATH
 from cbuild.run.hosts import HostPool, guard_library
 from cbuild.run.stops import CodeStopped, Stop, needs_cutoff_build
@@ -505,7 +505,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         )
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
-    if body_completed and lost and item.stash.get(BUDGET, None) is not None:
+    if body_completed and lost and _unmade_checks(item, session) is not None:
         # The test caught a library's death or a program run's end (a timeout, a crash, a cut-off
         # it swallowed): what the code would have counted is unknown, so the budget was not checked.
         pytest.fail(
@@ -714,6 +714,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         _write_output(outcome, "the JSON report", budget.run.json_path, text, config=config)
     if budget.run.html_path is not None:
         _write_output(outcome, "the HTML report", budget.run.html_path, report.html_report(budget), config=config)
+    if budget.run.profile_dir is not None and budget.run.profile_dir.is_dir():  # each test's, as it ended
+        outcome.reports.append(("the call-path profiles in", Path(os.path.abspath(budget.run.profile_dir))))
     if budget.run.markdown_path is not None:
         # Appended: $GITHUB_STEP_SUMMARY collects what every command of a CI step writes.
         markdown = report.markdown(budget)
@@ -734,6 +736,9 @@ def _write_output(
         write_output(path, text.encode(), append=append)
     except OSError as exc:
         outcome.errors.append(f"cannot write {what} {path}: {describe_os_error(exc)}")
+        return
+    if not is_stream(path):
+        outcome.reports.append((what, Path(os.path.abspath(path))))
 
 
 def _is_stdout(path: Path) -> bool:

@@ -355,6 +355,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         )
     if session.cache_note:
         lines.append(session.cache_note)
+    lines.extend(f"wrote {what} {path}" for what, path in outcome.reports)  # as pytest says of --junitxml
     unpruned = [n for n in outcome.stale if n not in outcome.pruned]
     if unpruned:
         lines.append(

@@ -93,6 +93,8 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
     #: Where the baseline that could not be read was kept before it was rewritten from this run.
     kept_damaged: Path | None = None
+    #: The reports written to files (not streams): what each is, and its path.
+    reports: list[tuple[str, Path]] = field(default_factory=list)
 
 
 class BudgetSession:

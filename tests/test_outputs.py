@@ -187,6 +187,13 @@ def test_outputs_expand_a_home_and_variables_in_their_paths(
     assert (tmp_path / "home" / "out.json").is_file()
     assert (tmp_path / "reports" / "r.html").is_file()
     assert not (project.path / "~").exists()
+    # Where each went, as pytest says where --junitxml went.
+    result.stdout.fnmatch_lines(
+        [
+            f"instrbudget: wrote the JSON report {tmp_path / 'home' / 'out.json'}",
+            f"instrbudget: wrote the HTML report {tmp_path / 'reports' / 'r.html'}",
+        ]
+    )
 
 
 def test_outputs_two_outputs_at_one_path_are_refused_but_stdout_takes_both(project: pytest.Pytester) -> None:
