@@ -215,6 +215,34 @@ def test_baseline_update_writes_the_baseline_of_the_checkout_it_runs_in(
     assert json.loads((ran_in / ".instrbudget" / "baseline.json").read_text())["tests"]["t.py::a"]
 
 
+def test_baseline_update_of_a_baseline_outside_the_project_or_unwritable_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose baseline was outside its project (`--instrbudget-baseline=/shared/zk.json`) has
+    no place in another checkout: it was written at the checkout's `../shared/zk.json`, which
+    nobody named. A baseline that cannot be written is an error naming it, not a traceback."""
+    project = tmp_path / "deep" / "project"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.instrbudget]\n")
+    shard = doc(project, ["t.py::a"], {"t.py::a": 7})
+    shard["baseline"] = str(tmp_path / "shared" / "zk.json")
+    run = write(tmp_path / "all.json", shard)
+    monkeypatch.chdir(project)
+    assert main(["baseline", "update", str(run)]) == 2
+    assert (
+        f"cbuild: the run's baseline {tmp_path / 'shared' / 'zk.json'} is outside its project {project}, so it "
+        "has no place in this checkout: give the baseline to update with --baseline PATH"
+    ) in capsys.readouterr().err
+    assert not (tmp_path / "deep" / "shared").exists()
+    assert not (tmp_path / "shared").exists()
+    (project / "notes").write_text("a file, not a directory")
+    assert main(["baseline", "update", str(run), "--baseline", "notes/b.json"]) == 2
+    assert (
+        f"cbuild: cannot write the baseline notes/b.json: {project / 'notes'} is not a directory"
+        in capsys.readouterr().err
+    )
+
+
 def test_a_shard_records_the_commit_it_measured(tmp_path: Path) -> None:
     """Shards of two commits (a job re-run after a push) merged into one run of code nobody wrote:
     each document records the commit checked out in the project, and merge compares them."""

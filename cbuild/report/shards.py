@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cbuild.errors import CBuildError
+from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models.costs import Cost
 from cbuild.report import update
 from cbuild.report.order import display_order
@@ -187,7 +187,20 @@ def update_baseline(doc: dict[str, Any], root: Path, *, path: Path | None = None
             f"(e.g. {', '.join(left[:3])}): merge every shard of the run"
         )
     if path is None:
-        path = root / _baseline_in_project(doc)
+        inside = _baseline_in_project(doc)
+        if inside == os.pardir or inside.startswith(os.pardir + os.sep):  # not this checkout's to place
+            raise CBuildError(
+                f"the run's baseline {doc['baseline']} is outside its project {doc['root']}, so it has no place in "
+                "this checkout: give the baseline to update with --baseline PATH"
+            )
+        path = root / inside
+    try:
+        return _write(doc, root, path, prune)
+    except OSError as exc:
+        raise CBuildError(f"cannot write the baseline {path}: {describe_os_error(exc)}") from None
+
+
+def _write(doc: dict[str, Any], root: Path, path: Path, prune: bool) -> Written:
     fingerprint: dict[str, str] = doc["fingerprint"]
     session = update.session_part(fingerprint)
     note = None
