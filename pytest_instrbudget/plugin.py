@@ -355,6 +355,10 @@ def pytest_collection_modifyitems_selected(config: pytest.Config, items: list[py
         if item.stash.get(BUDGET_MARKS, None) != _budget_marks(item, session):
             _read_budget(item, session, registered)
     errors = [error for item in items if (error := item.stash.get(BUDGET_ERROR, None)) is not None]
+    if errors and hasattr(config, "workerinput"):
+        # A pytest-xdist worker's usage error reaches the controller as an INTERNALERROR without
+        # its message: each such test fails with it instead (pytest_runtest_setup).
+        return
     if len(errors) == 1:
         raise pytest.UsageError(f"instrbudget: {errors[0]}")
     if errors:
@@ -382,6 +386,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     table between the rootdir and the test) fails saying so (a usage error would be lost under
     pytest-xdist, whose workers collect)."""
     session = item.config.stash.get(SESSION, None)
+    error = item.stash.get(BUDGET_ERROR, None)
+    if error is not None:  # in a pytest-xdist worker, which says it per test (above)
+        pytest.fail(f"instrbudget: {error}", pytrace=False)
     if session is None or not (
         item.get_closest_marker("budget") is not None or "cbuild" in getattr(item, "fixturenames", ())
     ):

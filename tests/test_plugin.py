@@ -871,6 +871,14 @@ def test_c():
             "max_instr?); accepted: max_instr",
         ]
     )
+    # Under pytest-xdist the workers collect, and a worker's usage error was an INTERNALERROR without
+    # its message: each such test fails with it instead.
+    result = pytester.runpytest_subprocess("-p", "xdist", "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=3, failed=1)  # test_fine fails as measuring nothing, as it does alone
+    result.stdout.fnmatch_lines(
+        ["*instrbudget: test_x.py::test_b: budget(timeout=...) must be a positive number of seconds, got 0*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
 @pytest.mark.parametrize("value", ["float('nan')", "0", "'5'", "True"])
