@@ -315,6 +315,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
         if len(uncompared) > 5:
             lines.append(f"  and {len(uncompared) - 5} more")
     lines.extend(unavailable_lines(results))
+    lines.extend(left_out_lines(session))
     improved = [r.nodeid for r in in_display_order(results) if r.improved]
     if improved and not session.run.update:
         named = ", ".join(improved[:5]) + (" ..." if len(improved) > 5 else "")
@@ -394,6 +395,29 @@ def unavailable_lines(results: Iterable[TestResult]) -> list[str]:
             if limits:
                 lines.append(f"    not checked: {', '.join(limits)}")
     return lines
+
+
+def left_out_lines(session: BudgetSession) -> list[str]:
+    """Per model, the budgeted tests whose baseline entries of its metrics this run left
+    uncompared: the run did not measure them (``--instrbudget-model``, a test's ``models=``),
+    and the model could measure them (not unavailable). Said, not failed: leaving a model out
+    is the user's choice, but a green run should not read as having compared them."""
+    by_model: dict[str, list[str]] = {}
+    if not session.comparable:
+        return []
+    for r in in_display_order(session.results.values()):
+        if not r.budgeted:
+            continue
+        seen = {m.metric for m in r.metrics}
+        for metric in session.baseline.tests.get(r.nodeid, {}):
+            model = session.metric_models.get(metric)
+            if metric not in seen and model is not None and r.nodeid not in by_model.get(model, []):
+                by_model.setdefault(model, []).append(r.nodeid)
+    return [
+        f"{model} not measured in this run: the baseline entries of {len(tests)} budgeted test(s) for its metrics "
+        f"were not compared ({', '.join(tests[:3])}{' ...' if len(tests) > 3 else ''})"
+        for model, tests in sorted(by_model.items())
+    ]
 
 
 def json_document(session: BudgetSession) -> dict[str, Any]:

@@ -405,6 +405,38 @@ def test_model_choice_unavailable_cut_off_fails_as_not_checked(pytester: pytest.
     result.stdout.fnmatch_lines(["instrbudget:     not checked: stop_at_zkcycles=100"])
 
 
+def test_model_choice_a_model_left_out_says_its_baseline_entries_were_not_compared(pytester: pytest.Pytester) -> None:
+    """A baseline with zkvm entries, and a run that leaves zkvm out (``--instrbudget-model``, or a
+    test's ``models=``): green, as asked, but saying which budgeted tests' entries went uncompared,
+    where it read as a run that compared them."""
+    tests = """
+    import pytest
+
+    @pytest.mark.budget(tolerance=5)
+    def test_one(cbuild):
+        assert cbuild.library("work.c").work(10) == 45
+
+    @pytest.mark.budget(tolerance=5, models=["ir-count"])
+    def test_ir_only(cbuild):
+        assert cbuild.library("work.c").work(10) == 45
+    """
+    project(pytester, tests, models='["ir-count", "zkvm"]')
+    pytester.makepyfile(test_choice=textwrap.dedent(tests.replace(', models=["ir-count"]', "")))
+    assert run(pytester, "--instrbudget-update")[0].ret == 0
+    pytester.makepyfile(test_choice=textwrap.dedent(tests))
+    result, _ = run(pytester, "--instrbudget-model=ir-count")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "instrbudget: zkvm not measured in this run: the baseline entries of 2 budgeted test(s) for its "
+            "metrics were not compared (test_choice.py::test_ir_only, test_choice.py::test_one)"
+        ]
+    )
+    result, _ = run(pytester)  # the session's models again: test_ir_only alone leaves zkvm out
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["instrbudget: zkvm not measured in this run: * 1 budgeted test(s) * (*test_ir_only)"])
+
+
 LIBRARY_WITH_MAIN_C = """\
 int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }
 int main(void) { return work(10) != 45; }
