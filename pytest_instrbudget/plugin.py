@@ -45,6 +45,8 @@ METER = pytest.StashKey[Meter]()
 BUDGET = pytest.StashKey["Budget | None"]()
 #: Why a test's marker is not valid in this run (an error if the test is selected).
 BUDGET_ERROR = pytest.StashKey[str | None]()
+#: The test's body completed (whatever its budget then said).
+BODY_PASSED = pytest.StashKey[bool]()
 #: The item's markers when its budget was read (:func:`_budget_marks`).
 BUDGET_MARKS = pytest.StashKey[str]()
 #: The test's metrics against its limits and the baseline.
@@ -502,6 +504,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                     session.output_errors.append(
                         f"cannot write the profile of {item.nodeid} to {where}: {describe_os_error(exc)}"
                     )
+    # Reached only where the body completed: a failure from here on is the budget's, not the test's.
+    item.stash[BODY_PASSED] = True
     if unchecked:
         pytest.fail(
             f"instrbudget: the cut-off on {', '.join(unchecked)} was not checked: no build of the "
@@ -594,6 +598,17 @@ def junit_properties(result: TestResult) -> list[tuple[str, object]]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     rep = yield
+    if (
+        call.when == "call"
+        and getattr(rep, "wasxfail", None) is not None
+        and item.stash.get(BODY_PASSED, False)
+        and call.excinfo is not None
+        and call.excinfo.errisinstance(pytest.fail.Exception)
+    ):
+        # The body passed and the budget failed it: an xfail marker expects the test's own failure
+        # (where its body passes, a strict one fails the run as XPASS), not its budget's.
+        del rep.wasxfail
+        rep.outcome = "failed"
     result = item.stash.get(RESULT, None)
     if call.when == "call" and result is not None and hasattr(item.config, "workerinput"):
         # Travels with the report to the xdist controller, so a worker that dies later loses nothing.

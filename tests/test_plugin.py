@@ -574,6 +574,31 @@ def test_config_paths_starting_with_a_tilde_are_in_the_home_directory(
     assert settings.baseline == tmp_path / "project" / "perf" / "baseline.json"
 
 
+def test_plugin_an_xfail_test_over_its_budget_fails(pytester: pytest.Pytester) -> None:
+    """xfail expects the test's own failure: a body that passed and then went over its budget was
+    reported xfailed, the run green (a strict xfail whose body passes fails the run as XPASS).
+    A body that fails as expected stays xfailed, whatever its cost."""
+    pytester.makefile(".c", work=WORK_C)
+    pytester.makepyfile(
+        test_x="""
+import pytest
+
+@pytest.mark.xfail(strict=True, reason="a known bug elsewhere")
+@pytest.mark.budget(max_instr=5)
+def test_over(cbuild):
+    assert cbuild.library("work.c").work(100) == 4950
+
+@pytest.mark.xfail(reason="a known bug elsewhere")
+@pytest.mark.budget(max_instr=5)
+def test_fails_as_expected(cbuild):
+    assert cbuild.library("work.c").work(100) == 0
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["FAILED test_x.py::test_over - Failed: instrbudget: ir_instructions *"])
+
+
 def test_plugin_an_interrupted_update_writes_nothing(project: pytest.Pytester) -> None:
     """Ctrl-C part-way through `--instrbudget-update`: the tests finished so far were written (a
     regression among them accepted) although the user stopped the run; now nothing is, and the
