@@ -287,6 +287,11 @@ def _region_limits(
     out: dict[str, dict[str, int]] = {}
     for name, limit in value.items():
         if isinstance(limit, dict):
+            if not limit:  # it would check nothing, and read as a region limited
+                raise ConfigError(
+                    f"{nodeid}: budget(regions={{{name!r}: {{}}}}) sets no limit: give one, as "
+                    f'{{{name!r}: {{"max_instr": 2000}}}} or {{{name!r}: 2000}}'
+                )
             per: dict[str, int] = {}
             for keyword, n in limit.items():
                 where = f"{nodeid}: budget(regions={{{name!r}: {{{keyword!r}: ...}}}})"

@@ -906,6 +906,16 @@ def test_c():
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
+def test_plugin_a_region_without_a_limit_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """``regions={"parse": {}}`` checked nothing and read as a region with a budget."""
+    pytester.makepyfile(test_x='import pytest\n\n@pytest.mark.budget(regions={"parse": {}})\ndef test_x():\n    pass\n')
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*instrbudget: test_x.py::test_x: budget(regions={'parse': {}}) sets no limit: give one, as *"]
+    )
+
+
 @pytest.mark.parametrize("value", ["float('nan')", "0", "'5'", "True"])
 def test_plugin_marker_timeout_must_be_positive_seconds(pytester: pytest.Pytester, value: str) -> None:
     pytester.makepyfile(test_x=f"import pytest\n\n@pytest.mark.budget(timeout={value})\ndef test_x():\n    pass\n")
