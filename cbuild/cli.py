@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import signal
+import stat
 import sys
 import warnings
 
@@ -361,16 +362,20 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 def _refuse_replacing(output: Path, flag: str, inputs: Sequence[tuple[str, Path]]) -> None:
     """An error where ``output`` (given as ``flag``) is one of the files the command reads
     (``inputs``: what each is, its path): writing it would replace that file."""
-    shared = first_shared([*inputs, (flag, output)])
-    if shared is not None:
-        what, _, path = shared
-        raise CBuildError(f"{flag} {path} is {what}: writing it would replace it; give the output a path of its own")
+    for what, path in inputs:  # each with the output alone: two inputs may be one file
+        if first_shared([(what, path), (flag, output)]) is not None:
+            raise CBuildError(
+                f"{flag} {output} is {what}: writing it would replace it; give the output a path of its own"
+            )
 
 
 def _project_baseline() -> list[tuple[str, Path]]:
     """The baseline of the project here, if any, as an input no output may replace."""
     project = _project_here()
-    return [("the project's baseline", default_baseline(project))] if project is not None else []
+    try:
+        return [("the project's baseline", default_baseline(project))] if project is not None else []
+    except CBuildError:  # a pyproject.toml that cannot be read names no baseline to keep
+        return []
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
@@ -669,19 +674,13 @@ def _cmd_build(args: argparse.Namespace, builder: Builder) -> int:
     _refuse_replacing(args.output, "-o", sources)
     _refuse_replacing(sidecar, "-o's block table", sources)
     artifact = builder.build(args.sources, options=_options(args), kind=kind, models=models, keep_main=args.keep_main)
-    # Each replaced whole: a binary that is running keeps running, and no reader sees half of one.
+    # Each replaced whole (a binary that is running keeps running, no reader sees half of one),
+    # through a symlink, and a device written, not replaced (write_output).
     for built, target in ((artifact.path, args.output), (artifact.table_path, sidecar)):
-        scratch = target.with_name(f".{target.name}.{os.getpid()}")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(built, scratch)
-            shutil.copymode(built, scratch)
-            os.replace(scratch, target)
+            write_output(target, built.read_bytes(), mode=stat.S_IMODE(built.stat().st_mode))
         except OSError as exc:
             raise CBuildError(f"cannot write {target}: {describe_os_error(exc)}") from None
-        finally:
-            with contextlib.suppress(OSError):
-                scratch.unlink()
     how = (
         f"instrumented; models {', '.join(model.name for model in models)}"
         if artifact.instrumented

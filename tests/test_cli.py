@@ -331,6 +331,8 @@ def test_cli_merge_and_history_do_not_write_over_what_they_read(tmp_path: Path) 
         done = cli("merge", "a.json", "-o", output, cwd=tmp_path)
         assert done.returncode == 2
         assert f"cbuild: -o {output} is {what}: writing it would replace it".encode() in done.stderr
+    twice = cli("merge", "a.json", "./a.json", "-o", "out.json", cwd=tmp_path)  # two inputs, one file: merge's to say
+    assert b"writing it would replace" not in twice.stderr
     done = cli("history", "--html", ".instrbudget/baseline.json", cwd=tmp_path)
     assert done.returncode == 2
     assert (

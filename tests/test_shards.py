@@ -235,6 +235,13 @@ def test_baseline_update_of_a_baseline_outside_the_project_or_unwritable_is_an_e
     ) in capsys.readouterr().err
     assert not (tmp_path / "deep" / "shared").exists()
     assert not (tmp_path / "shared").exists()
+    # Where the project's own configuration puts it there (a monorepo's shared baseline), it is this
+    # checkout's to update.
+    (project / "pyproject.toml").write_text("[tool.instrbudget]\nbaseline = '../../shared/zk.json'\n")
+    assert main(["baseline", "update", str(run)]) == 0
+    written = json.loads((tmp_path / "shared" / "zk.json").read_text())
+    assert written["tests"]["t.py::a"]["ir_instructions"]["total"] == 7
+    capsys.readouterr()
     (project / "notes").write_text("a file, not a directory")
     assert main(["baseline", "update", str(run), "--baseline", "notes/b.json"]) == 2
     assert (
