@@ -47,6 +47,8 @@ BUDGET = pytest.StashKey["Budget | None"]()
 BUDGET_ERROR = pytest.StashKey[str | None]()
 #: The test's body completed (whatever its budget then said).
 BODY_PASSED = pytest.StashKey[bool]()
+#: The user interrupted the run (Ctrl-C), not pytest or pytest-xdist stopping it early (-x, errors).
+CTRL_C = pytest.StashKey[bool]()
 #: The item's markers when its budget was read (:func:`_budget_marks`).
 BUDGET_MARKS = pytest.StashKey[str]()
 #: The test's metrics against its limits and the baseline.
@@ -190,6 +192,7 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    config.pluginmanager.register(_CtrlC(config), "instrbudget-ctrl-c")
     try:
         registry = default_registry()
         run = _run_options(config)
@@ -604,6 +607,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         and item.stash.get(BODY_PASSED, False)
         and call.excinfo is not None
         and call.excinfo.errisinstance(pytest.fail.Exception)
+        and not _expects_failed(item)
     ):
         # The body passed and the budget failed it: an xfail marker expects the test's own failure
         # (where its body passes, a strict one fails the run as XPASS), not its budget's.
@@ -631,6 +635,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         shown = "".join(text for title, text in rep.sections if title.startswith("Captured stderr"))
         rep.longrepr = _short_failure(item, call.excinfo, shown if _stderr_reported(item.config) else "")
     return rep
+
+
+def _expects_failed(item: pytest.Item) -> bool:
+    """Whether the test's xfail marker names ``pytest.fail.Exception`` in ``raises``: it expects
+    the failure its budget gives (a known overrun)."""
+    mark = item.get_closest_marker("xfail")
+    raises = mark.kwargs.get("raises") if mark is not None else None
+    expected = raises if isinstance(raises, tuple) else (raises,)
+    return any(isinstance(e, type) and issubclass(pytest.fail.Exception, e) for e in expected)
 
 
 #: Raised by the engine with a message that says what and where (a warning, where ``-W error`` made it one).
@@ -708,6 +721,18 @@ def _quoted_lines(echoed: str) -> str:
     return echoed.split("\n", 2)[-1]
 
 
+class _CtrlC:
+    """Notes in the config's stash that the user interrupted the run (Ctrl-C): KeyboardInterrupt
+    itself, where pytest's collection errors and pytest-xdist's -x raise subclasses of it."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        if excinfo.type is KeyboardInterrupt:
+            self.config.stash[CTRL_C] = True
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     budget = config.stash.get(SESSION, None)
@@ -726,7 +751,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if config.getoption("lf", False):  # a file with failures was collected with its failed tests alone
         budget.partial_files.update(nodeid.split("::", 1)[0] for nodeid in budget.collected)
-    outcome = budget.finish(interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED)
+    outcome = budget.finish(interrupted=config.stash.get(CTRL_C, False))
     config.stash[OUTCOME] = outcome
     if not budget.run.disable:
         budget.keep_cache()

@@ -132,19 +132,13 @@ def notable(result: TestResult) -> bool:
     )
 
 
-def _no_value(m: MetricResult) -> bool:
-    """Whether a measured metric has no value: a stopped or crashed run's other metrics counted
-    nothing (status ``error``, 0), shown as ``-``."""
-    return m.status == ERROR and not m.value
-
-
 def _cell(m: MetricResult | None) -> str:
     """A metric's value in a table: empty when the test has no such metric."""
     if m is None:
         return ""
     if m.status == UNAVAILABLE:
         return UNAVAILABLE
-    return "-" if _no_value(m) else f"{m.value:,}"
+    return "-" if m.no_value else f"{m.value:,}"
 
 
 def _metric_names(results: Sequence[TestResult], *, measured: bool = False, order: Sequence[str] = ()) -> list[str]:
@@ -590,7 +584,7 @@ def markdown_text(
 
 
 def _markdown_cell(m: MetricResult | None) -> str:
-    if m is None or m.status == UNAVAILABLE or _no_value(m):
+    if m is None or m.status == UNAVAILABLE or m.no_value:
         return _cell(m)
     change = "" if m.change in (None, 0.0) else f" ({_fmt_change(m.change)})"
     return f"{m.value:,}{change}"
@@ -718,7 +712,7 @@ def html_page(
                 "has_baseline": has_baseline,
                 "metrics": {
                     m.metric: {
-                        "value": None if _no_value(m) else m.value,  # shown as "-"
+                        "value": None if m.no_value else m.value,  # shown as "-"
                         "limit": m.limit,
                         "baseline": m.baseline,
                         "change": m.change,  # rounded once, by the page, to the terminal's two places

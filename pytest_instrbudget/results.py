@@ -68,9 +68,16 @@ class MetricResult:
     stop: int | None = None
 
     @property
+    def no_value(self) -> bool:
+        """Measured, but without a value: a stopped or crashed run's other metrics counted nothing
+        (status ``error``, 0), shown as ``-``."""
+        return self.status == ERROR and not self.value
+
+    @property
     def change(self) -> float | None:
-        """Percent change against the baseline (None without one, from a zero baseline, or unavailable)."""
-        if self.baseline is None or self.baseline == 0 or self.status == UNAVAILABLE:
+        """Percent change against the baseline (None without one, from a zero baseline, unavailable,
+        or without a value)."""
+        if self.baseline is None or self.baseline == 0 or self.status == UNAVAILABLE or self.no_value:
             return None
         return 100.0 * (self.value - self.baseline) / self.baseline
 

@@ -577,7 +577,8 @@ def test_config_paths_starting_with_a_tilde_are_in_the_home_directory(
 def test_plugin_an_xfail_test_over_its_budget_fails(pytester: pytest.Pytester) -> None:
     """xfail expects the test's own failure: a body that passed and then went over its budget was
     reported xfailed, the run green (a strict xfail whose body passes fails the run as XPASS).
-    A body that fails as expected stays xfailed, whatever its cost."""
+    A body that fails as expected stays xfailed, whatever its cost, and so does a known overrun
+    marked ``xfail(raises=pytest.fail.Exception)``."""
     pytester.makefile(".c", work=WORK_C)
     pytester.makepyfile(
         test_x="""
@@ -592,10 +593,15 @@ def test_over(cbuild):
 @pytest.mark.budget(max_instr=5)
 def test_fails_as_expected(cbuild):
     assert cbuild.library("work.c").work(100) == 0
+
+@pytest.mark.xfail(raises=pytest.fail.Exception, reason="a known overrun")
+@pytest.mark.budget(max_instr=5)
+def test_known_overrun(cbuild):
+    assert cbuild.library("work.c").work(100) == 4950
 """
     )
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(failed=1, xfailed=1)
+    result.assert_outcomes(failed=1, xfailed=2)
     result.stdout.fnmatch_lines(["FAILED test_x.py::test_over - Failed: instrbudget: ir_instructions *"])
 
 

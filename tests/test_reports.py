@@ -405,7 +405,7 @@ def test_reports_show_a_stopped_runs_other_metrics_without_a_value() -> None:
     (status error, 0): every report shows them as ``-``, as the terminal's table does, not 0."""
     stopped = result(
         "t.py::test_stop",
-        metric("ir_instructions", 0, None, ERROR),
+        metric("ir_instructions", 0, 500, ERROR),  # its baseline: no change of -100% either
         metric("zk_cycles", 1_211, None, OVER_LIMIT),
         failure="stopped",
     )
@@ -416,4 +416,5 @@ def test_reports_show_a_stopped_runs_other_metrics_without_a_value() -> None:
     payload = json.loads(page.split('id="instrbudget-data">', 1)[1].split("</script>", 1)[0])
     (test,) = payload["tests"]
     assert test["metrics"]["ir_instructions"]["value"] is None
+    assert test["metrics"]["ir_instructions"]["change"] is None
     assert test["metrics"]["zk_cycles"]["value"] == 1_211
