@@ -450,14 +450,15 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         own = own_zig_cache(zig_binary())
     except ToolchainError:
         own = None
-    gone = zig_caches.gone(Path(own)) if own is not None else []  # zig's caches of installations since removed
+    # zig's caches of installations since removed (info counts them, prune removes them)
+    gone = zig_caches.gone(Path(own)) if own is not None and args.cache_command != "clear" else []
     if args.cache_command == "info":
         zig = Path(own or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zig")
         for line in eviction.render_summary(eviction.summary(root, zig if zig.is_dir() else None)):
             print(line)
         if gone:
             size = eviction.format_size(sum(cache.size for cache in gone))
-            print(f"zig's caches of {len(gone)} ziglang installation(s) since removed: {size} (prune removes them)")
+            print(f"zig caches of {len(gone)} removed installation(s): {size} (cache prune removes them)")
         return 0
     if args.cache_command == "prune":
         if prune_limit is not None:
@@ -472,9 +473,10 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         what = f"removed {done.removed} {eviction.noun(done.removed)} ({eviction.format_size(done.freed)})"
     busy = f"; {done.kept()}" if done.in_use else ""
     print(f"build cache {root}: {what}{busy}; {eviction.format_size(done.size_after)} left")
-    if gone and args.cache_command == "prune":
-        freed = eviction.format_size(zig_caches.remove(gone))
-        print(f"zig's caches of {len(gone)} ziglang installation(s) since removed: removed ({freed})")
+    removed = zig_caches.remove(gone) if args.cache_command == "prune" else []
+    if removed:
+        freed = eviction.format_size(sum(cache.size for cache in removed))
+        print(f"zig caches of {len(removed)} removed installation(s): removed ({freed})")
     return 0
 
 

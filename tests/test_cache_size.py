@@ -212,27 +212,32 @@ def test_prune_removes_zig_caches_of_installations_since_removed(
     assert Path((own / zig_caches.MARKER).read_text().strip()) == Path(toolchain.zig_binary()).resolve().parent
     monkeypatch.delenv(toolchain.ZIG_CACHE_VARIABLE)  # as a new process of this installation finds it
 
-    def zig_cache(name: str, installation: Path | None) -> Path:
+    def zig_cache(name: str, installation: Path | None, days: float = 8) -> Path:
         path = own.parent / f"instrbudget-{name}"
         (path / "o").mkdir(parents=True)
         (path / "o" / "libc.a").write_bytes(b"x" * 3000)
         if installation is not None:
             (path / zig_caches.MARKER).write_text(f"{installation}\n")
+            used = time.time() - days * 24 * 3600
+            os.utime(path / zig_caches.MARKER, (used, used))
         return path
 
     removed = zig_cache("aaaaaaaaaaaa", tmp_path / "deleted-venv" / "ziglang")
     alive = zig_cache("bbbbbbbbbbbb", tmp_path)  # its installation exists
     unnamed = zig_cache("cccccccccccc", None)  # from before caches named their installation
+    # Another machine's, sharing this home directory: its installation is not here, but used lately.
+    elsewhere = zig_cache("eeeeeeeeeeee", tmp_path / "other-machine" / "ziglang", days=1)
     cache = tmp_path / "build-cache"
     cache.mkdir()
     assert main(["cache", "info", "--cache-dir", str(cache)]) == 0
     said = capsys.readouterr().out
-    assert "zig's caches of 1 ziglang installation(s) since removed: 3.0 KiB (prune removes them)" in said
+    assert "zig caches of 1 removed installation(s): 3.0 KiB (cache prune removes them)" in said
     assert main(["cache", "prune", "--cache-dir", str(cache), "--max-size", "1GB"]) == 0
-    assert "zig's caches of 1 ziglang installation(s) since removed: removed (3.0 KiB)" in capsys.readouterr().out
+    assert "zig caches of 1 removed installation(s): removed (3.0 KiB)" in capsys.readouterr().out
     assert not removed.exists()
     assert alive.exists()
     assert unnamed.exists()
+    assert elsewhere.exists()
     assert own.exists()
     # A zig cache the user chose: its neighbours are theirs, whatever they name.
     chosen = tmp_path / "mine" / "zig"

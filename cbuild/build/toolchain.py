@@ -142,7 +142,7 @@ def own_zig_cache(zig: str) -> str | None:
     if not base:
         return None
     where = hashlib.sha256(str(Path(zig).resolve().parent).encode()).hexdigest()[:12]
-    return os.path.join(base, "zig", f"instrbudget-{where}")
+    return os.path.join(base, "zig", f"{zig_caches.PREFIX}{where}")
 
 
 _ZIG_CACHE_ERRORS = (

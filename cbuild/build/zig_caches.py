@@ -1,34 +1,39 @@
 """zig's caches of the ziglang installations that built here: each installation gets one of its
 own (``~/.cache/zig/instrbudget-<digest of its path>``, :func:`cbuild.build.toolchain.own_zig_cache`),
-which records the installation it belongs to, so that those of installations since removed (a
-deleted virtual environment, a Python release CI no longer installs) can be found and removed."""
+which records the installation it belongs to and when it was last used, so that those of
+installations since removed (a deleted virtual environment, a Python release CI no longer
+installs) can be found and removed; not before a week unused, since a home directory shared by
+machines may hold caches of installations another machine has."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from cbuild.build.cache import atomic_write
 
 #: The file in an installation's zig cache that names the installation (its zig's directory).
 MARKER = "instrbudget-installation"
 #: How those caches are named within zig's default cache directory.
 PREFIX = "instrbudget-"
+#: Unused this long (seconds), a cache whose installation this machine does not have is gone.
+UNUSED = 7 * 24 * 3600
 
 
 def record(cache: str, installation: Path) -> None:
-    """Name ``installation`` in its zig cache ``cache`` (once; a cache that cannot be written is
-    zig's to complain about)."""
+    """Name ``installation`` in its zig cache ``cache``, and that it is used now (a cache that
+    cannot be written is zig's to complain about)."""
     marker = Path(cache) / MARKER
     text = f"{installation}\n"
     with contextlib.suppress(OSError):
         if marker.is_file() and marker.read_text() == text:
+            os.utime(marker)
             return
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        scratch = marker.with_name(f".{MARKER}.{os.getpid()}")
-        scratch.write_text(text)
-        scratch.replace(marker)
+        atomic_write(marker, text.encode())
 
 
 @dataclass(frozen=True)
@@ -53,21 +58,19 @@ def gone(own: Path) -> list[Gone]:
                 continue
             try:
                 installation = (path / MARKER).read_text().strip()
+                used = (path / MARKER).stat().st_mtime
             except OSError:
                 continue
-            if installation and not Path(installation).exists():
+            if installation and not Path(installation).exists() and time.time() - used > UNUSED:
                 out.append(Gone(path, installation, tree_size(path)))
     return out
 
 
-def remove(caches: list[Gone]) -> int:
-    """Remove ``caches``; the bytes freed."""
-    freed = 0
+def remove(caches: list[Gone]) -> list[Gone]:
+    """Remove ``caches``; those removed."""
     for cache in caches:
         shutil.rmtree(cache.path, ignore_errors=True)
-        if not cache.path.exists():
-            freed += cache.size
-    return freed
+    return [cache for cache in caches if not cache.path.exists()]
 
 
 def tree_size(top: Path) -> int:
