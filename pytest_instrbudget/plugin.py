@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import json
 import os
-import shutil
+import re
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cbuild.build.builder import Builder
-from cbuild.build.progress import progress_lines
+from cbuild.build.progress import progress_lines, stderr_width
 from cbuild.config import ConfigError, load_settings, parse_percent, table_elsewhere, unread_table
 from cbuild.errors import (
     BuildDescriptionWarning,
@@ -123,15 +123,22 @@ def _run_options(config: pytest.Config) -> RunOptions:
     def output(option: str) -> Path | None:
         # Relative to where pytest was started, as pytest's own path options are: not to the
         # directory a test may have changed to when its profile is written.
-        value = config.getoption(option)
+        value: str | None = config.getoption(option)
         if value is not None and not value.strip():  # --instrbudget-markdown=$GITHUB_STEP_SUMMARY, unset
             flag = "--" + option.replace("_", "-")
             raise ConfigError(
                 f"{flag}: expected a file path, got an empty one (an unset variable, such as $GITHUB_STEP_SUMMARY "
                 "outside GitHub Actions?); nothing would be written"
             )
-        # ~ and $VARIABLES as pytest expands them in --junitxml (where the shell left them).
-        return config.invocation_params.dir / os.path.expanduser(os.path.expandvars(value)) if value else None
+        if not value:
+            return None
+        # ~ and $VARIABLES as pytest expands them in --junitxml (where the shell left them: addopts).
+        expanded = os.path.expandvars(value)
+        unset = re.search(r"\$(\w+|\{\w+\})", expanded)
+        if unset is not None:  # it would write a file of that name
+            flag = "--" + option.replace("_", "-")
+            raise ConfigError(f"{flag}={value}: the variable {unset.group(1).strip('{}')} is not set")
+        return Path(config.invocation_params.dir / os.path.expanduser(expanded))
 
     disabled = config.getoption("instrbudget_disable")
     for option in ("update", "prune"):
@@ -184,7 +191,7 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
             else:
                 # An xdist worker's own stderr is the terminal (or the CI log) pytest was started
                 # from, whose current line holds the tests' progress letters: start a line of its own.
-                lines = progress_lines(message, shutil.get_terminal_size().columns)
+                lines = progress_lines(message, stderr_width())
                 print("\n" + "\n".join(lines), file=sys.stderr, flush=True)
 
     return emit

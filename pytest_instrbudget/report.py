@@ -407,11 +407,11 @@ def left_out_lines(session: BudgetSession) -> list[str]:
             model = session.metric_models.get(metric)
             if metric not in seen and model is not None and r.nodeid not in by_model.get(model, []):
                 by_model.setdefault(model, []).append(r.nodeid)
-    return [
-        f"{model} not measured in this run: the baseline entries of {len(tests)} budgeted test(s) for its metrics "
-        f"were not compared ({', '.join(tests[:3])}{' ...' if len(tests) > 3 else ''})"
-        for model, tests in sorted(by_model.items())
-    ]
+    lines = []
+    for model, tests in sorted(by_model.items()):
+        lines.append(f"{model} left out of this run: {len(tests)} budgeted test(s) not compared on it:")
+        lines += [f"  {nodeid}" for nodeid in tests[:5]] + ([f"  and {len(tests) - 5} more"] if len(tests) > 5 else [])
+    return lines
 
 
 def json_document(session: BudgetSession) -> dict[str, Any]:

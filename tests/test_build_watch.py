@@ -10,7 +10,7 @@ import pytest
 from cbuild.build import watch as watch_module
 from cbuild.build.builder import Builder
 from cbuild.build.options import BuildOptions
-from cbuild.build.progress import progress_lines
+from cbuild.build.progress import progress_lines, stderr_progress
 from cbuild.build.watch import BuildWatch
 
 
@@ -146,3 +146,17 @@ def test_progress_messages_fit_the_log_width_and_keep_paths_whole() -> None:
         "  its source changed",
     ]
     assert progress_lines("done", 80) == ["instrbudget: done"]
+
+
+def test_progress_on_stderr_takes_its_width_from_columns_or_stderr(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The width of stderr's terminal, not stdout's (``cbuild run --json > doc.json``); $COLUMNS
+    first, 80 where stderr is no terminal (a CI log)."""
+    message = "built prog.c in 1.2 s: linking the IR 0.4 s, generating code 0.5 s, linking 0.3 s"
+    monkeypatch.setenv("COLUMNS", "50")
+    stderr_progress(message)
+    assert all(len(line) <= 50 for line in capsys.readouterr().err.splitlines())
+    monkeypatch.delenv("COLUMNS")
+    stderr_progress(message)  # captured: no terminal
+    assert capsys.readouterr().err.splitlines() == progress_lines(message, 80)

@@ -187,6 +187,11 @@ def test_outputs_expand_a_home_and_variables_in_their_paths(
     assert (tmp_path / "home" / "out.json").is_file()
     assert (tmp_path / "reports" / "r.html").is_file()
     assert not (project.path / "~").exists()
+    # A variable that is not set (in addopts, which no shell expands) would name a file after itself.
+    monkeypatch.delenv("REPORTS")
+    unset = project.runpytest("-p", "no:cacheprovider", "--instrbudget-html=$REPORTS/r.html")
+    assert unset.ret == pytest.ExitCode.USAGE_ERROR
+    unset.stderr.fnmatch_lines(["*instrbudget: --instrbudget-html=$REPORTS/r.html: the variable REPORTS is not set"])
     # Where each went, as pytest says where --junitxml went.
     result.stdout.fnmatch_lines(
         [

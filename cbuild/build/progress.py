@@ -3,7 +3,8 @@ the terminal or CI log they go to (80 columns where it has none), later lines in
 
 from __future__ import annotations
 
-import shutil
+import contextlib
+import os
 import sys
 import textwrap
 
@@ -22,6 +23,18 @@ def progress_lines(message: str, width: int) -> list[str]:
     ) or [PREFIX.rstrip()]
 
 
+def stderr_width() -> int:
+    """The width of the terminal stderr writes to: ``$COLUMNS`` where set, else the terminal's,
+    else 80 (a CI log, a file); stdout may go elsewhere (``cbuild run --json > doc.json``)."""
+    with contextlib.suppress(ValueError):
+        if int(os.environ.get("COLUMNS", "")) > 0:
+            return int(os.environ["COLUMNS"])
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 80
+
+
 def stderr_progress(message: str) -> None:
     """Write a progress message to stderr at once (the builder's default)."""
-    print("\n".join(progress_lines(message, shutil.get_terminal_size().columns)), file=sys.stderr, flush=True)
+    print("\n".join(progress_lines(message, stderr_width())), file=sys.stderr, flush=True)

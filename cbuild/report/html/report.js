@@ -22,7 +22,8 @@
   const LEVEL_TICKS = { autoSkip: true, autoSkipPadding: 12, maxRotation: 0 };
   const fmt = (n) => (n === null || n === undefined ? "" : Number(n).toLocaleString("en-US"));
   const pct = (c) => (c === null || c === undefined || c === 0 ? "" : (c > 0 ? "+" : "") + c.toFixed(2) + "%");
-  const statusClass = (s) => "status-" + s.split(" ")[0].replace(/[^a-z]/g, "");
+  // "over limit (partial)" -> status-over; "not measured" and "not comparable" by both words.
+  const statusClass = (s) => "status-" + (s.startsWith("not ") ? s.split(" ").slice(0, 2).join("-") : s.split(" ")[0]).replace(/[^a-z-]/g, "");
 
   /* A table whose columns sort on a click on their header (numbers by value). */
   function sortable(table) {
