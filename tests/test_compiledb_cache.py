@@ -14,6 +14,7 @@ import pytest
 
 from cbuild.build import compiledb
 from cbuild.build.cache import Cache
+from cbuild.build.progress import progress_lines
 from cbuild.errors import BuildDescriptionError, BuildDescriptionWarning
 
 
@@ -190,8 +191,10 @@ def test_parsing_a_large_database_is_said(
     compiledb.read(path, cache=Cache(tmp_path / "other"), progress=said.append)  # warm: nothing to say
     assert said == [f"reading the compilation database {path} (0 MB)..."]
     monkeypatch.setenv("INSTRBUDGET_CACHE_DIR", str(tmp_path / "default"))
+    monkeypatch.setenv("COLUMNS", "80")
     compiledb.read(path)
-    assert capsys.readouterr().err == f"instrbudget: reading the compilation database {path} (0 MB)...\n"
+    message = f"reading the compilation database {path} (0 MB)..."
+    assert capsys.readouterr().err == "\n".join(progress_lines(message, 80)) + "\n"  # wrapped as the builder's
 
 
 def test_workers_reading_one_database_at_once_parse_it_once(tmp_path: Path) -> None:
