@@ -37,7 +37,7 @@ from cbuild.models.profile import IR_METRIC
 from cbuild.report import shards, texttable, update
 from cbuild.report.attribution import attributed
 from cbuild.report.diff import changes, compared, incomparable, load_run, only_in, render_markdown, render_text
-from cbuild.report.history import default_baseline, read_history
+from cbuild.report.history import configured_baseline, default_baseline, read_history
 from cbuild.report.history import render_text as render_history
 from cbuild.report.html import render as render_page
 from cbuild.report.outputs import first_shared, write_output
@@ -372,10 +372,8 @@ def _refuse_replacing(output: Path, flag: str, inputs: Sequence[tuple[str, Path]
 def _project_baseline() -> list[tuple[str, Path]]:
     """The baseline of the project here, if any, as an input no output may replace."""
     project = _project_here()
-    try:
-        return [("the project's baseline", default_baseline(project))] if project is not None else []
-    except CBuildError:  # a pyproject.toml that cannot be read names no baseline to keep
-        return []
+    baseline = configured_baseline(project) if project is not None else None
+    return [("the project's baseline", baseline)] if baseline is not None else []
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
@@ -777,7 +775,8 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
     # A model that could not measure this program (its RISC-V build failed, say) has no value: its
     # metrics are said to be unavailable, not shown as 0, and run exits 2.
     unavailable = {m.name: result.counts.unavailable[m.name] for m in models if m.name in result.counts.unavailable}
-    missing = {metric.name: why for m in models if (why := unavailable.get(m.name)) for metric in m.metrics}
+    owner = {metric.name: m for m in models for metric in m.metrics}
+    missing = {metric: unavailable[m.name] for metric, m in owner.items() if m.name in unavailable}
     status = 2 if unavailable else result.returncode
     if args.json:
         tables, symbols = demangled_keys(*(cost.functions for cost in costs))
@@ -806,7 +805,7 @@ def _cmd_run(args: argparse.Namespace, builder: Builder, program_args: list[str]
         return status
     for cost in costs:
         if cost.metric in missing:  # the model's metrics on one line, where its first would be
-            names = next(names for m in models if cost.metric in (names := [metric.name for metric in m.metrics]))
+            names = [metric.name for metric in owner[cost.metric].metrics]
             if cost.metric == names[0]:
                 print(f"\n{', '.join(names)}: unavailable", file=sys.stderr)
             continue

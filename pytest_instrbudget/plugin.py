@@ -471,7 +471,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     finally:
         # Measured even when the test fails, so its cost shows in the summary.
         counts, lost = meter.stop(completed)
-        body_completed = completed
         # Counts a crashed library process took with it leave the measurement incomplete.
         completed = completed and not lost
         # A test that finished having run none of its builds' code measured nothing: its limits
@@ -526,7 +525,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         )
     if result is not None and result.failure:
         pytest.fail(result.failure, pytrace=False)
-    if body_completed and lost and _unmade_checks(item, session) is not None:
+    if lost and _unmade_checks(item, session) is not None:
         # The test caught a library's death or a program run's end (a timeout, a crash, a cut-off
         # it swallowed): what the code would have counted is unknown, so the budget was not checked.
         pytest.fail(

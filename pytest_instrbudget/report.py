@@ -305,9 +305,7 @@ def summary_lines(session: BudgetSession, outcome: Outcome) -> list[str]:
     uncompared = not_compared(session)
     if uncompared:
         lines.append(f"{len(uncompared)} budgeted test(s) were not compared with the baseline, so the run fails:")
-        lines.extend(f"  {nodeid}" for nodeid in uncompared[:5])
-        if len(uncompared) > 5:
-            lines.append(f"  and {len(uncompared) - 5} more")
+        lines += _indented(uncompared)
     lines.extend(unavailable_lines(results))
     lines.extend(left_out_lines(session))
     improved = [r.nodeid for r in in_display_order(results) if r.improved]
@@ -396,7 +394,7 @@ def left_out_lines(session: BudgetSession) -> list[str]:
     uncompared: the run did not measure them (``--instrbudget-model``, a test's ``models=``),
     and the model could measure them (not unavailable). Said, not failed: leaving a model out
     is the user's choice, but a green run should not read as having compared them."""
-    by_model: dict[str, list[str]] = {}
+    by_model: dict[str, dict[str, None]] = {}  # model -> its tests, in display order
     if not session.comparable:
         return []
     for r in in_display_order(session.results.values()):
@@ -405,13 +403,19 @@ def left_out_lines(session: BudgetSession) -> list[str]:
         seen = {m.metric for m in r.metrics}
         for metric in session.baseline.tests.get(r.nodeid, {}):
             model = session.metric_models.get(metric)
-            if metric not in seen and model is not None and r.nodeid not in by_model.get(model, []):
-                by_model.setdefault(model, []).append(r.nodeid)
+            if metric not in seen and model is not None:
+                by_model.setdefault(model, {})[r.nodeid] = None
     lines = []
     for model, tests in sorted(by_model.items()):
         lines.append(f"{model} left out of this run: {len(tests)} budgeted test(s) not compared on it:")
-        lines += [f"  {nodeid}" for nodeid in tests[:5]] + ([f"  and {len(tests) - 5} more"] if len(tests) > 5 else [])
+        lines += _indented(list(tests))
     return lines
+
+
+def _indented(nodeids: Sequence[str], shown: int = 5) -> list[str]:
+    """The first ``shown`` of ``nodeids``, a line each, indented, then how many more there are."""
+    more = [f"  and {len(nodeids) - shown} more"] if len(nodeids) > shown else []
+    return [f"  {nodeid}" for nodeid in nodeids[:shown]] + more
 
 
 def json_document(session: BudgetSession) -> dict[str, Any]:
@@ -530,7 +534,8 @@ def markdown_text(
     improved = [r for r in results if r.improved and not r.failure]
     # Every measured test in one of the headline's counts: the other changes (and the tests failed
     # as not measured) by their status.
-    others = Counter(_status(r, outcomes) for r in shown if r not in failed and not r.improved)
+    over = {r.nodeid for r in failed}
+    others = Counter(_status(r, outcomes) for r in shown if r.nodeid not in over and not r.improved)
     head = [
         "## instrbudget",
         "",

@@ -256,6 +256,15 @@ def default_baseline(start: Path | None = None) -> Path:
     return (nearest or start) / DEFAULT_PATH
 
 
+def configured_baseline(start: Path) -> Path | None:
+    """:func:`default_baseline`, or None where a pyproject.toml on the way cannot be read (it names
+    no baseline anyone can rely on)."""
+    try:
+        return default_baseline(start)
+    except CBuildError:
+        return None
+
+
 # -- reading git ----------------------------------------------------------------------------
 
 

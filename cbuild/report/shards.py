@@ -22,7 +22,7 @@ from typing import Any
 from cbuild.errors import CBuildError, describe_os_error
 from cbuild.models.costs import Cost
 from cbuild.report import update
-from cbuild.report.history import default_baseline
+from cbuild.report.history import configured_baseline
 from cbuild.report.order import display_order
 from cbuild.report.outputs import keep_damaged, locked, write_output
 from cbuild.report.snapshot import DEFAULT_PATH, Snapshot, SnapshotError, decode
@@ -81,14 +81,6 @@ def checkout_commit(root: Path) -> str | None:
         return None
     commit = proc.stdout.decode(errors="replace").strip()
     return commit if proc.returncode == 0 and commit else None
-
-
-def _configured_baseline(root: Path) -> Path:
-    """The baseline the checkout in ``root`` configures (its default where it cannot be read)."""
-    try:
-        return default_baseline(root)
-    except CBuildError:
-        return root / DEFAULT_PATH
 
 
 def _baseline_in_project(doc: dict[str, Any]) -> str:
@@ -199,7 +191,8 @@ def update_baseline(doc: dict[str, Any], root: Path, *, path: Path | None = None
         inside = _baseline_in_project(doc)
         escapes = inside == os.pardir or inside.startswith(os.pardir + os.sep)
         # Outside the project: this checkout's only where its own configuration puts it there.
-        if escapes and os.path.normpath(root / inside) != os.path.normpath(_configured_baseline(root)):
+        own = configured_baseline(root) or root / DEFAULT_PATH
+        if escapes and os.path.normpath(root / inside) != os.path.normpath(own):
             raise CBuildError(
                 f"the run's baseline {doc['baseline']} is outside its project {doc['root']}, so it has no place in "
                 "this checkout: give the baseline to update with --baseline PATH"
